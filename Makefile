@@ -1,0 +1,98 @@
+# ARKCoS bench. `make` builds build/arkcos; `make test` runs everything that
+# runs on a CPU-only machine; see README.md for the other targets.
+
+CC      ?= cc
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+GPU     ?= $(if $(NVCC),1,0)
+ARCHFLAGS ?= -march=native
+CFLAGS  ?= -O2 $(ARCHFLAGS)
+CFLAGS  += -std=c11 -Wall -Wextra -fopenmp -I. -D_GNU_SOURCE
+LDLIBS  += -lfftw3 -lfftw3f -lsharp -lcfitsio -ljansson -lm -fopenmp
+PROFILE ?= default
+PYTHON  ?= /usr/bin/python3
+
+BUILD   ?= build
+ENGINE_SRC := $(wildcard arkcos/*.c)
+REF_SRC    := $(wildcard reference/*.c)
+HARN_SRC   := $(filter-out harness/main.c,$(wildcard harness/*.c))
+TEST_SRC   := $(wildcard tests/test_*.c)
+
+ifeq ($(GPU),1)
+  CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+  # sm_90 (Hopper) is the target; the others keep older cards building.
+  NVCCFLAGS ?= -O3 -std=c++14 -gencode arch=compute_70,code=sm_70 \
+               -gencode arch=compute_80,code=sm_80 \
+               -gencode arch=compute_90,code=sm_90 \
+               -gencode arch=compute_90,code=compute_90
+  GPU_OBJ  := $(BUILD)/arkcos/gpu.o
+  CFLAGS   += -DARKCOS_WITH_CUDA
+  LDLIBS   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart
+  ENGINE_SRC := $(filter-out arkcos/gpu_none.c,$(ENGINE_SRC))
+else
+  GPU_OBJ  :=
+endif
+
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
+REF_OBJ    := $(REF_SRC:%.c=$(BUILD)/%.o)
+HARN_OBJ   := $(HARN_SRC:%.c=$(BUILD)/%.o)
+TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
+
+.PHONY: all test bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check
+
+all: $(BUILD)/arkcos $(TEST_BIN)
+
+$(BUILD)/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/arkcos/gpu.o: arkcos/gpu.cu $(wildcard arkcos/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -I. -DARKCOS_WITH_CUDA -Xcompiler -fPIC,-Wall -c $< -o $@
+
+$(BUILD)/libarkcos.a: $(ENGINE_OBJ)
+	ar rcs $@ $^
+$(BUILD)/libarkref.a: $(REF_OBJ)
+	ar rcs $@ $^
+$(BUILD)/libarkharness.a: $(HARN_OBJ)
+	ar rcs $@ $^
+
+$(BUILD)/arkcos: $(BUILD)/harness/main.o $(LIBS)
+	$(CC) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
+
+$(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lchealpix -lstdc++
+
+install-deps:
+	bash scripts/install-deps.sh
+
+deps-check:
+	@bash scripts/install-deps.sh --if-missing
+
+test: deps-check
+	$(MAKE) all
+	BUILD=$(BUILD) PYTHON=$(PYTHON) bash tests/run.sh
+
+bench: deps-check
+	$(MAKE) all
+	bash scripts/bench.sh
+
+reproduce: deps-check
+	$(MAKE) all
+	PYTHON=$(PYTHON) bash scripts/reproduce.sh $(PROFILE)
+
+perfcheck: deps-check
+	$(MAKE) all
+	bash scripts/perfcheck.sh
+
+perfcheck-update: deps-check
+	$(MAKE) all
+	bash scripts/perfcheck.sh --update
+
+gpucheck: deps-check
+	$(MAKE) all
+	bash scripts/gpucheck.sh
+
+clean:
+	rm -rf $(BUILD) plots/out

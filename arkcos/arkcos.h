@@ -1,0 +1,240 @@
+/*
+ * arkcos.h -- public interface of the ARKCoS engine.
+ *
+ * ARKCoS (Elsner & Wandelt 2011, A&A 532, A35) convolves a map sampled on
+ * isolatitude rings with a compact radial kernel: ring FFTs, kernel spectra
+ * per ring pair, a reduction over the rings inside the kernel support, and
+ * inverse ring FFTs.
+ *
+ * Units: angles in radians; theta is colatitude in [0, pi]; phi in [0, 2 pi).
+ * Maps are HEALPix RING ordered (or, for other geometries, ring after ring in
+ * the order of the geometry), double precision, pixel indices int64_t.
+ *
+ * Conventions shared by every module:
+ *  - a kernel K(alpha) is zero for alpha > cutoff and normalised to unit
+ *    integral over the sphere (K_0 = 1 in K_l = 2 pi int K(z) P_l(z) dz);
+ *  - the discrete convolution approximated is the direct sum
+ *    s_p = sum_q w_q K(alpha_pq) r_q, w_q the pixel's solid angle
+ *    (4 pi / npix on HEALPix).
+ *
+ * Errors: functions return NULL or a non-zero ARKCOS_E* code and fill the
+ * caller's arkcos_error (which may be NULL).  Nothing here calls exit().
+ */
+#ifndef ARKCOS_H
+#define ARKCOS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ARKCOS_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- errors */
+
+enum {
+  ARKCOS_OK = 0,
+  ARKCOS_ERUNTIME = 1,   /* internal failure (FFTW plan, CUDA call, ...) */
+  ARKCOS_EINVAL = 2,     /* bad argument or bad input data */
+  ARKCOS_ENOMEM = 3,     /* allocation failed */
+  ARKCOS_EIO = 4,        /* file could not be read or written */
+  ARKCOS_ENODEV = 5      /* GPU requested but no CUDA device / no CUDA build */
+};
+
+typedef struct arkcos_error {
+  int code;
+  char msg[512];
+} arkcos_error;
+
+/* Records code and a printf-style message in err (if err is not NULL);
+ * returns code so that callers can write `return arkcos_fail(...)`. */
+int arkcos_fail(arkcos_error *err, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Process exit status for an error code: 2 for EINVAL, 1 otherwise. */
+int arkcos_exit_status(int code);
+
+/* -------------------------------------------------------------- geometry */
+
+typedef struct arkcos_ring {
+  double theta;   /* colatitude of the ring */
+  double phi0;    /* azimuth of the ring's first pixel */
+  double weight;  /* solid angle of one pixel of the ring (quadrature weight) */
+  int64_t nph;    /* number of pixels on the ring */
+  int64_t ofs;    /* index of the ring's first pixel in the map */
+} arkcos_ring;
+
+typedef enum {
+  ARKCOS_GEOM_HEALPIX = 0,
+  ARKCOS_GEOM_ECP = 1,
+  ARKCOS_GEOM_CUSTOM = 2
+} arkcos_geometry_kind;
+
+typedef struct arkcos_geometry {
+  arkcos_geometry_kind kind;
+  int64_t nside;      /* HEALPix resolution (0 for other kinds) */
+  int64_t npix;       /* total number of pixels */
+  int nrings;
+  arkcos_ring *rings; /* ordered by increasing theta */
+} arkcos_geometry;
+
+/* HEALPix RING geometry for any nside >= 1 (powers of two or not). */
+arkcos_geometry *arkcos_geometry_healpix(int64_t nside, arkcos_error *err);
+
+/* Equiangular (ECP) grid: ntheta rings at theta_i = (i + 1/2) pi / ntheta,
+ * nphi pixels each at phi = (k + phi_shift) 2 pi / nphi; weights are the
+ * exact solid angles of the cells. */
+arkcos_geometry *arkcos_geometry_ecp(int ntheta, int64_t nphi, double phi_shift,
+                                     arkcos_error *err);
+
+/* Generic constructor; the others only fill these arrays. weight may be NULL
+ * for equal-area pixels (4 pi / npix). Rings must have increasing theta. */
+arkcos_geometry *arkcos_geometry_from_rings(int nrings, const double *theta,
+                                            const double *phi0,
+                                            const int64_t *nph,
+                                            const int64_t *ofs,
+                                            const double *weight,
+                                            arkcos_error *err);
+
+void arkcos_geometry_destroy(arkcos_geometry *g); /* NULL is a no-op */
+
+/* HEALPix helpers (RING scheme). */
+int64_t arkcos_healpix_npix(int64_t nside);
+int64_t arkcos_healpix_ang2pix_ring(int64_t nside, double theta, double phi);
+void arkcos_healpix_pix2ang_ring(int64_t nside, int64_t pix, double *theta,
+                                 double *phi);
+int64_t arkcos_healpix_nest2ring(int64_t nside, int64_t pix); /* nside 2^k */
+int64_t arkcos_healpix_ring2nest(int64_t nside, int64_t pix); /* nside 2^k */
+
+/* ---------------------------------------------------------------- kernels */
+
+typedef enum {
+  ARKCOS_KERNEL_GAUSSIAN = 0, /* exp(-alpha^2 / (2 sigma^2)), sigma from FWHM */
+  ARKCOS_KERNEL_TOPHAT = 1,   /* constant inside the cutoff */
+  ARKCOS_KERNEL_TABLE = 2     /* tabulated radial profile, cubic interpolation */
+} arkcos_kernel_type;
+
+typedef struct arkcos_kernel_spec {
+  arkcos_kernel_type type;
+  double fwhm;              /* GAUSSIAN: full width at half maximum, radians */
+  const double *alpha;      /* TABLE: increasing angles, radians, alpha[0] >= 0 */
+  const double *value;      /* TABLE: profile values (any normalisation) */
+  int ntable;               /* TABLE: number of points (>= 2) */
+  double cutoff;            /* truncation angle in (0, pi]; 0: use cutoff_rel */
+  double cutoff_rel;        /* cut where K first falls below cutoff_rel * K(0) */
+} arkcos_kernel_spec;
+
+typedef struct arkcos_kernel arkcos_kernel;
+
+/* Creates a truncated kernel normalised to unit integral over the sphere.
+ * TOPHAT needs an explicit cutoff (its radius). For TABLE without a cutoff
+ * and without cutoff_rel the last tabulated angle is the cutoff. */
+arkcos_kernel *arkcos_kernel_create(const arkcos_kernel_spec *spec,
+                                    arkcos_error *err);
+
+/* Reads a two-column text file (angle in radians, K; '#' comments allowed)
+ * and creates a TABLE kernel. Malformed files give ARKCOS_EINVAL naming the
+ * file and the line. */
+arkcos_kernel *arkcos_kernel_from_file(const char *path, double cutoff,
+                                       double cutoff_rel, arkcos_error *err);
+
+void arkcos_kernel_destroy(arkcos_kernel *k); /* NULL is a no-op */
+
+arkcos_kernel_type arkcos_kernel_get_type(const arkcos_kernel *k);
+double arkcos_kernel_cutoff(const arkcos_kernel *k);   /* radians */
+double arkcos_kernel_fwhm(const arkcos_kernel *k);     /* GAUSSIAN, else 0 */
+/* Relative level K(cutoff)/K(0) at the truncation (0 for a top-hat edge is
+ * reported as 1: the kernel jumps by its full height). */
+double arkcos_kernel_cutoff_level(const arkcos_kernel *k);
+/* Normalised kernel value at angle alpha (0 beyond the cutoff). */
+double arkcos_kernel_value(const arkcos_kernel *k, double alpha);
+/* Integral of the normalised kernel over the sphere (1 to ~1e-13). */
+double arkcos_kernel_integral(const arkcos_kernel *k);
+/* Legendre coefficients K_l, l = 0..lmax, of the truncated, normalised
+ * kernel (paper Eq. 2). kl has lmax + 1 entries. */
+int arkcos_kernel_legendre(const arkcos_kernel *k, int lmax, double *kl,
+                           arkcos_error *err);
+/* Eq. (7): RMS error added by truncation for a map with spectrum cl[0..lmax]:
+ * sigma^2 = sum_l (2l+1)/(4 pi) (K_l^untruncated - K_l)^2 C_l, where the
+ * untruncated kernel is the same profile extended to pi (GAUSSIAN) or to the
+ * last tabulated angle (TABLE), normalised to unit integral. Returns sigma. */
+double arkcos_kernel_truncation_rms(const arkcos_kernel *k, const double *cl,
+                                    int lmax);
+
+/* ------------------------------------------------------------------ plans */
+
+typedef enum { ARKCOS_MODE_ENHANCED = 0, ARKCOS_MODE_PAPER = 1 } arkcos_mode;
+typedef enum { ARKCOS_DOUBLE = 0, ARKCOS_SINGLE = 1 } arkcos_precision;
+typedef enum {
+  ARKCOS_BACKEND_AUTO = 0,
+  ARKCOS_BACKEND_CPU = 1,
+  ARKCOS_BACKEND_GPU = 2
+} arkcos_backend;
+
+typedef struct arkcos_options {
+  arkcos_mode mode;           /* default ENHANCED */
+  arkcos_precision precision; /* default DOUBLE */
+  arkcos_backend backend;     /* default AUTO (GPU when a CUDA device exists) */
+  int threads;                /* CPU threads; <= 0: OpenMP default */
+  int cache_kernel_spectra;   /* keep kernel spectra from plan creation on */
+  int device;                 /* CUDA device ordinal */
+} arkcos_options;
+
+void arkcos_options_default(arkcos_options *o);
+
+/* Stage timers of the last execute, in seconds (names of the paper's
+ * Table 1; "FFTs" there = map_fft + kernel_fft + map_ifft). On the CPU the
+ * per-thread times are averaged over threads so that they add up to the wall
+ * time; "other" is the wall time not attributed to a stage. */
+typedef struct arkcos_stage_times {
+  double map_fft, kernel_eval, kernel_fft, reduction, map_ifft;
+  double h2d, d2h, other, total;
+} arkcos_stage_times;
+
+typedef struct arkcos_plan arkcos_plan;
+
+arkcos_plan *arkcos_plan_create(const arkcos_geometry *g,
+                                const arkcos_kernel *k,
+                                const arkcos_options *o, arkcos_error *err);
+/* in and out hold g->npix values each and must not overlap. */
+int arkcos_execute(arkcos_plan *p, const double *in, double *out,
+                   arkcos_error *err);
+void arkcos_plan_stages(const arkcos_plan *p, arkcos_stage_times *t);
+arkcos_backend arkcos_plan_backend(const arkcos_plan *p); /* CPU or GPU */
+size_t arkcos_plan_memory(const arkcos_plan *p); /* bytes held by the plan */
+void arkcos_plan_destroy(arkcos_plan *p); /* NULL is a no-op */
+
+/* ------------------------------------------------------------ GPU / info */
+
+/* 1 if built with CUDA and a device is present; otherwise 0 and a reason
+ * ("built without CUDA", "no CUDA device found: ...") in why. */
+int arkcos_gpu_available(char *why, size_t len);
+/* Multi-line human-readable description of the CUDA runtime, driver, cuFFT
+ * and devices, or "built without CUDA". */
+void arkcos_gpu_describe(char *buf, size_t len);
+
+typedef struct arkcos_gpu_device_info {
+  char name[256];
+  int sm_count, cc_major, cc_minor;
+  size_t total_memory;
+  int clock_khz, memory_clock_khz;
+} arkcos_gpu_device_info;
+
+typedef struct arkcos_gpu_info {
+  int built_with_cuda;
+  int runtime_version, driver_version, cufft_version;
+  int ndevices;
+  arkcos_gpu_device_info devices[8];
+} arkcos_gpu_info;
+
+void arkcos_gpu_query(arkcos_gpu_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ARKCOS_H */

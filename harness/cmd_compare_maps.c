@@ -1,0 +1,7 @@
+#include <stdio.h>
+#include "harness/commands.h"
+int cmd_compare_maps(int argc, char **argv) {
+  (void)argc;
+  fprintf(stderr, "arkcos %s: not implemented yet\n", argv[0]);
+  return 1;
+}

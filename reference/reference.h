@@ -1,0 +1,113 @@
+/*
+ * reference.h -- what the ARKCoS engine is judged against, and the
+ * accuracy metrics shared by the command line and the harness.
+ *
+ * Same units and conventions as arkcos/arkcos.h. a_lm are stored in the
+ * HEALPix/healpy order: index(l, m) = m (2 lmax + 1 - m) / 2 + l, m >= 0.
+ */
+#ifndef ARKCOS_REFERENCE_H
+#define ARKCOS_REFERENCE_H
+
+#include <complex.h>
+#include <stdint.h>
+
+#include "arkcos/arkcos.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------- direct sum */
+
+/* s_p = sum_q w_q K(alpha_pq) r_q over the q with alpha_pq <= cutoff, with
+ * angular distances computed from unit vectors. With pix == NULL, every
+ * output pixel (out has g->npix entries); otherwise only the npixout pixels
+ * listed (out[i] is the value at pixel pix[i]). OpenMP over output pixels. */
+int ref_direct_sum(const arkcos_geometry *g, const arkcos_kernel *k,
+                   const double *in, double *out, const int64_t *pix,
+                   int64_t npixout, int threads, arkcos_error *err);
+
+/* Number of kernel evaluations the direct sum would do (for work limits). */
+double ref_direct_cost(const arkcos_geometry *g, const arkcos_kernel *k,
+                       int64_t npixout);
+
+/* ----------------------------------------------------- harmonic space */
+
+int64_t ref_alm_size(int lmax);
+static inline int64_t ref_alm_index(int lmax, int l, int m) {
+  return (int64_t)m * (2 * lmax + 1 - m) / 2 + l;
+}
+
+/* map -> a_lm with `iter` Jacobi iterations (libsharp). ring_weights: NULL
+ * or one weight factor per ring (HEALPix ring weights, 1 + w as healpy). */
+int ref_map2alm(const arkcos_geometry *g, int lmax, int iter,
+                const double *map, const double *ring_weights,
+                double complex *alm, int threads, arkcos_error *err);
+int ref_alm2map(const arkcos_geometry *g, int lmax, const double complex *alm,
+                double *map, int threads, arkcos_error *err);
+/* a_lm *= kl[l] */
+void ref_alm_scale(int lmax, const double *kl, double complex *alm);
+
+/* FSHT smoothing: map2alm (iter), * K_l of the same kernel, alm2map. */
+int ref_fsht_smooth(const arkcos_geometry *g, const arkcos_kernel *k,
+                    const double *in, double *out, int lmax, int iter,
+                    const double *ring_weights, int threads,
+                    arkcos_error *err);
+
+/* Reads healpy-data's weight_ring_n<nside>.fits into nrings weights. */
+int ref_read_ring_weights(const char *path, const arkcos_geometry *g,
+                          double *ring_weights, arkcos_error *err);
+
+/* ------------------------------------------------ spectra and fields */
+
+/* Built-in CMB-like C_l (muK^2, C_0 = C_1 = 0), l = 0..lmax. */
+void ref_cl_cmb(int lmax, double *cl);
+/* Text file with `l C_l` columns; missing l are 0. */
+int ref_cl_read(const char *path, int lmax, double *cl, arkcos_error *err);
+/* Gaussian random a_lm with spectrum cl, reproducible from seed. */
+void ref_alm_random(const double *cl, int lmax, uint64_t seed,
+                    double complex *alm);
+/* C_l of two a_lm sets (alm2 may equal alm1), l = 0..lmax. */
+void ref_alm2cl(int lmax, const double complex *alm1,
+                const double complex *alm2, double *cl);
+
+typedef struct ref_source {
+  double theta, phi, amplitude;
+} ref_source;
+
+/* map = 0 except amplitude / pixel-solid-angle... no: the source's amplitude
+ * is added to the pixel containing (theta, phi). HEALPix only. */
+int ref_point_sources(const arkcos_geometry *g, const ref_source *src, int n,
+                      double *map, arkcos_error *err);
+
+/* -------------------------------------------------------------- metrics */
+
+enum { REF_NORTH = 0, REF_BELT = 1, REF_SOUTH = 2, REF_NREGIONS = 3 };
+
+typedef struct ref_metrics {
+  double frac_rms;                 /* rms(a - b) / rms(b) */
+  double max_rel;                  /* max |a - b| / rms(b) */
+  double frac_rms_region[REF_NREGIONS]; /* per region, relative to rms(b) over the whole map */
+  double max_rel_region[REF_NREGIONS];
+  int64_t npix_region[REF_NREGIONS];
+} ref_metrics;
+
+/* Regions: north cap z > 2/3, belt |z| <= 2/3, south cap z < -2/3. */
+int ref_region_of_theta(double theta);
+void ref_compare(const arkcos_geometry *g, const double *a, const double *b,
+                 ref_metrics *m);
+
+/* Largest |map| at angular distance > radius from (theta, phi), relative to
+ * the largest |map| within radius. */
+double ref_ringing(const arkcos_geometry *g, const double *map, double theta,
+                   double phi, double radius);
+
+/* Gnomonic projection around (theta, phi): n x n image (row-major, row 0 at
+ * the bottom) of side `side` radians, nearest-pixel values. HEALPix only. */
+int ref_patch(const arkcos_geometry *g, const double *map, double theta,
+              double phi, double side, int n, double *img, arkcos_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
