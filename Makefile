@@ -5,7 +5,7 @@ CC      ?= cc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 GPU     ?= $(if $(NVCC),1,0)
 ARCHFLAGS ?= -march=native
-CFLAGS  ?= -O2 $(ARCHFLAGS)
+CFLAGS  ?= -O3 $(ARCHFLAGS)
 CFLAGS  += -std=c11 -Wall -Wextra -fopenmp -I. -D_GNU_SOURCE
 LDLIBS  += -lfftw3 -lfftw3f -lsharp -lcfitsio -ljansson -lm -fopenmp
 PROFILE ?= default

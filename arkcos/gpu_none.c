@@ -1,0 +1,21 @@
+/* gpu_none.c -- the GPU entry points in a build without CUDA. */
+#include <stdio.h>
+#include <string.h>
+
+#include "arkcos/plan_internal.h"
+
+int arkcos_gpu_available(char *why, size_t len) {
+  if (why && len) snprintf(why, len, "built without CUDA");
+  return 0;
+}
+
+void arkcos_gpu_describe(char *buf, size_t len) {
+  if (buf && len) snprintf(buf, len, "GPU: built without CUDA\n");
+}
+
+void arkcos_gpu_query(arkcos_gpu_info *info) { memset(info, 0, sizeof *info); }
+
+int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err) {
+  (void)p;
+  return arkcos_fail(err, ARKCOS_ENODEV, "--backend gpu: this binary was built without CUDA");
+}

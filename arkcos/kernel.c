@@ -1,0 +1,452 @@
+/*
+ * kernel.c -- radial kernels: Gaussian (by FWHM), top-hat and tabulated
+ * profiles (natural cubic spline in alpha), truncated at a cutoff angle and
+ * normalised to unit integral over the sphere; Legendre coefficients
+ * (paper Eq. 2) and the truncation error estimate (paper Eq. 7).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arkcos/kernel_internal.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+enum { GL_N = 20 };
+
+/* Gauss-Legendre nodes and weights on [-1, 1] (Newton on P_n). */
+static void gauss_legendre(int n, double *x, double *w) {
+  for (int i = 0; i < (n + 1) / 2; i++) {
+    double z = cos(M_PI * (i + 0.75) / (n + 0.5)), dp = 1;
+    for (int it = 0; it < 100; it++) {
+      double p0 = 1, p1 = z;
+      for (int l = 2; l <= n; l++) {
+        double p2 = ((2 * l - 1) * z * p1 - (l - 1) * p0) / l;
+        p0 = p1;
+        p1 = p2;
+      }
+      dp = n * (z * p1 - p0) / (z * z - 1);
+      double dz = p1 / dp;
+      z -= dz;
+      if (fabs(dz) < 1e-16) break;
+    }
+    x[i] = -z;
+    x[n - 1 - i] = z;
+    w[i] = w[n - 1 - i] = 2 / ((1 - z * z) * dp * dp);
+  }
+}
+
+/* Quadrature nodes on [0, c] for integrals of the profile times sin(alpha):
+ * breakpoints at the spline knots (TABLE) or every sigma/2 (GAUSSIAN), and
+ * at most `maxstep` apart. Returns count; *xa and *wa are malloc'd. */
+static int quad_nodes(const arkcos_kfun *f, double c, double maxstep, double **xa,
+                      double **wa) {
+  double gx[GL_N], gw[GL_N];
+  gauss_legendre(GL_N, gx, gw);
+  int nb = 0, cap = 64;
+  double *bp = malloc(sizeof(double) * cap);
+  if (!bp) return -1;
+  bp[nb++] = 0;
+  if (f->type == ARKCOS_KERNEL_TABLE)
+    for (int i = 0; i < f->nknots; i++) {
+      double x = f->spline[i];
+      if (x > bp[nb - 1] && x < c) {
+        if (nb == cap) bp = realloc(bp, sizeof(double) * (cap *= 2));
+        if (!bp) return -1;
+        bp[nb++] = x;
+      }
+    }
+  if (nb == cap) bp = realloc(bp, sizeof(double) * (cap *= 2));
+  if (!bp) return -1;
+  bp[nb++] = c;
+  double step = maxstep;
+  if (f->type == ARKCOS_KERNEL_GAUSSIAN) {
+    double sigma = sqrt(0.5 / f->inv2s2);
+    if (0.5 * sigma < step) step = 0.5 * sigma;
+  }
+  /* count sub-segments */
+  int64_t nseg = 0;
+  for (int i = 0; i + 1 < nb; i++) nseg += (int64_t)ceil((bp[i + 1] - bp[i]) / step);
+  double *x = malloc(sizeof(double) * nseg * GL_N), *w = malloc(sizeof(double) * nseg * GL_N);
+  if (!x || !w) {
+    free(bp);
+    free(x);
+    free(w);
+    return -1;
+  }
+  int64_t n = 0;
+  for (int i = 0; i + 1 < nb; i++) {
+    int64_t ns = (int64_t)ceil((bp[i + 1] - bp[i]) / step);
+    double h = (bp[i + 1] - bp[i]) / (double)ns;
+    for (int64_t s = 0; s < ns; s++) {
+      double a = bp[i] + s * h;
+      for (int q = 0; q < GL_N; q++) {
+        x[n] = a + 0.5 * h * (gx[q] + 1);
+        w[n] = 0.5 * h * gw[q];
+        n++;
+      }
+    }
+  }
+  free(bp);
+  *xa = x;
+  *wa = w;
+  return (int)n;
+}
+
+/* 2 pi int_0^c f(alpha) sin(alpha) dalpha with f's current norm. */
+static double integral(const arkcos_kfun *f) {
+  if (f->type == ARKCOS_KERNEL_TOPHAT) /* 2 pi (1 - cos c), cancellation-free */
+    return f->norm * 4 * M_PI * pow(sin(0.5 * f->cutoff), 2);
+  double *x, *w;
+  int n = quad_nodes(f, f->cutoff, M_PI / 64, &x, &w);
+  if (n < 0) return NAN;
+  double s = 0;
+  for (int i = 0; i < n; i++) s += w[i] * arkcos_kfun_alpha(f, x[i]) * sin(x[i]);
+  free(x);
+  free(w);
+  return 2 * M_PI * s;
+}
+
+/* Natural cubic spline coefficients: sp = x, a, b, c, d (5 n values). */
+static double *make_spline(const double *x, const double *y, int n) {
+  double *sp = calloc((size_t)5 * n, sizeof(double));
+  double *m = calloc((size_t)n, sizeof(double)), *cp = calloc((size_t)n, sizeof(double));
+  if (!sp || !m || !cp) {
+    free(sp);
+    free(m);
+    free(cp);
+    return NULL;
+  }
+  /* second derivatives m[i], m[0] = m[n-1] = 0: Thomas algorithm */
+  for (int i = 1; i < n - 1; i++) {
+    double h0 = x[i] - x[i - 1], h1 = x[i + 1] - x[i];
+    double rhs = 6 * ((y[i + 1] - y[i]) / h1 - (y[i] - y[i - 1]) / h0);
+    double diag = 2 * (h0 + h1) - h0 * cp[i - 1];
+    cp[i] = h1 / diag;
+    m[i] = (rhs - h0 * m[i - 1]) / diag;
+  }
+  for (int i = n - 2; i >= 1; i--) m[i] -= cp[i] * m[i + 1];
+  double *X = sp, *A = sp + n, *B = sp + 2 * n, *C = sp + 3 * n, *D = sp + 4 * n;
+  for (int i = 0; i < n; i++) {
+    X[i] = x[i];
+    A[i] = y[i];
+    if (i < n - 1) {
+      double h = x[i + 1] - x[i];
+      B[i] = (y[i + 1] - y[i]) / h - h * (2 * m[i] + m[i + 1]) / 6;
+      C[i] = m[i] / 2;
+      D[i] = (m[i + 1] - m[i]) / (6 * h);
+    }
+  }
+  free(m);
+  free(cp);
+  return sp;
+}
+
+static double profile(const arkcos_kfun *f, double alpha) { /* un-normalised */
+  arkcos_kfun g = *f;
+  g.norm = 1;
+  g.cutoff = M_PI;
+  return arkcos_kfun_alpha(&g, alpha);
+}
+
+arkcos_kernel *arkcos_kernel_create(const arkcos_kernel_spec *s, arkcos_error *err) {
+  if (!s) {
+    arkcos_fail(err, ARKCOS_EINVAL, "kernel: no specification");
+    return NULL;
+  }
+  if (s->cutoff != 0 && !(s->cutoff > 0 && s->cutoff <= M_PI)) {
+    arkcos_fail(err, ARKCOS_EINVAL, "kernel: cutoff must be in (0, 180] degrees, got %g deg",
+                s->cutoff * 180 / M_PI);
+    return NULL;
+  }
+  if (s->cutoff == 0 && s->cutoff_rel != 0 && !(s->cutoff_rel > 0 && s->cutoff_rel < 1)) {
+    arkcos_fail(err, ARKCOS_EINVAL, "kernel: relative cutoff must be in (0, 1), got %g",
+                s->cutoff_rel);
+    return NULL;
+  }
+  arkcos_kernel *k = calloc(1, sizeof *k);
+  if (!k) {
+    arkcos_fail(err, ARKCOS_ENOMEM, "kernel: out of memory");
+    return NULL;
+  }
+  k->f.type = s->type;
+  k->f.norm = 1;
+  k->extent = M_PI;
+  double cut = s->cutoff;
+  switch (s->type) {
+    case ARKCOS_KERNEL_GAUSSIAN: {
+      if (!(s->fwhm > 0) || !isfinite(s->fwhm)) {
+        arkcos_fail(err, ARKCOS_EINVAL, "kernel: FWHM must be positive, got %g arcmin",
+                    s->fwhm * 10800 / M_PI);
+        goto fail;
+      }
+      double sigma = s->fwhm / sqrt(8 * log(2.0));
+      k->fwhm = s->fwhm;
+      k->f.inv2s2 = 0.5 / (sigma * sigma);
+      if (cut == 0) {
+        if (s->cutoff_rel == 0) {
+          arkcos_fail(err, ARKCOS_EINVAL, "kernel: a Gaussian needs a cutoff angle or level");
+          goto fail;
+        }
+        cut = sigma * sqrt(2 * log(1 / s->cutoff_rel));
+        if (cut > M_PI) cut = M_PI;
+      }
+      break;
+    }
+    case ARKCOS_KERNEL_TOPHAT:
+      if (cut == 0) {
+        arkcos_fail(err, ARKCOS_EINVAL, "kernel: a top-hat needs its radius as cutoff angle");
+        goto fail;
+      }
+      break;
+    case ARKCOS_KERNEL_TABLE: {
+      int n = s->ntable;
+      if (n < 2 || !s->alpha || !s->value) {
+        arkcos_fail(err, ARKCOS_EINVAL, "kernel table: need at least 2 points");
+        goto fail;
+      }
+      for (int i = 0; i < n; i++) {
+        if (!isfinite(s->alpha[i]) || !isfinite(s->value[i]) || s->alpha[i] < 0) {
+          arkcos_fail(err, ARKCOS_EINVAL, "kernel table: point %d: angles must be finite and >= 0", i + 1);
+          goto fail;
+        }
+        if (i && s->alpha[i] <= s->alpha[i - 1]) {
+          arkcos_fail(err, ARKCOS_EINVAL, "kernel table: point %d: angles must increase", i + 1);
+          goto fail;
+        }
+      }
+      if (s->alpha[n - 1] > M_PI + 1e-12) {
+        arkcos_fail(err, ARKCOS_EINVAL, "kernel table: angles beyond pi");
+        goto fail;
+      }
+      k->spline = make_spline(s->alpha, s->value, n);
+      if (!k->spline) {
+        arkcos_fail(err, ARKCOS_ENOMEM, "kernel: out of memory");
+        goto fail;
+      }
+      k->f.spline = k->spline;
+      k->f.nknots = n;
+      k->extent = s->alpha[n - 1];
+      if (profile(&k->f, 0) == 0) {
+        arkcos_fail(err, ARKCOS_EINVAL, "kernel table: K(0) must not be 0");
+        goto fail;
+      }
+      if (cut == 0 && s->cutoff_rel > 0) {
+        /* first crossing of |K| < eps K(0) on a fine grid, refined by bisection */
+        double k0 = fabs(profile(&k->f, 0)), lim = s->cutoff_rel * k0;
+        int steps = 100000;
+        cut = k->extent;
+        for (int i = 1; i <= steps; i++) {
+          double a = k->extent * i / steps;
+          if (fabs(profile(&k->f, a)) < lim) {
+            double lo = k->extent * (i - 1) / steps, hi = a;
+            for (int it = 0; it < 60; it++) {
+              double mid = 0.5 * (lo + hi);
+              if (fabs(profile(&k->f, mid)) < lim) hi = mid; else lo = mid;
+            }
+            cut = hi;
+            break;
+          }
+        }
+      } else if (cut == 0) {
+        cut = k->extent;
+      }
+      if (cut > k->extent) cut = k->extent;
+      break;
+    }
+    default:
+      arkcos_fail(err, ARKCOS_EINVAL, "kernel: unknown type %d", (int)s->type);
+      goto fail;
+  }
+  k->f.cutoff = cut;
+  k->f.cut_d2 = 4 * pow(sin(0.5 * cut), 2);
+  double k0 = profile(&k->f, 0);
+  k->cutoff_rel = s->type == ARKCOS_KERNEL_TOPHAT ? 1.0 : profile(&k->f, cut) / k0;
+  double I = integral(&k->f);
+  if (!(isfinite(I) && fabs(I) > 0)) {
+    arkcos_fail(err, ARKCOS_EINVAL, "kernel: integral over the sphere is %g; cannot normalise", I);
+    goto fail;
+  }
+  k->f.norm = 1 / I;
+  return k;
+fail:
+  arkcos_kernel_destroy(k);
+  return NULL;
+}
+
+arkcos_kernel *arkcos_kernel_from_file(const char *path, double cutoff, double cutoff_rel,
+                                       arkcos_error *err) {
+  FILE *fp = fopen(path, "r");
+  if (!fp) {
+    arkcos_fail(err, ARKCOS_EINVAL, "%s: cannot read kernel file: %s", path, strerror(errno));
+    return NULL;
+  }
+  int n = 0, cap = 256, lineno = 0;
+  double *a = malloc(sizeof(double) * cap), *v = malloc(sizeof(double) * cap);
+  char line[4096];
+  arkcos_kernel *k = NULL;
+  while (a && v && fgets(line, sizeof line, fp)) {
+    lineno++;
+    char *p = line;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '#' || *p == '\n' || *p == '\r' || *p == 0) continue;
+    char *e1, *e2, *e3;
+    errno = 0;
+    double x = strtod(p, &e1);
+    double y = e1 != p ? strtod(e1, &e2) : 0;
+    if (e1 == p || e2 == e1 || errno) {
+      arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: expected two numbers (angle in radians, K)", path, lineno);
+      goto done;
+    }
+    e3 = e2;
+    while (*e3 == ' ' || *e3 == '\t' || *e3 == '\r' || *e3 == '\n') e3++;
+    if (*e3 && *e3 != '#') {
+      arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: unexpected text after two columns", path, lineno);
+      goto done;
+    }
+    if (!isfinite(x) || !isfinite(y)) {
+      arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: non-finite value", path, lineno);
+      goto done;
+    }
+    if (x < 0) {
+      arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: negative angle %g", path, lineno, x);
+      goto done;
+    }
+    if (n && x <= a[n - 1]) {
+      arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: angles must increase (%g after %g)", path, lineno, x, a[n - 1]);
+      goto done;
+    }
+    if (n == cap) {
+      cap *= 2;
+      double *na = realloc(a, sizeof(double) * cap), *nv = realloc(v, sizeof(double) * cap);
+      if (na) a = na;
+      if (nv) v = nv;
+      if (!na || !nv) break;
+    }
+    a[n] = x;
+    v[n] = y;
+    n++;
+  }
+  if (!a || !v || n == cap) {
+    arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", path);
+    goto done;
+  }
+  if (n < 2) {
+    arkcos_fail(err, ARKCOS_EINVAL, "%s: a kernel file needs at least 2 lines of `angle K`", path);
+    goto done;
+  }
+  {
+    arkcos_kernel_spec s = {0};
+    s.type = ARKCOS_KERNEL_TABLE;
+    s.alpha = a;
+    s.value = v;
+    s.ntable = n;
+    s.cutoff = cutoff;
+    s.cutoff_rel = cutoff_rel;
+    k = arkcos_kernel_create(&s, err);
+    if (!k && err) {
+      char msg[sizeof err->msg];
+      memcpy(msg, err->msg, sizeof msg);
+      arkcos_fail(err, err->code, "%s: %s", path, msg);
+    }
+  }
+done:
+  fclose(fp);
+  free(a);
+  free(v);
+  return k;
+}
+
+void arkcos_kernel_destroy(arkcos_kernel *k) {
+  if (!k) return;
+  free(k->spline);
+  free(k);
+}
+
+arkcos_kernel_type arkcos_kernel_get_type(const arkcos_kernel *k) { return (arkcos_kernel_type)k->f.type; }
+double arkcos_kernel_cutoff(const arkcos_kernel *k) { return k->f.cutoff; }
+double arkcos_kernel_fwhm(const arkcos_kernel *k) { return k->fwhm; }
+double arkcos_kernel_cutoff_level(const arkcos_kernel *k) { return k->cutoff_rel; }
+double arkcos_kernel_value(const arkcos_kernel *k, double alpha) { return arkcos_kfun_alpha(&k->f, alpha); }
+double arkcos_kernel_integral(const arkcos_kernel *k) { return integral(&k->f); }
+
+/* K_l = 2 pi int f(alpha) P_l(cos alpha) sin(alpha) dalpha, l = 0..lmax, for
+ * profile f (normalised). Nodes at most a quarter of the shortest Legendre
+ * wavelength apart so that 20-point rules integrate P_l to rounding. */
+static int legendre(const arkcos_kfun *f, int lmax, double *kl) {
+  double *x, *w;
+  double step = fmin(M_PI / 64, M_PI / (2.0 * (lmax + 1)));
+  int n = quad_nodes(f, f->cutoff, step, &x, &w);
+  if (n < 0) return ARKCOS_ENOMEM;
+  int nt = 1;
+#ifdef _OPENMP
+  nt = omp_get_max_threads();
+#endif
+  double *acc = calloc((size_t)nt * (lmax + 1), sizeof(double));
+  if (!acc) {
+    free(x);
+    free(w);
+    return ARKCOS_ENOMEM;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    int t = 0;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+#endif
+    double *a = acc + (size_t)t * (lmax + 1);
+#pragma omp for schedule(static)
+    for (int i = 0; i < n; i++) {
+      double W = 2 * M_PI * w[i] * arkcos_kfun_alpha(f, x[i]) * sin(x[i]);
+      double z = cos(x[i]), p0 = 1, p1 = z;
+      a[0] += W;
+      if (lmax >= 1) a[1] += W * z;
+      for (int l = 1; l < lmax; l++) {
+        double p2 = ((2 * l + 1) * z * p1 - l * p0) / (l + 1);
+        a[l + 1] += W * p2;
+        p0 = p1;
+        p1 = p2;
+      }
+    }
+  }
+  for (int l = 0; l <= lmax; l++) {
+    double s = 0;
+    for (int t = 0; t < nt; t++) s += acc[(size_t)t * (lmax + 1) + l];
+    kl[l] = s;
+  }
+  free(acc);
+  free(x);
+  free(w);
+  return ARKCOS_OK;
+}
+
+int arkcos_kernel_legendre(const arkcos_kernel *k, int lmax, double *kl, arkcos_error *err) {
+  if (lmax < 0) return arkcos_fail(err, ARKCOS_EINVAL, "kernel: lmax must be >= 0");
+  if (legendre(&k->f, lmax, kl)) return arkcos_fail(err, ARKCOS_ENOMEM, "kernel: out of memory");
+  return ARKCOS_OK;
+}
+
+double arkcos_kernel_truncation_rms(const arkcos_kernel *k, const double *cl, int lmax) {
+  if (k->f.type == ARKCOS_KERNEL_TOPHAT || k->f.cutoff >= k->extent) return 0;
+  arkcos_kfun full = k->f;
+  full.cutoff = k->extent;
+  full.cut_d2 = 4 * pow(sin(0.5 * k->extent), 2);
+  full.norm = 1;
+  full.norm = 1 / integral(&full);
+  double *a = malloc(sizeof(double) * (lmax + 1)), *b = malloc(sizeof(double) * (lmax + 1));
+  double s2 = NAN;
+  if (a && b && !legendre(&k->f, lmax, a) && !legendre(&full, lmax, b)) {
+    s2 = 0;
+    for (int l = 0; l <= lmax; l++) s2 += (2 * l + 1) / (4 * M_PI) * pow(b[l] - a[l], 2) * cl[l];
+  }
+  free(a);
+  free(b);
+  return sqrt(s2);
+}

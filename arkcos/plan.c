@@ -1,0 +1,153 @@
+/*
+ * plan.c -- backend-independent plan creation: kernel grid size, which
+ * input rings each output ring needs, north/south mirror pairs; then the
+ * chosen backend builds its FFT plans and buffers.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arkcos/kernel_internal.h"
+#include "arkcos/plan_internal.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+void arkcos_options_default(arkcos_options *o) {
+  memset(o, 0, sizeof *o);
+  o->mode = ARKCOS_MODE_ENHANCED;
+  o->precision = ARKCOS_DOUBLE;
+  o->backend = ARKCOS_BACKEND_AUTO;
+}
+
+static void plan_free(arkcos_plan *p) {
+  arkcos_geometry_destroy(p->geom);
+  free(p->spline);
+  free(p->jlo);
+  free(p->jhi);
+  free(p->mirror);
+  free(p->task);
+  free(p->sin_theta);
+  free(p);
+}
+
+void arkcos_plan_destroy(arkcos_plan *p) {
+  if (!p) return;
+  if (p->destroy) p->destroy(p);
+  plan_free(p);
+}
+
+/* Rings i and nrings-1-i are mirror images when theta_i + theta_j = pi and
+ * they share length, first azimuth and weight: then the kernel spectra of
+ * the pair (i, j) and (mirror i, mirror j) are equal and computed once. */
+static int geometry_symmetric(const arkcos_geometry *g) {
+  for (int i = 0; i < g->nrings; i++) {
+    const arkcos_ring *a = &g->rings[i], *b = &g->rings[g->nrings - 1 - i];
+    if (fabs(a->theta + b->theta - M_PI) > 1e-13 || a->nph != b->nph ||
+        a->phi0 != b->phi0 || fabs(a->weight - b->weight) > 1e-15 * a->weight)
+      return 0;
+  }
+  return 1;
+}
+
+arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k,
+                                const arkcos_options *o, arkcos_error *err) {
+  if (!g || !k) {
+    arkcos_fail(err, ARKCOS_EINVAL, "plan: geometry and kernel are required");
+    return NULL;
+  }
+  arkcos_plan *p = calloc(1, sizeof *p);
+  if (!p) {
+    arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+    return NULL;
+  }
+  if (o) p->opt = *o; else arkcos_options_default(&p->opt);
+  if (p->opt.mode != ARKCOS_MODE_ENHANCED && p->opt.mode != ARKCOS_MODE_PAPER) {
+    arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown mode %d", (int)p->opt.mode);
+    goto fail;
+  }
+  if (p->opt.precision != ARKCOS_DOUBLE && p->opt.precision != ARKCOS_SINGLE) {
+    arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown precision %d", (int)p->opt.precision);
+    goto fail;
+  }
+  int n = g->nrings;
+  {
+    arkcos_geometry *c = calloc(1, sizeof *c);
+    if (c) {
+      *c = *g;
+      c->rings = malloc(sizeof(arkcos_ring) * (size_t)n);
+      if (c->rings) memcpy(c->rings, g->rings, sizeof(arkcos_ring) * (size_t)n);
+    }
+    p->geom = c;
+  }
+  p->kf = arkcos_kernel_fun(k)[0];
+  if (p->kf.type == ARKCOS_KERNEL_TABLE) {
+    p->spline = malloc(sizeof(double) * 5 * (size_t)p->kf.nknots);
+    if (p->spline) memcpy(p->spline, p->kf.spline, sizeof(double) * 5 * (size_t)p->kf.nknots);
+    p->kf.spline = p->spline;
+  }
+  p->jlo = malloc(sizeof(int) * n);
+  p->jhi = malloc(sizeof(int) * n);
+  p->mirror = malloc(sizeof(int) * n);
+  p->task = malloc(sizeof(int) * n);
+  p->sin_theta = malloc(sizeof(double) * n);
+  if (!p->geom || !p->geom->rings || !p->jlo || !p->jhi || !p->mirror || !p->task ||
+      !p->sin_theta || (p->kf.type == ARKCOS_KERNEL_TABLE && !p->spline)) {
+    arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+    goto fail;
+  }
+  const arkcos_ring *r = g->rings;
+  p->L = 0;
+  for (int i = 0; i < n; i++) {
+    if (r[i].nph > p->L) p->L = r[i].nph;
+    p->sin_theta[i] = sin(r[i].theta);
+  }
+  p->nm = p->L / 2 + 1;
+  /* input rings whose latitude is within the cutoff: the same chord test as
+   * arkcos_dphi_window, so no ring with kernel samples is missed */
+  int lo = 0, hi = 0;
+  for (int i = 0; i < n; i++) {
+    while (lo < n && 0.25 * p->kf.cut_d2 - pow(sin(0.5 * (r[i].theta - r[lo].theta)), 2) < 0 &&
+           r[lo].theta < r[i].theta)
+      lo++;
+    if (hi < i) hi = i;
+    while (hi + 1 < n && 0.25 * p->kf.cut_d2 - pow(sin(0.5 * (r[hi + 1].theta - r[i].theta)), 2) >= 0)
+      hi++;
+    p->jlo[i] = lo;
+    p->jhi[i] = hi;
+  }
+  int sym = geometry_symmetric(g);
+  p->ntasks = 0;
+  for (int i = 0; i < n; i++) {
+    p->mirror[i] = sym ? n - 1 - i : -1;
+    if (!sym || i <= n - 1 - i) p->task[p->ntasks++] = i;
+  }
+
+  arkcos_backend want = p->opt.backend;
+  if (want == ARKCOS_BACKEND_AUTO) want = arkcos_gpu_available(NULL, 0) ? ARKCOS_BACKEND_GPU : ARKCOS_BACKEND_CPU;
+  p->backend = want;
+  int rc;
+  if (want == ARKCOS_BACKEND_GPU)
+    rc = arkcos_gpu_create(p, err);
+  else if (want == ARKCOS_BACKEND_CPU)
+    rc = p->opt.precision == ARKCOS_DOUBLE ? arkcos_cpu_create_double(p, err)
+                                           : arkcos_cpu_create_float(p, err);
+  else
+    rc = arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown backend %d", (int)want);
+  if (rc) goto fail;
+  return p;
+fail:
+  arkcos_plan_destroy(p);
+  return NULL;
+}
+
+int arkcos_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
+  if (!p || !in || !out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: NULL argument");
+  if (in == out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: in and out must differ");
+  return p->execute(p, in, out, err);
+}
+
+void arkcos_plan_stages(const arkcos_plan *p, arkcos_stage_times *t) { *t = p->last; }
+arkcos_backend arkcos_plan_backend(const arkcos_plan *p) { return p->backend; }
+size_t arkcos_plan_memory(const arkcos_plan *p) { return p->bytes; }

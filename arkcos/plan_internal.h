@@ -1,0 +1,40 @@
+/* plan_internal.h -- the plan behind the opaque arkcos_plan: what plan
+ * creation derives from geometry and kernel once, shared by the backends. */
+#ifndef ARKCOS_PLAN_INTERNAL_H
+#define ARKCOS_PLAN_INTERNAL_H
+
+#include "arkcos/arkcos.h"
+#include "arkcos/arkcos_math.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct arkcos_plan {
+  arkcos_backend backend;    /* CPU or GPU, resolved */
+  arkcos_options opt;
+  arkcos_geometry *geom;     /* private copy */
+  arkcos_kfun kf;            /* kernel profile; kf.spline -> spline */
+  double *spline;
+  int64_t L;                 /* kernel grid length: max ring length */
+  int64_t nm;                /* L / 2 + 1 kernel-grid modes kept */
+  int *jlo, *jhi;            /* input rings within the cutoff of ring i */
+  int *mirror;               /* north/south partner of ring i, or -1 */
+  int ntasks;                /* output rings (or mirror pairs) to process */
+  int *task;                 /* the first ring of each task */
+  double *sin_theta;         /* per ring */
+  arkcos_stage_times last;
+  size_t bytes;              /* memory held by the backend */
+  void *impl;                /* backend state */
+  int (*execute)(arkcos_plan *, const double *, double *, arkcos_error *);
+  void (*destroy)(arkcos_plan *);
+};
+
+int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
+int arkcos_cpu_create_float(arkcos_plan *p, arkcos_error *err);
+int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
