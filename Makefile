@@ -40,7 +40,7 @@ LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 
 .PHONY: all test bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check
 
-all: $(BUILD)/arkcos $(TEST_BIN)
+all: $(BUILD)/arkcos $(TEST_BIN) $(BUILD)/tests/gpu_check
 
 $(BUILD)/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
 	@mkdir -p $(dir $@)
@@ -63,6 +63,11 @@ $(BUILD)/arkcos: $(BUILD)/harness/main.o $(LIBS)
 $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lchealpix -lstdc++
+
+# GPU against CPU and the direct sum; not part of `make test` (it needs a device)
+$(BUILD)/tests/gpu_check: tests/gpu_check.c tests/testlib.h $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
 
 install-deps:
 	bash scripts/install-deps.sh
