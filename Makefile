@@ -24,7 +24,7 @@ ifeq ($(GPU),1)
                -gencode arch=compute_80,code=sm_80 \
                -gencode arch=compute_90,code=sm_90 \
                -gencode arch=compute_90,code=compute_90
-  GPU_OBJ  := $(BUILD)/arkcos/gpu.o
+  GPU_OBJ  := $(BUILD)/obj/arkcos/gpu.o
   CFLAGS   += -DARKCOS_WITH_CUDA
   LDLIBS   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart
   ENGINE_SRC := $(filter-out arkcos/gpu_none.c,$(ENGINE_SRC))
@@ -32,9 +32,9 @@ else
   GPU_OBJ  :=
 endif
 
-ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o) $(GPU_OBJ)
-REF_OBJ    := $(REF_SRC:%.c=$(BUILD)/%.o)
-HARN_OBJ   := $(HARN_SRC:%.c=$(BUILD)/%.o)
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(GPU_OBJ)
+REF_OBJ    := $(REF_SRC:%.c=$(BUILD)/obj/%.o)
+HARN_OBJ   := $(HARN_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 
@@ -42,11 +42,11 @@ LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 
 all: $(BUILD)/arkcos $(TEST_BIN) $(BUILD)/tests/gpu_check
 
-$(BUILD)/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/arkcos/gpu.o: arkcos/gpu.cu $(wildcard arkcos/*.h)
+$(BUILD)/obj/arkcos/gpu.o: arkcos/gpu.cu $(wildcard arkcos/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -I. -DARKCOS_WITH_CUDA -Xcompiler -fPIC,-Wall -c $< -o $@
 
@@ -57,7 +57,7 @@ $(BUILD)/libarkref.a: $(REF_OBJ)
 $(BUILD)/libarkharness.a: $(HARN_OBJ)
 	ar rcs $@ $^
 
-$(BUILD)/arkcos: $(BUILD)/harness/main.o $(LIBS)
+$(BUILD)/arkcos: $(BUILD)/obj/harness/main.o $(LIBS)
 	$(CC) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
 
 $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIBS)

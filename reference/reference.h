@@ -9,6 +9,7 @@
 #define ARKCOS_REFERENCE_H
 
 #include <complex.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arkcos/arkcos.h"
@@ -22,12 +23,15 @@ extern "C" {
 /* s_p = sum_q w_q K(alpha_pq) r_q over the q with alpha_pq <= cutoff, with
  * angular distances computed from unit vectors. With pix == NULL, every
  * output pixel (out has g->npix entries); otherwise only the npixout pixels
- * listed (out[i] is the value at pixel pix[i]). OpenMP over output pixels. */
+ * listed (out[i] is the value at pixel pix[i]). Only the rings crossing the
+ * cutoff disc and the azimuth range inside it are visited. OpenMP over
+ * output pixels with `threads` threads (<= 0: the OpenMP default). */
 int ref_direct_sum(const arkcos_geometry *g, const arkcos_kernel *k,
                    const double *in, double *out, const int64_t *pix,
                    int64_t npixout, int threads, arkcos_error *err);
 
-/* Number of kernel evaluations the direct sum would do (for work limits). */
+/* Estimated number of kernel evaluations for npixout output pixels
+ * (<= 0: the whole map), for work limits. */
 double ref_direct_cost(const arkcos_geometry *g, const arkcos_kernel *k,
                        int64_t npixout);
 
@@ -54,17 +58,27 @@ int ref_fsht_smooth(const arkcos_geometry *g, const arkcos_kernel *k,
                     const double *ring_weights, int threads,
                     arkcos_error *err);
 
-/* Reads healpy-data's weight_ring_n<nside>.fits into nrings weights. */
+/* Reads healpy-data's weight_ring_n<nside>.fits (2 nside corrections w for
+ * the northern rings, equator included; mirrored to the south) into
+ * g->nrings factors 1 + w, ready for ref_map2alm. */
 int ref_read_ring_weights(const char *path, const arkcos_geometry *g,
                           double *ring_weights, arkcos_error *err);
+/* Looks for weight_ring_n<nside>.fits in $ARKCOS_HEALPY_DATA,
+ * /usr/share/healpy/data and /usr/local/share/healpy/data; 1 and the path if
+ * found, else 0. */
+int ref_find_ring_weights(int64_t nside, char *path, size_t len);
 
 /* ------------------------------------------------ spectra and fields */
 
 /* Built-in CMB-like C_l (muK^2, C_0 = C_1 = 0), l = 0..lmax. */
 void ref_cl_cmb(int lmax, double *cl);
-/* Text file with `l C_l` columns; missing l are 0. */
+/* Text file with `l C_l` columns ('#' comments, blank lines and further
+ * columns ignored); l above lmax ignored, missing l are 0. Malformed lines
+ * (non-numeric, non-integer or negative l, negative C_l, repeated l) give
+ * ARKCOS_EINVAL with "path:line: ..."; an unreadable file ARKCOS_EIO. */
 int ref_cl_read(const char *path, int lmax, double *cl, arkcos_error *err);
-/* Gaussian random a_lm with spectrum cl, reproducible from seed. */
+/* Gaussian random a_lm with spectrum cl, reproducible from seed on every
+ * machine (xoshiro256** + Box-Muller); a_l0 real. */
 void ref_alm_random(const double *cl, int lmax, uint64_t seed,
                     double complex *alm);
 /* C_l of two a_lm sets (alm2 may equal alm1), l = 0..lmax. */
@@ -75,8 +89,8 @@ typedef struct ref_source {
   double theta, phi, amplitude;
 } ref_source;
 
-/* map = 0 except amplitude / pixel-solid-angle... no: the source's amplitude
- * is added to the pixel containing (theta, phi). HEALPix only. */
+/* Sets map to 0, then adds each source's amplitude to the pixel containing
+ * (theta, phi). HEALPix only. */
 int ref_point_sources(const arkcos_geometry *g, const ref_source *src, int n,
                       double *map, arkcos_error *err);
 
@@ -101,11 +115,41 @@ void ref_compare(const arkcos_geometry *g, const double *a, const double *b,
  * the largest |map| within radius. */
 double ref_ringing(const arkcos_geometry *g, const double *map, double theta,
                    double phi, double radius);
+/* Several sources: largest |map| farther than radius from every source,
+ * relative to the largest |map| within radius of any. */
+double ref_ringing_sources(const arkcos_geometry *g, const double *map,
+                           const ref_source *src, int n, double radius);
+
+/* Spectrum comparison of maps a and b (b the reference), both through
+ * map2alm with `iter` Jacobi iterations up to lmax (>= 1): over the l in
+ * [2, lmax] with C_l^b > 0, the relative residual (C_l^a - C_l^b) / C_l^b
+ * and the difference-map spectrum C_l^{a-b} / C_l^b. cl_a, cl_b, cl_diff
+ * (lmax + 1 entries each) may be NULL. */
+typedef struct ref_spectra_metrics {
+  int lmax;
+  int nl;                   /* number of l compared */
+  double max_rel_residual;  /* max |C_l^a - C_l^b| / C_l^b */
+  double rms_rel_residual;  /* rms over l of the same */
+  double max_diff_ratio;    /* max C_l^{a-b} / C_l^b */
+  double mean_diff_ratio;   /* mean over l of the same */
+} ref_spectra_metrics;
+int ref_compare_spectra(const arkcos_geometry *g, const double *a,
+                        const double *b, int lmax, int iter, int threads,
+                        double *cl_a, double *cl_b, double *cl_diff,
+                        ref_spectra_metrics *sm, arkcos_error *err);
 
 /* Gnomonic projection around (theta, phi): n x n image (row-major, row 0 at
  * the bottom) of side `side` radians, nearest-pixel values. HEALPix only. */
 int ref_patch(const arkcos_geometry *g, const double *map, double theta,
               double phi, double side, int n, double *img, arkcos_error *err);
+/* A patch for gnuplot: "x_deg y_deg value" lines, a blank line after each
+ * row (splot ... with pm3d / plot ... with image), or as a FITS image with
+ * linear tangent-plane axes in degrees. logscale: log10|value| (NaN where
+ * the value is 0). Written to a temporary file and renamed into place. */
+int ref_patch_write_text(const char *path, const double *img, int n,
+                         double side, int logscale, arkcos_error *err);
+int ref_patch_write_fits(const char *path, const double *img, int n,
+                         double side, int logscale, arkcos_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,310 @@
+/*
+ * metrics.c -- accuracy metrics shared by the command line and the harness:
+ * fractional RMS and maximum errors by region, spectrum comparisons,
+ * ringing around point sources, and gnomonic patches for figures.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fitsio.h>
+#include <unistd.h>
+
+#include "reference/reference.h"
+
+#define TWO_PI 6.283185307179586476925286766559
+
+/* HEALPix's own split: the polar caps are z = cos(theta) beyond +-2/3. The
+ * rings at exactly |z| = 2/3 are the belt's first and last (as in chealpix);
+ * the margin keeps cos(acos(2/3)) rounding up from moving them. */
+int ref_region_of_theta(double theta) {
+  const double zcap = 2.0 / 3.0 + 1e-12;
+  double z = cos(theta);
+  if (z > zcap) return REF_NORTH;
+  if (z < -zcap) return REF_SOUTH;
+  return REF_BELT;
+}
+
+/* Ratio x / scale with 0/0 = 0 (identical zero maps agree perfectly). */
+static double ratio(double x, double scale) {
+  if (scale > 0) return x / scale;
+  return x == 0 ? 0.0 : INFINITY;
+}
+
+/* Means are weighted by the pixel solid angle (the ring weight), which is
+ * the plain pixel mean on HEALPix and the area mean on other grids. */
+void ref_compare(const arkcos_geometry *g, const double *a, const double *b,
+                 ref_metrics *m) {
+  double sw = 0, sb2 = 0;
+  double swr[REF_NREGIONS] = {0}, sd2[REF_NREGIONS] = {0};
+  double dmax[REF_NREGIONS] = {0};
+  int64_t np[REF_NREGIONS] = {0};
+  for (int j = 0; j < g->nrings; j++) {
+    const arkcos_ring *r = &g->rings[j];
+    int reg = ref_region_of_theta(r->theta);
+    double rb2 = 0, rd2 = 0, rmax = 0;
+    for (int64_t i = r->ofs; i < r->ofs + r->nph; i++) {
+      double d = a[i] - b[i];
+      rb2 += b[i] * b[i];
+      rd2 += d * d;
+      if (fabs(d) > rmax) rmax = fabs(d);
+    }
+    double w = r->weight * (double)r->nph;
+    sw += w;
+    sb2 += r->weight * rb2;
+    swr[reg] += w;
+    sd2[reg] += r->weight * rd2;
+    if (rmax > dmax[reg]) dmax[reg] = rmax;
+    np[reg] += r->nph;
+  }
+  double rms_b = sw > 0 ? sqrt(sb2 / sw) : 0.0;
+  double d2 = 0, dm = 0;
+  for (int k = 0; k < REF_NREGIONS; k++) {
+    if (isnan(sd2[k])) dmax[k] = NAN; /* a NaN pixel poisons its region */
+    d2 += sd2[k];
+    if (isnan(dmax[k]) || dmax[k] > dm) dm = dmax[k]; /* keeps a NaN */
+    m->npix_region[k] = np[k];
+    m->frac_rms_region[k] =
+        swr[k] > 0 ? ratio(sqrt(sd2[k] / swr[k]), rms_b) : 0.0;
+    m->max_rel_region[k] = ratio(dmax[k], rms_b);
+  }
+  m->frac_rms = sw > 0 ? ratio(sqrt(d2 / sw), rms_b) : 0.0;
+  m->max_rel = ratio(dm, rms_b);
+}
+
+int ref_compare_spectra(const arkcos_geometry *g, const double *a,
+                        const double *b, int lmax, int iter, int threads,
+                        double *cl_a, double *cl_b, double *cl_diff,
+                        ref_spectra_metrics *sm, arkcos_error *err) {
+  if (!g || !a || !b || !sm)
+    return arkcos_fail(err, ARKCOS_EINVAL, "spectra: missing argument");
+  if (lmax < 1)
+    return arkcos_fail(err, ARKCOS_EINVAL, "spectra: lmax %d must be >= 1",
+                       lmax);
+  int64_t nalm = ref_alm_size(lmax);
+  double complex *alm_a = malloc((size_t)nalm * sizeof *alm_a);
+  double complex *alm_b = malloc((size_t)nalm * sizeof *alm_b);
+  double *ca = malloc((size_t)(lmax + 1) * 3 * sizeof *ca);
+  int rc = ARKCOS_OK;
+  if (!alm_a || !alm_b || !ca) {
+    rc = arkcos_fail(err, ARKCOS_ENOMEM, "spectra: out of memory");
+    goto done;
+  }
+  double *cb = ca + lmax + 1, *cd = cb + lmax + 1;
+  rc = ref_map2alm(g, lmax, iter, a, NULL, alm_a, threads, err);
+  if (!rc) rc = ref_map2alm(g, lmax, iter, b, NULL, alm_b, threads, err);
+  if (rc) goto done;
+  ref_alm2cl(lmax, alm_a, alm_a, ca);
+  ref_alm2cl(lmax, alm_b, alm_b, cb);
+  /* The transform is linear: the difference map's a_lm are a - b. */
+  for (int64_t i = 0; i < nalm; i++) alm_a[i] -= alm_b[i];
+  ref_alm2cl(lmax, alm_a, alm_a, cd);
+  memset(sm, 0, sizeof *sm);
+  sm->lmax = lmax;
+  double s2 = 0, sdiff = 0;
+  int n = 0;
+  for (int l = 2; l <= lmax; l++) {
+    if (!(cb[l] > 0)) continue;
+    double rel = (ca[l] - cb[l]) / cb[l];
+    double dr = cd[l] / cb[l];
+    if (!(fabs(rel) <= sm->max_rel_residual)) sm->max_rel_residual = fabs(rel);
+    if (!(dr <= sm->max_diff_ratio)) sm->max_diff_ratio = dr;
+    s2 += rel * rel;
+    sdiff += dr;
+    n++;
+  }
+  sm->nl = n;
+  sm->rms_rel_residual = n ? sqrt(s2 / n) : 0.0;
+  sm->mean_diff_ratio = n ? sdiff / n : 0.0;
+  if (cl_a) memcpy(cl_a, ca, (size_t)(lmax + 1) * sizeof *ca);
+  if (cl_b) memcpy(cl_b, cb, (size_t)(lmax + 1) * sizeof *cb);
+  if (cl_diff) memcpy(cl_diff, cd, (size_t)(lmax + 1) * sizeof *cd);
+done:
+  free(alm_a);
+  free(alm_b);
+  free(ca);
+  return rc;
+}
+
+/* Unit vector of (theta, phi). */
+static void unit_vector(double theta, double phi, double v[3]) {
+  double st = sin(theta);
+  v[0] = st * cos(phi);
+  v[1] = st * sin(phi);
+  v[2] = cos(theta);
+}
+
+static double angle_between(const double a[3], const double b[3]) {
+  double cx = a[1] * b[2] - a[2] * b[1];
+  double cy = a[2] * b[0] - a[0] * b[2];
+  double cz = a[0] * b[1] - a[1] * b[0];
+  return atan2(sqrt(cx * cx + cy * cy + cz * cz),
+               a[0] * b[0] + a[1] * b[1] + a[2] * b[2]);
+}
+
+double ref_ringing(const arkcos_geometry *g, const double *map, double theta,
+                   double phi, double radius) {
+  ref_source s = {theta, phi, 1.0};
+  return ref_ringing_sources(g, map, &s, 1, radius);
+}
+
+double ref_ringing_sources(const arkcos_geometry *g, const double *map,
+                           const ref_source *src, int n, double radius) {
+  if (n < 1) return 0.0;
+  double(*c)[3] = malloc((size_t)n * sizeof *c);
+  if (!c) return NAN;
+  for (int s = 0; s < n; s++) unit_vector(src[s].theta, src[s].phi, c[s]);
+  double inside = 0, outside = 0;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) reduction(max : inside, outside)
+#endif
+  for (int j = 0; j < g->nrings; j++) {
+    const arkcos_ring *r = &g->rings[j];
+    for (int64_t i = 0; i < r->nph; i++) {
+      double v = fabs(map[r->ofs + i]);
+      if (v == 0) continue;
+      double u[3];
+      unit_vector(r->theta, r->phi0 + TWO_PI * (double)i / (double)r->nph, u);
+      int near = 0;
+      for (int s = 0; s < n && !near; s++)
+        near = angle_between(u, c[s]) <= radius;
+      if (near) {
+        if (v > inside) inside = v;
+      } else if (v > outside) {
+        outside = v;
+      }
+    }
+  }
+  free(c);
+  return ratio(outside, inside);
+}
+
+int ref_patch(const arkcos_geometry *g, const double *map, double theta,
+              double phi, double side, int n, double *img, arkcos_error *err) {
+  if (!g || !map || !img)
+    return arkcos_fail(err, ARKCOS_EINVAL, "patch: missing argument");
+  if (g->kind != ARKCOS_GEOM_HEALPIX || g->nside < 1)
+    return arkcos_fail(err, ARKCOS_EINVAL, "patch: HEALPix geometries only");
+  if (n < 1)
+    return arkcos_fail(err, ARKCOS_EINVAL, "patch: size %d must be >= 1", n);
+  if (!(side > 0) || !isfinite(side))
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "patch: side %g must be a positive angle", side);
+  if (!(theta >= 0 && theta <= M_PI) || !isfinite(phi))
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "patch: centre theta %g outside [0, pi]", theta);
+  /* Tangent plane at the centre: e_east = d/dphi, e_north = -d/dtheta. At a
+   * pole the basis follows the given phi. */
+  double ct = cos(theta), st = sin(theta), cp = cos(phi), sp = sin(phi);
+  double c[3] = {st * cp, st * sp, ct};
+  double east[3] = {-sp, cp, 0.0};
+  double north[3] = {-ct * cp, -ct * sp, st};
+  double step = side / n;
+  for (int iy = 0; iy < n; iy++) {
+    double y = (iy + 0.5) * step - 0.5 * side;
+    for (int ix = 0; ix < n; ix++) {
+      double x = (ix + 0.5) * step - 0.5 * side;
+      double v[3];
+      for (int k = 0; k < 3; k++) v[k] = c[k] + x * east[k] + y * north[k];
+      double t = atan2(sqrt(v[0] * v[0] + v[1] * v[1]), v[2]);
+      double p = atan2(v[1], v[0]);
+      if (p < 0) p += TWO_PI;
+      if (p >= TWO_PI) p -= TWO_PI;
+      img[(int64_t)iy * n + ix] =
+          map[arkcos_healpix_ang2pix_ring(g->nside, t, p)];
+    }
+  }
+  return ARKCOS_OK;
+}
+
+static double patch_value(double v, int logscale) {
+  if (!logscale) return v;
+  return v == 0 ? NAN : log10(fabs(v));
+}
+
+/* Figures are written to a temporary name beside the target and renamed, so
+ * a reader never sees half a file. */
+static void temp_name(const char *path, char *tmp, size_t len) {
+  snprintf(tmp, len, "%s.tmp%ld", path, (long)getpid());
+}
+
+int ref_patch_write_text(const char *path, const double *img, int n,
+                         double side, int logscale, arkcos_error *err) {
+  if (!path || !img || n < 1)
+    return arkcos_fail(err, ARKCOS_EINVAL, "patch: bad arguments");
+  char tmp[4200];
+  temp_name(path, tmp, sizeof tmp);
+  FILE *f = fopen(tmp, "w");
+  if (!f)
+    return arkcos_fail(err, ARKCOS_EIO, "%s: cannot write: %s", path,
+                       strerror(errno));
+  double step = side / n * (180.0 / M_PI);
+  fprintf(f, "# gnomonic patch %d x %d, side %.10g deg; columns: x_deg "
+             "(east) y_deg (north) %s; a blank line ends each row\n",
+          n, n, side * 180.0 / M_PI, logscale ? "log10|value| (NaN: 0)" : "value");
+  for (int iy = 0; iy < n; iy++) {
+    double y = (iy + 0.5) * step - 0.5 * n * step;
+    for (int ix = 0; ix < n; ix++) {
+      double x = (ix + 0.5) * step - 0.5 * n * step;
+      fprintf(f, "%.8g %.8g %.17g\n", x, y,
+              patch_value(img[(int64_t)iy * n + ix], logscale));
+    }
+    fputc('\n', f);
+  }
+  int bad = ferror(f);
+  if (fclose(f) || bad || rename(tmp, path)) {
+    remove(tmp);
+    return arkcos_fail(err, ARKCOS_EIO, "%s: write failed", path);
+  }
+  return ARKCOS_OK;
+}
+
+int ref_patch_write_fits(const char *path, const double *img, int n,
+                         double side, int logscale, arkcos_error *err) {
+  if (!path || !img || n < 1)
+    return arkcos_fail(err, ARKCOS_EINVAL, "patch: bad arguments");
+  double *data = malloc((size_t)n * n * sizeof *data);
+  if (!data) return arkcos_fail(err, ARKCOS_ENOMEM, "patch: out of memory");
+  for (int64_t i = 0; i < (int64_t)n * n; i++)
+    data[i] = patch_value(img[i], logscale);
+  char tmp[4200], name[4300];
+  temp_name(path, tmp, sizeof tmp);
+  snprintf(name, sizeof name, "!%s", tmp); /* '!': replace a stale temp */
+  fitsfile *f = NULL;
+  int status = 0;
+  long naxes[2] = {n, n};
+  double step = side / n * (180.0 / M_PI);
+  double crpix = 0.5 * (n + 1), zero = 0.0;
+  fits_create_file(&f, name, &status);
+  fits_create_img(f, DOUBLE_IMG, 2, naxes, &status);
+  /* Linear tangent-plane coordinates in degrees from the centre; the first
+   * image row (FITS stores bottom-up) is the southern edge. */
+  fits_write_key(f, TSTRING, "CTYPE1", "X_EAST", "gnomonic x, to the east",
+                 &status);
+  fits_write_key(f, TSTRING, "CTYPE2", "Y_NORTH", "gnomonic y, to the north",
+                 &status);
+  fits_write_key(f, TSTRING, "CUNIT1", "deg", NULL, &status);
+  fits_write_key(f, TSTRING, "CUNIT2", "deg", NULL, &status);
+  fits_write_key(f, TDOUBLE, "CRPIX1", &crpix, NULL, &status);
+  fits_write_key(f, TDOUBLE, "CRPIX2", &crpix, NULL, &status);
+  fits_write_key(f, TDOUBLE, "CRVAL1", &zero, NULL, &status);
+  fits_write_key(f, TDOUBLE, "CRVAL2", &zero, NULL, &status);
+  fits_write_key(f, TDOUBLE, "CDELT1", &step, NULL, &status);
+  fits_write_key(f, TDOUBLE, "CDELT2", &step, NULL, &status);
+  fits_write_key(f, TLOGICAL, "LOGSCALE", &logscale,
+                 "values are log10|v| (NaN where v = 0)", &status);
+  fits_write_img(f, TDOUBLE, 1, (LONGLONG)n * n, data, &status);
+  int cstatus = 0;
+  if (f) fits_close_file(f, &cstatus);
+  free(data);
+  if (status || cstatus || rename(tmp, path)) {
+    char msg[FLEN_STATUS] = "rename failed";
+    if (status || cstatus) fits_get_errstatus(status ? status : cstatus, msg);
+    remove(tmp);
+    return arkcos_fail(err, ARKCOS_EIO, "%s: cannot write FITS image: %s",
+                       path, msg);
+  }
+  return ARKCOS_OK;
+}
