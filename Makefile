@@ -7,7 +7,7 @@ GPU     ?= $(if $(NVCC),1,0)
 ARCHFLAGS ?= -march=native
 CFLAGS  ?= -O3 $(ARCHFLAGS)
 CFLAGS  += -std=c11 -Wall -Wextra -fopenmp -I. -D_GNU_SOURCE
-LDLIBS  += -lfftw3 -lfftw3f -lsharp -lcfitsio -ljansson -lm -fopenmp
+LDLIBS  += -lfftw3 -lfftw3f -lpthread -lsharp -lcfitsio -ljansson -lm -fopenmp
 PROFILE ?= default
 PYTHON  ?= /usr/bin/python3
 
@@ -40,7 +40,7 @@ LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 
 .PHONY: all test bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check
 
-all: $(BUILD)/arkcos $(TEST_BIN) $(BUILD)/tests/gpu_check
+all: $(BUILD)/arkcos $(TEST_BIN) $(BUILD)/tests/gpu_check $(BUILD)/tests/bench
 
 $(BUILD)/obj/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
 	@mkdir -p $(dir $@)
@@ -65,7 +65,7 @@ $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIBS)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lchealpix -lstdc++
 
 # GPU against CPU and the direct sum; not part of `make test` (it needs a device)
-$(BUILD)/tests/gpu_check: tests/gpu_check.c tests/testlib.h $(LIBS)
+$(BUILD)/tests/gpu_check $(BUILD)/tests/bench: $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
 

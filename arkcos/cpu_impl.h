@@ -1,59 +1,176 @@
 /*
  * cpu_impl.h -- the CPU backend, instantiated twice by cpu.c: once in
  * double precision (R = double, FFTW's fftw_*) and once in single precision
- * (R = float, fftwf_*). Kernel values and distances are always computed in
- * double (paper section 4.1); FFTs and the reduction run in R.
+ * (R = float, fftwf_*). Kernel values, distances and kernel spectra are
+ * computed in double (paper section 4.1); ring FFTs and the reduction in R.
  *
  * Notation (DESIGN.md, paper section 4.1): ring j has N_j pixels, spectrum
  * R_j[m] = w_j sum_k r_jk e^{-2 pi i m k / N_j}; L = max N_j is the kernel
  * grid length; for output ring i and input ring j the kernel is sampled at
  * dphi_n = delta + 2 pi n / L (enhanced: delta = phi0_i - phi0_j, the pixels'
  * true offset; paper: delta = 0 and phase rotations instead), its DFT
- * H_ij[m] computed, and A_i[m] = sum_j H_ij[m] R_j[m]. The output spectrum is
- * A_i folded onto the ring's own N_i modes (enhanced) or truncated at its
- * Nyquist frequency (paper), and s_i = c2r(...) / L.
+ * H_ij[m] = sum_n h_n e^{-2 pi i m n / L} formed, and A_i[m] = sum_j H_ij[m] R_j[m].
+ * The output spectrum is A_i folded onto the ring's own N_i modes (enhanced)
+ * or truncated at its Nyquist frequency (paper), and s_i = c2r(...) / L.
  * For N_i = N_j = L this is the exact circular convolution of the ring with
  * the kernel samples, i.e. the direct sum, whatever the kernel's width.
+ *
+ * H_ij: a compact kernel has few non-zero samples (|n| <= nmax). Then
+ * H[m] = sum_k (h_k + h_-k) cos(k t) - i sum_k (h_k - h_-k) sin(k t),
+ * t = 2 pi m / L, is a short Chebyshev series in cos t, summed for all m by
+ * Clenshaw's recurrence (kernel_clenshaw): O(nmax L) vectorised work, much
+ * cheaper than an FFT of length L when nmax is small (near the equator).
+ * Wide windows (near the poles) use an FFTW r2c of the kernel grid.
  */
 
 typedef struct SFX(cpu_state) {
   int nthreads;
-  int64_t nmp;          /* padded row length (complex values) */
-  R *spec;              /* nrings x nmp ring spectra, interleaved re/im */
-  FFTWP(plan) *r2c, *c2r; /* per ring, pointing into plans[] */
-  FFTWP(plan) *plans;   /* owned: distinct lengths, 2 per length */
-  int nplans;
+  int64_t nmp;          /* padded row length */
+  int cheb_max;         /* largest nmax for the direct cosine sum */
+  R *spec_re, *spec_im; /* nrings x nmp ring spectra */
+  double *cos_m, *sin_m;/* cos, sin(2 pi m / L), m < nm */
+  FFTWP(plan) *r2c, *c2r; /* per ring, from the process-wide cache */
   FFTWP(plan) kplan;    /* kernel grid r2c of length L */
   R *work;              /* per-thread workspace */
   size_t wstride;       /* R values per thread */
 } SFX(cpu_state);
 
-/* workspace layout per thread (R units), each part padded */
-#define WS_KGRID(s, p) 0
-#define WS_KSPEC(s, p) ((s)->nmp * 2)
-#define WS_ACC1(s, p) ((s)->nmp * 4)
-#define WS_ACC2(s, p) ((s)->nmp * 6)
-#define WS_RIN(s, p) ((s)->nmp * 8)
-#define WS_RSPEC(s, p) ((s)->nmp * 10)
-#define WS_ROUT(s, p) ((s)->nmp * 12)
-#define WS_SIZE(s, p) ((s)->nmp * 14)
+/* per-thread workspace layout, in units of nmp R values (hr, hi are
+ * written in whole Clenshaw blocks, which nmp is a multiple of) */
+enum { SFX(WS_KGRID) = 0, SFX(WS_KSPEC) = 2, SFX(WS_HR) = 4, SFX(WS_HI) = 5, SFX(WS_A1R) = 6,
+       SFX(WS_A1I) = 7, SFX(WS_A2R) = 8, SFX(WS_A2I) = 9, SFX(WS_RIN) = 10, SFX(WS_RSPEC) = 12,
+       SFX(WS_ROUT) = 14, SFX(WS_SIZE) = 16 };
+#define WS(s, part) ((size_t)(s)->nmp * SFX(part))
+
+/* ---- process-wide FFTW plan cache: planning awkward lengths (4r, r with
+ * large prime factors) is slow, and plans are immutable and thread-safe to
+ * execute, so every arkcos plan shares them. */
+typedef struct { int64_t n; FFTWP(plan) r2c, c2r; } SFX(plan_entry);
+static SFX(plan_entry) *SFX(cache);
+static int SFX(ncache), SFX(capcache);
+
+/* Returns the cached pair for length n, planning it if needed (*fresh += 1). */
+static SFX(plan_entry) *SFX(plans_for)(int64_t n, unsigned flags, int *fresh) {
+  SFX(plan_entry) *e = NULL;
+  pthread_mutex_lock(&fftw_planner_lock);
+  for (int i = 0; i < SFX(ncache); i++)
+    if (SFX(cache)[i].n == n) {
+      e = &SFX(cache)[i];
+      break;
+    }
+  if (!e) {
+    if (SFX(ncache) == SFX(capcache)) {
+      int cap = SFX(capcache) ? 2 * SFX(capcache) : 256;
+      SFX(plan_entry) *c = (SFX(plan_entry) *)realloc(SFX(cache), sizeof *c * (size_t)cap);
+      if (!c) goto out;
+      SFX(cache) = c;
+      SFX(capcache) = cap;
+    }
+    R *a = (R *)FFTWP(malloc)(sizeof(R) * (size_t)(n + 2));
+    R *b = (R *)FFTWP(malloc)(sizeof(R) * (size_t)(n + 2));
+    if (a && b) {
+      FFTWP(plan) p1 = FFTWP(plan_dft_r2c_1d)((int)n, a, (FFTWP(complex) *)b, flags);
+      FFTWP(plan) p2 = FFTWP(plan_dft_c2r_1d)((int)n, (FFTWP(complex) *)b, a, flags);
+      if (p1 && p2) {
+        e = &SFX(cache)[SFX(ncache)++];
+        e->n = n;
+        e->r2c = p1;
+        e->c2r = p2;
+        (*fresh)++;
+      }
+    }
+    FFTWP(free)(a);
+    FFTWP(free)(b);
+  }
+out:
+  pthread_mutex_unlock(&fftw_planner_lock);
+  return e;
+}
 
 static void SFX(cpu_destroy)(arkcos_plan *p) {
   SFX(cpu_state) *s = (SFX(cpu_state) *)p->impl;
   if (!s) return;
-  for (int i = 0; i < s->nplans; i++)
-    if (s->plans[i]) FFTWP(destroy_plan)(s->plans[i]);
-  if (s->kplan) FFTWP(destroy_plan)(s->kplan);
-  free(s->plans);
   free(s->r2c);
   free(s->c2r);
-  FFTWP(free)(s->spec);
+  FFTWP(free)(s->cos_m);
+  FFTWP(free)(s->sin_m);
+  FFTWP(free)(s->spec_re);
+  FFTWP(free)(s->spec_im);
   FFTWP(free)(s->work);
   free(s);
   p->impl = NULL;
 }
 
-static double SFX(now)(void) { return omp_get_wtime(); }
+/* Stores one vector of doubles as R values. */
+static inline void SFX(store_vd)(R *dst, arkcos_vd v) {
+  double t[ARKCOS_VL];
+  memcpy(t, &v, sizeof t);
+  for (int q = 0; q < ARKCOS_VL; q++) dst[q] = (R)t[q];
+}
+
+/* Kernel spectrum H[m], m < nm (rounded up to whole blocks), by Clenshaw's
+ * recurrence in x_m = cos(2 pi m / L), ARKCOS_NV independent vectors at a
+ * time to hide the recurrence's latency. kind:
+ *   0  general offset: H = sum_k a_k T_k(x) - i sin(t) sum_{k>=1} b_k U_{k-1}(x),
+ *      a_k = h_k + h_-k, b_k = h_k - h_-k (k = 0..K)
+ *   1  samples symmetric about 0 (delta = 0): the same with b = 0: H real
+ *  +2/-2  samples symmetric about a half step (delta = +-pi/L):
+ *      H = e^{+-i t/2} cos(t/2) sum_k a_k V_k(x), V the third-kind polynomials
+ *      (cos((2k+1)t/2) = cos(t/2) V_k(cos t)), i.e.
+ *      Re H = (1 + x)/2 S, Im H = +-sin(t)/2 S. */
+static void SFX(kernel_clenshaw)(const SFX(cpu_state) *s, int64_t nm, int kind, const double *a,
+                                 const double *b, int K, R *hr, R *hi) {
+  enum { VL = ARKCOS_VL, NV = ARKCOS_NV };
+  for (int64_t m = 0; m < nm; m += VL * NV) {
+    arkcos_vd x2[NV], p1[NV], p2[NV], q1[NV], q2[NV];
+    for (int v = 0; v < NV; v++) {
+      arkcos_vd x;
+      memcpy(&x, s->cos_m + m + v * VL, sizeof x);
+      x2[v] = x + x;
+      p1[v] = p2[v] = q1[v] = q2[v] = (arkcos_vd){0};
+    }
+    if (kind == 0) {
+      for (int k = K; k >= 2; k--) {
+        const double ak = a[k], bk = b[k];
+        for (int v = 0; v < NV; v++) {
+          arkcos_vd p0 = ak + x2[v] * p1[v] - p2[v];
+          p2[v] = p1[v];
+          p1[v] = p0;
+          arkcos_vd q0 = bk + x2[v] * q1[v] - q2[v];
+          q2[v] = q1[v];
+          q1[v] = q0;
+        }
+      }
+    } else {
+      for (int k = K; k >= 2; k--) {
+        const double ak = a[k];
+        for (int v = 0; v < NV; v++) {
+          arkcos_vd p0 = ak + x2[v] * p1[v] - p2[v];
+          p2[v] = p1[v];
+          p1[v] = p0;
+        }
+      }
+    }
+    const double a1 = K >= 1 ? a[1] : 0, b1 = K >= 1 ? b[1] : 0;
+    for (int v = 0; v < NV; v++) {
+      const int64_t mv = m + v * VL;
+      arkcos_vd x, sn, re, im;
+      memcpy(&x, s->cos_m + mv, sizeof x);
+      memcpy(&sn, s->sin_m + mv, sizeof sn);
+      arkcos_vd c1 = a1 + x2[v] * p1[v] - p2[v]; /* Clenshaw b_1 */
+      if (kind == 0 || kind == 1) {
+        re = a[0] + x * c1 - p1[v];
+        im = kind == 0 ? -sn * (b1 + x2[v] * q1[v] - q2[v]) : (arkcos_vd){0};
+      } else {
+        arkcos_vd S = a[0] + (x2[v] - 1.0) * c1 - p1[v];
+        re = 0.5 * (1.0 + x) * S;
+        im = (kind > 0 ? 0.5 : -0.5) * sn * S;
+      }
+      SFX(store_vd)(hr + mv, re);
+      SFX(store_vd)(hi + mv, im);
+    }
+  }
+}
 
 static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
   (void)err;
@@ -62,27 +179,28 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
   const int nr = p->geom->nrings, paper = p->opt.mode == ARKCOS_MODE_PAPER;
   const int64_t L = p->L, nm = p->nm, nmp = s->nmp;
   const double twopi_L = 2 * ARKCOS_PI / (double)L;
-  double t_start = SFX(now)();
+  double t_start = omp_get_wtime();
 
   /* 1. ring FFTs, spectra extended to the kernel grid's L/2 + 1 modes */
 #pragma omp parallel for schedule(dynamic, 4) num_threads(s->nthreads)
   for (int j = 0; j < nr; j++) {
     R *ws = s->work + (size_t)omp_get_thread_num() * s->wstride;
-    R *rin = ws + WS_RIN(s, p), *sp = s->spec + (size_t)j * nmp * 2;
+    R *rin = ws + WS(s, WS_RIN), *sp = ws + WS(s, WS_RSPEC);
+    R *sre = s->spec_re + (size_t)j * nmp, *sim = s->spec_im + (size_t)j * nmp;
     const int64_t N = rg[j].nph;
     const double w = rg[j].weight;
     for (int64_t k = 0; k < N; k++) rin[k] = (R)(w * in[rg[j].ofs + k]);
     FFTWP(execute_dft_r2c)(s->r2c[j], rin, (FFTWP(complex) *)sp);
     if (!paper) {
       /* the DFT of a sampled ring is periodic in m */
-      for (int64_t m = N / 2 + 1; m < nm; m++) {
-        int64_t q = m % N;
+      for (int64_t m = 0; m < nm; m++) {
+        int64_t q = m < N ? m : m % N;
         if (2 * q <= N) {
-          sp[2 * m] = sp[2 * q];
-          sp[2 * m + 1] = sp[2 * q + 1];
+          sre[m] = sp[2 * q];
+          sim[m] = sp[2 * q + 1];
         } else {
-          sp[2 * m] = sp[2 * (N - q)];
-          sp[2 * m + 1] = -sp[2 * (N - q) + 1];
+          sre[m] = sp[2 * (N - q)];
+          sim[m] = -sp[2 * (N - q) + 1];
         }
       }
     } else {
@@ -92,87 +210,137 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
         double c = cos(m * rg[j].phi0), sn = -sin(m * rg[j].phi0);
         double re = sp[2 * m], im = sp[2 * m + 1];
         double f = (2 * m == N) ? 0.5 : 1.0;
-        sp[2 * m] = (R)(f * (re * c - im * sn));
-        sp[2 * m + 1] = (R)(f * (re * sn + im * c));
+        sre[m] = (R)(f * (re * c - im * sn));
+        sim[m] = (R)(f * (re * sn + im * c));
       }
-      for (int64_t m = N / 2 + 1; m < nm; m++) sp[2 * m] = sp[2 * m + 1] = 0;
+      for (int64_t m = N / 2 + 1; m < nm; m++) sre[m] = sim[m] = 0;
     }
   }
-  double t_mapfft = SFX(now)() - t_start;
+  double t_mapfft = omp_get_wtime() - t_start;
 
-  /* 2. per output ring (and its mirror): kernel grids, their FFTs, and the
-   * reduction over input rings; then fold and inverse FFT */
+  /* 2. per output ring (and its mirror): kernel samples, their spectra,
+   * the reduction over input rings; then fold and inverse FFT */
   double st[4] = {0, 0, 0, 0}; /* kernel_eval, kernel_fft, reduction, map_ifft */
 #pragma omp parallel num_threads(s->nthreads) reduction(+ : st[:4])
   {
     R *ws = s->work + (size_t)omp_get_thread_num() * s->wstride;
-    R *kgrid = ws + WS_KGRID(s, p), *kspec = ws + WS_KSPEC(s, p);
-    R *acc1 = ws + WS_ACC1(s, p), *acc2 = ws + WS_ACC2(s, p);
-    R *rspec = ws + WS_RSPEC(s, p), *rout = ws + WS_ROUT(s, p);
+    R *kgrid = ws + WS(s, WS_KGRID), *kspec = ws + WS(s, WS_KSPEC);
+    R *hr = ws + WS(s, WS_HR), *hi = ws + WS(s, WS_HI);
+    R *a1r = ws + WS(s, WS_A1R), *a1i = ws + WS(s, WS_A1I);
+    R *a2r = ws + WS(s, WS_A2R), *a2i = ws + WS(s, WS_A2I);
+    R *rspec = ws + WS(s, WS_RSPEC), *rout = ws + WS(s, WS_ROUT);
+    double hs[2 * ARKCOS_CHEB_LIMIT + 4], ca[ARKCOS_CHEB_LIMIT + 2], cb[ARKCOS_CHEB_LIMIT + 2];
+    const double half_step = ARKCOS_PI / (double)L;
 #pragma omp for schedule(dynamic, 1)
     for (int t = 0; t < p->ntasks; t++) {
       const int i = p->task[t], i2 = p->mirror[i];
       const int two = i2 >= 0 && i2 != i;
-      double t0 = SFX(now)();
-      memset(acc1, 0, sizeof(R) * 2 * nm);
-      if (two) memset(acc2, 0, sizeof(R) * 2 * nm);
+      double t0 = omp_get_wtime();
+      memset(a1r, 0, sizeof(R) * nm);
+      memset(a1i, 0, sizeof(R) * nm);
+      if (two) {
+        memset(a2r, 0, sizeof(R) * nm);
+        memset(a2i, 0, sizeof(R) * nm);
+      }
       for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
         double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
         double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
         double half = arkcos_dphi_window(&p->kf, sdt2, ss);
         double delta = paper ? 0.0 : rg[i].phi0 - rg[j].phi0;
-        int64_t n0, n1;
-        if (arkcos_sample_range(half, delta, L, &n0, &n1) == 0) continue;
-        for (int64_t n = n0; n <= n1; n++)
-          kgrid[arkcos_wrap(n, L)] =
-              (R)arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n));
-        double t1 = SFX(now)();
+        int64_t n0, n1, cnt = arkcos_sample_range(half, delta, L, &n0, &n1);
+        if (cnt == 0) continue;
+        int64_t nmax = n1 > -n0 ? n1 : -n0;
+        double t1, t2;
+        if (cnt < L && nmax <= s->cheb_max) {
+          for (int64_t n = n0; n <= n1; n++)
+            hs[n - n0] = arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n));
+#define HS(n) ((n) >= n0 && (n) <= n1 ? hs[(n) - n0] : 0.0)
+          int kind, K;
+          if (delta == 0) {
+            kind = 1;
+            K = (int)nmax;
+            for (int k = 0; k <= K; k++) ca[k] = k ? HS(k) + HS(-k) : HS(0);
+          } else if (fabs(delta - half_step) < 1e-12 * half_step) {
+            kind = 2; /* samples at (2n + 1) pi / L: pairs n, -1 - n */
+            K = (int)(n1 > -1 - n0 ? n1 : -1 - n0);
+            for (int k = 0; k <= K; k++) ca[k] = HS(k) + HS(-1 - k);
+          } else if (fabs(delta + half_step) < 1e-12 * half_step) {
+            kind = -2; /* samples at (2n - 1) pi / L: pairs n, 1 - n */
+            K = (int)(n1 - 1 > -n0 ? n1 - 1 : -n0);
+            for (int k = 0; k <= K; k++) ca[k] = HS(k + 1) + HS(-k);
+          } else {
+            kind = 0;
+            K = (int)nmax;
+            for (int k = 0; k <= K; k++) {
+              ca[k] = k ? HS(k) + HS(-k) : HS(0);
+              cb[k] = k ? HS(k) - HS(-k) : 0;
+            }
+          }
+#undef HS
+          t1 = omp_get_wtime();
+          SFX(kernel_clenshaw)(s, nm, kind, ca, cb, K, hr, hi);
+          t2 = omp_get_wtime();
+        } else {
+          for (int64_t n = n0; n <= n1; n++)
+            kgrid[arkcos_wrap(n, L)] =
+                (R)arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n));
+          t1 = omp_get_wtime();
+          FFTWP(execute_dft_r2c)(s->kplan, kgrid, (FFTWP(complex) *)kspec);
+          for (int64_t n = n0; n <= n1; n++) kgrid[arkcos_wrap(n, L)] = 0;
+          for (int64_t m = 0; m < nm; m++) {
+            hr[m] = kspec[2 * m];
+            hi[m] = kspec[2 * m + 1];
+          }
+          t2 = omp_get_wtime();
+        }
         st[0] += t1 - t0;
-        FFTWP(execute_dft_r2c)(s->kplan, kgrid, (FFTWP(complex) *)kspec);
-        for (int64_t n = n0; n <= n1; n++) kgrid[arkcos_wrap(n, L)] = 0;
-        double t2 = SFX(now)();
         st[1] += t2 - t1;
-        const R *sp = s->spec + (size_t)j * nmp * 2;
+        const R *sr = s->spec_re + (size_t)j * nmp, *si = s->spec_im + (size_t)j * nmp;
+#pragma omp simd
         for (int64_t m = 0; m < nm; m++) {
-          R kr = kspec[2 * m], ki = kspec[2 * m + 1];
-          acc1[2 * m] += kr * sp[2 * m] - ki * sp[2 * m + 1];
-          acc1[2 * m + 1] += kr * sp[2 * m + 1] + ki * sp[2 * m];
+          a1r[m] += hr[m] * sr[m] - hi[m] * si[m];
+          a1i[m] += hr[m] * si[m] + hi[m] * sr[m];
         }
         if (two) {
-          const R *sq = s->spec + (size_t)p->mirror[j] * nmp * 2;
+          const R *qr = s->spec_re + (size_t)p->mirror[j] * nmp, *qi = s->spec_im + (size_t)p->mirror[j] * nmp;
+#pragma omp simd
           for (int64_t m = 0; m < nm; m++) {
-            R kr = kspec[2 * m], ki = kspec[2 * m + 1];
-            acc2[2 * m] += kr * sq[2 * m] - ki * sq[2 * m + 1];
-            acc2[2 * m + 1] += kr * sq[2 * m + 1] + ki * sq[2 * m];
+            a2r[m] += hr[m] * qr[m] - hi[m] * qi[m];
+            a2i[m] += hr[m] * qi[m] + hi[m] * qr[m];
           }
         }
-        t0 = SFX(now)();
+        t0 = omp_get_wtime();
         st[2] += t0 - t2;
       }
       for (int pass = 0; pass < 1 + two; pass++) {
         const int io = pass ? i2 : i;
-        const R *acc = pass ? acc2 : acc1;
+        const R *ar = pass ? a2r : a1r, *ai = pass ? a2i : a1i;
         const int64_t N = rg[io].nph;
-        memset(rspec, 0, sizeof(R) * 2 * (N / 2 + 1));
-        if (!paper) {
+        if (!paper && N == L) { /* no folding: copy, Nyquist counted from both sides */
+          for (int64_t m = 0; m < nm; m++) {
+            rspec[2 * m] = ar[m];
+            rspec[2 * m + 1] = ai[m];
+          }
+        } else if (!paper) {
+          memset(rspec, 0, sizeof(R) * 2 * (size_t)(N / 2 + 1));
           for (int64_t m = 0; m < nm; m++) {
             int64_t d, mi;
             double w;
             arkcos_fold(m, N, L, &d, &mi, &w);
             if (d >= 0) {
-              rspec[2 * d] += (R)w * acc[2 * m];
-              rspec[2 * d + 1] += (R)w * acc[2 * m + 1];
+              rspec[2 * d] += (R)w * ar[m];
+              rspec[2 * d + 1] += (R)w * ai[m];
             }
             if (mi >= 0) {
-              rspec[2 * mi] += (R)w * acc[2 * m];
-              rspec[2 * mi + 1] -= (R)w * acc[2 * m + 1];
+              rspec[2 * mi] += (R)w * ar[m];
+              rspec[2 * mi + 1] -= (R)w * ai[m];
             }
           }
         } else {
           for (int64_t m = 0; m <= N / 2; m++) {
             double c = cos(m * rg[io].phi0), sn = sin(m * rg[io].phi0);
-            double re = acc[2 * m] * c - acc[2 * m + 1] * sn;
-            double im = acc[2 * m] * sn + acc[2 * m + 1] * c;
+            double re = ar[m] * c - ai[m] * sn;
+            double im = ar[m] * sn + ai[m] * c;
             if (m > 0 && 2 * m == N) { /* +N/2 and -N/2 meet */
               re *= 2;
               im = 0;
@@ -186,11 +354,11 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
         double *o = out + rg[io].ofs;
         for (int64_t k = 0; k < N; k++) o[k] = scale * (double)rout[k];
       }
-      double t3 = SFX(now)();
+      double t3 = omp_get_wtime();
       st[3] += t3 - t0;
     }
   }
-  double total = SFX(now)() - t_start;
+  double total = omp_get_wtime() - t_start;
   arkcos_stage_times *T = &p->last;
   memset(T, 0, sizeof *T);
   /* per-thread sums averaged over threads approximate wall-clock shares */
@@ -213,58 +381,54 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
   p->destroy = SFX(cpu_destroy);
   s->nthreads = p->opt.threads > 0 ? p->opt.threads : omp_get_max_threads();
   const int nr = p->geom->nrings;
+  /* the direct cosine sum costs ~nmax L/2 multiply-adds (vectorised), the
+   * FFT ~2.5 L log2 L flops: switch at a few times log2 L */
+  int lg = 0;
+  while (((int64_t)1 << lg) < p->L) lg++;
+  s->cheb_max = 2 * lg < ARKCOS_CHEB_LIMIT ? 2 * lg : ARKCOS_CHEB_LIMIT;
   /* rows padded to 64 bytes so every row keeps FFTW's SIMD alignment */
-  const int64_t per64 = 64 / (2 * (int64_t)sizeof(R));
-  s->nmp = (p->nm + 1 + per64 - 1) / per64 * per64;
-  size_t spec_n = (size_t)nr * (size_t)s->nmp * 2;
-  s->wstride = (size_t)WS_SIZE(s, p);
-  s->spec = (R *)FFTWP(malloc)(sizeof(R) * spec_n);
+  /* rows padded to whole Clenshaw blocks and to 64 bytes (FFTW alignment) */
+  const int64_t blk = 48;
+  s->nmp = (p->nm + 1 + blk - 1) / blk * blk;
+  size_t spec_n = (size_t)nr * (size_t)s->nmp;
+  s->wstride = WS(s, WS_SIZE);
+  s->spec_re = (R *)FFTWP(malloc)(sizeof(R) * spec_n);
+  s->spec_im = (R *)FFTWP(malloc)(sizeof(R) * spec_n);
   s->work = (R *)FFTWP(malloc)(sizeof(R) * s->wstride * (size_t)s->nthreads);
   s->r2c = (FFTWP(plan) *)calloc((size_t)nr, sizeof(FFTWP(plan)));
   s->c2r = (FFTWP(plan) *)calloc((size_t)nr, sizeof(FFTWP(plan)));
-  s->plans = (FFTWP(plan) *)calloc((size_t)2 * nr, sizeof(FFTWP(plan)));
-  if (!s->spec || !s->work || !s->r2c || !s->c2r || !s->plans)
-    return arkcos_fail(err, ARKCOS_ENOMEM,
-                       "plan: out of memory (ring spectra need %.1f MB)",
-                       sizeof(R) * (double)spec_n / 1e6);
+  s->cos_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)s->nmp);
+  s->sin_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)s->nmp);
+  if (!s->spec_re || !s->spec_im || !s->work || !s->r2c || !s->c2r || !s->cos_m || !s->sin_m)
+    return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory (ring spectra need %.1f MB)",
+                       2 * sizeof(R) * (double)spec_n / 1e6);
   memset(s->work, 0, sizeof(R) * s->wstride * (size_t)s->nthreads);
-  p->bytes = sizeof(R) * (spec_n + s->wstride * (size_t)s->nthreads);
-
-  /* FFTW's planner is not re-entrant: plan everything here, once */
-  R *a = s->work + WS_RIN(s, p), *b = s->work + WS_RSPEC(s, p);
+  p->bytes = sizeof(R) * (2 * spec_n + s->wstride * (size_t)s->nthreads) + 2 * sizeof(double) * (size_t)p->nm;
+  for (int64_t m = 0; m < s->nmp; m++) {
+    s->cos_m[m] = m < p->nm ? cos(2 * ARKCOS_PI * (double)m / (double)p->L) : 0;
+    s->sin_m[m] = m < p->nm ? sin(2 * ARKCOS_PI * (double)m / (double)p->L) : 0;
+  }
+  arkcos_fftw_wisdom_load();
+  int fresh = 0;
   for (int j = 0; j < nr; j++) {
     int64_t N = p->geom->rings[j].nph;
-    int found = -1;
-    for (int q = 0; q < j; q++)
-      if (p->geom->rings[q].nph == N) {
-        found = q;
-        break;
-      }
-    if (found >= 0) {
-      s->r2c[j] = s->r2c[found];
-      s->c2r[j] = s->c2r[found];
+    if (j > 0 && p->geom->rings[j - 1].nph == N) {
+      s->r2c[j] = s->r2c[j - 1];
+      s->c2r[j] = s->c2r[j - 1];
       continue;
     }
-    unsigned flags = (N == p->L ? FFTW_MEASURE : FFTW_ESTIMATE);
-    s->r2c[j] = FFTWP(plan_dft_r2c_1d)((int)N, a, (FFTWP(complex) *)b, flags);
-    s->c2r[j] = FFTWP(plan_dft_c2r_1d)((int)N, (FFTWP(complex) *)b, a, flags);
-    s->plans[s->nplans++] = s->r2c[j];
-    s->plans[s->nplans++] = s->c2r[j];
-    if (!s->r2c[j] || !s->c2r[j])
-      return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan length %lld", (long long)N);
+    SFX(plan_entry) *e = SFX(plans_for)(N, N == p->L ? FFTW_MEASURE : FFTW_ESTIMATE, &fresh);
+    if (!e) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan length %lld", (long long)N);
+    s->r2c[j] = e->r2c;
+    s->c2r[j] = e->c2r;
   }
-  s->kplan = FFTWP(plan_dft_r2c_1d)((int)p->L, s->work + WS_KGRID(s, p),
-                                   (FFTWP(complex) *)(s->work + WS_KSPEC(s, p)), FFTW_MEASURE);
-  if (!s->kplan) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan the kernel grid");
-  memset(s->work, 0, sizeof(R) * s->wstride * (size_t)s->nthreads);
+  {
+    SFX(plan_entry) *e = SFX(plans_for)(p->L, FFTW_MEASURE, &fresh);
+    if (!e) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan the kernel grid");
+    s->kplan = e->r2c;
+  }
+  if (fresh) arkcos_fftw_wisdom_save();
   return ARKCOS_OK;
 }
 
-#undef WS_KGRID
-#undef WS_KSPEC
-#undef WS_ACC1
-#undef WS_ACC2
-#undef WS_RIN
-#undef WS_RSPEC
-#undef WS_ROUT
-#undef WS_SIZE
+#undef WS

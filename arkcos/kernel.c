@@ -288,7 +288,7 @@ arkcos_kernel *arkcos_kernel_from_file(const char *path, double cutoff, double c
     arkcos_fail(err, ARKCOS_EINVAL, "%s: cannot read kernel file: %s", path, strerror(errno));
     return NULL;
   }
-  int n = 0, cap = 256, lineno = 0;
+  int n = 0, cap = 256, lineno = 0, oom = 0;
   double *a = malloc(sizeof(double) * cap), *v = malloc(sizeof(double) * cap);
   char line[4096];
   arkcos_kernel *k = NULL;
@@ -328,13 +328,16 @@ arkcos_kernel *arkcos_kernel_from_file(const char *path, double cutoff, double c
       double *na = realloc(a, sizeof(double) * cap), *nv = realloc(v, sizeof(double) * cap);
       if (na) a = na;
       if (nv) v = nv;
-      if (!na || !nv) break;
+      if (!na || !nv) {
+        oom = 1;
+        break;
+      }
     }
     a[n] = x;
     v[n] = y;
     n++;
   }
-  if (!a || !v || n == cap) {
+  if (!a || !v || oom) {
     arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", path);
     goto done;
   }

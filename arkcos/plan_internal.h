@@ -33,6 +33,8 @@ struct arkcos_plan {
 int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
 int arkcos_cpu_create_float(arkcos_plan *p, arkcos_error *err);
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);
+void arkcos_fftw_wisdom_load(void);
+void arkcos_fftw_wisdom_save(void);
 
 #ifdef __cplusplus
 }

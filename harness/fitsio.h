@@ -33,6 +33,21 @@ int hpx_read_map(const char *path, double **map, hpx_map_info *info,
                  arkcos_error *err);
 void hpx_free_maps(double **maps, int ncols);
 
+/* Column name and unit as stored in TTYPEn / TUNITn ("" when absent). */
+#define HPX_NAME_LEN 72
+typedef struct hpx_column {
+  char name[HPX_NAME_LEN];
+  char unit[HPX_NAME_LEN];
+} hpx_column;
+
+/* Header only (no pixel data read, so cheap for large maps): validates the
+ * file exactly as hpx_read_maps does and fills info (nbad is 0). cols (may be
+ * NULL) receives the names and units of the first maxcols map columns;
+ * coordsys (may be NULL, HPX_NAME_LEN bytes) the COORDSYS value or "". Lets
+ * a command check every input before it starts the expensive work. */
+int hpx_read_info(const char *path, hpx_map_info *info, hpx_column *cols,
+                  int maxcols, char *coordsys, arkcos_error *err);
+
 /* Writes nmaps RING-ordered maps as one HEALPix table (float64 columns,
  * float32 if as_float32), in NESTED order if nested. Atomic: written to a
  * temporary file in the same folder and renamed; refuses to replace an
@@ -40,4 +55,12 @@ void hpx_free_maps(double **maps, int ncols);
 int hpx_write_maps(const char *path, const double *const *maps, int nmaps,
                    int64_t nside, int nested, int as_float32, int force,
                    arkcos_error *err);
+/* As hpx_write_maps, with column names and units (cols may be NULL: healpy's
+ * standard names TEMPERATURE, Q_POLARISATION, ... and no units) and a
+ * COORDSYS value (NULL or "": keyword omitted), so that a smoothed map keeps
+ * its input's labels. */
+int hpx_write_maps_ex(const char *path, const double *const *maps, int nmaps,
+                      int64_t nside, int nested, int as_float32, int force,
+                      const hpx_column *cols, const char *coordsys,
+                      arkcos_error *err);
 #endif

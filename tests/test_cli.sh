@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# test_cli.sh -- `arkcos smooth` end to end: every bad input exits with 2,
+# names the offending argument or file and leaves no output (nor a
+# temporary file) behind; --force; several inputs into a folder; a constant
+# map stays constant. Fixtures are written with healpy/astropy ($PYTHON).
+# Last line: "TESTS <passed> <failed>".
+set -u
+cd "$(dirname "$0")/.."
+ARKCOS="${ARKCOS:-$PWD/build/arkcos}"
+PYTHON="${PYTHON:-/usr/bin/python3}"
+pass=0; fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+check_le() {  # NAME VALUE BOUND
+  if "$PYTHON" -c "import sys; sys.exit(0 if float('$2') <= float('$3') else 1)" 2>/dev/null; then
+    echo "  $1: $2 (bound $3)"; ok
+  else bad "$1: $2 exceeds $3"; fi
+}
+
+T=$(mktemp -d /tmp/arkcos-test-cli-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+if [ ! -x "$ARKCOS" ]; then
+  echo "FAIL no arkcos binary at $ARKCOS"; echo "TESTS 0 1"; exit 1
+fi
+
+# ---------------------------------------------------------------- fixtures
+if ! "$PYTHON" - "$T" <<'EOF'
+import sys, warnings
+import numpy as np
+import healpy as hp
+from astropy.io import fits
+warnings.simplefilter("ignore")
+d = sys.argv[1]
+nside = 16
+npix = 12 * nside ** 2
+hp.write_map(f"{d}/const.fits", np.full(npix, 2.5), dtype=np.float64)
+rng = np.random.default_rng(7)
+hp.write_map(f"{d}/rand.fits", rng.standard_normal(npix), dtype=np.float32)
+hp.write_map(f"{d}/rand2.fits", rng.standard_normal(npix), dtype=np.float64)
+fits.PrimaryHDU(np.zeros((4, 4))).writeto(f"{d}/image.fits")
+def table(name, n, **keys):
+    h = fits.BinTableHDU.from_columns(
+        [fits.Column(name="T", format="D", array=np.zeros(n))])
+    for k, v in keys.items():
+        h.header[k] = v
+    fits.HDUList([fits.PrimaryHDU(), h]).writeto(f"{d}/{name}")
+table("nonside.fits", npix, PIXTYPE="HEALPIX", ORDERING="RING")
+table("nside0.fits", npix, PIXTYPE="HEALPIX", ORDERING="RING", NSIDE=0)
+table("badlen.fits", npix - 7, PIXTYPE="HEALPIX", ORDERING="RING", NSIDE=nside)
+table("badorder.fits", npix, PIXTYPE="HEALPIX", ORDERING="SPIRAL", NSIDE=nside)
+with open(f"{d}/notfits.fits", "w") as f:
+    f.write("this is not a FITS file\n")
+with open(f"{d}/const.fits", "rb") as f:
+    data = f.read()
+with open(f"{d}/truncated.fits", "wb") as f:
+    f.write(data[: len(data) // 2])
+# Kernel files: a good one (Gaussian, 10 deg FWHM, to 15 deg) and broken ones.
+a = np.linspace(0, np.radians(15), 200)
+np.savetxt(f"{d}/kernel.txt", np.c_[a, np.exp(-0.5 * (a / np.radians(10 / 2.3548)) ** 2)])
+with open(f"{d}/kernel_text.txt", "w") as f:
+    f.write("0 1\n0.01 abc\n")
+with open(f"{d}/kernel_decreasing.txt", "w") as f:
+    f.write("0 1\n0.02 0.5\n0.01 0.2\n")
+with open(f"{d}/kernel_negative.txt", "w") as f:
+    f.write("-0.01 1\n0.02 0.5\n")
+EOF
+then
+  echo "FAIL cannot write fixtures with $PYTHON (healpy, astropy needed)"
+  echo "TESTS 0 1"; exit 1
+fi
+
+# expect_fail NAME EXPECTED_TEXT OUT ARGS... : exit 2, stderr contains
+# EXPECTED_TEXT, OUT does not exist afterwards, no temporary file anywhere.
+expect_fail() {
+  local name=$1 text=$2 out=$3; shift 3
+  rm -f "$out"
+  "$ARKCOS" smooth "$@" >"$T/stdout" 2>"$T/stderr"
+  local rc=$?
+  if [ $rc -ne 2 ]; then bad "$name: exit $rc, expected 2 ($(cat "$T/stderr"))"; return; fi
+  if ! grep -qF -- "$text" "$T/stderr"; then
+    bad "$name: message does not name '$text': $(cat "$T/stderr")"; return
+  fi
+  if [ -e "$out" ]; then bad "$name: $out was written"; return; fi
+  if [ -n "$(find "$T" -name '*.tmp-*' -print -quit)" ]; then
+    bad "$name: temporary file left: $(find "$T" -name '*.tmp-*')"; return
+  fi
+  ok
+}
+
+G=(--fwhm-arcmin 600)   # 10 deg: about 3 pixels per FWHM at nside 16
+O=$T/out.fits
+
+# ----------------------------------------------------------- bad inputs
+expect_fail "missing input"   "nosuch.fits"        "$O" "$T/nosuch.fits" "$O" "${G[@]}"
+expect_fail "not FITS"        "not a FITS file"    "$O" "$T/notfits.fits" "$O" "${G[@]}"
+expect_fail "image, no table" "not a HEALPix map"  "$O" "$T/image.fits" "$O" "${G[@]}"
+expect_fail "no NSIDE"        "NSIDE"              "$O" "$T/nonside.fits" "$O" "${G[@]}"
+expect_fail "NSIDE 0"         "NSIDE = 0"          "$O" "$T/nside0.fits" "$O" "${G[@]}"
+expect_fail "wrong length"    "12 nside^2"         "$O" "$T/badlen.fits" "$O" "${G[@]}"
+expect_fail "bad ORDERING"    "SPIRAL"             "$O" "$T/badorder.fits" "$O" "${G[@]}"
+expect_fail "truncated file"  "truncated.fits"     "$O" "$T/truncated.fits" "$O" "${G[@]}"
+expect_fail "input is a dir"  "directory"          "$O" "$T" "$O" "${G[@]}"
+if [ "$(id -u)" -ne 0 ]; then   # root reads a mode-000 file anyway
+  cp "$T/const.fits" "$T/noread.fits"; chmod 000 "$T/noread.fits"
+  expect_fail "unreadable input" "noread.fits" "$O" "$T/noread.fits" "$O" "${G[@]}"
+fi
+C=$T/const.fits
+expect_fail "FWHM 0"          "--fwhm-arcmin"      "$O" "$C" "$O" --fwhm-arcmin 0
+expect_fail "FWHM negative"   "--fwhm-arcmin"      "$O" "$C" "$O" --fwhm-arcmin -5
+expect_fail "FWHM not number" "--fwhm-arcmin"      "$O" "$C" "$O" --fwhm-arcmin ten
+expect_fail "FWHM inf"        "--fwhm-arcmin"      "$O" "$C" "$O" --fwhm-arcmin inf
+expect_fail "cutoff 0 deg"    "--cutoff-deg"       "$O" "$C" "$O" "${G[@]}" --cutoff-deg 0
+expect_fail "cutoff 181 deg"  "--cutoff-deg"       "$O" "$C" "$O" "${G[@]}" --cutoff-deg 181
+expect_fail "cutoff-rel 0"    "--cutoff-rel"       "$O" "$C" "$O" "${G[@]}" --cutoff-rel 0
+expect_fail "cutoff-rel 1"    "--cutoff-rel"       "$O" "$C" "$O" "${G[@]}" --cutoff-rel 1
+expect_fail "both cutoffs"    "--cutoff-rel"       "$O" "$C" "$O" "${G[@]}" --cutoff-deg 5 --cutoff-rel 1e-3
+expect_fail "both kernels"    "--kernel-file"      "$O" "$C" "$O" "${G[@]}" --kernel-file "$T/kernel.txt"
+expect_fail "no kernel"       "--fwhm-arcmin"      "$O" "$C" "$O"
+expect_fail "kernel missing"  "nokernel.txt"       "$O" "$C" "$O" --kernel-file "$T/nokernel.txt"
+expect_fail "kernel text"     "kernel_text.txt"    "$O" "$C" "$O" --kernel-file "$T/kernel_text.txt"
+expect_fail "kernel decreasing" "kernel_decreasing.txt" "$O" "$C" "$O" --kernel-file "$T/kernel_decreasing.txt"
+expect_fail "kernel negative" "kernel_negative.txt" "$O" "$C" "$O" --kernel-file "$T/kernel_negative.txt"
+expect_fail "lmax 0"          "--lmax"             "$O" "$C" "$O" "${G[@]}" --method fsht --lmax 0
+expect_fail "lmax > 4 nside"  "--lmax"             "$O" "$C" "$O" "${G[@]}" --method fsht --lmax 65
+expect_fail "iter -1"         "--iter"             "$O" "$C" "$O" "${G[@]}" --method fsht --iter -1
+expect_fail "lmax w/o fsht"   "--lmax"             "$O" "$C" "$O" "${G[@]}" --lmax 10
+expect_fail "mode w/ direct"  "--mode"             "$O" "$C" "$O" "${G[@]}" --method direct --mode paper
+expect_fail "unknown method"  "--method"           "$O" "$C" "$O" "${G[@]}" --method magic
+expect_fail "unknown mode"    "--mode"             "$O" "$C" "$O" "${G[@]}" --mode fast
+expect_fail "threads 0"       "--threads"          "$O" "$C" "$O" "${G[@]}" --threads 0
+expect_fail "unknown option"  "--bogus"            "$O" "$C" "$O" "${G[@]}" --bogus
+expect_fail "missing value"   "--fwhm-arcmin"      "$O" "$C" "$O" --fwhm-arcmin
+expect_fail "value is option" "--cutoff-deg"       "$O" "$C" "$O" "${G[@]}" --cutoff-deg --force
+expect_fail "repeated option" "--fwhm-arcmin"      "$O" "$C" "$O" "${G[@]}" --fwhm-arcmin 5
+expect_fail "no output"       "OUT.fits"           "$O" "$C" "${G[@]}"
+expect_fail "several in, file out" "$T/out.fits"   "$O" "$C" "$T/rand.fits" "$O" "${G[@]}"
+expect_fail "no output folder" "nodir"            "$T/nodir/out.fits" "$C" "$T/nodir/out.fits" "${G[@]}"
+mkdir -p "$T/d1/const.fits"   # OUTDIR/<name of IN> is itself a folder
+expect_fail "output is a folder" "output is a folder" "$T/none" "$C" "$T/d1" "${G[@]}"
+# One bad input among several: nothing at all is written.
+mkdir -p "$T/batch"
+expect_fail "bad input in batch" "badlen.fits"     "$T/batch/const.fits" "$C" "$T/badlen.fits" "$T/batch/" "${G[@]}"
+[ -z "$(ls -A "$T/batch")" ] && ok || bad "bad input in batch: $(ls "$T/batch") written"
+# Two inputs with the same name would overwrite each other's output.
+mkdir -p "$T/sub"; cp "$C" "$T/sub/const.fits"
+expect_fail "output collision" "const.fits"        "$T/batch/const.fits" "$C" "$T/sub/const.fits" "$T/batch/" "${G[@]}"
+
+# --backend gpu: exit 2 with the reason where there is no usable GPU.
+"$ARKCOS" smooth "$C" "$O" "${G[@]}" --backend gpu >"$T/stdout" 2>"$T/stderr"
+rc=$?
+if [ $rc -eq 0 ]; then
+  grep -q "backend=gpu" "$T/stdout" && ok || bad "--backend gpu ran but did not report backend=gpu"
+else
+  [ $rc -eq 2 ] && grep -qF -- "--backend gpu" "$T/stderr" && [ ! -e "$O" ] && ok ||
+    bad "--backend gpu without a device: exit $rc: $(cat "$T/stderr")"
+fi
+rm -f "$O"
+
+# ------------------------------------------------------- --force, --help
+"$ARKCOS" smooth --help >"$T/stdout" 2>&1 && grep -q -- "--cutoff-rel 1e-5" "$T/stdout" && ok ||
+  bad "--help: exit status or default cutoff not documented"
+"$ARKCOS" smooth "$C" "$O" "${G[@]}" >"$T/stdout" 2>"$T/stderr" && [ -s "$O" ] && ok ||
+  bad "smooth: $(cat "$T/stderr")"
+grep -qE '^smooth: .*const.fits -> .*out.fits nside=16 .*method=arkcos .*time=[0-9.]+s .*map_fft .*bad_pixels=0$' "$T/stdout" && ok ||
+  bad "summary line: $(cat "$T/stdout")"
+cksum_before=$(cksum <"$O")
+expect_fail "output exists"   "--force"            "$T/none" "$C" "$O" "${G[@]}"
+[ "$(cksum <"$O")" = "$cksum_before" ] && ok || bad "existing output modified without --force"
+"$ARKCOS" smooth "$T/rand.fits" "$O" --fwhm-arcmin=600 --force >/dev/null 2>"$T/stderr" && ok ||
+  bad "--force: $(cat "$T/stderr")"
+[ "$(cksum <"$O")" != "$cksum_before" ] && ok || bad "--force did not replace the output"
+[ -z "$(find "$T" -name '*.tmp-*' -print -quit)" ] && ok || bad "temporary file left after --force"
+
+# ---------------------------------------------- several inputs, one plan
+"$ARKCOS" smooth "$C" "$T/rand.fits" "$T/rand2.fits" "$T/many/" "${G[@]}" --threads 2 \
+  >"$T/stdout" 2>"$T/stderr"
+rc=$?
+[ $rc -eq 0 ] && [ -s "$T/many/const.fits" ] && [ -s "$T/many/rand.fits" ] && [ -s "$T/many/rand2.fits" ] && ok ||
+  bad "three inputs into a new folder: exit $rc $(cat "$T/stderr")"
+[ "$(grep -c '^smooth: .* -> ' "$T/stdout")" -eq 3 ] && grep -q '^smooth: 3 maps in 3 file(s), 1 plan(s)' "$T/stdout" && ok ||
+  bad "batch summary: $(cat "$T/stdout")"
+# The batch result equals smoothing the map on its own (to rounding: the
+# batch keeps kernel spectra from plan creation, and FFTW plans may differ
+# from run to run; measured max relative difference 0 to 3.7e-16).
+"$ARKCOS" smooth "$T/rand2.fits" "$T/single.fits" "${G[@]}" >/dev/null 2>&1
+diff=$("$PYTHON" -c "
+import healpy as h, numpy as n
+a = h.read_map('$T/single.fits'); b = h.read_map('$T/many/rand2.fits')
+print(abs(a - b).max() / abs(a).max())" 2>/dev/null)
+check_le "batch vs single-map output, max rel difference" "${diff:-nan}" 1e-13
+# An existing folder as the single output.
+"$ARKCOS" smooth "$C" "$T/sub" "${G[@]}" --force >/dev/null 2>"$T/stderr" && ok || bad "into folder: $(cat "$T/stderr")"
+
+# ------------------------------------------------ constant map stays constant
+# K is normalised to unit integral; the discrete sum (4 pi / npix) sum K then
+# differs from 1 by the quadrature error of HEALPix pixels, which shrinks as
+# the kernel covers more pixels. Measured max |s/2.5 - 1| at nside 16:
+# FWHM 10 deg (3 pixels per FWHM): 3.17e-2 (arkcos, direct);
+# FWHM 40 deg: 2.46e-3 (arkcos and direct), fsht (iter 3) 1.2e-4.
+const_dev() {  # prints max |map / 2.5 - 1|
+  "$PYTHON" -c "import healpy as h, numpy as n; print(abs(h.read_map('$1') / 2.5 - 1).max())" 2>/dev/null
+}
+for m in arkcos direct; do
+  "$ARKCOS" smooth "$C" "$T/c_$m.fits" --fwhm-arcmin 2400 --method $m >/dev/null 2>"$T/stderr" ||
+    bad "constant, $m: $(cat "$T/stderr")"
+  check_le "constant map, FWHM 40 deg, $m, max |s/2.5-1|" "$(const_dev "$T/c_$m.fits")" 3e-3
+done
+"$ARKCOS" smooth "$C" "$T/c_fsht.fits" --fwhm-arcmin 2400 --method fsht >/dev/null 2>"$T/stderr" ||
+  bad "constant, fsht: $(cat "$T/stderr")"
+check_le "constant map, FWHM 40 deg, fsht, max |s/2.5-1|" "$(const_dev "$T/c_fsht.fits")" 2e-4
+# A kernel file: the same constancy at its own (10 deg, cut at 15 deg) level.
+"$ARKCOS" smooth "$C" "$T/c_file.fits" --kernel-file "$T/kernel.txt" >"$T/stdout" 2>"$T/stderr" ||
+  bad "kernel file: $(cat "$T/stderr")"
+grep -q "cutoff=15deg" "$T/stdout" && ok || bad "kernel file cutoff is not its last angle: $(cat "$T/stdout")"
+check_le "constant map, kernel file, max |s/2.5-1|" "$(const_dev "$T/c_file.fits")" 4e-2
+
+echo "TESTS $pass $fail"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,395 @@
+/*
+ * test_fits.c -- harness/fitsio.c at the C level: round trips (RING and
+ * NESTED, float32 and float64, nside powers of two and not, several
+ * columns), the healpy header layout, UNSEEN/NaN handling, partial-sky
+ * tables, and the failures a user can cause. healpy's view of the same files
+ * is tested in tests/test_healpy.py.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <fitsio.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness/fitsio.h"
+#include "tests/testlib.h"
+
+static char tmpdir[256];
+
+static const char *tpath(const char *name) {
+  static char buf[4][512];
+  static int k;
+  k = (k + 1) % 4;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+  return buf[k];
+}
+
+/* Number of entries in tmpdir whose name contains ".tmp-" (left-over
+ * temporary outputs). */
+static int count_tmp_files(void) {
+  DIR *d = opendir(tmpdir);
+  int n = 0;
+  if (!d) return -1;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strstr(e->d_name, ".tmp-")) n++;
+  closedir(d);
+  return n;
+}
+
+static int exists(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0;
+}
+
+/* A deterministic map with distinct values, exactly representable in float32
+ * so that float32 round trips can be checked for equality. */
+static double *make_map(int64_t nside, int seed) {
+  int64_t npix = 12 * nside * nside;
+  double *m = malloc(sizeof *m * (size_t)npix);
+  for (int64_t p = 0; p < npix; p++)
+    m[p] = (double)(float)(seed * 1000.0 + (double)p * 0.25 - 17.0);
+  return m;
+}
+
+static void read_header_key(const char *path, const char *key, char *val) {
+  fitsfile *fp;
+  int status = 0;
+  val[0] = 0;
+  fits_open_diskfile(&fp, path, READONLY, &status);
+  fits_movabs_hdu(fp, 2, NULL, &status);
+  char comment[FLEN_COMMENT];
+  fits_read_keyword(fp, key, val, comment, &status);
+  if (status) snprintf(val, FLEN_VALUE, "<missing, status %d>", status);
+  status = 0;
+  fits_close_file(fp, &status);
+  fits_clear_errmsg();
+}
+
+TEST_GROUP(roundtrip) {
+  const int64_t nsides[] = {1, 2, 3, 5, 16, 32};
+  for (size_t i = 0; i < sizeof nsides / sizeof nsides[0]; i++) {
+    int64_t nside = nsides[i], npix = 12 * nside * nside;
+    int pow2 = (nside & (nside - 1)) == 0;
+    for (int nested = 0; nested <= pow2; nested++)
+      for (int f32 = 0; f32 <= 1; f32++) {
+        double *m = make_map(nside, 1);
+        const char *path = tpath("rt.fits");
+        arkcos_error err = {0};
+        int rc = hpx_write_maps(path, (const double *const *)&m, 1, nside,
+                                nested, f32, 1, &err);
+        CHECK(rc == 0, "write nside %lld nested %d f32 %d: %s",
+              (long long)nside, nested, f32, err.msg);
+        double *back = NULL;
+        hpx_map_info info;
+        rc = hpx_read_map(path, &back, &info, &err);
+        CHECK(rc == 0, "read: %s", err.msg);
+        if (rc == 0) {
+          int64_t ndiff = 0;
+          for (int64_t p = 0; p < npix; p++) ndiff += back[p] != m[p];
+          CHECK(ndiff == 0, "nside %lld nested %d f32 %d: %lld pixels differ",
+                (long long)nside, nested, f32, (long long)ndiff);
+          CHECK(info.nside == nside && info.nested == nested &&
+                    info.is_float32 == f32 && info.ncols == 1 &&
+                    info.nbad == 0,
+                "info nside %lld nested %d f32 %d ncols %d nbad %lld",
+                (long long)info.nside, info.nested, info.is_float32,
+                info.ncols, (long long)info.nbad);
+        }
+        /* healpy's layout: 1024-value rows when they fit evenly. */
+        char tform[FLEN_VALUE];
+        read_header_key(path, "TFORM1", tform);
+        const char *want = npix % 1024 == 0 ? (f32 ? "'1024E   '" : "'1024D   '")
+                                            : (f32 ? "'1E      '" : "'1D      '");
+        CHECK(!strcmp(tform, want), "nside %lld: TFORM1 = %s, expected %s",
+              (long long)nside, tform, want);
+        free(back);
+        free(m);
+      }
+  }
+  CHECK(count_tmp_files() == 0, "temporary files left behind");
+}
+
+TEST_GROUP(header) {
+  double *m = make_map(4, 2);
+  const char *path = tpath("hdr.fits");
+  arkcos_error err = {0};
+  CHECK(hpx_write_maps(path, (const double *const *)&m, 1, 4, 1, 0, 1, &err) == 0,
+        "%s", err.msg);
+  static const char *const keys[][2] = {
+      {"PIXTYPE", "'HEALPIX '"}, {"ORDERING", "'NESTED  '"},
+      {"NSIDE", "4"},            {"FIRSTPIX", "0"},
+      {"LASTPIX", "191"},        {"INDXSCHM", "'IMPLICIT'"},
+      {"OBJECT", "'FULLSKY '"},  {"TTYPE1", "'TEMPERATURE'"},
+  };
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    char val[FLEN_VALUE];
+    read_header_key(path, keys[i][0], val);
+    CHECK(!strcmp(val, keys[i][1]), "%s = %s, expected %s", keys[i][0], val,
+          keys[i][1]);
+  }
+  free(m);
+}
+
+TEST_GROUP(columns) {
+  const int64_t nside = 8, npix = 12 * nside * nside;
+  double *m[3] = {make_map(nside, 1), make_map(nside, 2), make_map(nside, 3)};
+  hpx_column cols[3] = {{"I_STOKES", "K_CMB"}, {"Q_STOKES", "K_CMB"},
+                        {"U_STOKES", "K_CMB"}};
+  const char *path = tpath("iqu.fits");
+  arkcos_error err = {0};
+  CHECK(hpx_write_maps_ex(path, (const double *const *)m, 3, nside, 0, 1, 1,
+                          cols, "G", &err) == 0,
+        "%s", err.msg);
+  hpx_map_info info;
+  hpx_column back_cols[3];
+  char coordsys[HPX_NAME_LEN];
+  CHECK(hpx_read_info(path, &info, back_cols, 3, coordsys, &err) == 0, "%s",
+        err.msg);
+  CHECK(info.ncols == 3 && info.nside == nside && info.is_float32 == 1,
+        "ncols %d nside %lld f32 %d", info.ncols, (long long)info.nside,
+        info.is_float32);
+  for (int c = 0; c < 3; c++)
+    CHECK(!strcmp(back_cols[c].name, cols[c].name) &&
+              !strcmp(back_cols[c].unit, cols[c].unit),
+          "column %d: %s [%s]", c, back_cols[c].name, back_cols[c].unit);
+  CHECK(!strcmp(coordsys, "G"), "COORDSYS %s", coordsys);
+
+  double **back = NULL;
+  int ncols = 0;
+  CHECK(hpx_read_maps(path, &back, &ncols, &info, &err) == 0, "%s", err.msg);
+  CHECK(ncols == 3, "read %d columns", ncols);
+  int64_t ndiff = 0;
+  for (int c = 0; c < ncols; c++)
+    for (int64_t p = 0; p < npix; p++) ndiff += back[c][p] != m[c][p];
+  CHECK(ndiff == 0, "%lld values differ", (long long)ndiff);
+  hpx_free_maps(back, ncols);
+
+  /* Asking for more columns than there are is the caller's error. */
+  ncols = 4;
+  back = NULL;
+  CHECK(hpx_read_maps(path, &back, &ncols, &info, &err) == ARKCOS_EINVAL &&
+            strstr(err.msg, "iqu.fits") && back == NULL,
+        "4 of 3 columns: %s", err.msg);
+  /* Default names are healpy's. */
+  CHECK(hpx_write_maps(path, (const double *const *)m, 3, nside, 0, 0, 1,
+                       &err) == 0, "%s", err.msg);
+  CHECK(hpx_read_info(path, &info, back_cols, 3, NULL, &err) == 0, "%s",
+        err.msg);
+  CHECK(!strcmp(back_cols[1].name, "Q_POLARISATION"), "name %s",
+        back_cols[1].name);
+  for (int c = 0; c < 3; c++) free(m[c]);
+}
+
+TEST_GROUP(bad_pixels) {
+  const int64_t nside = 4, npix = 12 * nside * nside;
+  for (int f32 = 0; f32 <= 1; f32++)
+    for (int nested = 0; nested <= 1; nested++) {
+      double *m = make_map(nside, 1);
+      m[5] = HPX_UNSEEN;
+      m[77] = NAN;
+      m[npix - 1] = HPX_UNSEEN;
+      const char *path = tpath("bad.fits");
+      arkcos_error err = {0};
+      CHECK(hpx_write_maps(path, (const double *const *)&m, 1, nside, nested,
+                           f32, 1, &err) == 0, "%s", err.msg);
+      double *back = NULL;
+      hpx_map_info info;
+      CHECK(hpx_read_map(path, &back, &info, &err) == 0, "%s", err.msg);
+      if (!back) continue;
+      CHECK(info.nbad == 3, "f32 %d nested %d: nbad %lld, expected 3", f32,
+            nested, (long long)info.nbad);
+      CHECK(back[5] == 0 && back[77] == 0 && back[npix - 1] == 0 &&
+                back[6] == m[6],
+            "bad pixels not zeroed: %g %g %g", back[5], back[77],
+            back[npix - 1]);
+      free(back);
+      free(m);
+    }
+}
+
+/* A partial-sky table as healpy writes it with partial=True. */
+TEST_GROUP(partial_sky) {
+  const char *path = tpath("partial.fits");
+  unlink(path);
+  fitsfile *fp;
+  int status = 0;
+  char *ttype[] = {"PIXEL", "SIGNAL"}, *tform[] = {"1J", "1D"},
+       *tunit[] = {"", ""};
+  fits_create_diskfile(&fp, path, &status);
+  fits_create_tbl(fp, BINARY_TBL, 3, 2, ttype, tform, tunit, "xtension",
+                  &status);
+  long long nside = 2;
+  fits_write_key(fp, TSTRING, "PIXTYPE", "HEALPIX", NULL, &status);
+  fits_write_key(fp, TSTRING, "ORDERING", "NESTED", NULL, &status);
+  fits_write_key(fp, TLONGLONG, "NSIDE", &nside, NULL, &status);
+  fits_write_key(fp, TSTRING, "INDXSCHM", "EXPLICIT", NULL, &status);
+  fits_write_key(fp, TSTRING, "OBJECT", "PARTIAL", NULL, &status);
+  int pix[3] = {0, 7, 47};
+  double val[3] = {1.5, 2.5, 3.5};
+  fits_write_col(fp, TINT, 1, 1, 1, 3, pix, &status);
+  fits_write_col(fp, TDOUBLE, 2, 1, 1, 3, val, &status);
+  fits_close_file(fp, &status);
+  CHECK(status == 0, "CFITSIO status %d writing the fixture", status);
+
+  double *m = NULL;
+  hpx_map_info info;
+  arkcos_error err = {0};
+  CHECK(hpx_read_map(path, &m, &info, &err) == 0, "%s", err.msg);
+  if (!m) return;
+  CHECK(info.nbad == 48 - 3, "nbad %lld, expected 45", (long long)info.nbad);
+  double sum = 0;
+  for (int p = 0; p < 48; p++) sum += m[p];
+  CHECK(sum == 7.5, "sum %g", sum);
+  for (int i = 0; i < 3; i++) {
+    int64_t r = arkcos_healpix_nest2ring(2, pix[i]);
+    CHECK(m[r] == val[i], "pixel %d (ring %lld) = %g", pix[i], (long long)r,
+          m[r]);
+  }
+  free(m);
+}
+
+/* Writes a HEALPix-like table with chosen defects using CFITSIO directly. */
+static void write_fixture(const char *path, long long nrows, const char *nside,
+                          const char *ordering, const char *pixtype) {
+  fitsfile *fp;
+  int status = 0;
+  char *ttype[] = {"T"}, *tform[] = {"1D"}, *tunit[] = {""};
+  unlink(path);
+  fits_create_diskfile(&fp, path, &status);
+  fits_create_tbl(fp, BINARY_TBL, nrows, 1, ttype, tform, tunit, "x", &status);
+  if (pixtype) fits_write_key(fp, TSTRING, "PIXTYPE", (void *)pixtype, NULL, &status);
+  if (ordering) fits_write_key(fp, TSTRING, "ORDERING", (void *)ordering, NULL, &status);
+  if (nside) {
+    long long v;
+    if (sscanf(nside, "%lld", &v) == 1)
+      fits_write_key(fp, TLONGLONG, "NSIDE", &v, NULL, &status);
+    else
+      fits_write_key(fp, TSTRING, "NSIDE", (void *)nside, NULL, &status);
+  }
+  double *zero = calloc((size_t)nrows, sizeof *zero);
+  fits_write_col(fp, TDOUBLE, 1, 1, 1, nrows, zero, &status);
+  free(zero);
+  fits_close_file(fp, &status);
+  if (status) fprintf(stderr, "fixture %s: CFITSIO status %d\n", path, status);
+}
+
+TEST_GROUP(read_errors) {
+  struct {
+    const char *name, *expect;
+    long long nrows;
+    const char *nside, *ordering, *pixtype;
+  } cases[] = {
+      {"nonside.fits", "NSIDE", 192, NULL, "RING", "HEALPIX"},
+      {"nside0.fits", "NSIDE = 0", 192, "0", "RING", "HEALPIX"},
+      {"nsideneg.fits", "NSIDE = -4", 192, "-4", "RING", "HEALPIX"},
+      {"nsidestr.fits", "NSIDE", 192, "four", "RING", "HEALPIX"},
+      {"badlen.fits", "12 nside^2", 190, "4", "RING", "HEALPIX"},
+      {"badorder.fits", "ORDERING", 192, "4", "XYZ", "HEALPIX"},
+      {"nest3.fits", "power-of-two", 108, "3", "NESTED", "HEALPIX"},
+      {"notpix.fits", "not a HEALPix map", 192, NULL, "RING", "GRID"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *path = tpath(cases[i].name);
+    write_fixture(path, cases[i].nrows, cases[i].nside, cases[i].ordering,
+                  cases[i].pixtype);
+    double *m = NULL;
+    hpx_map_info info;
+    arkcos_error err = {0};
+    int rc = hpx_read_map(path, &m, &info, &err);
+    CHECK(rc == ARKCOS_EINVAL && strstr(err.msg, cases[i].name) &&
+              strstr(err.msg, cases[i].expect) && !m,
+          "%s: rc %d, message '%s' (expected '%s')", cases[i].name, rc,
+          err.msg, cases[i].expect);
+    free(m);
+  }
+  /* No ORDERING: RING, as healpy assumes. */
+  const char *path = tpath("noorder.fits");
+  write_fixture(path, 192, "4", NULL, "HEALPIX");
+  hpx_map_info info;
+  arkcos_error err = {0};
+  CHECK(hpx_read_info(path, &info, NULL, 0, NULL, &err) == 0 && !info.nested,
+        "%s", err.msg);
+
+  /* Not a file, not FITS, not there. */
+  const char *text = tpath("text.fits");
+  FILE *f = fopen(text, "w");
+  fputs("SIMPLE? no, just text\n", f);
+  fclose(f);
+  struct {
+    const char *path, *expect;
+  } files[] = {{tpath("missing.fits"), "missing.fits"},
+               {text, "not a FITS file"},
+               {tmpdir, "directory"}};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    double *m = NULL;
+    int rc = hpx_read_map(files[i].path, &m, &info, &err);
+    CHECK(rc == ARKCOS_EINVAL && strstr(err.msg, files[i].expect),
+          "%s: rc %d '%s'", files[i].path, rc, err.msg);
+  }
+}
+
+TEST_GROUP(write_errors) {
+  double *m = make_map(2, 1);
+  const double *const *mp = (const double *const *)&m;
+  const char *path = tpath("exists.fits");
+  arkcos_error err = {0};
+  CHECK(hpx_write_maps(path, mp, 1, 2, 0, 0, 1, &err) == 0, "%s", err.msg);
+  struct stat before, after;
+  stat(path, &before);
+  int rc = hpx_write_maps(path, mp, 1, 2, 0, 1, 0, &err);
+  stat(path, &after);
+  CHECK(rc == ARKCOS_EINVAL && strstr(err.msg, "exists") &&
+            before.st_ino == after.st_ino && before.st_size == after.st_size,
+        "no --force: rc %d '%s'", rc, err.msg);
+  /* With force the file is replaced (a new inode: renamed into place). */
+  CHECK(hpx_write_maps(path, mp, 1, 2, 0, 1, 1, &err) == 0, "%s", err.msg);
+  hpx_map_info info;
+  CHECK(hpx_read_info(path, &info, NULL, 0, NULL, &err) == 0 &&
+            info.is_float32 == 1,
+        "forced overwrite not float32: %s", err.msg);
+
+  rc = hpx_write_maps(tpath("nodir/x.fits"), mp, 1, 2, 0, 0, 1, &err);
+  CHECK(rc == ARKCOS_EIO && strstr(err.msg, "nodir/x.fits"), "rc %d '%s'", rc,
+        err.msg);
+  rc = hpx_write_maps(tpath("n3.fits"), mp, 1, 3, 1, 0, 1, &err);
+  CHECK(rc == ARKCOS_EINVAL && !exists(tpath("n3.fits")), "rc %d '%s'", rc,
+        err.msg);
+  rc = hpx_write_maps(tpath("n0.fits"), mp, 1, 0, 0, 0, 1, &err);
+  CHECK(rc == ARKCOS_EINVAL && !exists(tpath("n0.fits")), "rc %d '%s'", rc,
+        err.msg);
+  /* float32 overflow is a CFITSIO conversion error: nothing must remain. */
+  m[3] = 1e300;
+  rc = hpx_write_maps(tpath("ovf.fits"), mp, 1, 2, 0, 1, 1, &err);
+  CHECK(rc != 0 && !exists(tpath("ovf.fits")) && strstr(err.msg, "ovf.fits"),
+        "overflow: rc %d '%s'", rc, err.msg);
+  CHECK(count_tmp_files() == 0, "temporary files left behind");
+  free(m);
+}
+
+static void cleanup(void) {
+  DIR *d = opendir(tmpdir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.') unlink(tpath(e->d_name));
+  closedir(d);
+  rmdir(tmpdir);
+}
+
+static void setup(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/arkcos-test-fits-XXXXXX");
+  if (!mkdtemp(tmpdir)) {
+    perror("mkdtemp");
+    exit(2);
+  }
+  atexit(cleanup);
+}
+
+/* The test groups run from TEST_MAIN; a constructor makes the scratch
+ * folder first (testlib.h owns main). */
+__attribute__((constructor)) static void init(void) { setup(); }
+
+TEST_MAIN(TG(roundtrip), TG(header), TG(columns), TG(bad_pixels),
+          TG(partial_sky), TG(read_errors), TG(write_errors))
