@@ -74,6 +74,9 @@ void arkcos_fftw_wisdom_save(void) {
   for (int prec = 0; prec < 2; prec++) {
     snprintf(p2, sizeof p2, "%s%s", path, prec ? "-single" : "");
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", p2, (long)getpid());
+    /* merge what other processes saved meanwhile, then write it all */
+    if (prec) fftwf_import_wisdom_from_filename(p2);
+    else fftw_import_wisdom_from_filename(p2);
     int ok = prec ? fftwf_export_wisdom_to_filename(tmp) : fftw_export_wisdom_to_filename(tmp);
     if (ok) {
       if (rename(tmp, p2) != 0) unlink(tmp);

@@ -192,9 +192,9 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
     for (int64_t k = 0; k < N; k++) rin[k] = (R)(w * in[rg[j].ofs + k]);
     FFTWP(execute_dft_r2c)(s->r2c[j], rin, (FFTWP(complex) *)sp);
     if (!paper) {
-      /* the DFT of a sampled ring is periodic in m */
-      for (int64_t m = 0; m < nm; m++) {
-        int64_t q = m < N ? m : m % N;
+      /* the DFT of a sampled ring is periodic in m (q = m mod N, kept by
+       * a running counter rather than a division per mode) */
+      for (int64_t m = 0, q = 0; m < nm; m++, q = q + 1 == N ? 0 : q + 1) {
         if (2 * q <= N) {
           sre[m] = sp[2 * q];
           sim[m] = sp[2 * q + 1];
@@ -322,18 +322,21 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
             rspec[2 * m + 1] = ai[m];
           }
         } else if (!paper) {
+          /* fold onto the ring's own modes: arkcos_fold's rule with the
+           * residue r = m mod N kept by a running counter */
           memset(rspec, 0, sizeof(R) * 2 * (size_t)(N / 2 + 1));
-          for (int64_t m = 0; m < nm; m++) {
-            int64_t d, mi;
-            double w;
-            arkcos_fold(m, N, L, &d, &mi, &w);
-            if (d >= 0) {
-              rspec[2 * d] += (R)w * ar[m];
-              rspec[2 * d + 1] += (R)w * ai[m];
+          rspec[0] = ar[0];
+          rspec[1] = ai[0];
+          for (int64_t m = 1, r = 1 % N; m < nm; m++, r = r + 1 == N ? 0 : r + 1) {
+            const R w = (2 * m == L) ? (R)0.5 : (R)1;
+            if (2 * r <= N) {
+              rspec[2 * r] += w * ar[m];
+              rspec[2 * r + 1] += w * ai[m];
             }
-            if (mi >= 0) {
-              rspec[2 * mi] += (R)w * ar[m];
-              rspec[2 * mi + 1] -= (R)w * ai[m];
+            if (r == 0 || 2 * r >= N) {
+              const int64_t mi = r ? N - r : 0;
+              rspec[2 * mi] += w * ar[m];
+              rspec[2 * mi + 1] -= w * ai[m];
             }
           }
         } else {
