@@ -33,6 +33,9 @@ typedef struct SFX(cpu_state) {
   FFTWP(plan) kplan;    /* kernel grid r2c of length L */
   R *work;              /* per-thread workspace */
   size_t wstride;       /* R values per thread */
+  R *hcache;            /* cache_kernel_spectra: H of every ring pair (re row, im row) */
+  size_t *pair_ofs;     /* first pair of each task in hcache */
+  unsigned char *pair_used; /* the kernel reaches that pair */
 } SFX(cpu_state);
 
 /* per-thread workspace layout, in units of nmp R values (hr, hi are
@@ -97,6 +100,9 @@ static void SFX(cpu_destroy)(arkcos_plan *p) {
   FFTWP(free)(s->spec_re);
   FFTWP(free)(s->spec_im);
   FFTWP(free)(s->work);
+  FFTWP(free)(s->hcache);
+  free(s->pair_ofs);
+  free(s->pair_used);
   free(s);
   p->impl = NULL;
 }
@@ -172,13 +178,71 @@ static void SFX(kernel_clenshaw)(const SFX(cpu_state) *s, int64_t nm, int kind, 
   }
 }
 
+/* Kernel spectrum H_ij[m] (m < nm) of output ring i and input ring j into
+ * hr, hi; *t_eval is the time the kernel samples were ready. Returns 0 when
+ * the kernel does not reach ring j. ws: the calling thread's workspace. */
+static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j, R *ws, R *hr,
+                              R *hi, double *t_eval) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int64_t L = p->L, nm = p->nm;
+  const double twopi_L = 2 * ARKCOS_PI / (double)L, half_step = ARKCOS_PI / (double)L;
+  double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+  double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
+  double half = arkcos_dphi_window(&p->kf, sdt2, ss);
+  double delta = p->opt.mode == ARKCOS_MODE_PAPER ? 0.0 : rg[i].phi0 - rg[j].phi0;
+  int64_t n0, n1, cnt = arkcos_sample_range(half, delta, L, &n0, &n1);
+  if (cnt == 0) return 0;
+  int64_t nmax = n1 > -n0 ? n1 : -n0;
+  if (cnt < L && nmax <= s->cheb_max) {
+    double hs[2 * ARKCOS_CHEB_LIMIT + 4], ca[ARKCOS_CHEB_LIMIT + 2], cb[ARKCOS_CHEB_LIMIT + 2];
+    for (int64_t n = n0; n <= n1; n++)
+      hs[n - n0] = arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n));
+#define HS(n) ((n) >= n0 && (n) <= n1 ? hs[(n) - n0] : 0.0)
+    int kind, K;
+    if (delta == 0) {
+      kind = 1;
+      K = (int)nmax;
+      for (int k = 0; k <= K; k++) ca[k] = k ? HS(k) + HS(-k) : HS(0);
+    } else if (fabs(delta - half_step) < 1e-12 * half_step) {
+      kind = 2; /* samples at (2n + 1) pi / L: pairs n, -1 - n */
+      K = (int)(n1 > -1 - n0 ? n1 : -1 - n0);
+      for (int k = 0; k <= K; k++) ca[k] = HS(k) + HS(-1 - k);
+    } else if (fabs(delta + half_step) < 1e-12 * half_step) {
+      kind = -2; /* samples at (2n - 1) pi / L: pairs n, 1 - n */
+      K = (int)(n1 - 1 > -n0 ? n1 - 1 : -n0);
+      for (int k = 0; k <= K; k++) ca[k] = HS(k + 1) + HS(-k);
+    } else {
+      kind = 0;
+      K = (int)nmax;
+      for (int k = 0; k <= K; k++) {
+        ca[k] = k ? HS(k) + HS(-k) : HS(0);
+        cb[k] = k ? HS(k) - HS(-k) : 0;
+      }
+    }
+#undef HS
+    *t_eval = omp_get_wtime();
+    SFX(kernel_clenshaw)(s, nm, kind, ca, cb, K, hr, hi);
+  } else {
+    R *kgrid = ws + WS(s, WS_KGRID), *kspec = ws + WS(s, WS_KSPEC);
+    for (int64_t n = n0; n <= n1; n++)
+      kgrid[arkcos_wrap(n, L)] = (R)arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n));
+    *t_eval = omp_get_wtime();
+    FFTWP(execute_dft_r2c)(s->kplan, kgrid, (FFTWP(complex) *)kspec);
+    for (int64_t n = n0; n <= n1; n++) kgrid[arkcos_wrap(n, L)] = 0;
+    for (int64_t m = 0; m < nm; m++) {
+      hr[m] = kspec[2 * m];
+      hi[m] = kspec[2 * m + 1];
+    }
+  }
+  return 1;
+}
+
 static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
   (void)err;
   SFX(cpu_state) *s = (SFX(cpu_state) *)p->impl;
   const arkcos_ring *rg = p->geom->rings;
   const int nr = p->geom->nrings, paper = p->opt.mode == ARKCOS_MODE_PAPER;
   const int64_t L = p->L, nm = p->nm, nmp = s->nmp;
-  const double twopi_L = 2 * ARKCOS_PI / (double)L;
   double t_start = omp_get_wtime();
 
   /* 1. ring FFTs, spectra extended to the kernel grid's L/2 + 1 modes */
@@ -224,13 +288,10 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
 #pragma omp parallel num_threads(s->nthreads) reduction(+ : st[:4])
   {
     R *ws = s->work + (size_t)omp_get_thread_num() * s->wstride;
-    R *kgrid = ws + WS(s, WS_KGRID), *kspec = ws + WS(s, WS_KSPEC);
     R *hr = ws + WS(s, WS_HR), *hi = ws + WS(s, WS_HI);
     R *a1r = ws + WS(s, WS_A1R), *a1i = ws + WS(s, WS_A1I);
     R *a2r = ws + WS(s, WS_A2R), *a2i = ws + WS(s, WS_A2I);
     R *rspec = ws + WS(s, WS_RSPEC), *rout = ws + WS(s, WS_ROUT);
-    double hs[2 * ARKCOS_CHEB_LIMIT + 4], ca[ARKCOS_CHEB_LIMIT + 2], cb[ARKCOS_CHEB_LIMIT + 2];
-    const double half_step = ARKCOS_PI / (double)L;
 #pragma omp for schedule(dynamic, 1)
     for (int t = 0; t < p->ntasks; t++) {
       const int i = p->task[t], i2 = p->mirror[i];
@@ -243,54 +304,17 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
         memset(a2i, 0, sizeof(R) * nm);
       }
       for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
-        double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
-        double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
-        double half = arkcos_dphi_window(&p->kf, sdt2, ss);
-        double delta = paper ? 0.0 : rg[i].phi0 - rg[j].phi0;
-        int64_t n0, n1, cnt = arkcos_sample_range(half, delta, L, &n0, &n1);
-        if (cnt == 0) continue;
-        int64_t nmax = n1 > -n0 ? n1 : -n0;
         double t1, t2;
-        if (cnt < L && nmax <= s->cheb_max) {
-          for (int64_t n = n0; n <= n1; n++)
-            hs[n - n0] = arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n));
-#define HS(n) ((n) >= n0 && (n) <= n1 ? hs[(n) - n0] : 0.0)
-          int kind, K;
-          if (delta == 0) {
-            kind = 1;
-            K = (int)nmax;
-            for (int k = 0; k <= K; k++) ca[k] = k ? HS(k) + HS(-k) : HS(0);
-          } else if (fabs(delta - half_step) < 1e-12 * half_step) {
-            kind = 2; /* samples at (2n + 1) pi / L: pairs n, -1 - n */
-            K = (int)(n1 > -1 - n0 ? n1 : -1 - n0);
-            for (int k = 0; k <= K; k++) ca[k] = HS(k) + HS(-1 - k);
-          } else if (fabs(delta + half_step) < 1e-12 * half_step) {
-            kind = -2; /* samples at (2n - 1) pi / L: pairs n, 1 - n */
-            K = (int)(n1 - 1 > -n0 ? n1 - 1 : -n0);
-            for (int k = 0; k <= K; k++) ca[k] = HS(k + 1) + HS(-k);
-          } else {
-            kind = 0;
-            K = (int)nmax;
-            for (int k = 0; k <= K; k++) {
-              ca[k] = k ? HS(k) + HS(-k) : HS(0);
-              cb[k] = k ? HS(k) - HS(-k) : 0;
-            }
-          }
-#undef HS
-          t1 = omp_get_wtime();
-          SFX(kernel_clenshaw)(s, nm, kind, ca, cb, K, hr, hi);
-          t2 = omp_get_wtime();
+        const R *kr = hr, *ki = hi;
+        if (s->hcache) {
+          const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
+          if (!s->pair_used[pk]) continue;
+          kr = s->hcache + pk * 2 * (size_t)nmp;
+          ki = kr + nmp;
+          t1 = t2 = t0;
+        } else if (!SFX(pair_spectrum)(p, s, i, j, ws, hr, hi, &t1)) {
+          continue;
         } else {
-          for (int64_t n = n0; n <= n1; n++)
-            kgrid[arkcos_wrap(n, L)] =
-                (R)arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n));
-          t1 = omp_get_wtime();
-          FFTWP(execute_dft_r2c)(s->kplan, kgrid, (FFTWP(complex) *)kspec);
-          for (int64_t n = n0; n <= n1; n++) kgrid[arkcos_wrap(n, L)] = 0;
-          for (int64_t m = 0; m < nm; m++) {
-            hr[m] = kspec[2 * m];
-            hi[m] = kspec[2 * m + 1];
-          }
           t2 = omp_get_wtime();
         }
         st[0] += t1 - t0;
@@ -298,15 +322,15 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
         const R *sr = s->spec_re + (size_t)j * nmp, *si = s->spec_im + (size_t)j * nmp;
 #pragma omp simd
         for (int64_t m = 0; m < nm; m++) {
-          a1r[m] += hr[m] * sr[m] - hi[m] * si[m];
-          a1i[m] += hr[m] * si[m] + hi[m] * sr[m];
+          a1r[m] += kr[m] * sr[m] - ki[m] * si[m];
+          a1i[m] += kr[m] * si[m] + ki[m] * sr[m];
         }
         if (two) {
           const R *qr = s->spec_re + (size_t)p->mirror[j] * nmp, *qi = s->spec_im + (size_t)p->mirror[j] * nmp;
 #pragma omp simd
           for (int64_t m = 0; m < nm; m++) {
-            a2r[m] += hr[m] * qr[m] - hi[m] * qi[m];
-            a2i[m] += hr[m] * qi[m] + hi[m] * qr[m];
+            a2r[m] += kr[m] * qr[m] - ki[m] * qi[m];
+            a2i[m] += kr[m] * qi[m] + ki[m] * qr[m];
           }
         }
         t0 = omp_get_wtime();
@@ -376,6 +400,36 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
   return ARKCOS_OK;
 }
 
+/* cache_kernel_spectra: every ring pair's kernel spectrum computed once, so
+ * that each further map costs only the FFTs and the reduction. */
+static int SFX(fill_cache)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err) {
+  size_t npairs = 0;
+  s->pair_ofs = (size_t *)malloc(sizeof(size_t) * (size_t)p->ntasks);
+  if (!s->pair_ofs) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  for (int t = 0; t < p->ntasks; t++) {
+    s->pair_ofs[t] = npairs;
+    npairs += (size_t)(p->jhi[p->task[t]] - p->jlo[p->task[t]] + 1);
+  }
+  double bytes = (double)npairs * 2 * (double)s->nmp * sizeof(R);
+  s->pair_used = (unsigned char *)calloc(npairs ? npairs : 1, 1);
+  s->hcache = (R *)FFTWP(malloc)((size_t)bytes ? (size_t)bytes : 1);
+  if (!s->pair_used || !s->hcache)
+    return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory: cached kernel spectra need %.1f MB", bytes / 1e6);
+  p->bytes += (size_t)bytes + npairs;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(s->nthreads)
+  for (int t = 0; t < p->ntasks; t++) {
+    R *ws = s->work + (size_t)omp_get_thread_num() * s->wstride;
+    const int i = p->task[t];
+    for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+      const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
+      R *hr = s->hcache + pk * 2 * (size_t)s->nmp;
+      double te;
+      s->pair_used[pk] = (unsigned char)SFX(pair_spectrum)(p, s, i, j, ws, hr, hr + s->nmp, &te);
+    }
+  }
+  return ARKCOS_OK;
+}
+
 int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
   SFX(cpu_state) *s = (SFX(cpu_state) *)calloc(1, sizeof *s);
   if (!s) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
@@ -431,6 +485,7 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
     s->kplan = e->r2c;
   }
   if (fresh) arkcos_fftw_wisdom_save();
+  if (p->opt.cache_kernel_spectra) return SFX(fill_cache)(p, s, err);
   return ARKCOS_OK;
 }
 

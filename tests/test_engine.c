@@ -500,6 +500,47 @@ TEST_GROUP(single_precision) {
   arkcos_geometry_destroy(g);
 }
 
+/* one plan, many maps: repeated executes and cached kernel spectra give the
+ * same numbers bit for bit */
+TEST_GROUP(plan_reuse) {
+  arkcos_geometry *g = arkcos_geometry_healpix(40, NULL);
+  double pix = sqrt(4 * M_PI / g->npix);
+  arkcos_kernel *k = gauss(3.5 * pix, 0, 1e-6);
+  for (int prec = 0; prec < 2; prec++)
+    for (int mode = 0; mode < 2; mode++) {
+      arkcos_options o;
+      arkcos_options_default(&o);
+      o.backend = ARKCOS_BACKEND_CPU;
+      o.mode = mode;
+      o.precision = prec;
+      arkcos_plan *p1 = arkcos_plan_create(g, k, &o, NULL);
+      o.cache_kernel_spectra = 1;
+      arkcos_plan *p2 = arkcos_plan_create(g, k, &o, NULL);
+      CHECK(p1 && p2, "plans");
+      if (!p1 || !p2) continue;
+      CHECK(arkcos_plan_memory(p2) > arkcos_plan_memory(p1), "cache is counted in the plan's memory");
+      double *x = random_map(g->npix), *y = random_map(g->npix);
+      double *a = malloc(sizeof(double) * g->npix), *b = malloc(sizeof(double) * g->npix);
+      double *c = malloc(sizeof(double) * g->npix);
+      arkcos_execute(p1, x, a, NULL);
+      arkcos_execute(p1, y, c, NULL); /* another map in between */
+      arkcos_execute(p1, x, b, NULL);
+      CHECK(!memcmp(a, b, sizeof(double) * g->npix), "repeat execute is bit-identical (prec %d mode %d)", prec, mode);
+      arkcos_execute(p2, x, b, NULL);
+      CHECK(!memcmp(a, b, sizeof(double) * g->npix), "cached kernel spectra give identical output (prec %d mode %d)",
+            prec, mode);
+      free(x);
+      free(y);
+      free(a);
+      free(b);
+      free(c);
+      arkcos_plan_destroy(p1);
+      arkcos_plan_destroy(p2);
+    }
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+}
+
 TEST_GROUP(plan_errors) {
   arkcos_error e = {0};
   arkcos_kernel_spec s = {0};
@@ -534,4 +575,5 @@ TEST_GROUP(plan_errors) {
 
 TEST_MAIN(TG(geometry_vs_chealpix), TG(pixel_arithmetic), TG(ecp_geometry), TG(kernel_normalisation),
           TG(kernel_legendre), TG(arkcos_vs_direct_healpix), TG(arkcos_whole_sphere_levels),
-          TG(arkcos_vs_direct_ecp), TG(properties), TG(single_precision), TG(plan_errors))
+          TG(arkcos_vs_direct_ecp), TG(properties), TG(single_precision), TG(plan_reuse),
+          TG(plan_errors))
