@@ -1,7 +1,437 @@
+/* cmd_compare.c -- `arkcos compare BASELINE.json NEW.json`: the performance
+ * regression check. Every repeat counts, not one summary number: a case is a
+ * regression only if its median is slower by more than the threshold and the
+ * samples show the difference is beyond the noise (stats.h has the rule).
+ * Exit 0: no regression; 3: regression (the table names the cases); 2: bad
+ * usage, unreadable or malformed files, no case in common. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "harness/commands.h"
-int cmd_compare(int argc, char **argv) {
-  (void)argc;
-  fprintf(stderr, "arkcos %s: not implemented yet\n", argv[0]);
+#include "harness/stats.h"
+#include "harness/util.h"
+
+static const char usage_text[] =
+    "usage: arkcos compare BASELINE.json NEW.json [--threshold F] [--alpha A]\n"
+    "                      [--normalize-by METHOD]\n"
+    "\n"
+    "Compares the timings of two `arkcos run` results files case by case\n"
+    "(cases match by their \"id\", or by nside, kernel, method and threads).\n"
+    "\n"
+    "A case is a REGRESSION when both hold:\n"
+    "  - its median time grew by more than the threshold (default 0.15 = 15%),\n"
+    "  - the difference is beyond the noise of the repeats: two-sided\n"
+    "    Mann-Whitney U test p < alpha (default 0.05) when the sample sizes let\n"
+    "    the test reach p < alpha (at least 4 + 4 or 3 + 5 repeats), otherwise\n"
+    "    the [min, max] ranges of the two runs do not overlap.\n"
+    "The `rule` column says which of the two decided. A slowdown above the\n"
+    "threshold that the noise explains is `slower-noise` (not a failure).\n"
+    "A case that ran in the baseline and failed in the new run is FAILED and\n"
+    "counts as a regression; skipped cases are listed but not judged.\n"
+    "\n"
+    "  --threshold F       relative slowdown that matters: 0.15 or 15%\n"
+    "  --alpha A           significance level of the U test (0 < A < 1)\n"
+    "  --normalize-by M    divide every time by the median of method M measured\n"
+    "                      in the same file on the same nside and threads (same\n"
+    "                      kernel preferred, else any kernel), so that runs on\n"
+    "                      different machines can be compared. M is a method\n"
+    "                      name (first matching case wins) or NAME:key=value,...\n"
+    "                      e.g. fsht or fsht:iter=0\n"
+    "\n"
+    "Exit status: 0 no regression, 3 regression, 2 bad usage or input.\n";
+
+typedef enum {
+  ROW_JUDGED,
+  ROW_SKIPPED,      /* skipped in either run */
+  ROW_FAILED_NEW,   /* ran in the baseline, failed now: counts as regression */
+  ROW_FAILED,       /* failed in the baseline (and maybe now) */
+  ROW_YARDSTICK,    /* the normalising case itself */
+  ROW_NO_YARDSTICK  /* normalisation asked for but no reference case */
+} row_kind;
+
+typedef struct {
+  const results_case *base, *cand;
+  row_kind kind;
+  stats_judgement j;
+  double base_raw, new_raw; /* medians in seconds */
+  int other_kernel;         /* the yardstick has another kernel */
+  char note[160];
+  char label[400];
+} row;
+
+static int parse_threshold(const char *s, double *thr) {
+  char buf[64];
+  size_t n = strlen(s);
+  if (n == 0 || n >= sizeof buf) return 0;
+  memcpy(buf, s, n + 1);
+  double scale = 1;
+  if (buf[n - 1] == '%') {
+    buf[n - 1] = '\0';
+    scale = 0.01;
+  }
+  double v;
+  if (!parse_double(buf, &v)) return 0;
+  v *= scale;
+  if (!(v > 0) || v > 100) return 0;
+  *thr = v;
   return 1;
+}
+
+static int count_matching(const results_file *rf, const char *selector) {
+  int n = 0;
+  for (size_t i = 0; i < rf->ncases; i++)
+    if (!strcmp(rf->cases[i].status, "ok") &&
+        results_method_matches(&rf->cases[i], selector))
+      n++;
+  return n;
+}
+
+/* The hardware fields that make two runs' times incomparable. */
+static void warn_hardware(const results_file *a, const results_file *b) {
+  static const char *const keys[] = {"host", "cpu_model", "cores", "gpus"};
+  char diff[512] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    json_t *va = json_object_get(a->meta, keys[i]);
+    json_t *vb = json_object_get(b->meta, keys[i]);
+    int same = (!va && !vb) || (va && vb && json_equal(va, vb));
+    if (!same && used < sizeof diff)
+      used += (size_t)snprintf(diff + used, sizeof diff - used, "%s%s",
+                               used ? ", " : "", keys[i]);
+  }
+  if (used) {
+    const char *ha = results_meta_str(a, "host"), *hb = results_meta_str(b, "host");
+    fprintf(stderr,
+            "arkcos compare: warning: the two runs' hardware differs (%s; host %s vs %s)\n"
+            "  and no --normalize-by was given: absolute times of different machines are\n"
+            "  not comparable; consider --normalize-by fsht\n",
+            diff, ha ? ha : "?", hb ? hb : "?");
+  }
+}
+
+static double *normalised(const results_case *c, double by) {
+  double *s = malloc(c->nsamples * sizeof *s);
+  if (!s) return NULL;
+  for (size_t i = 0; i < c->nsamples; i++) s[i] = c->samples[i] / by;
+  return s;
+}
+
+/* Fills r for a case present in both runs. Returns 0 or an exit status. */
+static int judge_row(row *r, const results_file *bf, const results_file *nf,
+                     const char *norm, const stats_rule_params *prm) {
+  const results_case *b = r->base, *c = r->cand;
+  r->base_raw = b->tmedian;
+  r->new_raw = c->tmedian;
+  if (!strcmp(b->status, "skipped") || !strcmp(c->status, "skipped")) {
+    r->kind = ROW_SKIPPED;
+    const char *why = !strcmp(c->status, "skipped") ? c->reason : b->reason;
+    snprintf(r->note, sizeof r->note, "%s skipped%s%s",
+             !strcmp(c->status, "skipped") ? "new" : "baseline",
+             why ? ": " : "", why ? why : "");
+    return 0;
+  }
+  if (!strcmp(b->status, "failed")) {
+    r->kind = ROW_FAILED;
+    snprintf(r->note, sizeof r->note, "failed in the baseline%s%s",
+             b->reason ? ": " : "", b->reason ? b->reason : "");
+    return 0;
+  }
+  if (!strcmp(c->status, "failed")) {
+    r->kind = ROW_FAILED_NEW;
+    snprintf(r->note, sizeof r->note, "failed in the new run%s%s",
+             c->reason ? ": " : "", c->reason ? c->reason : "");
+    return 0;
+  }
+  const double *bs = b->samples, *cs = c->samples;
+  double *bn = NULL, *cn = NULL;
+  if (norm) {
+    int sk_b = 0, sk_c = 0;
+    long ib = results_find_reference(bf, b, norm, &sk_b);
+    long ic = results_find_reference(nf, c, norm, &sk_c);
+    if ((ib >= 0 && &bf->cases[ib] == b) || (ic >= 0 && &nf->cases[ic] == c)) {
+      /* the yardstick itself: its normalised time is 1 by construction */
+      r->kind = ROW_YARDSTICK;
+      double ch = c->tmedian / b->tmedian - 1;
+      snprintf(r->note, sizeof r->note,
+               "normalising case; raw median change %+.1f%% (machine speed)", 100 * ch);
+      return 0;
+    }
+    if (ib < 0 || ic < 0) {
+      r->kind = ROW_NO_YARDSTICK;
+      snprintf(r->note, sizeof r->note, "no ok '%s' case with nside %lld, threads %lld in %s",
+               norm, b->nside, b->threads, ib < 0 ? "the baseline" : "the new run");
+      return 0;
+    }
+    r->other_kernel = !sk_b || !sk_c;
+    bn = normalised(b, bf->cases[ib].tmedian);
+    cn = normalised(c, nf->cases[ic].tmedian);
+    if (!bn || !cn) {
+      free(bn);
+      free(cn);
+      fprintf(stderr, "arkcos compare: out of memory\n");
+      return 1;
+    }
+    bs = bn;
+    cs = cn;
+    if (r->other_kernel)
+      snprintf(r->note, sizeof r->note, "normalised by a '%s' case with another kernel", norm);
+  }
+  r->kind = ROW_JUDGED;
+  stats_judge(bs, b->nsamples, cs, c->nsamples, prm, &r->j);
+  free(bn);
+  free(cn);
+  return 0;
+}
+
+static const char *row_verdict(const row *r) {
+  switch (r->kind) {
+  case ROW_JUDGED: return stats_verdict_name(r->j.verdict);
+  case ROW_SKIPPED: return "skipped";
+  case ROW_FAILED_NEW: return "FAILED";
+  case ROW_FAILED: return "failed";
+  case ROW_YARDSTICK: return "yardstick";
+  default: return "not-judged";
+  }
+}
+
+static int row_is_regression(const row *r) {
+  return (r->kind == ROW_JUDGED && r->j.verdict == STATS_REGRESSION) ||
+         r->kind == ROW_FAILED_NEW;
+}
+
+static void format_value(double v, int ratio, char *buf, size_t len) {
+  if (!isfinite(v))
+    snprintf(buf, len, "-");
+  else if (ratio)
+    snprintf(buf, len, "%.4gx", v);
+  else
+    stats_format_seconds(v, buf, len);
+}
+
+int cmd_compare(int argc, char **argv) {
+  const char *files[2] = {NULL, NULL};
+  int nfiles = 0;
+  const char *norm = NULL;
+  stats_rule_params prm = {0.15, 0.05};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(usage_text, stdout);
+      return 0;
+    } else if (!strcmp(a, "--threshold")) {
+      if (i + 1 >= argc || !parse_threshold(argv[i + 1], &prm.threshold)) {
+        fprintf(stderr, "arkcos compare: --threshold: expected a number > 0 "
+                        "(fraction, e.g. 0.15, or percent, e.g. 15%%)%s%s\n",
+                i + 1 < argc ? ", got " : "", i + 1 < argc ? argv[i + 1] : "");
+        return 2;
+      }
+      if (prm.threshold >= 1 && !strchr(argv[i + 1], '%'))
+        fprintf(stderr, "arkcos compare: note: --threshold %s is a fraction (%.0f%%); "
+                        "write %s%% for percent\n", argv[i + 1], 100 * prm.threshold, argv[i + 1]);
+      i++;
+    } else if (!strcmp(a, "--alpha")) {
+      double v;
+      if (i + 1 >= argc || !parse_double(argv[i + 1], &v) || !(v > 0 && v < 1)) {
+        fprintf(stderr, "arkcos compare: --alpha: expected a number in (0, 1)\n");
+        return 2;
+      }
+      prm.alpha = v;
+      i++;
+    } else if (!strcmp(a, "--normalize-by") || !strcmp(a, "--normalise-by")) {
+      if (i + 1 >= argc || !argv[i + 1][0] || argv[i + 1][0] == ':') {
+        fprintf(stderr, "arkcos compare: --normalize-by: expected a method, e.g. fsht\n");
+        return 2;
+      }
+      norm = argv[++i];
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "arkcos compare: unknown option '%s'\n%s", a, usage_text);
+      return 2;
+    } else if (nfiles < 2) {
+      files[nfiles++] = a;
+    } else {
+      fprintf(stderr, "arkcos compare: too many arguments ('%s')\n%s", a, usage_text);
+      return 2;
+    }
+  }
+  if (nfiles != 2) {
+    fprintf(stderr, "arkcos compare: expected BASELINE.json and NEW.json\n%s", usage_text);
+    return 2;
+  }
+
+  results_file bf, nf;
+  arkcos_error err = {0, ""};
+  if (results_load(files[0], &bf, &err)) return report_error(&err);
+  if (results_load(files[1], &nf, &err)) {
+    results_free(&bf);
+    return report_error(&err);
+  }
+  int status = 0;
+  row *rows = calloc(nf.ncases + bf.ncases + 1, sizeof *rows);
+  if (!rows) {
+    fprintf(stderr, "arkcos compare: out of memory\n");
+    status = 1;
+    goto done;
+  }
+  if (norm) {
+    for (int k = 0; k < 2; k++) {
+      const results_file *rf = k ? &nf : &bf;
+      if (!count_matching(rf, norm)) {
+        fprintf(stderr, "arkcos compare: --normalize-by %s: %s has no case with "
+                        "status ok and that method\n", norm, rf->path);
+        status = 2;
+        goto done;
+      }
+    }
+  }
+
+  size_t nrows = 0, only_new = 0, only_base = 0;
+  for (size_t i = 0; i < nf.ncases; i++) {
+    long j = results_match(&bf, &nf.cases[i]);
+    if (j < 0) {
+      only_new++;
+      continue;
+    }
+    row *r = &rows[nrows++];
+    r->base = &bf.cases[j];
+    r->cand = &nf.cases[i];
+    if ((status = judge_row(r, &bf, &nf, norm, &prm))) goto done;
+  }
+  for (size_t j = 0; j < bf.ncases; j++)
+    if (results_match(&nf, &bf.cases[j]) < 0) only_base++;
+  if (nrows == 0) {
+    fprintf(stderr, "arkcos compare: %s and %s have no cases in common\n",
+            files[0], files[1]);
+    status = 2;
+    goto done;
+  }
+  if (!norm) warn_hardware(&bf, &nf);
+
+  /* ---- the table */
+  const char *hb = results_meta_str(&bf, "host"), *hn = results_meta_str(&nf, "host");
+  const char *db = results_meta_str(&bf, "date"), *dn = results_meta_str(&nf, "date");
+  printf("baseline: %s (host %s, %s)\n", files[0], hb ? hb : "?", db ? db : "date ?");
+  printf("new:      %s (host %s, %s)\n", files[1], hn ? hn : "?", dn ? dn : "date ?");
+  if (norm)
+    printf("times:    median / median of '%s' in the same file (same nside and threads)\n", norm);
+  else
+    printf("times:    median over repeats\n");
+  printf("rule:     REGRESSION = median slower by > %.4g%% and beyond noise "
+         "(U: Mann-Whitney p < %.4g; range: [min,max] disjoint)\n\n",
+         100 * prm.threshold, prm.alpha);
+
+  int wcase = 4;
+  for (size_t i = 0; i < nrows; i++) {
+    results_case_label(rows[i].cand, rows[i].label, sizeof rows[i].label);
+    int w = (int)strlen(rows[i].label);
+    if (w > wcase) wcase = w;
+  }
+  if (wcase > 100) wcase = 100;
+  printf("%-*s  %12s  %12s  %8s  %5s  %8s  %-5s  %-12s", wcase, "case", "baseline",
+         "new", "change", "n", "p", "rule", "verdict");
+  if (norm) printf("  %12s  %12s", "base (s)", "new (s)");
+  printf("\n");
+  size_t counts[16] = {0};
+  size_t nregress = 0;
+  for (size_t i = 0; i < nrows; i++) {
+    const row *r = &rows[i];
+    char vb[32], vn[32], ch[16] = "-", n[16], p[16] = "-", rule[8] = "-";
+    double b = r->base_raw, c = r->new_raw;
+    if (r->kind == ROW_JUDGED) {
+      b = r->j.base_median;
+      c = r->j.new_median;
+      snprintf(ch, sizeof ch, "%+.1f%%", 100 * r->j.change);
+      if (r->j.rule == STATS_RULE_UTEST) snprintf(p, sizeof p, "%.3g", r->j.p);
+      snprintf(rule, sizeof rule, "%s", stats_rule_name(r->j.rule));
+    } else if (isfinite(b) && isfinite(c)) {
+      snprintf(ch, sizeof ch, "%+.1f%%", 100 * (c / b - 1));
+    }
+    int ratio = norm && r->kind == ROW_JUDGED;
+    format_value(b, ratio, vb, sizeof vb);
+    format_value(c, ratio, vn, sizeof vn);
+    snprintf(n, sizeof n, "%zu/%zu", r->base->nsamples, r->cand->nsamples);
+    printf("%-*s  %12s  %12s  %8s  %5s  %8s  %-5s  %-12s", wcase, r->label, vb,
+           vn, ch, n, p, rule, row_verdict(r));
+    if (norm) {
+      char rb[32], rn[32];
+      format_value(r->base_raw, 0, rb, sizeof rb);
+      format_value(r->new_raw, 0, rn, sizeof rn);
+      printf("  %12s  %12s", rb, rn);
+    }
+    if (r->note[0]) printf("  (%s)", r->note);
+    printf("\n");
+    counts[r->kind == ROW_JUDGED ? (size_t)r->j.verdict : 4 + (size_t)r->kind]++;
+    if (row_is_regression(r)) nregress++;
+  }
+
+  size_t judged = counts[0] + counts[1] + counts[2] + counts[3];
+  printf("\n%zu cases in common, %zu judged: %zu REGRESSION, %zu slower-noise, "
+         "%zu same, %zu faster",
+         nrows, judged, counts[STATS_REGRESSION], counts[STATS_SLOWER_NOISE],
+         counts[STATS_SAME], counts[STATS_FASTER]);
+  printf("; not judged: %zu skipped, %zu failed in the new run, %zu failed before",
+         counts[4 + ROW_SKIPPED], counts[4 + ROW_FAILED_NEW], counts[4 + ROW_FAILED]);
+  if (norm) printf(", %zu yardstick, %zu without yardstick", counts[4 + ROW_YARDSTICK],
+                   counts[4 + ROW_NO_YARDSTICK]);
+  printf("\n");
+  if (only_new || only_base)
+    printf("not compared: %zu cases only in the baseline, %zu only in the new run\n",
+           only_base, only_new);
+  for (size_t i = 0; i < nrows; i++) {
+    const row *r = &rows[i];
+    if (r->kind == ROW_JUDGED && r->j.rule == STATS_RULE_RANGE &&
+        r->base->nsamples + r->cand->nsamples < 4) {
+      printf("note: some cases have too few repeats for any noise estimate; "
+             "use repeats >= 5\n");
+      break;
+    }
+  }
+  if (norm) {
+    /* The yardstick's raw change is the machine-speed factor; it should be
+     * the same at every nside. When it is not, something else ran during
+     * one of the runs and the normalised times inherit that. */
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < nrows; i++) {
+      const row *r = &rows[i];
+      if (r->kind != ROW_YARDSTICK) continue;
+      double ch = r->new_raw / r->base_raw - 1;
+      if (ch < lo) lo = ch;
+      if (ch > hi) hi = ch;
+    }
+    if (hi > lo && (1 + hi) / (1 + lo) - 1 > prm.threshold) {
+      printf("note: the '%s' yardstick's raw change ranges from %+.0f%% to %+.0f%% across its "
+             "cases: the machine's speed was not steady during the runs (other load?), "
+             "so the verdicts are less reliable\n", norm, 100 * lo, 100 * hi);
+      fprintf(stderr, "arkcos compare: warning: machine speed unsteady during the runs "
+                      "(yardstick changes %+.0f%% .. %+.0f%%)\n", 100 * lo, 100 * hi);
+    }
+  }
+  if (counts[4 + ROW_NO_YARDSTICK])
+    fprintf(stderr, "arkcos compare: warning: %zu cases have no '%s' case to be "
+                    "normalised by and were not judged\n",
+            counts[4 + ROW_NO_YARDSTICK], norm);
+  if (judged == 0)
+    fprintf(stderr, "arkcos compare: warning: no case could be judged\n");
+  if (nregress) {
+    printf("\n%zu REGRESSION%s:\n", nregress, nregress > 1 ? "S" : "");
+    for (size_t i = 0; i < nrows; i++) {
+      const row *r = &rows[i];
+      if (!row_is_regression(r)) continue;
+      if (r->kind == ROW_FAILED_NEW)
+        printf("  %s: %s\n", r->label, r->note);
+      else if (r->j.rule == STATS_RULE_UTEST)
+        printf("  %s: %+.1f%% (U test p = %.3g)\n", r->label,
+               100 * r->j.change, r->j.p);
+      else
+        printf("  %s: %+.1f%% ([min,max] ranges disjoint)\n", r->label,
+               100 * r->j.change);
+    }
+    status = 3;
+  }
+done:
+  free(rows);
+  results_free(&bf);
+  results_free(&nf);
+  return status;
 }

@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# test_compare.sh -- `arkcos compare` (regression rule, normalisation, exit
+# codes) and `arkcos report` (machines, shared cases, charts) on synthetic
+# results files written by a small generator below. No timing happens here:
+# the samples are made up, so every verdict is deterministic.
+set -u
+cd "$(dirname "$0")/.."
+ARKCOS="${ARKCOS:-$PWD/build/arkcos}"
+PY="${PYTHON:-/usr/bin/python3}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/arkcos-test-compare.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+passed=0; failed=0
+ok()   { passed=$((passed + 1)); echo "ok   $1"; }
+bad()  { failed=$((failed + 1)); echo "FAIL $1"; [ -f "$tmp/out" ] && sed 's/^/    | /' "$tmp/out" | head -40; [ -f "$tmp/err" ] && sed 's/^/    ! /' "$tmp/err" | head -10; }
+# expect_rc RC DESCRIPTION -- ARGS: runs arkcos ARGS, checks the exit status
+expect_rc() {
+  local want=$1 what=$2; shift 3
+  "$ARKCOS" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  if [ "$rc" -eq "$want" ]; then ok "$what (exit $rc)"; else bad "$what: exit $rc, expected $want"; fi
+}
+# has PATTERN FILE DESCRIPTION
+has()   { if grep -qE -- "$1" "$2"; then ok "$3"; else bad "$3: /$1/ not in $(basename "$2")"; fi; }
+hasnt() { if grep -qE -- "$1" "$2"; then bad "$3: /$1/ found in $(basename "$2")"; else ok "$3"; fi; }
+
+if [ ! -x "$ARKCOS" ]; then
+  echo "no arkcos binary at $ARKCOS"; echo "TESTS 0 1"; exit 1
+fi
+
+cat >"$tmp/gen.py" <<'EOF'
+"""Writes a synthetic results.json in the format of `arkcos run`."""
+import argparse, json, random
+
+p = argparse.ArgumentParser()
+p.add_argument("out")
+p.add_argument("--host", default="alpha")
+p.add_argument("--cpu", default="Example CPU A @ 3.0GHz")
+p.add_argument("--cores", type=int, default=2)
+p.add_argument("--gpu", default=None)
+p.add_argument("--scale", type=float, default=1.0, help="every time times this")
+p.add_argument("--scale-case", action="append", default=[], help="ID=FACTOR")
+p.add_argument("--samples", action="append", default=[], help="ID=v1,v2,... (replaces)")
+p.add_argument("--fail", action="append", default=[], help="ID: status failed")
+p.add_argument("--noise", type=float, default=0.01)
+p.add_argument("--seed", type=int, default=1)
+p.add_argument("--repeats", type=int, default=7)
+p.add_argument("--nside", default="128,256,512")
+p.add_argument("--fwhm", type=float, default=60.0)
+p.add_argument("--no-ids", action="store_true")
+p.add_argument("--extra-nside", type=int, default=None, help="one more arkcos case")
+a = p.parse_args()
+rng = random.Random(a.seed)
+kernel = {"type": "gaussian", "fwhm_arcmin": a.fwhm, "cutoff_deg": 3.0, "cutoff_rel": None}
+methods = [("fsht0", {"name": "fsht", "iter": 0, "lmax_factor": 2}, 0.02),
+           ("fsht3", {"name": "fsht", "iter": 3, "lmax_factor": 2}, 0.08),
+           ("arkcos", {"name": "arkcos", "backend": "cpu", "mode": "enhanced", "precision": "double"}, 0.01),
+           ("gpu", {"name": "arkcos", "backend": "gpu", "mode": "enhanced", "precision": "double"}, 0.001)]
+scale_case = dict(s.split("=") for s in a.scale_case)
+samples_for = {k: [float(x) for x in v.split(",")] for k, v in (s.split("=") for s in a.samples)}
+nsides = [int(x) for x in a.nside.split(",")]
+if a.extra_nside: nsides.append(a.extra_nside)
+cases = []
+for nside in nsides:
+    for tag, method, t128 in methods:
+        if a.extra_nside and nside == a.extra_nside and tag != "arkcos":
+            continue
+        cid = f"{tag}-{nside}"
+        c = {"id": cid, "nside": nside, "kernel": kernel, "method": method, "threads": 2}
+        if a.no_ids: del c["id"]
+        if tag == "gpu" and not a.gpu:
+            c.update(status="skipped", reason="no CUDA device")
+            cases.append(c); continue
+        if cid in a.fail:
+            c.update(status="failed", reason="out of memory")
+            cases.append(c); continue
+        t = t128 * (nside / 128) ** 2 * a.scale * float(scale_case.get(cid, 1))
+        s = samples_for.get(cid) or [t * (1 + a.noise * rng.uniform(-1, 1)) for _ in range(a.repeats)]
+        ss = sorted(s)
+        c.update(status="ok", reason=None,
+                 time={"min": ss[0], "median": ss[len(ss) // 2] if len(ss) % 2 else 0.5 * (ss[len(ss)//2 - 1] + ss[len(ss)//2]),
+                       "max": ss[-1], "samples": s},
+                 peak_memory=1000000, plan_memory=500000, metrics={"frac_rms": 1e-9})
+        if method["name"] == "arkcos":
+            m = c["time"]["median"]
+            c["stages"] = {"map_fft": 0.2 * m, "kernel_eval": 0.3 * m, "kernel_fft": 0.1 * m,
+                           "reduction": 0.25 * m, "map_ifft": 0.1 * m,
+                           "h2d": 0.02 * m if tag == "gpu" else 0, "d2h": 0.02 * m if tag == "gpu" else 0,
+                           "other": 0.01 * m}
+        cases.append(c)
+gpus = [{"name": a.gpu, "sm_count": 132, "memory_bytes": 80 * 2**30, "clock_khz": 1980000,
+         "memory_clock_khz": 2619000}] if a.gpu else []
+meta = {"date": "2024-05-01T12:00:00Z", "command": "arkcos run configs/ci-perf.json",
+        "config": {"name": "ci-perf"}, "git_commit": "0123abcd", "host": a.host,
+        "cpu_model": a.cpu, "cores": a.cores, "memory_bytes": 16 * 2**30, "os": "Linux 6.1",
+        "compiler": "gcc 12.2", "cflags": "-O2 -march=native",
+        "versions": {"arkcos": "0.1.0", "fftw": "fftw-3.3.10", "libsharp": "1.0.0",
+                     "cfitsio": "4.2.0", "jansson": "2.14", "cuda_runtime": None,
+                     "cuda_driver": None, "cufft": None},
+        "gpus": gpus}
+json.dump({"meta": meta, "cases": cases}, open(a.out, "w"), indent=1)
+EOF
+gen() { "$PY" "$tmp/gen.py" "$@"; }
+
+# ---------------------------------------------------------------- compare
+gen "$tmp/base.json" --seed 1
+gen "$tmp/same.json" --seed 1
+expect_rc 0 "identical results" -- compare "$tmp/base.json" "$tmp/same.json"
+has "9 judged: 0 REGRESSION, 0 slower-noise, 9 same" "$tmp/out" "identical: every case the same"
+has "^gpu-256 .* skipped .*no CUDA device" "$tmp/out" "skipped case listed with its reason, not judged"
+hasnt "warning" "$tmp/err" "identical: no hardware warning"
+
+gen "$tmp/slow.json" --seed 2 --scale-case arkcos-256=2
+expect_rc 3 "2x slower arkcos" -- compare "$tmp/base.json" "$tmp/slow.json"
+has "^arkcos-256 .*\+100\.[0-9]%.* U +REGRESSION" "$tmp/out" "2x slower case judged REGRESSION by the U test"
+has "^  arkcos-256: \+100" "$tmp/out" "regression list names the case"
+has "1 REGRESSION, 0 slower-noise" "$tmp/out" "only that case regressed"
+
+gen "$tmp/slow2.json" --seed 3 --scale 1.02
+expect_rc 0 "2% slower run" -- compare "$tmp/base.json" "$tmp/slow2.json"
+
+expect_rc 0 "2x slower with --threshold 150%" -- compare "$tmp/base.json" "$tmp/slow.json" --threshold 150%
+expect_rc 0 "2x slower with --threshold 1.5" -- compare "$tmp/base.json" "$tmp/slow.json" --threshold 1.5
+
+gen "$tmp/machine2x.json" --seed 4 --scale 2 --host beta --cpu "Example CPU B @ 1.5GHz"
+expect_rc 0 "uniformly 2x slower machine, --normalize-by fsht" -- compare "$tmp/base.json" "$tmp/machine2x.json" --normalize-by fsht
+has "^fsht0-256 .*yardstick" "$tmp/out" "normalising case shown as yardstick"
+has "^fsht3-256 .* same" "$tmp/out" "other fsht variant judged after normalisation"
+hasnt "hardware differs" "$tmp/err" "no hardware warning when normalised"
+expect_rc 3 "uniformly 2x slower machine, no normalisation" -- compare "$tmp/base.json" "$tmp/machine2x.json"
+has "hardware differs" "$tmp/err" "hardware warning without normalisation"
+has "cpu_model" "$tmp/err" "warning names the differing field"
+expect_rc 0 "2x slower machine, --normalize-by fsht:iter=3" -- compare "$tmp/base.json" "$tmp/machine2x.json" --normalize-by fsht:iter=3
+has "^fsht3-256 .*yardstick" "$tmp/out" "fsht:iter=3 picks the iter 3 case"
+# a real regression still shows through the normalisation
+gen "$tmp/machine2x_slow.json" --seed 5 --scale 2 --host beta --scale-case arkcos-512=1.5
+expect_rc 3 "2x slower machine with a 1.5x arkcos regression, normalised" -- compare "$tmp/base.json" "$tmp/machine2x_slow.json" --normalize-by fsht
+has "^  arkcos-512: \+5[0-9]\.[0-9]%" "$tmp/out" "normalised regression named"
+
+# noisy samples, overlapping, median +20%: the rank test (p = 0.0973, scipy)
+# says the difference is within the noise
+noisy_b=1.00,0.80,1.25,0.90,1.15,0.85,1.10
+noisy_n=1.20,0.96,1.46,1.06,1.36,1.01,1.31
+gen "$tmp/noisy_b.json" --seed 1 --samples "arkcos-512=$noisy_b"
+gen "$tmp/noisy_n.json" --seed 1 --samples "arkcos-512=$noisy_n"
+expect_rc 0 "noisy +20%: within the noise" -- compare "$tmp/noisy_b.json" "$tmp/noisy_n.json"
+has "^arkcos-512 .*\+20\.0%  +7/7 +0\.0973 +U +slower-noise" "$tmp/out" "noisy +20%: U test p = 0.0973 (scipy), slower-noise"
+# the same +20% shift with tight samples: p = 0.000583 (scipy), a regression
+tight_b=1.0,1.01,0.99,1.005,0.995,1.002,0.998
+tight_n=1.2,1.212,1.188,1.206,1.194,1.2024,1.1976
+gen "$tmp/tight_b.json" --seed 1 --samples "arkcos-512=$tight_b"
+gen "$tmp/tight_n.json" --seed 1 --samples "arkcos-512=$tight_n"
+expect_rc 3 "tight +20%: regression" -- compare "$tmp/tight_b.json" "$tmp/tight_n.json"
+has "^arkcos-512 .*\+20\.0%  +7/7 +0\.000583 +U +REGRESSION" "$tmp/out" "tight +20%: U test p = 0.000583 (scipy), REGRESSION"
+# 3 + 3 repeats: the U test cannot reach p < 0.05 (its minimum is 0.1), the
+# [min, max] ranges decide
+gen "$tmp/few_b.json" --seed 1 --repeats 3 --samples "arkcos-512=1.0,1.02,0.98"
+gen "$tmp/few_n.json" --seed 1 --repeats 3 --samples "arkcos-512=1.2,1.22,1.18"
+gen "$tmp/few_o.json" --seed 1 --repeats 3 --samples "arkcos-512=1.2,0.99,1.3"
+expect_rc 3 "3 repeats, disjoint ranges, +20%" -- compare "$tmp/few_b.json" "$tmp/few_n.json"
+has "^arkcos-512 .* 3/3 +- +range +REGRESSION" "$tmp/out" "3 repeats: range rule decides REGRESSION"
+has "ranges disjoint" "$tmp/out" "regression list says the range rule decided"
+expect_rc 0 "3 repeats, overlapping ranges, +20%" -- compare "$tmp/few_b.json" "$tmp/few_o.json"
+has "^arkcos-512 .* range +slower-noise" "$tmp/out" "3 repeats: overlapping ranges are noise"
+# faster
+gen "$tmp/fast.json" --seed 6 --scale-case arkcos-128=0.5
+expect_rc 0 "2x faster case" -- compare "$tmp/base.json" "$tmp/fast.json"
+has "^arkcos-128 .* faster" "$tmp/out" "2x faster case judged faster"
+# a case that now fails
+gen "$tmp/failnew.json" --seed 1 --fail arkcos-128
+expect_rc 3 "case failed in the new run" -- compare "$tmp/base.json" "$tmp/failnew.json"
+has "^arkcos-128 .*FAILED" "$tmp/out" "failed case shown as FAILED"
+# matching without ids (canonical parameters)
+gen "$tmp/noid_b.json" --seed 1 --no-ids
+gen "$tmp/noid_n.json" --seed 2 --no-ids --scale-case arkcos-256=2
+expect_rc 3 "no ids: cases matched by their parameters" -- compare "$tmp/noid_b.json" "$tmp/noid_n.json"
+has "9 judged: 1 REGRESSION" "$tmp/out" "no ids: all cases matched"
+has "^nside=256 gaussian fwhm=60' cutoff=3deg \| arkcos cpu enhanced double \| threads=2 .*REGRESSION" "$tmp/out" "no ids: readable case label"
+# subsets: only the shared cases are compared, the rest counted
+gen "$tmp/sub.json" --seed 2 --nside 256
+expect_rc 0 "baseline with more cases than the new run" -- compare "$tmp/base.json" "$tmp/sub.json"
+has "8 cases only in the baseline, 0 only in the new run" "$tmp/out" "cases in one file only are counted"
+expect_rc 0 "--help" -- compare --help
+
+# bad inputs -> 2
+expect_rc 2 "missing baseline file" -- compare "$tmp/nope.json" "$tmp/base.json"
+has "nope.json" "$tmp/err" "message names the missing file"
+printf '{"meta": {}, "cases": [ {"id": 1,,] }' >"$tmp/malformed.json"
+expect_rc 2 "malformed JSON" -- compare "$tmp/base.json" "$tmp/malformed.json"
+has "malformed.json:1:" "$tmp/err" "message gives line and column"
+echo '{"meta": {}, "cases": [{"id": "x", "nside": 64, "method": {"name": "arkcos"}, "status": "ok"}]}' >"$tmp/notime.json"
+expect_rc 2 "case with status ok but no time" -- compare "$tmp/base.json" "$tmp/notime.json"
+has "cases\[0\]\.time" "$tmp/err" "message names the JSON path"
+echo '{"meta": {}}' >"$tmp/nocases.json"
+expect_rc 2 "no cases array" -- compare "$tmp/base.json" "$tmp/nocases.json"
+gen "$tmp/other.json" --nside 64
+expect_rc 2 "no cases in common" -- compare "$tmp/base.json" "$tmp/other.json"
+has "no cases in common" "$tmp/err" "says there are no cases in common"
+expect_rc 2 "bad --threshold (word)" -- compare "$tmp/base.json" "$tmp/same.json" --threshold abc
+expect_rc 2 "bad --threshold (negative)" -- compare "$tmp/base.json" "$tmp/same.json" --threshold -0.1
+expect_rc 2 "bad --threshold (zero)" -- compare "$tmp/base.json" "$tmp/same.json" --threshold 0
+expect_rc 2 "--threshold without value" -- compare "$tmp/base.json" "$tmp/same.json" --threshold
+expect_rc 2 "bad --alpha" -- compare "$tmp/base.json" "$tmp/same.json" --alpha 1.5
+expect_rc 2 "one file only" -- compare "$tmp/base.json"
+expect_rc 2 "unknown option" -- compare "$tmp/base.json" "$tmp/same.json" --frobnicate
+expect_rc 2 "--normalize-by a method no file has" -- compare "$tmp/base.json" "$tmp/same.json" --normalize-by libpsht
+has "libpsht" "$tmp/err" "message names the method"
+
+# ----------------------------------------------------------------- report
+gen "$tmp/mA.json" --seed 1 --host alpha --cpu "Example CPU A @ 3.0GHz" --extra-nside 1024
+gen "$tmp/mB.json" --seed 2 --host beta --cpu "Example CPU B @ 1.5GHz" --scale 2 --gpu "NVIDIA H100 80GB HBM3" --nside 128,256,512,2048 --fwhm 60
+expect_rc 0 "report from two machines" -- report "$tmp/mA.json" "$tmp/mB.json" -o "$tmp/rep"
+r="$tmp/rep/report.md"
+if [ -f "$r" ]; then ok "report.md written"; else bad "report.md written"; touch "$r"; fi
+has "M1: alpha" "$r" "report names machine 1"
+has "M2: beta" "$r" "report names machine 2"
+has "Example CPU A" "$r" "report has CPU of machine 1"
+has "Example CPU B" "$r" "report has CPU of machine 2"
+has "NVIDIA H100 80GB HBM3, 132 SMs" "$r" "report has the GPU"
+has "fftw-3.3.10" "$r" "report has library versions"
+has "!\[[^]]*\]\(time_per_case\.png\)" "$r" "report embeds the time chart"
+has "!\[[^]]*\]\(stage_shares\.png\)" "$r" "report embeds the stage chart"
+n_png=$(ls "$tmp/rep"/*.png 2>/dev/null | wc -l)
+if [ "$n_png" -ge 1 ] && head -c 8 "$tmp/rep/time_per_case.png" | od -An -c | grep -q 'P   N   G'; then
+  ok "PNG charts drawn ($n_png)"; else bad "PNG charts drawn ($n_png)"; fi
+ls "$tmp/rep" | grep -q '\.tmp' && bad "temporary files left in the report folder" || ok "no temporary files left"
+has "^\| C[0-9]+ \| 256 \| gaussian.*\| arkcos cpu enhanced double \| 2 \| [0-9.]+ m?s \| [0-9.]+ m?s \|$" "$r" "shared case with a time per machine"
+has "x \(vs fsht iter=0 lmax_factor=2\)" "$r" "speed-up names the FSHT case"
+has "Cases not in every file" "$r" "cases not shared are listed"
+has "^\| 1024 \|.*\| — \|" "$r" "a case of one file only shows — for the other"
+has "^\| 2048 \|" "$r" "the other file's extra cases are listed too"
+has "Table 1" "$r" "paper's Table 1 shares shown"
+has "GTX 480" "$r" "paper's hardware shown"
+# the paper's column where the parameters match (nside 2048, 4.7' Gaussian, fsht, 1 thread)
+gen "$tmp/mP.json" --seed 3 --host gamma --nside 2048 --fwhm 4.7
+"$PY" - "$tmp/mP.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for c in d["cases"]: c["threads"] = 1
+json.dump(d, open(sys.argv[1], "w"))
+EOF
+expect_rc 0 "report with cases matching the paper" -- report "$tmp/mP.json" -o "$tmp/repP"
+has "460 s \(HEALPix 2.15\); 160 s \(libpsht\)" "$tmp/repP/report.md" "published FSHT times where cases match"
+has "20 s \(Intel Core2 Quad 2.8 GHz\)" "$tmp/repP/report.md" "published one-core ARKCoS time where the case matches"
+has "23x vs HEALPix 2.15 \(1 core\)" "$tmp/repP/report.md" "speed-up the paper implies"
+expect_rc 2 "report over an existing report.md without --force" -- report "$tmp/mA.json" -o "$tmp/rep"
+expect_rc 0 "report with --force" -- report "$tmp/mA.json" "$tmp/mB.json" -o "$tmp/rep" --force
+expect_rc 0 "report without the paper" -- report "$tmp/mA.json" -o "$tmp/rep2" --no-published
+hasnt "GTX 480" "$tmp/rep2/report.md" "--no-published leaves the paper out"
+expect_rc 2 "report: missing file" -- report "$tmp/nope.json" -o "$tmp/rep3"
+expect_rc 2 "report: malformed file" -- report "$tmp/mA.json" "$tmp/malformed.json" -o "$tmp/rep3"
+expect_rc 2 "report: no -o" -- report "$tmp/mA.json"
+expect_rc 2 "report: malformed --published" -- report "$tmp/mA.json" -o "$tmp/rep3" --published "$tmp/malformed.json"
+if [ ! -e "$tmp/rep3/report.md" ]; then ok "nothing written on bad input"; else bad "nothing written on bad input"; fi
+
+# ------------------------------------------------------ scripts/perfcheck.sh
+# `arkcos run` is replaced by a stub that hands out prepared results files in
+# turn; `compare` is the real one. Checks the flow, not the timings.
+pc="$tmp/pc"; mkdir -p "$pc"
+cat >"$pc/arkcos" <<EOF
+#!/usr/bin/env bash
+if [ "\$1" = run ]; then      # run CONFIG --out DIR --force
+  n=\$(( \$(cat "$pc/count" 2>/dev/null || echo 0) + 1 )); echo \$n >"$pc/count"
+  mkdir -p "\$4" && cp "$pc/run\$n.json" "\$4/results.json"; exit
+fi
+exec "$ARKCOS" "\$@"
+EOF
+chmod +x "$pc/arkcos"
+# perfcheck NAME RUN1 [RUN2]: runs the script with these sweep results
+perfcheck() {
+  local name=$1; shift
+  rm -rf "$pc/out" "$pc/out-confirm" "$pc/count" "$pc"/run*.json
+  local n=0 f; for f in "$@"; do n=$((n + 1)); cp "$f" "$pc/run$n.json"; done
+  ARKCOS="$pc/arkcos" PERFCHECK_BASELINE="$pc/baseline.json" PERFCHECK_OUT="$pc/out" \
+    bash scripts/perfcheck.sh ${PC_ARGS:-} >"$tmp/out" 2>"$tmp/err"
+  pc_rc=$?
+  pc_runs=$(cat "$pc/count" 2>/dev/null || echo 0)
+}
+rm -f "$pc/baseline.json"
+perfcheck "no baseline" "$tmp/base.json"
+[ "$pc_rc" -eq 2 ] && ok "perfcheck without a baseline: exit 2" || bad "perfcheck without a baseline: exit $pc_rc"
+has "perfcheck-update" "$tmp/err" "perfcheck says how to record a baseline"
+PC_ARGS=--update perfcheck "update" "$tmp/base.json"
+[ "$pc_rc" -eq 0 ] && cmp -s "$pc/baseline.json" "$tmp/base.json" && ok "perfcheck --update records the run as baseline" \
+  || bad "perfcheck --update: exit $pc_rc"
+perfcheck "same" "$tmp/same.json"
+[ "$pc_rc" -eq 0 ] && [ "$pc_runs" -eq 1 ] && ok "perfcheck, no change: exit 0 after one run" || bad "perfcheck, no change: exit $pc_rc, $pc_runs runs"
+perfcheck "other machine" "$tmp/machine2x.json"
+[ "$pc_rc" -eq 0 ] && ok "perfcheck, 2x slower machine: exit 0 (normalised)" || bad "perfcheck, 2x slower machine: exit $pc_rc"
+perfcheck "noise" "$tmp/slow.json" "$tmp/same.json"
+[ "$pc_rc" -eq 0 ] && [ "$pc_runs" -eq 2 ] && ok "perfcheck, regression not repeated: rerun, exit 0" || bad "perfcheck, regression not repeated: exit $pc_rc, $pc_runs runs"
+has "treated as noise" "$tmp/out" "perfcheck says the unconfirmed regression was noise"
+gen "$tmp/slow512.json" --seed 7 --scale-case arkcos-512=2
+perfcheck "different cases" "$tmp/slow.json" "$tmp/slow512.json"
+[ "$pc_rc" -eq 0 ] && ok "perfcheck, different cases regress in the two runs: exit 0" || bad "perfcheck, different cases: exit $pc_rc"
+gen "$tmp/slow_again.json" --seed 8 --scale-case arkcos-256=2
+perfcheck "confirmed" "$tmp/slow.json" "$tmp/slow_again.json"
+[ "$pc_rc" -eq 3 ] && [ "$pc_runs" -eq 2 ] && ok "perfcheck, regression in both runs: exit 3" || bad "perfcheck, regression in both runs: exit $pc_rc, $pc_runs runs"
+has "^  arkcos-256$" "$tmp/out" "perfcheck names the confirmed case"
+
+echo "TESTS $passed $failed"
+[ "$failed" -eq 0 ]
