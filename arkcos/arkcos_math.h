@@ -124,4 +124,23 @@ ARKCOS_HD static inline void arkcos_fold(int64_t m, int64_t N, int64_t L,
   *mirror = (r == 0 || 2 * r >= N) ? (N - r) % N : -1;
 }
 
+/* Gather form of arkcos_fold, for a backend in which one thread owns an
+ * output bin (no atomics): the t-th (t = 0, 1, 2, ...) kernel-grid mode m that
+ * arkcos_fold sends to half-spectrum bin d (0 <= d <= N/2) of a ring with N
+ * pixels; *conj = 1 where the mode lands as its complex conjugate. The
+ * sequence is arkcos_fold's scatter order: m never decreases (so a caller
+ * stops at the first m >= L/2 + 1), and where one m lands twice on the same
+ * bin (d = 0 or d = N/2) its value comes before its conjugate. For d > 0:
+ * m = d + (t/2) N (value) and (t/2 + 1) N - d (conjugate) alternate; for
+ * d = 0: m = 0, then N, N*, 2N, 2N*, ... The weight is arkcos_fold's (0.5 at
+ * m = L/2 of an even grid). */
+ARKCOS_HD static inline int64_t arkcos_fold_source(int64_t d, int64_t N, int64_t t, int *conj) {
+  if (d == 0) {
+    *conj = t > 0 && (t & 1) == 0;
+    return ((t + 1) >> 1) * N;
+  }
+  *conj = (int)(t & 1);
+  return (t & 1) ? ((t >> 1) + 1) * N - d : (t >> 1) * N + d;
+}
+
 #endif

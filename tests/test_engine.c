@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "arkcos/arkcos.h"
+#include "arkcos/arkcos_math.h"
 #include "tests/testlib.h"
 
 #ifndef M_PI
@@ -541,6 +542,96 @@ TEST_GROUP(plan_reuse) {
   arkcos_geometry_destroy(g);
 }
 
+/* The math the GPU backend shares with the CPU (arkcos_math.h), against
+ * definitions written out the slow way. */
+TEST_GROUP(shared_math) {
+  /* chord distance against unit vectors */
+  double worst = 0;
+  for (int t = 0; t < 100000; t++) {
+    double t1 = M_PI * urand(), t2 = M_PI * urand(), dp = 2 * M_PI * urand();
+    if (t < 50000) t2 = t1 + 1e-3 * (urand() - 0.5), dp *= 1e-3; /* small distances */
+    double a[3] = {sin(t1), 0, cos(t1)}, b[3] = {sin(t2) * cos(dp), sin(t2) * sin(dp), cos(t2)};
+    double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2];
+    double d2 = dx * dx + dy * dy + dz * dz;
+    double h = sin(0.5 * (t1 - t2));
+    double e = fabs(arkcos_chord2(h * h, sin(t1) * sin(t2), dp) - d2) / (d2 + 1e-300);
+    if (d2 > 1e-12 && e > worst) worst = e;
+  }
+  /* measured 1.3e-11: the unit-vector difference itself cancels at small d */
+  CHECK_LE("arkcos_chord2 vs |a - b|^2 from unit vectors, relative", worst, 1e-10);
+  /* window: the edge is at the cutoff, and the sample range covers it */
+  arkcos_kfun kf = {0};
+  kf.type = ARKCOS_KERNEL_TOPHAT;
+  kf.norm = 1;
+  kf.cutoff = 0.05;
+  kf.cut_d2 = 4 * pow(sin(0.025), 2);
+  int missed = 0, edge_bad = 0;
+  for (int t = 0; t < 20000; t++) {
+    double t1 = 0.05 + (M_PI - 0.1) * urand(), t2 = t1 + 0.1 * (urand() - 0.5);
+    double h = sin(0.5 * (t1 - t2)), ss = sin(t1) * sin(t2), half = arkcos_dphi_window(&kf, h * h, ss);
+    if (half > 0 && half < M_PI && fabs(arkcos_chord2(h * h, ss, half) - kf.cut_d2) > 1e-12 * kf.cut_d2) edge_bad++;
+    int64_t L = 64 + (int64_t)(urand() * 4000), n0, n1;
+    double off = (urand() - 0.5) * 4 * M_PI / (double)L;
+    arkcos_sample_range(half, off, L, &n0, &n1);
+    for (int64_t n = -L / 2; n < L / 2; n++) {
+      double d2 = arkcos_chord2(h * h, ss, off + 2 * M_PI * n / L);
+      int inside = d2 <= kf.cut_d2;
+      int covered = (n1 - n0 + 1 >= L) || (n >= n0 && n <= n1) || (n + L >= n0 && n + L <= n1) ||
+                    (n - L >= n0 && n - L <= n1);
+      if (inside && !covered) missed++;
+    }
+  }
+  CHECK(edge_bad == 0, "window edge at the cutoff: %d bad", edge_bad);
+  CHECK(missed == 0, "sample range misses %d samples inside the window", missed);
+  /* folding: scatter rule against its definition, and the GPU's gather form */
+  int bad_def = 0, bad_gather = 0;
+  for (int64_t L = 4; L <= 40; L += 1)
+    for (int64_t N = 1; N <= L; N++) {
+      int64_t nm = L / 2 + 1;
+      /* count[d][m][c]: times mode m lands on bin d (c = 1: conjugated) */
+      int cnt_s[21][21][2] = {{{0}}}, cnt_g[21][21][2] = {{{0}}};
+      for (int64_t m = 0; m < nm; m++) {
+        int64_t d, mi;
+        double w;
+        arkcos_fold(m, N, L, &d, &mi, &w);
+        if (d >= 0) cnt_s[d][m][0]++;
+        if (mi >= 0) cnt_s[mi][m][1]++;
+        /* definition: +m lands on m mod N, -m on (-m) mod N, kept when <= N/2 */
+        int64_t r = m % N, rn = (N - r) % N;
+        int want_d = 2 * r <= N, want_mi = m > 0 && 2 * rn <= N;
+        if ((d >= 0) != want_d || (want_d && d != r) || (mi >= 0) != want_mi || (want_mi && mi != rn)) bad_def++;
+        if (fabs(w - ((2 * m == L) ? 0.5 : 1.0)) > 0) bad_def++;
+      }
+      for (int64_t d = 0; 2 * d <= N; d++)
+        for (int64_t t = 0;; t++) {
+          int conj;
+          int64_t m = arkcos_fold_source(d, N, t, &conj);
+          if (m >= nm) break;
+          cnt_g[d][m][conj]++;
+        }
+      if (memcmp(cnt_s, cnt_g, sizeof cnt_s)) bad_gather++;
+    }
+  CHECK(bad_def == 0, "arkcos_fold against its definition: %d mismatches", bad_def);
+  CHECK(bad_gather == 0, "arkcos_fold_source (GPU gather) differs from arkcos_fold (scatter) in %d (N, L)",
+        bad_gather);
+  /* kernel evaluation at a squared chord equals evaluation at the angle */
+  arkcos_kernel *k = gauss(30 * ARCMIN, 2 * DEG, 0);
+  worst = 0;
+  for (int t = 0; t < 10000; t++) {
+    double a = 2.1 * DEG * urand();
+    arkcos_kfun f = {0};
+    f.type = ARKCOS_KERNEL_GAUSSIAN;
+    f.norm = 1;
+    f.inv2s2 = 0.5 / pow(30 * ARCMIN / sqrt(8 * log(2.0)), 2);
+    f.cutoff = 2 * DEG;
+    f.cut_d2 = 4 * pow(sin(DEG), 2);
+    double v1 = arkcos_kfun_d2(&f, 4 * pow(sin(0.5 * a), 2)), v2 = arkcos_kfun_alpha(&f, a);
+    if (fabs(v1 - v2) > worst) worst = fabs(v1 - v2);
+  }
+  CHECK_LE("kernel at chord vs at angle, max abs difference", worst, 1e-14);
+  arkcos_kernel_destroy(k);
+}
+
 TEST_GROUP(plan_errors) {
   arkcos_error e = {0};
   arkcos_kernel_spec s = {0};
@@ -575,5 +666,5 @@ TEST_GROUP(plan_errors) {
 
 TEST_MAIN(TG(geometry_vs_chealpix), TG(pixel_arithmetic), TG(ecp_geometry), TG(kernel_normalisation),
           TG(kernel_legendre), TG(arkcos_vs_direct_healpix), TG(arkcos_whole_sphere_levels),
-          TG(arkcos_vs_direct_ecp), TG(properties), TG(single_precision), TG(plan_reuse),
+          TG(arkcos_vs_direct_ecp), TG(properties), TG(single_precision), TG(plan_reuse), TG(shared_math),
           TG(plan_errors))
