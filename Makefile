@@ -32,6 +32,10 @@ else
   GPU_OBJ  :=
 endif
 
+# recorded in results' meta.cflags
+ARKCOS_CFLAGS_STR := $(CFLAGS)
+$(BUILD)/obj/harness/meta.o: CFLAGS += -DARKCOS_CFLAGS='"$(ARKCOS_CFLAGS_STR)"'
+
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(GPU_OBJ)
 REF_OBJ    := $(REF_SRC:%.c=$(BUILD)/obj/%.o)
 HARN_OBJ   := $(HARN_SRC:%.c=$(BUILD)/obj/%.o)
@@ -40,7 +44,7 @@ LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 
 .PHONY: all test bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check
 
-all: $(BUILD)/arkcos $(TEST_BIN) $(BUILD)/tests/gpu_check $(BUILD)/tests/bench
+all: $(BUILD)/arkcos $(TEST_BIN) $(BUILD)/tests/gpu_check $(BUILD)/tests/bench $(BUILD)/tests/kernel_profile
 
 $(BUILD)/obj/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
 	@mkdir -p $(dir $@)
@@ -65,7 +69,7 @@ $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIBS)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lchealpix -lstdc++
 
 # GPU against CPU and the direct sum; not part of `make test` (it needs a device)
-$(BUILD)/tests/gpu_check $(BUILD)/tests/bench: $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIBS)
+$(BUILD)/tests/gpu_check $(BUILD)/tests/bench $(BUILD)/tests/kernel_profile: $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
 

@@ -13,7 +13,7 @@ static const struct {
     {"smooth", cmd_smooth,
      "IN.fits [IN2.fits ...] OUT.fits (--fwhm-arcmin F | --kernel-file FILE) "
      "[--cutoff-deg R | --cutoff-rel EPS] ..."},
-    {"run", cmd_run, "CONFIG.json [--out DIR] [--resume]"},
+    {"run", cmd_run, "CONFIG.json [--out DIR] [--resume] [--force]"},
     {"compare-maps", cmd_compare_maps, "A.fits B.fits [--lmax L]"},
     {"compare", cmd_compare,
      "BASELINE.json NEW.json [--threshold F] [--normalize-by METHOD]"},
