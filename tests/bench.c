@@ -3,7 +3,8 @@
  * run, same machine, same threads. Reports; never asserts.
  *
  * usage: bench [--nside N,N,...] [--threads T] [--repeats R] [--fsht-repeats R]
- *              [--fwhm-arcmin-2048 F] [--cutoff-rel EPS] [--no-fsht]
+ *              [--fwhm-arcmin-2048 F] [--cutoff-rel EPS] [--no-fsht] [--no-cache]
+ *        bench --support-sweep NSIDE [--threads T] [--repeats R]
  * The beam keeps the pixels-per-FWHM ratio of 4.7' at nside 2048 (about 2.8):
  * FWHM = 4.7' * 2048 / nside unless --fwhm-arcmin-2048 says otherwise.
  */
@@ -30,9 +31,85 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Time against kernel support (diameter) at one nside: a Gaussian cut at
+ * `rel` of its peak with cutoff = support / 2. Fits t = a + b * rings and
+ * reports where the line crosses FSHT (iter 0 and 3) on the same threads. */
+static int support_sweep(long nside, int threads, int repeats, double rel) {
+  const double supports[] = {0.25, 0.5, 1, 2, 4, 8, 16};
+  const int ns = 7;
+  arkcos_error err;
+  arkcos_geometry *g = arkcos_geometry_healpix(nside, &err);
+  if (!g) return fprintf(stderr, "bench: %s\n", err.msg), 1;
+  double *in = malloc(sizeof(double) * g->npix), *out = malloc(sizeof(double) * g->npix);
+  for (int64_t i = 0; i < g->npix; i++) in[i] = sin(0.001 * (double)i) + cos(0.37 * (double)i);
+  double rings[7], secs[7], ts[64];
+  double ring_step = 2.0 / (3.0 * (double)nside) * 180 / M_PI; /* equatorial ring spacing, deg */
+  printf("# support sweep: nside %ld, %d threads, Gaussian cut at %.0e of the peak, cutoff = support / 2\n", nside,
+         threads, rel);
+  printf("# %8s %8s %8s %10s | %5s %5s %5s %5s %5s\n", "support", "fwhm'", "rings", "arkcos_s", "mapff", "keval",
+         "kfft", "reduc", "ifft");
+  arkcos_kernel *k = NULL;
+  for (int c = 0; c < ns; c++) {
+    arkcos_kernel_spec ks = {0};
+    ks.type = ARKCOS_KERNEL_GAUSSIAN;
+    ks.cutoff = 0.5 * supports[c] * M_PI / 180;
+    ks.fwhm = ks.cutoff / sqrt(2 * log(1 / rel)) * sqrt(8 * log(2.0));
+    arkcos_kernel_destroy(k);
+    k = arkcos_kernel_create(&ks, &err);
+    arkcos_options o;
+    arkcos_options_default(&o);
+    o.backend = ARKCOS_BACKEND_CPU;
+    o.threads = threads;
+    arkcos_plan *p = arkcos_plan_create(g, k, &o, &err);
+    if (!p) return fprintf(stderr, "bench: %s\n", err.msg), 1;
+    arkcos_execute(p, in, out, &err);
+    arkcos_stage_times st;
+    for (int r = 0; r < repeats && r < 64; r++) {
+      double t0 = wall_time();
+      arkcos_execute(p, in, out, &err);
+      ts[r] = wall_time() - t0;
+    }
+    arkcos_plan_stages(p, &st);
+    arkcos_plan_destroy(p);
+    rings[c] = supports[c] / ring_step;
+    secs[c] = median(ts, repeats < 64 ? repeats : 64);
+    double tot = st.total > 0 ? st.total : 1;
+    printf("  %8.2f %8.2f %8.0f %10.4f | %4.0f%% %4.0f%% %4.0f%% %4.0f%% %4.0f%%\n", supports[c], ks.fwhm * 10800 / M_PI,
+           rings[c], secs[c], 100 * st.map_fft / tot, 100 * st.kernel_eval / tot, 100 * st.kernel_fft / tot,
+           100 * st.reduction / tot, 100 * st.map_ifft / tot);
+    fflush(stdout);
+  }
+  /* least squares t = a + b rings */
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (int c = 0; c < ns; c++) {
+    sx += rings[c];
+    sy += secs[c];
+    sxx += rings[c] * rings[c];
+    sxy += rings[c] * secs[c];
+  }
+  double b = (ns * sxy - sx * sy) / (ns * sxx - sx * sx), a = (sy - b * sx) / ns;
+  double f[2];
+  for (int it = 0; it <= 1; it++) {
+    double t0 = wall_time();
+    if (ref_fsht_smooth(g, k, in, out, (int)(3 * nside - 1), it * 3, NULL, threads, &err))
+      return fprintf(stderr, "bench: %s\n", err.msg), 1;
+    f[it] = wall_time() - t0;
+  }
+  printf("# fit: t = %.4f s + %.3g s/ring (%.3g s per degree of support)\n", a, b, b / ring_step);
+  for (int it = 0; it <= 1; it++)
+    printf("# FSHT iter %d: %.3f s -> ARKCoS is faster below a support of %.0f rings (%.1f deg)\n", it * 3, f[it],
+           (f[it] - a) / b, (f[it] - a) / b * ring_step);
+  arkcos_kernel_destroy(k);
+  free(in);
+  free(out);
+  arkcos_geometry_destroy(g);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   long nsides[8] = {512, 1024, 2048};
   int nn = 3, threads = 2, repeats = 3, frep = 1, do_fsht = 1, do_cache = 1;
+  long sweep_nside = 0;
   double fwhm2048 = 4.7, rel = 1e-5;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--nside") && i + 1 < argc) {
@@ -45,6 +122,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--cutoff-rel") && i + 1 < argc) rel = atof(argv[++i]);
     else if (!strcmp(argv[i], "--no-fsht")) do_fsht = 0;
     else if (!strcmp(argv[i], "--no-cache")) do_cache = 0;
+    else if (!strcmp(argv[i], "--support-sweep") && i + 1 < argc) sweep_nside = atol(argv[++i]);
     else {
       fprintf(stderr, "bench: unknown argument %s\n", argv[i]);
       return 2;
@@ -55,6 +133,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   omp_set_num_threads(threads);
+  if (sweep_nside > 0) return support_sweep(sweep_nside, threads, repeats, rel);
   printf("# ARKCoS CPU bench: %d threads, Gaussian FWHM = %.2f' * 2048 / nside, cut at %.0e of the peak, double\n",
          threads, fwhm2048, rel);
   printf("# %-5s %7s %7s %6s | %9s %9s %9s | %7s %7s | %9s %9s | %5s %5s %5s %5s %5s | %8s %8s\n", "nside", "fwhm'",
