@@ -20,7 +20,10 @@ TEST_SRC   := $(wildcard tests/test_*.c)
 ifeq ($(GPU),1)
   CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
   # sm_90 (Hopper) is the target; the others keep older cards building.
-  NVCCFLAGS ?= -O3 -std=c++14 -gencode arch=compute_70,code=sm_70 \
+  # CUDA 13 dropped Volta (sm_70): its oldest target is Turing (sm_75).
+  NVCC_MAJOR := $(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+  OLDEST_SM := $(if $(filter 1 2 3 4 5 6 7 8 9 10 11 12,$(NVCC_MAJOR)),70,75)
+  NVCCFLAGS ?= -O3 -std=c++14 -gencode arch=compute_$(OLDEST_SM),code=sm_$(OLDEST_SM) \
                -gencode arch=compute_80,code=sm_80 \
                -gencode arch=compute_90,code=sm_90 \
                -gencode arch=compute_90,code=compute_90

@@ -56,7 +56,8 @@ int arkcos_fail(arkcos_error *err, int code, const char *fmt, ...)
 #endif
     ;
 
-/* Process exit status for an error code: 2 for EINVAL, 1 otherwise. */
+/* Process exit status for an error code: 2 for EINVAL and ENODEV (bad usage
+ * or input), 1 otherwise. */
 int arkcos_exit_status(int code);
 
 /* -------------------------------------------------------------- geometry */
@@ -233,6 +234,12 @@ typedef struct arkcos_gpu_info {
 } arkcos_gpu_info;
 
 void arkcos_gpu_query(arkcos_gpu_info *info);
+
+/* The host-device copy limit: median seconds to copy `bytes` from pinned
+ * host memory to the device (*h2d) and back (*d2h) over `reps` repeats.
+ * ARKCOS_ENODEV without a device or without CUDA. */
+int arkcos_gpu_copy_time(int device, size_t bytes, int reps, double *h2d, double *d2h,
+                         arkcos_error *err);
 
 #ifdef __cplusplus
 }

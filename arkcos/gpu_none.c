@@ -19,3 +19,11 @@ int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err) {
   (void)p;
   return arkcos_fail(err, ARKCOS_ENODEV, "--backend gpu: this binary was built without CUDA");
 }
+
+int arkcos_gpu_copy_time(int device, size_t bytes, int reps, double *h2d, double *d2h, arkcos_error *err) {
+  (void)device;
+  (void)bytes;
+  (void)reps;
+  *h2d = *d2h = 0;
+  return arkcos_fail(err, ARKCOS_ENODEV, "built without CUDA");
+}

@@ -1,0 +1,1527 @@
+/*
+ * gpu.cu -- the CUDA backend: the algorithm of cpu_impl.h (the reference)
+ * restated for a GPU with cuFFT, in double (R = double) or single (R = float)
+ * precision. Kernel values and distances are always computed in double
+ * (paper section 4.1); FFTs, products and sums run in R.
+ *
+ * Notation as in cpu_impl.h: ring j has N_j pixels and spectrum
+ * R_j[m] = w_j sum_k r_jk e^{-2 pi i m k / N_j}, m < nm = L/2 + 1, extended
+ * periodically (enhanced) or phase-rotated and zero padded (paper); for output
+ * ring i and input ring j the kernel is sampled at delta + 2 pi n / L, its DFT
+ * H_ij[m] taken, A_i[m] = sum_j H_ij[m] R_j[m]; the output spectrum is A_i
+ * folded (enhanced) or truncated (paper), and s_i = c2r(...) / L.
+ *
+ * Device memory (C = complex R):
+ *   map    npix R                 input map, overwritten by the output map
+ *   fmap   the map with every ring at an even offset (cuFFT wants 16-byte
+ *          aligned rows); only for geometries with odd ring offsets, else
+ *          the map itself
+ *   spec   nrings x nmp C         ring spectra, one padded row per ring
+ *   ospec  sum_i (N_i/2 + 1) C    output half-spectra, ring after ring
+ *   tables ring, task and ring-pair descriptions (built once, on the host)
+ *   tw     L C                    e^{-2 pi i q / L}
+ *   arena  one block of output rings at a time: accumulators A (two rows
+ *          per task: ring and mirror), kernel grids and their spectra, and
+ *          the samples of sparse kernel rows
+ * plus cuFFT work areas. Output rings are processed in blocks sized to the
+ * free memory, so a map runs whenever its spectra fit.
+ *
+ * Per execute, on one stream (cap-ring FFTs forked onto a few more):
+ *  1. h2d: the map through a ring of pinned staging slots (host conversion
+ *     of chunk c+1 overlaps the copy of chunk c), converted to R on the host.
+ *  2. map_fft: weights, batched r2c straight from the map into the spectra
+ *     rectangle (one plan per arithmetic run of equal-length rings: the
+ *     equatorial belt in batches, each north/south cap pair as a batch of 2),
+ *     then periodic extension or phase rotation. Captured once as a CUDA graph.
+ *  3. per block of output rings:
+ *     kernel_eval  samples of every ring pair (i, j) inside the cutoff, each
+ *                  computed once for (i, j) and (mirror i, mirror j);
+ *                  dense pairs into zeroed L-point grids, sparse pairs (at
+ *                  most direct_max samples) into a compact list;
+ *     kernel_fft   one batched r2c of the dense grids (batches of 2^k rows);
+ *     reduction    one thread per output mode m loops over the input rings
+ *                  in a fixed order (no atomics: bit-identical run to run),
+ *                  taking H_ij[m] from the grid spectra or, for sparse pairs,
+ *                  as a direct DFT of the few samples (fused here, so those
+ *                  spectra are never stored);
+ *     map_ifft     (first part) fold / truncate + 1/L into ospec.
+ *  4. map_ifft: batched c2r of the output rings into the map (graph).
+ *  5. d2h: back through the staging slots.
+ *
+ * Stage times come from CUDA events (h2d from the first host conversion to
+ * the last copy; d2h is wall time from the end of the compute to the last
+ * host conversion); sparse kernel rows are transformed inside the reduction
+ * and timed there. A plan executes one map at a time.
+ *
+ * Environment (for tests and tuning): ARKCOS_GPU_ARENA_BYTES caps the block
+ * arena (forces chunking), ARKCOS_GPU_DIRECT_MAX sets the largest sparse
+ * kernel row (0: every row through cuFFT), ARKCOS_GPU_GRAPHS=0 issues the map
+ * FFTs directly instead of as CUDA graphs.
+ */
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "arkcos/plan_internal.h"
+
+namespace {
+
+/* ------------------------------------------------------------ constants */
+
+const int NAUX = 4;               /* extra streams for the cap-ring FFTs */
+const int TPB = 256;              /* threads per block, element-wise kernels */
+const int RTPB = 128;             /* threads per block, reduction */
+const int RESEED = 8;             /* direct DFT: exact twiddle every RESEED terms */
+const int64_t DIRECT_MAX = 48;    /* sparse pair: at most this many samples */
+const int64_t RUN_ELEMS = 1 << 24; /* map FFT batches: at most 16M points */
+const int KPLANS = 11;            /* kernel-grid batches 1, 2, 4, ..., 1024 */
+const int64_t MAX_L = (int64_t)1 << 23; /* grid dims and 48-bit products */
+const int64_t STAGE_CHUNK = (int64_t)4 << 20; /* staging chunk, elements */
+const int NSLOT = 4;              /* staging slots */
+const size_t ARENA_MAX = (size_t)4 << 30;
+
+/* ------------------------------------------------------- error handling */
+
+const char *cufft_string(cufftResult r) {
+  switch (r) {
+    case CUFFT_SUCCESS: return "success";
+    case CUFFT_INVALID_PLAN: return "invalid plan";
+    case CUFFT_ALLOC_FAILED: return "allocation failed";
+    case CUFFT_INVALID_TYPE: return "invalid type";
+    case CUFFT_INVALID_VALUE: return "invalid value";
+    case CUFFT_INTERNAL_ERROR: return "internal error";
+    case CUFFT_EXEC_FAILED: return "execution failed";
+    case CUFFT_SETUP_FAILED: return "setup failed";
+    case CUFFT_INVALID_SIZE: return "invalid size";
+    case CUFFT_UNALIGNED_DATA: return "unaligned data";
+    case CUFFT_INVALID_DEVICE: return "invalid device";
+    case CUFFT_NO_WORKSPACE: return "no workspace";
+    case CUFFT_NOT_IMPLEMENTED: return "not implemented";
+    case CUFFT_NOT_SUPPORTED: return "not supported";
+    default: return "unknown cuFFT error";
+  }
+}
+
+/* "cudaMalloc(&x, n)" -> "cudaMalloc": messages name the call, not its text */
+void call_name(const char *expr, char *buf, size_t len) {
+  size_t n = 0;
+  while (expr[n] && expr[n] != '(' && n + 1 < len) n++;
+  memcpy(buf, expr, n);
+  buf[n] = 0;
+}
+
+int cuda_fail(arkcos_error *err, cudaError_t e, const char *expr, const char *file, int line) {
+  char name[96];
+  call_name(expr, name, sizeof name);
+  (void)cudaGetLastError(); /* clear a non-sticky error */
+  int code = e == cudaErrorMemoryAllocation ? ARKCOS_ENOMEM
+             : (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorInvalidDevice)
+                 ? ARKCOS_ENODEV
+                 : ARKCOS_ERUNTIME;
+  return arkcos_fail(err, code, "GPU: %s failed: %s (%s:%d)", name, cudaGetErrorString(e), file, line);
+}
+
+int cufft_fail(arkcos_error *err, cufftResult r, const char *expr, const char *file, int line) {
+  char name[96];
+  call_name(expr, name, sizeof name);
+  int code = r == CUFFT_ALLOC_FAILED ? ARKCOS_ENOMEM : ARKCOS_ERUNTIME;
+  return arkcos_fail(err, code, "GPU: %s failed: %s (%s:%d)", name, cufft_string(r), file, line);
+}
+
+/* Every CUDA and cuFFT call goes through one of these: the failure is
+ * recorded with file and line and the enclosing function returns its code;
+ * plan creation then releases everything through gpu_destroy. */
+#define CUDA_CHECK(call)                                                     \
+  do {                                                                       \
+    cudaError_t ck_e = (call);                                               \
+    if (ck_e != cudaSuccess) return cuda_fail(err, ck_e, #call, __FILE__, __LINE__); \
+  } while (0)
+#define CUFFT_CHECK(call)                                                    \
+  do {                                                                       \
+    cufftResult ck_r = (call);                                               \
+    if (ck_r != CUFFT_SUCCESS) return cufft_fail(err, ck_r, #call, __FILE__, __LINE__); \
+  } while (0)
+#define LAUNCH_CHECK(name)                                                   \
+  do {                                                                       \
+    cudaError_t ck_e = cudaGetLastError();                                   \
+    if (ck_e != cudaSuccess) return cuda_fail(err, ck_e, "launch of " name, __FILE__, __LINE__); \
+  } while (0)
+
+/* ----------------------------------------------------- precision traits */
+
+template <class R> struct cx;
+template <> struct cx<double> { typedef double2 T; };
+template <> struct cx<float> { typedef float2 T; };
+
+cufftType r2c_type(double) { return CUFFT_D2Z; }
+cufftType r2c_type(float) { return CUFFT_R2C; }
+cufftType c2r_type(double) { return CUFFT_Z2D; }
+cufftType c2r_type(float) { return CUFFT_C2R; }
+cufftResult exec_r2c(cufftHandle h, double *in, double2 *out) { return cufftExecD2Z(h, in, out); }
+cufftResult exec_r2c(cufftHandle h, float *in, float2 *out) { return cufftExecR2C(h, in, out); }
+cufftResult exec_c2r(cufftHandle h, double2 *in, double *out) { return cufftExecZ2D(h, in, out); }
+cufftResult exec_c2r(cufftHandle h, float2 *in, float *out) { return cufftExecC2R(h, in, out); }
+
+/* ------------------------------------------------- tables for the device */
+
+/* Ring, task and ring-pair descriptions as the kernels see them (device
+ * pointers; host pointers in a host emulation of the kernels). A pair is an
+ * (output task, input ring j) with kernel samples n0 .. n0 + cnt - 1; kind 1:
+ * dense (kernel grid + FFT), ord = its index among the dense pairs; kind 0:
+ * sparse (direct DFT), ord = offset of its samples among the sparse ones. */
+struct dtables {
+  const int64_t *nph, *ofs, *oofs; /* per ring: length, map offset, ospec offset */
+  const int64_t *pofs;             /* per ring: offset in the FFT layout of the map */
+  const double *w, *phi0;          /* per ring: pixel weight, first azimuth */
+  const int *mirror;               /* per ring: mirror ring or -1 */
+  const int *task;                 /* per task: first ring */
+  const int64_t *tp;               /* per task: first pair (ntasks + 1) */
+  const int *pj, *pcnt;            /* per pair: input ring, sample count */
+  const unsigned char *pkind;
+  const int64_t *pn0, *psoff, *pord; /* first sample, sample prefix (P + 1), ord */
+  const double *psdt2, *pss, *pdelta; /* sin^2(dtheta/2), sin t sin t', azimuth offset */
+};
+
+/* One block of output tasks [ta, tb) and pairs [pa, pb) (a block may start
+ * or, when it holds one task only, end inside a task's pairs) with its
+ * pieces of the arena. */
+struct blockp {
+  int64_t ta, tb, pa, pb;
+  int64_t f0, nf;    /* dense pairs: first ord, count */
+  int64_t d0, nd;    /* sparse samples: first offset, count */
+  int64_t s0, ns;    /* all samples: first prefix, count */
+  size_t acc, hspec, grid, dsamp, end; /* byte offsets in the arena */
+  void *acc_p, *hspec_p, *grid_p, *dsamp_p;
+};
+
+/* ------------------------------------------------------- device kernels */
+/* Each kernel is a __host__ __device__ body with explicit block and thread
+ * indices and a thin __global__ wrapper, so that the index arithmetic can be
+ * exercised on a host too. No body synchronises threads. */
+
+ARKCOS_HD inline int64_t mulmod_L(int64_t a, int64_t b, int64_t L, double invL) {
+  /* (a b) mod L for 0 <= a, b < L <= 2^23: the product (< 2^46) and the
+   * quotient are exact in double up to one unit, corrected below */
+  int64_t prod = a * b;
+  int64_t k = (int64_t)((double)prod * invL);
+  int64_t r = prod - k * L;
+  if (r < 0) r += L;
+  else if (r >= L) r -= L;
+  return r;
+}
+
+/* ring r times its pixel weight, as the CPU's (R)(w * in), from the map into
+ * the FFT layout (the same buffer and offsets unless some ring starts at an
+ * odd offset: cuFFT wants 16-byte aligned rows) */
+template <class R>
+ARKCOS_HD inline void body_weight(const R *map, R *fmap, const dtables &t, int64_t r, int tx, int bd) {
+  const int64_t N = t.nph[r], o = t.ofs[r], po = t.pofs[r];
+  const double w = t.w[r];
+  for (int64_t k = tx; k < N; k += bd) fmap[po + k] = (R)(w * (double)map[o + k]);
+}
+
+/* ring r from the FFT layout back into the map (padded layouts only) */
+template <class R>
+ARKCOS_HD inline void body_unpack(R *map, const R *fmap, const dtables &t, int64_t r, int tx, int bd) {
+  const int64_t N = t.nph[r], o = t.ofs[r], po = t.pofs[r];
+  for (int64_t k = tx; k < N; k += bd) map[o + k] = fmap[po + k];
+}
+
+/* modes above a ring's Nyquist frequency: periodic extension (enhanced),
+ * or phase rotation of the ring onto phi = 0 with half weight on the Nyquist
+ * mode and zero padding (paper, Eq. 8). Enhanced reads only m <= N/2 and
+ * writes only m > N/2, so threads never race. */
+template <class R>
+ARKCOS_HD inline void body_extend(typename cx<R>::T *spec, const dtables &t, int64_t nm, int64_t nmp,
+                                  int paper, int64_t r, int tx, int bd) {
+  typedef typename cx<R>::T C;
+  const int64_t N = t.nph[r];
+  const double phi0 = t.phi0[r];
+  C *sp = spec + r * nmp;
+  for (int64_t m = tx; m < nm; m += bd) {
+    if (!paper) {
+      if (2 * m <= N) continue;
+      const int64_t q = m % N;
+      C v;
+      if (2 * q <= N) {
+        v = sp[q];
+      } else {
+        v = sp[N - q];
+        v.y = -v.y;
+      }
+      sp[m] = v;
+    } else if (2 * m <= N) {
+      double c = cos((double)m * phi0), sn = -sin((double)m * phi0);
+      double re = sp[m].x, im = sp[m].y, f = (2 * m == N) ? 0.5 : 1.0;
+      sp[m].x = (R)(f * (re * c - im * sn));
+      sp[m].y = (R)(f * (re * sn + im * c));
+    } else {
+      sp[m].x = 0;
+      sp[m].y = 0;
+    }
+  }
+}
+
+/* kernel sample s of the block (flattened over its pairs) */
+template <class R>
+ARKCOS_HD inline void body_eval(const dtables &t, const blockp &b, const arkcos_kfun &kf, int64_t L,
+                                int64_t Lp, double twopi_L, int64_t s) {
+  if (s >= b.ns) return;
+  const int64_t sg = b.s0 + s;
+  int64_t lo = b.pa, hi = b.pb; /* psoff[lo] <= sg < psoff[hi] */
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (t.psoff[mid] <= sg) lo = mid;
+    else hi = mid;
+  }
+  const int64_t k = sg - t.psoff[lo], n = t.pn0[lo] + k;
+  const double v =
+      arkcos_kfun_d2(&kf, arkcos_chord2(t.psdt2[lo], t.pss[lo], t.pdelta[lo] + twopi_L * (double)n));
+  if (t.pkind[lo])
+    ((R *)b.grid_p)[(t.pord[lo] - b.f0) * Lp + arkcos_wrap(n, L)] = (R)v;
+  else
+    ((R *)b.dsamp_p)[t.pord[lo] - b.d0 + k] = (R)v;
+}
+
+/* A_i[m] (and A_mirror(i)[m]) for task ta + bx, mode m: the sum over the
+ * block's pairs of the task in increasing j, continued from the block
+ * before when the task started there. */
+template <class R>
+ARKCOS_HD inline void body_reduce(const dtables &t, const blockp &b, const typename cx<R>::T *spec,
+                                  const typename cx<R>::T *tw, int64_t nm, int64_t nmp, int64_t L,
+                                  double invL, int64_t bx, int64_t m) {
+  typedef typename cx<R>::T C;
+  if (m >= nm) return;
+  const int64_t tk = b.ta + bx;
+  const int i = t.task[tk], i2 = t.mirror[i];
+  const bool two = i2 >= 0 && i2 != i;
+  const int64_t p0 = t.tp[tk] > b.pa ? t.tp[tk] : b.pa;
+  const int64_t p1 = t.tp[tk + 1] < b.pb ? t.tp[tk + 1] : b.pb;
+  C *acc1 = (C *)b.acc_p + 2 * bx * nmp, *acc2 = acc1 + nmp;
+  R ar = 0, ai = 0, br = 0, bi = 0;
+  if (b.pa > t.tp[tk]) { /* continued */
+    ar = acc1[m].x;
+    ai = acc1[m].y;
+    if (two) {
+      br = acc2[m].x;
+      bi = acc2[m].y;
+    }
+  }
+  const C step = tw[m]; /* e^{-2 pi i m / L} */
+  for (int64_t p = p0; p < p1; p++) {
+    R hr, hi;
+    if (t.pkind[p]) {
+      const C h = ((const C *)b.hspec_p)[(t.pord[p] - b.f0) * nmp + m];
+      hr = h.x;
+      hi = h.y;
+    } else {
+      /* H[m] = sum_n k_n e^{-2 pi i m n / L}: the twiddle rotates by step,
+       * re-seeded from the table every RESEED terms to bound rounding */
+      const R *ks = (const R *)b.dsamp_p + (t.pord[p] - b.d0);
+      const int cnt = t.pcnt[p];
+      int64_t q = mulmod_L(m, arkcos_wrap(t.pn0[p], L), L, invL);
+      R wr = 0, wi = 0;
+      hr = 0;
+      hi = 0;
+      for (int k = 0; k < cnt; k++) {
+        if (k % RESEED == 0) {
+          const C w = tw[q];
+          wr = w.x;
+          wi = w.y;
+        }
+        const R kv = ks[k];
+        hr += kv * wr;
+        hi += kv * wi;
+        const R nwr = wr * step.x - wi * step.y;
+        wi = wr * step.y + wi * step.x;
+        wr = nwr;
+        q += m;
+        if (q >= L) q -= L;
+      }
+    }
+    const int j = t.pj[p];
+    const C r1 = spec[(int64_t)j * nmp + m];
+    ar += hr * r1.x - hi * r1.y;
+    ai += hr * r1.y + hi * r1.x;
+    if (two) {
+      const C r2 = spec[(int64_t)t.mirror[j] * nmp + m];
+      br += hr * r2.x - hi * r2.y;
+      bi += hr * r2.y + hi * r2.x;
+    }
+  }
+  acc1[m].x = ar;
+  acc1[m].y = ai;
+  if (two) {
+    acc2[m].x = br;
+    acc2[m].y = bi;
+  }
+}
+
+/* Output bin d of ring (z = 0: the task's ring, 1: its mirror) for tasks
+ * whose last pair is in this block: fold (enhanced, arkcos_fold_source, the
+ * gather form of the CPU's scatter, same order) or truncate with the phase
+ * rotation back to the ring's phi0 (paper); times 1/L (exact for L = 2^k).
+ * The imaginary parts of bins 0 and N/2 are set to 0: a c2r ignores them. */
+template <class R>
+ARKCOS_HD inline void body_fold(const dtables &t, const blockp &b, typename cx<R>::T *ospec, int64_t nm,
+                                int64_t nmp, int64_t L, int paper, double invL, int64_t bx, int64_t d,
+                                int z) {
+  typedef typename cx<R>::T C;
+  const int64_t tk = b.ta + bx;
+  if (b.pb < t.tp[tk + 1]) return; /* the task goes on in the next block */
+  const int i = t.task[tk], i2 = t.mirror[i];
+  const bool two = i2 >= 0 && i2 != i;
+  if (z && !two) return;
+  const int ring = z ? i2 : i;
+  const int64_t N = t.nph[ring];
+  if (2 * d > N) return;
+  const C *acc = (const C *)b.acc_p + (2 * bx + z) * nmp;
+  double out_re, out_im;
+  if (!paper) {
+    R re = 0, im = 0;
+    for (int64_t s = 0;; s++) {
+      int conj;
+      const int64_t m = arkcos_fold_source(d, N, s, &conj);
+      if (m >= nm) break;
+      const R w = (2 * m == L) ? (R)0.5 : (R)1;
+      re += w * acc[m].x;
+      if (conj) im -= w * acc[m].y;
+      else im += w * acc[m].y;
+    }
+    out_re = re;
+    out_im = (d == 0 || 2 * d == N) ? 0.0 : (double)im;
+  } else {
+    const double phi0 = t.phi0[ring];
+    const double c = cos((double)d * phi0), sn = sin((double)d * phi0);
+    const double are = acc[d].x, aim = acc[d].y;
+    out_re = are * c - aim * sn;
+    out_im = are * sn + aim * c;
+    if (d > 0 && 2 * d == N) { /* +N/2 and -N/2 meet */
+      out_re *= 2;
+      out_im = 0;
+    }
+    if (d == 0) out_im = 0;
+  }
+  C v;
+  v.x = (R)(out_re * invL);
+  v.y = (R)(out_im * invL);
+  ospec[t.oofs[ring] + d] = v;
+}
+
+template <class R> __global__ void k_weight(const R *map, R *fmap, dtables t) {
+  body_weight<R>(map, fmap, t, blockIdx.x, threadIdx.x, blockDim.x);
+}
+template <class R> __global__ void k_unpack(R *map, const R *fmap, dtables t) {
+  body_unpack<R>(map, fmap, t, blockIdx.x, threadIdx.x, blockDim.x);
+}
+template <class R>
+__global__ void k_extend(typename cx<R>::T *spec, dtables t, int64_t nm, int64_t nmp, int paper) {
+  body_extend<R>(spec, t, nm, nmp, paper, blockIdx.x, threadIdx.x, blockDim.x);
+}
+template <class R>
+__global__ void k_eval(dtables t, blockp b, arkcos_kfun kf, int64_t L, int64_t Lp, double twopi_L) {
+  body_eval<R>(t, b, kf, L, Lp, twopi_L, (int64_t)blockIdx.x * blockDim.x + threadIdx.x);
+}
+template <class R>
+__global__ void __launch_bounds__(RTPB)
+    k_reduce(dtables t, blockp b, const typename cx<R>::T *spec, const typename cx<R>::T *tw, int64_t nm,
+             int64_t nmp, int64_t L, double invL) {
+  body_reduce<R>(t, b, spec, tw, nm, nmp, L, invL, blockIdx.x, (int64_t)blockIdx.y * blockDim.x + threadIdx.x);
+}
+template <class R>
+__global__ void k_fold(dtables t, blockp b, typename cx<R>::T *ospec, int64_t nm, int64_t nmp, int64_t L,
+                       int paper, double invL) {
+  body_fold<R>(t, b, ospec, nm, nmp, L, paper, invL, blockIdx.x,
+               (int64_t)blockIdx.y * blockDim.x + threadIdx.x, blockIdx.z);
+}
+
+/* ------------------------------------------------------ host-side plan */
+
+/* A batched FFT: N points, rows transforms, distances in elements of the
+ * input and output types; stream 0 is the main stream. */
+struct fft_desc {
+  int kind; /* 0: map r2c, 1: map c2r, 2: kernel-grid r2c */
+  int64_t N, rows, idist, odist;
+  int stream;
+};
+struct fft_item {
+  int desc;
+  int64_t in_off, out_off; /* elements of the input / output type */
+};
+
+/* Everything plan creation derives on the host; no CUDA calls. */
+struct host_plan {
+  int nr = 0, ntasks = 0, paper = 0;
+  int64_t npix = 0, L = 0, Lp = 0, nm = 0, nmp = 0, osz = 0, P = 0, direct_max = DIRECT_MAX;
+  int64_t fsize = 0; /* length of the FFT layout of the map */
+  int padded = 0;    /* FFT layout differs from the map (odd ring offsets) */
+  std::vector<int64_t> nph, ofs, oofs, pofs;
+  std::vector<double> w, phi0;
+  std::vector<int> mirror, task;
+  std::vector<int64_t> tp;
+  std::vector<int> pj, pcnt;
+  std::vector<unsigned char> pkind;
+  std::vector<int64_t> pn0, psoff, pord;
+  std::vector<double> psdt2, pss, pdelta;
+  std::vector<int64_t> fpre, dpre; /* dense pairs / sparse samples before pair p */
+  std::vector<fft_desc> desc;
+  std::vector<fft_item> fwd, inv;
+  int kdesc[KPLANS];
+  int nkdesc = 0, naux = 0;
+  std::vector<blockp> blocks;
+  size_t arena = 0;
+};
+
+size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+
+/* Ring pairs in the CPU's order and with its arithmetic (cpu_impl.h). */
+void hp_pairs(const arkcos_plan *p, host_plan *h) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int64_t L = p->L;
+  h->tp.assign((size_t)h->ntasks + 1, 0);
+  int64_t nsamp = 0, nfft = 0, ndir = 0;
+  for (int t = 0; t < h->ntasks; t++) {
+    const int i = p->task[t];
+    h->tp[t] = (int64_t)h->pj.size();
+    for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+      double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+      double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
+      double half = arkcos_dphi_window(&p->kf, sdt2, ss);
+      double delta = h->paper ? 0.0 : rg[i].phi0 - rg[j].phi0;
+      int64_t n0, n1;
+      int64_t cnt = arkcos_sample_range(half, delta, L, &n0, &n1);
+      if (cnt == 0) continue;
+      const int dense = cnt > h->direct_max;
+      h->pj.push_back(j);
+      h->pcnt.push_back((int)cnt);
+      h->pkind.push_back((unsigned char)dense);
+      h->pn0.push_back(n0);
+      h->psoff.push_back(nsamp);
+      h->fpre.push_back(nfft);
+      h->dpre.push_back(ndir);
+      h->pord.push_back(dense ? nfft : ndir);
+      h->psdt2.push_back(sdt2);
+      h->pss.push_back(ss);
+      h->pdelta.push_back(delta);
+      nsamp += cnt;
+      if (dense) nfft++;
+      else ndir += cnt;
+    }
+  }
+  h->P = (int64_t)h->pj.size();
+  h->tp[h->ntasks] = h->P;
+  h->psoff.push_back(nsamp);
+  h->fpre.push_back(nfft);
+  h->dpre.push_back(ndir);
+}
+
+/* Map FFTs: rings of equal length whose map offsets and spectrum offsets
+ * both advance by constant steps form one batched transform (the belt; a
+ * north/south cap pair), at most RUN_ELEMS points per batch. dir 0: r2c
+ * map -> spec rows; dir 1: c2r ospec -> map. Equal shapes share a plan. */
+void hp_runs(host_plan *h, int dir, std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, int> *seen,
+             int *rr) {
+  std::vector<int> order((size_t)h->nr);
+  for (int r = 0; r < h->nr; r++) order[r] = r;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return h->nph[a] < h->nph[b]; });
+  auto in_off = [&](int r) { return dir == 0 ? h->pofs[r] : h->oofs[r]; };
+  auto out_off = [&](int r) { return dir == 0 ? (int64_t)r * h->nmp : h->pofs[r]; };
+  size_t g0 = 0;
+  while (g0 < order.size()) {
+    size_t g1 = g0;
+    const int64_t N = h->nph[order[g0]];
+    while (g1 < order.size() && h->nph[order[g1]] == N) g1++;
+    const int64_t half = N / 2 + 1;
+    const int64_t in_min = dir == 0 ? N : half, out_min = dir == 0 ? half : N;
+    const int64_t run_max = std::max<int64_t>(1, RUN_ELEMS / N);
+    size_t k = g0;
+    while (k < g1) {
+      int64_t rows = 1, istep = in_min, ostep = out_min;
+      if (k + 1 < g1) {
+        int64_t is = in_off(order[k + 1]) - in_off(order[k]);
+        int64_t os = out_off(order[k + 1]) - out_off(order[k]);
+        if (is >= in_min && os >= out_min) {
+          istep = is;
+          ostep = os;
+          while (k + rows < g1 && rows < run_max &&
+                 in_off(order[k + rows]) - in_off(order[k + rows - 1]) == is &&
+                 out_off(order[k + rows]) - out_off(order[k + rows - 1]) == os)
+            rows++;
+        }
+      }
+      if (rows == 1) {
+        istep = in_min;
+        ostep = out_min;
+      }
+      auto key = std::make_tuple(dir, N, rows, istep, ostep);
+      auto it = seen->find(key);
+      int d;
+      if (it != seen->end()) {
+        d = it->second;
+      } else {
+        fft_desc fd;
+        fd.kind = dir;
+        fd.N = N;
+        fd.rows = rows;
+        fd.idist = istep;
+        fd.odist = ostep;
+        /* long batches on the main stream, the many small cap pairs spread
+         * over the auxiliary streams so that they run concurrently */
+        fd.stream = rows >= 3 ? 0 : 1 + ((*rr)++ % NAUX);
+        d = (int)h->desc.size();
+        h->desc.push_back(fd);
+        (*seen)[key] = d;
+        if (fd.stream > h->naux) h->naux = fd.stream;
+      }
+      fft_item it2;
+      it2.desc = d;
+      it2.in_off = in_off(order[k]);
+      it2.out_off = out_off(order[k]);
+      (dir == 0 ? h->fwd : h->inv).push_back(it2);
+      k += (size_t)rows;
+    }
+    g0 = g1;
+  }
+}
+
+/* The host plan: tables, pairs, FFT batches and kernel-grid batch plans. */
+void hp_build(const arkcos_plan *p, host_plan *h, int64_t direct_max) {
+  const arkcos_geometry *g = p->geom;
+  const int nr = g->nrings;
+  h->nr = nr;
+  h->ntasks = p->ntasks;
+  h->paper = p->opt.mode == ARKCOS_MODE_PAPER;
+  h->npix = g->npix;
+  h->L = p->L;
+  h->nm = p->nm;
+  h->direct_max = std::min(direct_max, p->L); /* at most every sample */
+  const size_t csize = p->opt.precision == ARKCOS_SINGLE ? sizeof(float2) : sizeof(double2);
+  const int64_t per = 128 / (int64_t)csize; /* rows aligned to 128 bytes */
+  h->nmp = (h->nm + per - 1) / per * per;
+  h->Lp = (h->L + 3) / 4 * 4; /* kernel-grid rows 16-byte aligned */
+  h->nph.resize(nr);
+  h->ofs.resize(nr);
+  h->oofs.resize(nr);
+  h->pofs.resize(nr);
+  h->w.resize(nr);
+  h->phi0.resize(nr);
+  h->mirror.resize(nr);
+  h->osz = 0;
+  for (int r = 0; r < nr; r++) {
+    h->nph[r] = g->rings[r].nph;
+    h->ofs[r] = g->rings[r].ofs;
+    h->w[r] = g->rings[r].weight;
+    h->phi0[r] = g->rings[r].phi0;
+    h->mirror[r] = p->mirror[r];
+    h->oofs[r] = h->osz;
+    h->osz += g->rings[r].nph / 2 + 1;
+    if (g->rings[r].ofs % 2) h->padded = 1;
+  }
+  /* cuFFT needs 16-byte aligned real rows: with an odd ring offset the
+   * rings are laid out again, each starting at an even offset */
+  h->fsize = h->npix;
+  if (h->padded) {
+    h->fsize = 0;
+    for (int r = 0; r < nr; r++) {
+      h->pofs[r] = h->fsize;
+      h->fsize += (g->rings[r].nph + 1) / 2 * 2;
+    }
+  } else {
+    h->pofs = h->ofs;
+  }
+  h->task.assign(p->task, p->task + p->ntasks);
+  hp_pairs(p, h);
+  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, int> seen;
+  int rr = 0;
+  hp_runs(h, 0, &seen, &rr);
+  hp_runs(h, 1, &seen, &rr);
+  const int64_t nfft = h->fpre[(size_t)h->P];
+  h->nkdesc = 0;
+  for (int k = 0; k < KPLANS && ((int64_t)1 << k) <= nfft; k++) {
+    fft_desc fd;
+    fd.kind = 2;
+    fd.N = h->L;
+    fd.rows = (int64_t)1 << k;
+    fd.idist = h->Lp;
+    fd.odist = h->nmp;
+    fd.stream = 0;
+    h->kdesc[k] = (int)h->desc.size();
+    h->desc.push_back(fd);
+    h->nkdesc = k + 1;
+  }
+}
+
+/* Arena layout of a block with T tasks, F dense pairs and S sparse samples. */
+void hp_layout(const host_plan *h, size_t rsize, int64_t T, int64_t F, int64_t S, blockp *b) {
+  const size_t csize = 2 * rsize;
+  b->acc = 0;
+  b->hspec = align256((size_t)(2 * T * h->nmp) * csize);
+  b->grid = b->hspec + align256((size_t)(F * h->nmp) * csize);
+  b->dsamp = b->grid + align256((size_t)(F * h->Lp) * rsize);
+  b->end = b->dsamp + align256((size_t)S * rsize);
+}
+
+/* Greedy blocks of whole tasks within `budget` arena bytes; a task whose
+ * pairs alone exceed it is split over several blocks that hold only it.
+ * Returns 0, or -1 if a single pair does not fit. */
+int hp_blocks(host_plan *h, size_t rsize, size_t budget) {
+  h->blocks.clear();
+  h->arena = 0;
+  int64_t t = 0, p = 0;
+  blockp tmp;
+  auto need = [&](int64_t T, int64_t pa, int64_t pb) {
+    hp_layout(h, rsize, T, h->fpre[pb] - h->fpre[pa], h->dpre[pb] - h->dpre[pa], &tmp);
+    return tmp.end;
+  };
+  while (t < h->ntasks) {
+    blockp b;
+    memset(&b, 0, sizeof b);
+    b.ta = t;
+    b.pa = p;
+    int64_t T = 0;
+    bool split = false;
+    while (t < h->ntasks) {
+      const int64_t pe = h->tp[t + 1];
+      if (need(T + 1, b.pa, pe) <= budget) {
+        T++;
+        t++;
+        p = pe;
+        continue;
+      }
+      if (T == 0) { /* this task alone is too big: take what fits */
+        int64_t q = p;
+        while (q < pe && need(1, b.pa, q + 1) <= budget) q++;
+        if (q == p) return -1;
+        T = 1;
+        p = q;
+        split = true;
+      }
+      break;
+    }
+    b.tb = split ? t + 1 : t;
+    b.pb = p;
+    b.f0 = h->fpre[b.pa];
+    b.nf = h->fpre[b.pb] - b.f0;
+    b.d0 = h->dpre[b.pa];
+    b.nd = h->dpre[b.pb] - b.d0;
+    b.s0 = h->psoff[b.pa];
+    b.ns = h->psoff[b.pb] - b.s0;
+    hp_layout(h, rsize, b.tb - b.ta, b.nf, b.nd, &b);
+    if (b.end > h->arena) h->arena = b.end;
+    h->blocks.push_back(b);
+  }
+  return 0;
+}
+
+/* Smallest arena any block needs: one task's accumulators and its largest
+ * pair. */
+size_t hp_min_arena(const host_plan *h, size_t rsize) {
+  blockp b;
+  hp_layout(h, rsize, 1, 1, 0, &b);
+  size_t dense = b.end;
+  hp_layout(h, rsize, 1, 0, h->direct_max, &b);
+  return std::max(dense, b.end);
+}
+
+/* ------------------------------------------------ host copy thread pool */
+
+/* Fork-join helpers for the host side of the staging copies: one host
+ * thread moves about 5-10 GB/s, less than a PCIe 5 link. The calling thread
+ * takes part; workers only copy (no CUDA calls off the calling thread). */
+class host_pool {
+ public:
+  ~host_pool() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    for (auto &t : th_) t.join();
+  }
+  void start(int nthreads) {
+    for (int i = 0; i + 1 < nthreads; i++) {
+      try {
+        th_.emplace_back(&host_pool::worker, this, i + 1);
+      } catch (...) {
+        break; /* fewer helpers */
+      }
+    }
+  }
+  /* kind 0: memcpy of n bytes; 1: n doubles -> floats; 2: n floats -> doubles */
+  void run(int kind, const void *src, void *dst, int64_t n) {
+    const int64_t unit = kind == 0 ? 1 : 8;
+    if (th_.empty() || n < ((int64_t)1 << 20) / unit) {
+      copy(kind, src, dst, 0, n);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      kind_ = kind;
+      src_ = src;
+      dst_ = dst;
+      n_ = n;
+      pending_ = (int)th_.size();
+      gen_++;
+    }
+    cv_.notify_all();
+    part(kind, src, dst, 0, n);
+    std::unique_lock<std::mutex> lk(mu_);
+    done_.wait(lk, [&] { return pending_ == 0; });
+  }
+
+ private:
+  /* share id of n among the calling thread (id 0) and the workers */
+  void part(int kind, const void *src, void *dst, int id, int64_t n) {
+    const int64_t np = (int64_t)th_.size() + 1;
+    copy(kind, src, dst, n * id / np, n * (id + 1) / np);
+  }
+  static void copy(int kind, const void *src, void *dst, int64_t a, int64_t b) {
+    if (kind == 0) {
+      memcpy((char *)dst + a, (const char *)src + a, (size_t)(b - a));
+    } else if (kind == 1) {
+      const double *s = (const double *)src;
+      float *d = (float *)dst;
+      for (int64_t k = a; k < b; k++) d[k] = (float)s[k];
+    } else {
+      const float *s = (const float *)src;
+      double *d = (double *)dst;
+      for (int64_t k = a; k < b; k++) d[k] = (double)s[k];
+    }
+  }
+  void worker(int id) {
+    uint64_t seen = 0;
+    for (;;) {
+      int kind;
+      const void *src;
+      void *dst;
+      int64_t n;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return quit_ || gen_ != seen; });
+        if (quit_) return;
+        seen = gen_;
+        kind = kind_;
+        src = src_;
+        dst = dst_;
+        n = n_;
+      }
+      part(kind, src, dst, id, n);
+      std::lock_guard<std::mutex> lk(mu_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+  std::vector<std::thread> th_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_;
+  uint64_t gen_ = 0;
+  int pending_ = 0;
+  bool quit_ = false;
+  int kind_ = 0;
+  const void *src_ = nullptr;
+  void *dst_ = nullptr;
+  int64_t n_ = 0;
+};
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/* --------------------------------------------------------- device state */
+
+struct gpu_state {
+  int dev = 0, single = 0;
+  char devname[256] = "";
+  host_plan h;
+  size_t rsize = 8;
+  /* streams and events: stream 0 is s[0] */
+  cudaStream_t s[1 + NAUX] = {};
+  int nstreams = 0;
+  cudaEvent_t ev_start = nullptr, ev_h2d = nullptr, ev_ifft = nullptr, ev_fork = nullptr;
+  cudaEvent_t ev_join[NAUX] = {};
+  std::vector<cudaEvent_t> ev_blk;  /* 4 per block + 1 */
+  cudaEvent_t ev_slot[NSLOT] = {};
+  /* device memory */
+  std::vector<void *> dmem;
+  size_t dbytes = 0, plan_bytes = 0;
+  void *map = nullptr, *spec = nullptr, *ospec = nullptr, *tw = nullptr, *arena = nullptr;
+  void *fmap = nullptr; /* the map in the FFT layout: == map unless padded */
+  void *work[1 + NAUX] = {};
+  dtables T;
+  arkcos_kfun kf;
+  /* FFT plans, one per fft_desc */
+  std::vector<cufftHandle> plan;
+  cudaGraphExec_t gfwd = nullptr, ginv = nullptr;
+  /* pinned staging */
+  void *stage[NSLOT] = {};
+  int nslot = 0;
+  int64_t chunk = 0;
+  host_pool *pool = nullptr;
+};
+
+int dalloc(gpu_state *st, void **ptr, size_t bytes, const char *what, arkcos_error *err) {
+  *ptr = nullptr;
+  if (bytes == 0) bytes = 256;
+  cudaError_t e = cudaMalloc(ptr, bytes);
+  if (e != cudaSuccess) {
+    *ptr = nullptr;
+    (void)cudaGetLastError();
+    return arkcos_fail(err, e == cudaErrorMemoryAllocation ? ARKCOS_ENOMEM : ARKCOS_ERUNTIME,
+                       "GPU: cudaMalloc of %.3f GB for %s failed: %s (%s:%d)", bytes / 1e9, what,
+                       cudaGetErrorString(e), __FILE__, __LINE__);
+  }
+  st->dmem.push_back(*ptr);
+  st->dbytes += bytes;
+  return 0;
+}
+
+void gpu_destroy(arkcos_plan *p) {
+  gpu_state *st = (gpu_state *)p->impl;
+  if (!st) return;
+  /* best effort: nothing here may fail the caller */
+  cudaSetDevice(st->dev);
+  if (st->s[0]) cudaStreamSynchronize(st->s[0]);
+  for (int k = 1; k < st->nstreams; k++)
+    if (st->s[k]) cudaStreamSynchronize(st->s[k]);
+  if (st->gfwd) cudaGraphExecDestroy(st->gfwd);
+  if (st->ginv) cudaGraphExecDestroy(st->ginv);
+  for (cufftHandle hnd : st->plan) cufftDestroy(hnd);
+  for (void *ptr : st->dmem) cudaFree(ptr);
+  for (int k = 0; k < NSLOT; k++) {
+    if (st->stage[k]) cudaFreeHost(st->stage[k]);
+    if (st->ev_slot[k]) cudaEventDestroy(st->ev_slot[k]);
+  }
+  for (cudaEvent_t e : st->ev_blk) cudaEventDestroy(e);
+  cudaEvent_t ev[4] = {st->ev_start, st->ev_h2d, st->ev_ifft, st->ev_fork};
+  for (cudaEvent_t e : ev)
+    if (e) cudaEventDestroy(e);
+  for (int k = 0; k < NAUX; k++)
+    if (st->ev_join[k]) cudaEventDestroy(st->ev_join[k]);
+  for (int k = 0; k < st->nstreams; k++)
+    if (st->s[k]) cudaStreamDestroy(st->s[k]);
+  (void)cudaGetLastError();
+  delete st->pool;
+  delete st;
+  p->impl = nullptr;
+}
+
+/* Fork the auxiliary streams off the main one / join them back: plain
+ * event dependencies, which stream capture turns into graph edges. */
+int fork_aux(gpu_state *st, arkcos_error *err) {
+  if (st->nstreams <= 1) return 0;
+  CUDA_CHECK(cudaEventRecord(st->ev_fork, st->s[0]));
+  for (int k = 1; k < st->nstreams; k++) CUDA_CHECK(cudaStreamWaitEvent(st->s[k], st->ev_fork, 0));
+  return 0;
+}
+int join_aux(gpu_state *st, arkcos_error *err) {
+  for (int k = 1; k < st->nstreams; k++) {
+    CUDA_CHECK(cudaEventRecord(st->ev_join[k - 1], st->s[k]));
+    CUDA_CHECK(cudaStreamWaitEvent(st->s[0], st->ev_join[k - 1], 0));
+  }
+  return 0;
+}
+
+/* map -> spec (weights, r2c batches, extension / rotation) */
+template <class R> int issue_forward(gpu_state *st, arkcos_error *err) {
+  typedef typename cx<R>::T C;
+  const host_plan &h = st->h;
+  k_weight<R><<<(unsigned)h.nr, TPB, 0, st->s[0]>>>((const R *)st->map, (R *)st->fmap, st->T);
+  LAUNCH_CHECK("k_weight");
+  int rc = fork_aux(st, err);
+  if (rc) return rc;
+  for (const fft_item &it : h.fwd)
+    CUFFT_CHECK(exec_r2c(st->plan[(size_t)it.desc], (R *)st->fmap + it.in_off, (C *)st->spec + it.out_off));
+  rc = join_aux(st, err);
+  if (rc) return rc;
+  k_extend<R><<<(unsigned)h.nr, TPB, 0, st->s[0]>>>((C *)st->spec, st->T, h.nm, h.nmp, h.paper);
+  LAUNCH_CHECK("k_extend");
+  return 0;
+}
+
+/* ospec -> map (c2r batches) */
+template <class R> int issue_inverse(gpu_state *st, arkcos_error *err) {
+  typedef typename cx<R>::T C;
+  int rc = fork_aux(st, err);
+  if (rc) return rc;
+  for (const fft_item &it : st->h.inv)
+    CUFFT_CHECK(exec_c2r(st->plan[(size_t)it.desc], (C *)st->ospec + it.in_off, (R *)st->fmap + it.out_off));
+  rc = join_aux(st, err);
+  if (rc) return rc;
+  if (st->h.padded) {
+    k_unpack<R><<<(unsigned)st->h.nr, TPB, 0, st->s[0]>>>((R *)st->map, (const R *)st->fmap, st->T);
+    LAUNCH_CHECK("k_unpack");
+  }
+  return 0;
+}
+
+/* Records one issue_* sequence as a CUDA graph (fewer launches: a HEALPix
+ * map has 2 (nside - 1) cap batches per direction). On any failure the
+ * sequence is simply issued directly at execute time. */
+template <class R> void capture(gpu_state *st, int inverse, cudaGraphExec_t *out) {
+  *out = nullptr;
+  const char *env = getenv("ARKCOS_GPU_GRAPHS");
+  if (env && env[0] == '0') return;
+  if (cudaStreamBeginCapture(st->s[0], cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  arkcos_error scratch;
+  int rc = inverse ? issue_inverse<R>(st, &scratch) : issue_forward<R>(st, &scratch);
+  cudaGraph_t g = nullptr;
+  cudaError_t e = cudaStreamEndCapture(st->s[0], &g);
+  if (rc == 0 && e == cudaSuccess && g) {
+    if (cudaGraphInstantiate(out, g, 0) != cudaSuccess) *out = nullptr;
+  }
+  if (g) cudaGraphDestroy(g);
+  (void)cudaGetLastError();
+}
+
+void append(char *buf, size_t len, size_t *o, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void append(char *buf, size_t len, size_t *o, const char *fmt, ...) {
+  if (*o >= len) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(buf + *o, len - *o, fmt, ap);
+  va_end(ap);
+  if (k > 0) *o = std::min(len, *o + (size_t)k);
+}
+
+/* Number of CUDA devices; 0 with the reason in why when there is none. */
+int cuda_device_count(char *why, size_t len) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (why && len) snprintf(why, len, "no CUDA device found: %s", cudaGetErrorString(e));
+    return 0;
+  }
+  if (n <= 0) {
+    if (why && len) snprintf(why, len, "no CUDA device found: cudaGetDeviceCount reports 0 devices");
+    return 0;
+  }
+  return n;
+}
+
+/* ----------------------------------------------------------- execution */
+
+template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double *in, double *out,
+                                    arkcos_error *err, double t_start) {
+  typedef typename cx<R>::T C;
+  const host_plan &h = st->h;
+  cudaStream_t s0 = st->s[0];
+  const int64_t npix = h.npix, ch = st->chunk;
+  const int64_t nch = (npix + ch - 1) / ch;
+  const int conv_in = sizeof(R) == sizeof(double) ? 0 : 1, conv_out = sizeof(R) == sizeof(double) ? 0 : 2;
+  const int64_t unit_in = conv_in == 0 ? (int64_t)sizeof(double) : 1; /* memcpy counts bytes */
+
+  /* 1. h2d: host conversion of chunk c overlaps the copy of chunk c - 1 */
+  CUDA_CHECK(cudaEventRecord(st->ev_start, s0));
+  for (int64_t c = 0; c < nch; c++) {
+    const int k = (int)(c % st->nslot);
+    const int64_t a = c * ch, n = std::min(ch, npix - a);
+    if (c >= st->nslot) CUDA_CHECK(cudaEventSynchronize(st->ev_slot[k]));
+    st->pool->run(conv_in, in + a, st->stage[k], n * unit_in);
+    CUDA_CHECK(cudaMemcpyAsync((R *)st->map + a, st->stage[k], (size_t)n * sizeof(R), cudaMemcpyHostToDevice, s0));
+    CUDA_CHECK(cudaEventRecord(st->ev_slot[k], s0));
+  }
+  CUDA_CHECK(cudaEventRecord(st->ev_h2d, s0));
+
+  /* 2. ring spectra */
+  if (st->gfwd) {
+    CUDA_CHECK(cudaGraphLaunch(st->gfwd, s0));
+  } else {
+    int rc = issue_forward<R>(st, err);
+    if (rc) return rc;
+  }
+
+  /* 3. blocks of output rings */
+  const double twopi_L = 2 * ARKCOS_PI / (double)h.L, invL = 1.0 / (double)h.L;
+  const unsigned my = (unsigned)((h.nm + RTPB - 1) / RTPB);
+  const unsigned fy = (unsigned)((h.L / 2 + 1 + TPB - 1) / TPB);
+  CUDA_CHECK(cudaEventRecord(st->ev_blk[0], s0));
+  for (size_t bi = 0; bi < h.blocks.size(); bi++) {
+    blockp b = h.blocks[bi];
+    cudaEvent_t *e = &st->ev_blk[4 * bi];
+    b.acc_p = (char *)st->arena + b.acc;
+    b.hspec_p = (char *)st->arena + b.hspec;
+    b.grid_p = (char *)st->arena + b.grid;
+    b.dsamp_p = (char *)st->arena + b.dsamp;
+    if (b.nf > 0) CUDA_CHECK(cudaMemsetAsync(b.grid_p, 0, (size_t)(b.nf * h.Lp) * sizeof(R), s0));
+    if (b.ns > 0) {
+      k_eval<R><<<(unsigned)((b.ns + TPB - 1) / TPB), TPB, 0, s0>>>(st->T, b, st->kf, h.L, h.Lp, twopi_L);
+      LAUNCH_CHECK("k_eval");
+    }
+    CUDA_CHECK(cudaEventRecord(e[1], s0));
+    /* dense grids: batches of 1024 rows, then the binary digits of the rest */
+    for (int64_t r0 = 0; r0 < b.nf;) {
+      int k = h.nkdesc - 1;
+      while (((int64_t)1 << k) > b.nf - r0) k--;
+      CUFFT_CHECK(exec_r2c(st->plan[(size_t)h.kdesc[k]], (R *)b.grid_p + r0 * h.Lp,
+                           (C *)b.hspec_p + r0 * h.nmp));
+      r0 += (int64_t)1 << k;
+    }
+    CUDA_CHECK(cudaEventRecord(e[2], s0));
+    const unsigned ntask = (unsigned)(b.tb - b.ta);
+    k_reduce<R><<<dim3(ntask, my), RTPB, 0, s0>>>(st->T, b, (const C *)st->spec, (const C *)st->tw, h.nm,
+                                                   h.nmp, h.L, invL);
+    LAUNCH_CHECK("k_reduce");
+    CUDA_CHECK(cudaEventRecord(e[3], s0));
+    k_fold<R><<<dim3(ntask, fy, 2), TPB, 0, s0>>>(st->T, b, (C *)st->ospec, h.nm, h.nmp, h.L, h.paper, invL);
+    LAUNCH_CHECK("k_fold");
+    CUDA_CHECK(cudaEventRecord(e[4], s0));
+  }
+
+  /* 4. output rings */
+  if (st->ginv) {
+    CUDA_CHECK(cudaGraphLaunch(st->ginv, s0));
+  } else {
+    int rc = issue_inverse<R>(st, err);
+    if (rc) return rc;
+  }
+  CUDA_CHECK(cudaEventRecord(st->ev_ifft, s0));
+
+  /* 5. d2h: the first slots' copies are queued behind the compute; host
+   * conversion of chunk c overlaps the copies of the next ones */
+  const int64_t unit_out = conv_out == 0 ? (int64_t)sizeof(double) : 1;
+  for (int64_t c = 0; c < nch && c < st->nslot; c++) {
+    const int64_t a = c * ch, n = std::min(ch, npix - a);
+    CUDA_CHECK(cudaMemcpyAsync(st->stage[c], (R *)st->map + a, (size_t)n * sizeof(R), cudaMemcpyDeviceToHost, s0));
+    CUDA_CHECK(cudaEventRecord(st->ev_slot[c], s0));
+  }
+  CUDA_CHECK(cudaEventSynchronize(st->ev_ifft));
+  const double t_d2h = wall_seconds();
+  for (int64_t c = 0; c < nch; c++) {
+    const int k = (int)(c % st->nslot);
+    const int64_t a = c * ch, n = std::min(ch, npix - a);
+    CUDA_CHECK(cudaEventSynchronize(st->ev_slot[k]));
+    st->pool->run(conv_out, st->stage[k], out + a, n * unit_out);
+    const int64_t c2 = c + st->nslot;
+    if (c2 < nch) {
+      const int64_t a2 = c2 * ch, n2 = std::min(ch, npix - a2);
+      CUDA_CHECK(cudaMemcpyAsync(st->stage[k], (R *)st->map + a2, (size_t)n2 * sizeof(R),
+                                 cudaMemcpyDeviceToHost, s0));
+      CUDA_CHECK(cudaEventRecord(st->ev_slot[k], s0));
+    }
+  }
+  const double t_end = wall_seconds();
+
+  /* stage times from the events (all complete now) */
+  arkcos_stage_times *T = &p->last;
+  memset(T, 0, sizeof *T);
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_start, st->ev_h2d));
+  T->h2d = ms * 1e-3;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_h2d, st->ev_blk[0]));
+  T->map_fft = ms * 1e-3;
+  for (size_t bi = 0; bi < h.blocks.size(); bi++) {
+    cudaEvent_t *e = &st->ev_blk[4 * bi];
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e[0], e[1]));
+    T->kernel_eval += ms * 1e-3;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e[1], e[2]));
+    T->kernel_fft += ms * 1e-3;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e[2], e[3]));
+    T->reduction += ms * 1e-3;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e[3], e[4]));
+    T->map_ifft += ms * 1e-3;
+  }
+  CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_blk[4 * h.blocks.size()], st->ev_ifft));
+  T->map_ifft += ms * 1e-3;
+  T->d2h = t_end - t_d2h;
+  T->total = t_end - t_start;
+  T->other = T->total - (T->h2d + T->map_fft + T->kernel_eval + T->kernel_fft + T->reduction + T->map_ifft +
+                         T->d2h);
+  if (T->other < 0) T->other = 0;
+  return 0;
+}
+
+template <class R> int execute_t(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
+  gpu_state *st = (gpu_state *)p->impl;
+  if (!st) return arkcos_fail(err, ARKCOS_EINVAL, "execute: GPU plan is not initialised");
+  const double t_start = wall_seconds();
+  CUDA_CHECK(cudaSetDevice(st->dev));
+  int rc = execute_body<R>(p, st, in, out, err, t_start);
+  if (rc) {
+    /* leave nothing in flight that still reads the caller's buffers */
+    cudaStreamSynchronize(st->s[0]);
+    (void)cudaGetLastError();
+  }
+  return rc;
+}
+
+/* ------------------------------------------------------------ creation */
+
+int64_t env_int(const char *name, int64_t dflt) {
+  const char *v = getenv(name);
+  if (!v || !*v) return dflt;
+  char *end;
+  long long x = strtoll(v, &end, 10);
+  return (*end == 0 && x >= 0) ? (int64_t)x : dflt;
+}
+
+template <class R> int create_t(arkcos_plan *p, gpu_state *st, arkcos_error *err) {
+  typedef typename cx<R>::T C;
+  host_plan &h = st->h;
+  const size_t rs = sizeof(R), cs = sizeof(C);
+  st->rsize = rs;
+
+  /* host side: rings, pairs, FFT batches */
+  hp_build(p, &h, env_int("ARKCOS_GPU_DIRECT_MAX", DIRECT_MAX));
+
+  /* memory: everything but the block arena must fit, else ENOMEM */
+  const size_t map_b = (size_t)h.npix * rs, fmap_b = h.padded ? (size_t)h.fsize * rs : 0;
+  const size_t spec_b = (size_t)h.nr * (size_t)h.nmp * cs, ospec_b = (size_t)h.osz * cs, tw_b = (size_t)h.L * cs;
+  const size_t P = (size_t)h.P, nr = (size_t)h.nr, nt = (size_t)h.ntasks;
+  const size_t tab_b = align256(nr * 8) * 4 + align256(nr * 8) * 2 + align256(nr * 4) + align256(nt * 4) +
+                       align256((nt + 1) * 8) + align256(P * 4) * 2 + align256(P) + align256(P * 8) +
+                       align256((P + 1) * 8) + align256(P * 8) + align256(P * 8) * 3;
+  const size_t spline_b = p->kf.type == ARKCOS_KERNEL_TABLE ? sizeof(double) * 5 * (size_t)p->kf.nknots : 0;
+  const size_t fixed = align256(map_b) + align256(fmap_b) + align256(spec_b) + align256(ospec_b) +
+                       align256(tw_b) + tab_b + align256(spline_b);
+  size_t free0 = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free0, &total));
+  const size_t reserve = std::max((size_t)256 << 20, total / 50); /* context, cuFFT, fragmentation */
+  const size_t min_arena = hp_min_arena(&h, rs);
+  if (fixed + min_arena + reserve > free0) {
+    char what[64];
+    if (p->geom->kind == ARKCOS_GEOM_HEALPIX)
+      snprintf(what, sizeof what, "nside %lld", (long long)p->geom->nside);
+    else
+      snprintf(what, sizeof what, "this %lld-pixel map", (long long)h.npix);
+    return arkcos_fail(err, ARKCOS_ENOMEM,
+                       "GPU: not enough device memory for %s in %s precision: the map and its ring "
+                       "spectra need %.2f GB (+%.2f GB reserve), but only %.2f GB of %.2f GB are free on "
+                       "device %d (%s)",
+                       what, st->single ? "single" : "double", (fixed + min_arena) / 1e9, reserve / 1e9,
+                       free0 / 1e9, total / 1e9, st->dev, st->devname);
+  }
+  int rc;
+  if ((rc = dalloc(st, &st->map, map_b, "the map", err))) return rc;
+  st->fmap = st->map;
+  if (h.padded && (rc = dalloc(st, &st->fmap, fmap_b, "the map's FFT layout", err))) return rc;
+  if ((rc = dalloc(st, &st->spec, spec_b, "the ring spectra", err))) return rc;
+  if ((rc = dalloc(st, &st->ospec, ospec_b, "the output spectra", err))) return rc;
+  if ((rc = dalloc(st, &st->tw, tw_b, "the twiddle table", err))) return rc;
+
+  /* tables: one host image, one copy */
+  {
+    std::vector<char> img(tab_b);
+    void *dtab;
+    if ((rc = dalloc(st, &dtab, tab_b, "the ring-pair tables", err))) return rc;
+    size_t off = 0;
+    auto put = [&](const void *src, size_t bytes) -> const void * {
+      if (bytes) memcpy(img.data() + off, src, bytes);
+      const void *dp = (const char *)dtab + off;
+      off += align256(bytes);
+      return dp;
+    };
+    dtables &T = st->T;
+    T.nph = (const int64_t *)put(h.nph.data(), nr * 8);
+    T.ofs = (const int64_t *)put(h.ofs.data(), nr * 8);
+    T.oofs = (const int64_t *)put(h.oofs.data(), nr * 8);
+    T.pofs = (const int64_t *)put(h.pofs.data(), nr * 8);
+    T.w = (const double *)put(h.w.data(), nr * 8);
+    T.phi0 = (const double *)put(h.phi0.data(), nr * 8);
+    T.mirror = (const int *)put(h.mirror.data(), nr * 4);
+    T.task = (const int *)put(h.task.data(), nt * 4);
+    T.tp = (const int64_t *)put(h.tp.data(), (nt + 1) * 8);
+    T.pj = (const int *)put(h.pj.data(), P * 4);
+    T.pcnt = (const int *)put(h.pcnt.data(), P * 4);
+    T.pkind = (const unsigned char *)put(h.pkind.data(), P);
+    T.pn0 = (const int64_t *)put(h.pn0.data(), P * 8);
+    T.psoff = (const int64_t *)put(h.psoff.data(), (P + 1) * 8);
+    T.pord = (const int64_t *)put(h.pord.data(), P * 8);
+    T.psdt2 = (const double *)put(h.psdt2.data(), P * 8);
+    T.pss = (const double *)put(h.pss.data(), P * 8);
+    T.pdelta = (const double *)put(h.pdelta.data(), P * 8);
+    CUDA_CHECK(cudaMemcpy(dtab, img.data(), off, cudaMemcpyHostToDevice));
+  }
+  {
+    std::vector<C> tw((size_t)h.L);
+    for (int64_t q = 0; q < h.L; q++) {
+      double a = 2 * ARKCOS_PI * (double)q / (double)h.L;
+      tw[(size_t)q].x = (R)cos(a);
+      tw[(size_t)q].y = (R)-sin(a);
+    }
+    CUDA_CHECK(cudaMemcpy(st->tw, tw.data(), tw_b, cudaMemcpyHostToDevice));
+  }
+  st->kf = p->kf;
+  if (spline_b) {
+    void *dsp;
+    if ((rc = dalloc(st, &dsp, spline_b, "the kernel table", err))) return rc;
+    CUDA_CHECK(cudaMemcpy(dsp, p->kf.spline, spline_b, cudaMemcpyHostToDevice));
+    st->kf.spline = (const double *)dsp; /* the device copy of the profile points here */
+  } else {
+    st->kf.spline = nullptr;
+  }
+
+  /* streams and events */
+  st->nstreams = 1 + h.naux;
+  for (int k = 0; k < st->nstreams; k++) CUDA_CHECK(cudaStreamCreateWithFlags(&st->s[k], cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreate(&st->ev_start));
+  CUDA_CHECK(cudaEventCreate(&st->ev_h2d));
+  CUDA_CHECK(cudaEventCreate(&st->ev_ifft));
+  CUDA_CHECK(cudaEventCreateWithFlags(&st->ev_fork, cudaEventDisableTiming));
+  for (int k = 0; k < h.naux; k++) CUDA_CHECK(cudaEventCreateWithFlags(&st->ev_join[k], cudaEventDisableTiming));
+
+  /* cuFFT plans without their own work areas: one area per stream */
+  size_t free1 = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free1, &total));
+  size_t wsize[1 + NAUX] = {};
+  st->plan.reserve(h.desc.size());
+  for (const fft_desc &fd : h.desc) {
+    cufftHandle hnd;
+    CUFFT_CHECK(cufftCreate(&hnd));
+    st->plan.push_back(hnd);
+    CUFFT_CHECK(cufftSetAutoAllocation(hnd, 0));
+    const int64_t half = fd.N / 2 + 1;
+    long long n[1] = {(long long)fd.N};
+    long long in_e[1] = {(long long)(fd.kind == 1 ? half : fd.N)};
+    long long out_e[1] = {(long long)(fd.kind == 1 ? fd.N : half)};
+    cufftType type = fd.kind == 1 ? c2r_type(R()) : r2c_type(R());
+    size_t ws = 0;
+    CUFFT_CHECK(cufftMakePlanMany64(hnd, 1, n, in_e, 1, (long long)fd.idist, out_e, 1, (long long)fd.odist, type,
+                                    (long long)fd.rows, &ws));
+    wsize[fd.stream] = std::max(wsize[fd.stream], ws);
+  }
+  size_t free2 = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free2, &total));
+  st->plan_bytes = free1 > free2 ? free1 - free2 : 0;
+  for (int k = 0; k < st->nstreams; k++)
+    if (wsize[k] && (rc = dalloc(st, &st->work[k], wsize[k], "cuFFT work areas", err))) return rc;
+  for (size_t d = 0; d < h.desc.size(); d++) {
+    const int k = h.desc[d].stream;
+    CUFFT_CHECK(cufftSetStream(st->plan[d], st->s[k]));
+    if (st->work[k]) CUFFT_CHECK(cufftSetWorkArea(st->plan[d], st->work[k]));
+  }
+
+  /* blocks of output rings sized to what is left */
+  size_t free3 = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free3, &total));
+  size_t budget = free3 > reserve ? free3 - reserve : 0;
+  budget = std::min(budget, ARENA_MAX);
+  const int64_t cap = env_int("ARKCOS_GPU_ARENA_BYTES", 0); /* tests force small blocks */
+  if (cap > 0) budget = std::min(budget, (size_t)cap);
+  if (hp_blocks(&h, rs, budget) != 0)
+    return arkcos_fail(err, ARKCOS_ENOMEM,
+                       "GPU: not enough device memory for one kernel row: %.3f GB free for blocks of output "
+                       "rings on device %d (%s), %.3f GB needed",
+                       budget / 1e9, st->dev, st->devname, min_arena / 1e9);
+  if ((rc = dalloc(st, &st->arena, h.arena, "the blocks of output rings", err))) return rc;
+  st->ev_blk.assign(4 * h.blocks.size() + 1, nullptr);
+  for (cudaEvent_t &e : st->ev_blk) CUDA_CHECK(cudaEventCreate(&e));
+  /* the per-pair prefix arrays served the block layout only */
+  std::vector<int64_t>().swap(h.fpre);
+  std::vector<int64_t>().swap(h.dpre);
+
+  /* pinned staging and the host copy helpers */
+  st->chunk = std::min<int64_t>(STAGE_CHUNK, std::max<int64_t>(h.npix, 1));
+  const int64_t nch = (h.npix + st->chunk - 1) / st->chunk;
+  st->nslot = (int)std::min<int64_t>(NSLOT, std::max<int64_t>(nch, 1));
+  for (int k = 0; k < st->nslot; k++) {
+    CUDA_CHECK(cudaHostAlloc(&st->stage[k], (size_t)st->chunk * rs, cudaHostAllocDefault));
+    CUDA_CHECK(cudaEventCreateWithFlags(&st->ev_slot[k], cudaEventDisableTiming));
+  }
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const int nthreads = p->opt.threads > 0 ? p->opt.threads : (int)std::min(8u, hw);
+  st->pool = new host_pool();
+  st->pool->start(nthreads);
+
+  /* one direct run on a zero map loads every module and checks the plans;
+   * then the two transform sequences are captured as graphs */
+  CUDA_CHECK(cudaMemsetAsync(st->map, 0, map_b, st->s[0]));
+  if (h.padded) CUDA_CHECK(cudaMemsetAsync(st->fmap, 0, fmap_b, st->s[0]));
+  CUDA_CHECK(cudaMemsetAsync(st->ospec, 0, ospec_b, st->s[0]));
+  if ((rc = issue_forward<R>(st, err))) return rc;
+  if ((rc = issue_inverse<R>(st, err))) return rc;
+  CUDA_CHECK(cudaStreamSynchronize(st->s[0]));
+  capture<R>(st, 0, &st->gfwd);
+  capture<R>(st, 1, &st->ginv);
+  for (int k = 0; k < st->nstreams; k++) {
+    cudaStreamCaptureStatus cst = cudaStreamCaptureStatusNone;
+    CUDA_CHECK(cudaStreamIsCapturing(st->s[k], &cst));
+    if (cst != cudaStreamCaptureStatusNone)
+      return arkcos_fail(err, ARKCOS_ERUNTIME, "GPU: stream %d left in capture mode (%s:%d)", k, __FILE__,
+                         __LINE__);
+  }
+  p->bytes = st->dbytes + st->plan_bytes;
+  return 0;
+}
+
+} /* namespace */
+
+/* ---------------------------------------------------------- public entry */
+
+extern "C" int arkcos_gpu_available(char *why, size_t len) {
+  const int n = cuda_device_count(why, len);
+  if (n == 0) return 0;
+  if (why && len) snprintf(why, len, "%d CUDA device%s", n, n == 1 ? "" : "s");
+  return 1;
+}
+
+extern "C" void arkcos_gpu_query(arkcos_gpu_info *info) {
+  memset(info, 0, sizeof *info);
+  info->built_with_cuda = 1;
+  if (cudaRuntimeGetVersion(&info->runtime_version) != cudaSuccess) info->runtime_version = 0;
+  if (cudaDriverGetVersion(&info->driver_version) != cudaSuccess) info->driver_version = 0;
+  if (cufftGetVersion(&info->cufft_version) != CUFFT_SUCCESS) info->cufft_version = 0;
+  (void)cudaGetLastError();
+  const int n = cuda_device_count(NULL, 0);
+  if (n == 0) return;
+  info->ndevices = n < 8 ? n : 8;
+  for (int d = 0; d < info->ndevices; d++) {
+    arkcos_gpu_device_info *di = &info->devices[d];
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, d) == cudaSuccess) {
+      snprintf(di->name, sizeof di->name, "%s", prop.name);
+      di->sm_count = prop.multiProcessorCount;
+      di->cc_major = prop.major;
+      di->cc_minor = prop.minor;
+      di->total_memory = prop.totalGlobalMem;
+    }
+    /* CUDA 13 dropped the clock fields of cudaDeviceProp; attributes stay */
+    if (cudaDeviceGetAttribute(&di->clock_khz, cudaDevAttrClockRate, d) != cudaSuccess) di->clock_khz = 0;
+    if (cudaDeviceGetAttribute(&di->memory_clock_khz, cudaDevAttrMemoryClockRate, d) != cudaSuccess)
+      di->memory_clock_khz = 0;
+    (void)cudaGetLastError();
+  }
+}
+
+extern "C" void arkcos_gpu_describe(char *buf, size_t len) {
+  if (!buf || !len) return;
+  buf[0] = 0;
+  arkcos_gpu_info info;
+  arkcos_gpu_query(&info);
+  size_t o = 0;
+  char drv[32];
+  if (info.driver_version > 0)
+    snprintf(drv, sizeof drv, "%d.%d", info.driver_version / 1000, (info.driver_version % 1000) / 10);
+  else
+    snprintf(drv, sizeof drv, "none");
+  append(buf, len, &o, "CUDA runtime %d.%d, driver %s, cuFFT %d.%d.%d\n", info.runtime_version / 1000,
+         (info.runtime_version % 1000) / 10, drv, info.cufft_version / 1000, (info.cufft_version % 1000) / 100,
+         info.cufft_version % 100);
+  if (info.ndevices == 0) {
+    char why[256];
+    cuda_device_count(why, sizeof why);
+    append(buf, len, &o, "GPU: %s\n", why);
+    return;
+  }
+  for (int d = 0; d < info.ndevices; d++) {
+    const arkcos_gpu_device_info *di = &info.devices[d];
+    append(buf, len, &o,
+           "GPU %d: %s, compute capability %d.%d, %d SMs, %.1f GiB, clock %d MHz, memory clock %d MHz\n", d,
+           di->name, di->cc_major, di->cc_minor, di->sm_count, di->total_memory / 1073741824.0,
+           di->clock_khz / 1000, di->memory_clock_khz / 1000);
+  }
+}
+
+extern "C" int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err) {
+  char why[256];
+  const int n = cuda_device_count(why, sizeof why);
+  if (n == 0)
+    return arkcos_fail(err, ARKCOS_ENODEV, "--backend gpu: %s", why);
+  const int dev = p->opt.device;
+  if (dev < 0 || dev >= n)
+    return arkcos_fail(err, ARKCOS_ENODEV, "--backend gpu: CUDA device %d does not exist (%d device%s)", dev, n,
+                       n == 1 ? "" : "s");
+  if (p->L > MAX_L)
+    return arkcos_fail(err, ARKCOS_EINVAL, "GPU: rings of %lld pixels exceed the GPU backend's limit of %lld",
+                       (long long)p->L, (long long)MAX_L);
+  if (p->geom->npix <= 0 || p->geom->nrings <= 0)
+    return arkcos_fail(err, ARKCOS_EINVAL, "GPU: empty geometry");
+  gpu_state *st = new (std::nothrow) gpu_state();
+  if (!st) return arkcos_fail(err, ARKCOS_ENOMEM, "GPU: out of host memory");
+  st->dev = dev;
+  st->single = p->opt.precision == ARKCOS_SINGLE;
+  p->impl = st;
+  p->destroy = gpu_destroy;
+  p->execute = st->single ? execute_t<float> : execute_t<double>;
+  int rc;
+  try {
+    cudaError_t e = cudaSetDevice(dev);
+    if (e != cudaSuccess) {
+      rc = cuda_fail(err, e, "cudaSetDevice", __FILE__, __LINE__);
+    } else {
+      cudaDeviceProp prop;
+      if (cudaGetDeviceProperties(&prop, dev) == cudaSuccess)
+        snprintf(st->devname, sizeof st->devname, "%s", prop.name);
+      rc = st->single ? create_t<float>(p, st, err) : create_t<double>(p, st, err);
+    }
+  } catch (const std::bad_alloc &) {
+    rc = arkcos_fail(err, ARKCOS_ENOMEM, "GPU: out of host memory while planning");
+  } catch (...) {
+    rc = arkcos_fail(err, ARKCOS_ERUNTIME, "GPU: unexpected failure while planning");
+  }
+  if (rc) {
+    gpu_destroy(p); /* releases everything allocated so far */
+    p->destroy = nullptr;
+    p->execute = nullptr;
+  }
+  return rc;
+}
+
+/* Not in arkcos.h (yet): time of one cudaMemcpy of `bytes` each way between
+ * pinned host memory and the device, the floor under host-in/host-out
+ * timings. Median of `reps`. 0 or an ARKCOS_E* code. */
+extern "C" int arkcos_gpu_copy_time(int device, size_t bytes, int reps, double *h2d, double *d2h,
+                                    arkcos_error *err) {
+  *h2d = *d2h = 0;
+  void *hbuf = nullptr, *dbuf = nullptr;
+  cudaEvent_t a = nullptr, b = nullptr;
+  int rc = 0;
+  std::vector<float> th, td;
+  auto body = [&]() -> int {
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(cudaHostAlloc(&hbuf, bytes, cudaHostAllocDefault));
+    CUDA_CHECK(cudaMalloc(&dbuf, bytes));
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    memset(hbuf, 0, bytes);
+    for (int r = 0; r <= reps; r++) { /* r = 0 warms up */
+      float ms;
+      CUDA_CHECK(cudaEventRecord(a, 0));
+      CUDA_CHECK(cudaMemcpyAsync(dbuf, hbuf, bytes, cudaMemcpyHostToDevice, 0));
+      CUDA_CHECK(cudaEventRecord(b, 0));
+      CUDA_CHECK(cudaEventSynchronize(b));
+      CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+      if (r) th.push_back(ms);
+      CUDA_CHECK(cudaEventRecord(a, 0));
+      CUDA_CHECK(cudaMemcpyAsync(hbuf, dbuf, bytes, cudaMemcpyDeviceToHost, 0));
+      CUDA_CHECK(cudaEventRecord(b, 0));
+      CUDA_CHECK(cudaEventSynchronize(b));
+      CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+      if (r) td.push_back(ms);
+    }
+    return 0;
+  };
+  try {
+    rc = reps > 0 ? body() : arkcos_fail(err, ARKCOS_EINVAL, "copy time: reps must be >= 1");
+  } catch (...) {
+    rc = arkcos_fail(err, ARKCOS_ENOMEM, "copy time: out of host memory");
+  }
+  if (rc == 0) {
+    std::sort(th.begin(), th.end());
+    std::sort(td.begin(), td.end());
+    *h2d = th[th.size() / 2] * 1e-3;
+    *d2h = td[td.size() / 2] * 1e-3;
+  }
+  if (a) cudaEventDestroy(a);
+  if (b) cudaEventDestroy(b);
+  if (dbuf) cudaFree(dbuf);
+  if (hbuf) cudaFreeHost(hbuf);
+  (void)cudaGetLastError();
+  return rc;
+}
