@@ -15,6 +15,14 @@
  * For N_i = N_j = L this is the exact circular convolution of the ring with
  * the kernel samples, i.e. the direct sum, whatever the kernel's width.
  *
+ * Oversampling (enhanced mode): pairs that involve a cap ring (N_i or N_j
+ * below L) use a kernel grid of q L points instead; the kernel's azimuthal
+ * spectrum then aliases only beyond q L / 2, where it has decayed. All pairs
+ * accumulate into one spectrum of q L / 2 + 1 modes, folded with L_acc = q L:
+ * a pair on the L grid enters scaled by q (the 1/L_acc normalisation) with
+ * its Nyquist mode L/2 halved (the +L/2 and -L/2 halves of that grid).
+ * Belt pairs stay exact: L_acc is a multiple of their ring length.
+ *
  * H_ij: a compact kernel has few non-zero samples (|n| <= nmax). Then
  * H[m] = sum_k (h_k + h_-k) cos(k t) - i sum_k (h_k - h_-k) sin(k t),
  * t = 2 pi m / L, is a short Chebyshev series in cos t, summed for all m by
@@ -23,19 +31,27 @@
  * Wide windows (near the poles) use an FFTW r2c of the kernel grid.
  */
 
+/* A kernel grid: L points in azimuth, nm = L / 2 + 1 modes kept. */
+typedef struct SFX(kgrid_t) {
+  int64_t L, nm;
+  int cheb_max;         /* largest nmax for the direct cosine sum */
+  double *cos_m, *sin_m;/* cos, sin(2 pi m / L), padded to nmp */
+  FFTWP(plan) kplan;    /* r2c of length L */
+} SFX(kgrid_t);
+
 typedef struct SFX(cpu_state) {
   int nthreads;
-  int64_t nmp;          /* padded row length */
-  int cheb_max;         /* largest nmax for the direct cosine sum */
+  int q;                /* oversampling of cap pairs' kernel grids */
+  int64_t Lacc, nmacc;  /* accumulated spectra: q L, q L / 2 + 1 modes */
+  int64_t nmp;          /* padded row length (>= nmacc) */
+  SFX(kgrid_t) grid[2]; /* [0]: L = max ring length; [1]: q L (cap pairs) */
   R *spec_re, *spec_im; /* nrings x nmp ring spectra */
-  double *cos_m, *sin_m;/* cos, sin(2 pi m / L), m < nm */
   FFTWP(plan) *r2c, *c2r; /* per ring, from the process-wide cache */
-  FFTWP(plan) kplan;    /* kernel grid r2c of length L */
   R *work;              /* per-thread workspace */
   size_t wstride;       /* R values per thread */
   R *hcache;            /* cache_kernel_spectra: H of every ring pair (re row, im row) */
   size_t *pair_ofs;     /* first pair of each task in hcache */
-  unsigned char *pair_used; /* the kernel reaches that pair */
+  unsigned char *pair_used; /* 0: kernel does not reach the pair; else 1 + grid */
 } SFX(cpu_state);
 
 /* per-thread workspace layout, in units of nmp R values (hr, hi are
@@ -95,8 +111,10 @@ static void SFX(cpu_destroy)(arkcos_plan *p) {
   if (!s) return;
   free(s->r2c);
   free(s->c2r);
-  FFTWP(free)(s->cos_m);
-  FFTWP(free)(s->sin_m);
+  for (int g = 0; g < 2; g++) {
+    FFTWP(free)(s->grid[g].cos_m);
+    FFTWP(free)(s->grid[g].sin_m);
+  }
   FFTWP(free)(s->spec_re);
   FFTWP(free)(s->spec_im);
   FFTWP(free)(s->work);
@@ -124,7 +142,7 @@ static inline void SFX(store_vd)(R *dst, arkcos_vd v) {
  *      H = e^{+-i t/2} cos(t/2) sum_k a_k V_k(x), V the third-kind polynomials
  *      (cos((2k+1)t/2) = cos(t/2) V_k(cos t)), i.e.
  *      Re H = (1 + x)/2 S, Im H = +-sin(t)/2 S. */
-static void SFX(kernel_clenshaw)(const SFX(cpu_state) *s, int64_t nm, int kind, const double *a,
+static void SFX(kernel_clenshaw)(const SFX(kgrid_t) *s, int64_t nm, int kind, const double *a,
                                  const double *b, int K, R *hr, R *hi) {
   enum { VL = ARKCOS_VL, NV = ARKCOS_NV };
   for (int64_t m = 0; m < nm; m += VL * NV) {
@@ -178,14 +196,52 @@ static void SFX(kernel_clenshaw)(const SFX(cpu_state) *s, int64_t nm, int kind, 
   }
 }
 
-/* Kernel spectrum H_ij[m] (m < nm) of output ring i and input ring j into
- * hr, hi; *t_eval is the time the kernel samples were ready. Returns 0 when
- * the kernel does not reach ring j. ws: the calling thread's workspace. */
+/* Spectrum on grid G (modes m < G->nm) of kernel samples hs[n - n0],
+ * n0 <= n <= n1, taken at azimuths delta + 2 pi n / G->L, by Clenshaw sums;
+ * |n| must not exceed ARKCOS_CHEB_LIMIT. */
+static void SFX(samples_spectrum)(const SFX(kgrid_t) *G, const double *hs, int64_t n0, int64_t n1,
+                                  double delta, R *hr, R *hi) {
+  const double half_step = ARKCOS_PI / (double)G->L;
+  double ca[ARKCOS_CHEB_LIMIT + 2], cb[ARKCOS_CHEB_LIMIT + 2];
+  const int64_t nmax = n1 > -n0 ? n1 : -n0;
+#define HS(n) ((n) >= n0 && (n) <= n1 ? hs[(n) - n0] : 0.0)
+  int kind, K;
+  if (delta == 0) {
+    kind = 1;
+    K = (int)nmax;
+    for (int k = 0; k <= K; k++) ca[k] = k ? HS(k) + HS(-k) : HS(0);
+  } else if (fabs(delta - half_step) < 1e-12 * half_step) {
+    kind = 2; /* samples at (2n + 1) pi / L: pairs n, -1 - n */
+    K = (int)(n1 > -1 - n0 ? n1 : -1 - n0);
+    for (int k = 0; k <= K; k++) ca[k] = HS(k) + HS(-1 - k);
+  } else if (fabs(delta + half_step) < 1e-12 * half_step) {
+    kind = -2; /* samples at (2n - 1) pi / L: pairs n, 1 - n */
+    K = (int)(n1 - 1 > -n0 ? n1 - 1 : -n0);
+    for (int k = 0; k <= K; k++) ca[k] = HS(k + 1) + HS(-k);
+  } else {
+    kind = 0;
+    K = (int)nmax;
+    for (int k = 0; k <= K; k++) {
+      ca[k] = k ? HS(k) + HS(-k) : HS(0);
+      cb[k] = k ? HS(k) - HS(-k) : 0;
+    }
+  }
+#undef HS
+  SFX(kernel_clenshaw)(G, G->nm, kind, ca, cb, K, hr, hi);
+}
+
+/* Kernel spectrum H_ij[m] of output ring i and input ring j into hr, hi,
+ * ready to be accumulated (scaled and halved for the L grid when q > 1);
+ * *t_eval is the time the kernel samples were ready. Returns 0 when the
+ * kernel does not reach ring j, else 1 + the grid used (its nm modes are
+ * written). ws: the calling thread's workspace. */
 static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j, R *ws, R *hr,
                               R *hi, double *t_eval) {
   const arkcos_ring *rg = p->geom->rings;
-  const int64_t L = p->L, nm = p->nm;
-  const double twopi_L = 2 * ARKCOS_PI / (double)L, half_step = ARKCOS_PI / (double)L;
+  const int gi = s->q > 1 && (rg[i].nph != p->L || rg[j].nph != p->L);
+  const SFX(kgrid_t) *G = &s->grid[gi];
+  const int64_t L = G->L, nm = G->nm;
+  const double twopi_L = 2 * ARKCOS_PI / (double)L;
   double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
   double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
   double half = arkcos_dphi_window(&p->kf, sdt2, ss);
@@ -193,48 +249,73 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
   int64_t n0, n1, cnt = arkcos_sample_range(half, delta, L, &n0, &n1);
   if (cnt == 0) return 0;
   int64_t nmax = n1 > -n0 ? n1 : -n0;
-  if (cnt < L && nmax <= s->cheb_max) {
-    double hs[2 * ARKCOS_CHEB_LIMIT + 4], ca[ARKCOS_CHEB_LIMIT + 2], cb[ARKCOS_CHEB_LIMIT + 2];
+  /* an L-grid pair in a q L accumulation enters scaled by q (the 1/(q L)
+   * normalisation); the factor goes into the samples, which is free */
+  const double scale = (double)(s->Lacc / L);
+  /* on the q L grid (q = 2) the Clenshaw sums run on the L grid, once for
+   * the even and once for the odd samples, so they may reach twice as far */
+  const int64_t cheb_lim = gi && s->q == 2 ? 2 * s->grid[0].cheb_max : G->cheb_max;
+  if (cnt < L && nmax <= cheb_lim) {
+    double hs[4 * ARKCOS_CHEB_LIMIT + 8];
     for (int64_t n = n0; n <= n1; n++)
-      hs[n - n0] = arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n));
-#define HS(n) ((n) >= n0 && (n) <= n1 ? hs[(n) - n0] : 0.0)
-    int kind, K;
-    if (delta == 0) {
-      kind = 1;
-      K = (int)nmax;
-      for (int k = 0; k <= K; k++) ca[k] = k ? HS(k) + HS(-k) : HS(0);
-    } else if (fabs(delta - half_step) < 1e-12 * half_step) {
-      kind = 2; /* samples at (2n + 1) pi / L: pairs n, -1 - n */
-      K = (int)(n1 > -1 - n0 ? n1 : -1 - n0);
-      for (int k = 0; k <= K; k++) ca[k] = HS(k) + HS(-1 - k);
-    } else if (fabs(delta + half_step) < 1e-12 * half_step) {
-      kind = -2; /* samples at (2n - 1) pi / L: pairs n, 1 - n */
-      K = (int)(n1 - 1 > -n0 ? n1 - 1 : -n0);
-      for (int k = 0; k <= K; k++) ca[k] = HS(k + 1) + HS(-k);
-    } else {
-      kind = 0;
-      K = (int)nmax;
-      for (int k = 0; k <= K; k++) {
-        ca[k] = k ? HS(k) + HS(-k) : HS(0);
-        cb[k] = k ? HS(k) - HS(-k) : 0;
-      }
-    }
-#undef HS
+      hs[n - n0] = scale * arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n));
     *t_eval = omp_get_wtime();
-    SFX(kernel_clenshaw)(s, nm, kind, ca, cb, K, hr, hi);
+    if (gi && s->q == 2) {
+      /* H'[m] = E[m] + e^{-i pi m / L0} O[m] (decimation in azimuth): E, O the
+       * L0-grid spectra of the even samples (offset delta) and the odd ones
+       * (offset delta + pi / L0), L0-periodic and Hermitian */
+      const SFX(kgrid_t) *C = &s->grid[0];
+      const int64_t L0 = C->L;
+      double he[2 * ARKCOS_CHEB_LIMIT + 4], ho[2 * ARKCOS_CHEB_LIMIT + 4];
+      /* even n = 2u: u in [ceil(n0/2), floor(n1/2)];
+       * odd n = 2u + 1: u in [ceil((n0-1)/2), floor((n1-1)/2)] */
+      const int64_t e0 = -arkcos_floor_div2(-n0), e1 = arkcos_floor_div2(n1);
+      const int64_t o0 = -arkcos_floor_div2(1 - n0), o1 = arkcos_floor_div2(n1 - 1);
+      for (int64_t u = e0; u <= e1; u++) he[u - e0] = hs[2 * u - n0];
+      for (int64_t u = o0; u <= o1; u++) ho[u - o0] = hs[2 * u + 1 - n0];
+      /* scratch free while pairs are processed: the ring-input buffer for
+       * E, the FFT-path spectrum buffer for O (2 nmp values each) */
+      R *er = ws + WS(s, WS_RIN), *ei = er + s->nmp;
+      R *orr = ws + WS(s, WS_KSPEC), *oi = orr + s->nmp;
+      if (e1 >= e0) SFX(samples_spectrum)(C, he, e0, e1, delta, er, ei);
+      else memset(er, 0, sizeof(R) * 2 * (size_t)s->nmp);
+      if (o1 >= o0) SFX(samples_spectrum)(C, ho, o0, o1, delta + ARKCOS_PI / (double)L0, orr, oi);
+      else memset(orr, 0, sizeof(R) * 2 * (size_t)s->nmp);
+      const double *tc = G->cos_m, *ts = G->sin_m; /* cos, sin(pi m / L0) */
+      const int64_t h0 = L0 / 2;
+#pragma omp simd
+      for (int64_t m = 0; m <= h0; m++) {
+        hr[m] = (R)(er[m] + tc[m] * orr[m] + ts[m] * oi[m]);
+        hi[m] = (R)(ei[m] + tc[m] * oi[m] - ts[m] * orr[m]);
+      }
+      /* m > L0/2: E and O at L0 - m, conjugated (Hermitian) */
+#pragma omp simd
+      for (int64_t m = h0 + 1; m < nm; m++) {
+        const int64_t mm = L0 - m;
+        hr[m] = (R)(er[mm] + tc[m] * orr[mm] - ts[m] * oi[mm]);
+        hi[m] = (R)(-ei[mm] - tc[m] * oi[mm] - ts[m] * orr[mm]);
+      }
+    } else {
+      SFX(samples_spectrum)(G, hs, n0, n1, delta, hr, hi);
+    }
   } else {
     R *kgrid = ws + WS(s, WS_KGRID), *kspec = ws + WS(s, WS_KSPEC);
     for (int64_t n = n0; n <= n1; n++)
-      kgrid[arkcos_wrap(n, L)] = (R)arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n));
+      kgrid[arkcos_wrap(n, L)] =
+          (R)(scale * arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n)));
     *t_eval = omp_get_wtime();
-    FFTWP(execute_dft_r2c)(s->kplan, kgrid, (FFTWP(complex) *)kspec);
+    FFTWP(execute_dft_r2c)(G->kplan, kgrid, (FFTWP(complex) *)kspec);
     for (int64_t n = n0; n <= n1; n++) kgrid[arkcos_wrap(n, L)] = 0;
     for (int64_t m = 0; m < nm; m++) {
       hr[m] = kspec[2 * m];
       hi[m] = kspec[2 * m + 1];
     }
   }
-  return 1;
+  if (L != s->Lacc && L % 2 == 0) { /* the L grid's Nyquist mode is +L/2 and -L/2 */
+    hr[L / 2] *= (R)0.5;
+    hi[L / 2] *= (R)0.5;
+  }
+  return 1 + gi;
 }
 
 static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
@@ -242,7 +323,7 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
   SFX(cpu_state) *s = (SFX(cpu_state) *)p->impl;
   const arkcos_ring *rg = p->geom->rings;
   const int nr = p->geom->nrings, paper = p->opt.mode == ARKCOS_MODE_PAPER;
-  const int64_t L = p->L, nm = p->nm, nmp = s->nmp;
+  const int64_t L = s->Lacc, nm = s->nmacc, nmp = s->nmp;
   double t_start = omp_get_wtime();
 
   /* 1. ring FFTs, spectra extended to the kernel grid's L/2 + 1 modes */
@@ -306,29 +387,31 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
       for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
         double t1, t2;
         const R *kr = hr, *ki = hi;
+        int used;
         if (s->hcache) {
           const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
-          if (!s->pair_used[pk]) continue;
+          if (!(used = s->pair_used[pk])) continue;
           kr = s->hcache + pk * 2 * (size_t)nmp;
           ki = kr + nmp;
           t1 = t2 = t0;
-        } else if (!SFX(pair_spectrum)(p, s, i, j, ws, hr, hi, &t1)) {
+        } else if (!(used = SFX(pair_spectrum)(p, s, i, j, ws, hr, hi, &t1))) {
           continue;
         } else {
           t2 = omp_get_wtime();
         }
+        const int64_t len = s->grid[used - 1].nm; /* modes this pair fills */
         st[0] += t1 - t0;
         st[1] += t2 - t1;
         const R *sr = s->spec_re + (size_t)j * nmp, *si = s->spec_im + (size_t)j * nmp;
 #pragma omp simd
-        for (int64_t m = 0; m < nm; m++) {
+        for (int64_t m = 0; m < len; m++) {
           a1r[m] += kr[m] * sr[m] - ki[m] * si[m];
           a1i[m] += kr[m] * si[m] + ki[m] * sr[m];
         }
         if (two) {
           const R *qr = s->spec_re + (size_t)p->mirror[j] * nmp, *qi = s->spec_im + (size_t)p->mirror[j] * nmp;
 #pragma omp simd
-          for (int64_t m = 0; m < nm; m++) {
+          for (int64_t m = 0; m < len; m++) {
             a2r[m] += kr[m] * qr[m] - ki[m] * qi[m];
             a2i[m] += kr[m] * qi[m] + ki[m] * qr[m];
           }
@@ -340,7 +423,23 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
         const int io = pass ? i2 : i;
         const R *ar = pass ? a2r : a1r, *ai = pass ? a2i : a1i;
         const int64_t N = rg[io].nph;
-        if (!paper && N == L) { /* no folding: copy, Nyquist counted from both sides */
+        if (!paper && 2 * N == L) {
+          /* modes 0..N of a 2N accumulation onto N/2 + 1 bins: m < N/2
+           * directly, N - m conjugated onto m, the (half-weighted) mode N
+           * onto bin 0 as its real part */
+          const int64_t h = N / 2;
+          rspec[0] = ar[0] + ar[N];
+          rspec[1] = 0;
+#pragma omp simd
+          for (int64_t m = 1; m < (N + 1) / 2; m++) {
+            rspec[2 * m] = ar[m] + ar[N - m];
+            rspec[2 * m + 1] = ai[m] - ai[N - m];
+          }
+          if (N % 2 == 0) {
+            rspec[2 * h] = 2 * ar[h];
+            rspec[2 * h + 1] = 0;
+          }
+        } else if (!paper && N == L) { /* no folding: copy, Nyquist counted from both sides */
           for (int64_t m = 0; m < nm; m++) {
             rspec[2 * m] = ar[m];
             rspec[2 * m + 1] = ai[m];
@@ -438,15 +537,18 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
   p->destroy = SFX(cpu_destroy);
   s->nthreads = p->opt.threads > 0 ? p->opt.threads : omp_get_max_threads();
   const int nr = p->geom->nrings;
-  /* the direct cosine sum costs ~nmax L/2 multiply-adds (vectorised), the
-   * FFT ~2.5 L log2 L flops: switch at a few times log2 L */
-  int lg = 0;
-  while (((int64_t)1 << lg) < p->L) lg++;
-  s->cheb_max = 2 * lg < ARKCOS_CHEB_LIMIT ? 2 * lg : ARKCOS_CHEB_LIMIT;
-  /* rows padded to 64 bytes so every row keeps FFTW's SIMD alignment */
+  /* oversampling of cap pairs: enhanced mode only, and only where rings
+   * of different lengths meet */
+  int uniform = 1;
+  for (int j = 0; j < nr; j++) uniform &= p->geom->rings[j].nph == p->L;
+  s->q = p->opt.oversample > 0 ? p->opt.oversample : arkcos_auto_oversample(&p->kf, p->L);
+  if (s->q > 8) s->q = 8;
+  if (p->opt.mode == ARKCOS_MODE_PAPER || uniform) s->q = 1;
+  s->Lacc = s->q * p->L;
+  s->nmacc = s->Lacc / 2 + 1;
   /* rows padded to whole Clenshaw blocks and to 64 bytes (FFTW alignment) */
   const int64_t blk = 48;
-  s->nmp = (p->nm + 1 + blk - 1) / blk * blk;
+  s->nmp = (s->nmacc + 1 + blk - 1) / blk * blk;
   size_t spec_n = (size_t)nr * (size_t)s->nmp;
   s->wstride = WS(s, WS_SIZE);
   s->spec_re = (R *)FFTWP(malloc)(sizeof(R) * spec_n);
@@ -454,16 +556,28 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
   s->work = (R *)FFTWP(malloc)(sizeof(R) * s->wstride * (size_t)s->nthreads);
   s->r2c = (FFTWP(plan) *)calloc((size_t)nr, sizeof(FFTWP(plan)));
   s->c2r = (FFTWP(plan) *)calloc((size_t)nr, sizeof(FFTWP(plan)));
-  s->cos_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)s->nmp);
-  s->sin_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)s->nmp);
-  if (!s->spec_re || !s->spec_im || !s->work || !s->r2c || !s->c2r || !s->cos_m || !s->sin_m)
+  if (!s->spec_re || !s->spec_im || !s->work || !s->r2c || !s->c2r)
     return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory (ring spectra need %.1f MB)",
                        2 * sizeof(R) * (double)spec_n / 1e6);
   memset(s->work, 0, sizeof(R) * s->wstride * (size_t)s->nthreads);
-  p->bytes = sizeof(R) * (2 * spec_n + s->wstride * (size_t)s->nthreads) + 2 * sizeof(double) * (size_t)p->nm;
-  for (int64_t m = 0; m < s->nmp; m++) {
-    s->cos_m[m] = m < p->nm ? cos(2 * ARKCOS_PI * (double)m / (double)p->L) : 0;
-    s->sin_m[m] = m < p->nm ? sin(2 * ARKCOS_PI * (double)m / (double)p->L) : 0;
+  p->bytes = sizeof(R) * (2 * spec_n + s->wstride * (size_t)s->nthreads);
+  for (int g = 0; g < 2; g++) {
+    SFX(kgrid_t) *G = &s->grid[g];
+    G->L = g ? s->Lacc : p->L;
+    G->nm = G->L / 2 + 1;
+    /* the direct cosine sum costs ~nmax L/2 multiply-adds (vectorised), the
+     * FFT ~2.5 L log2 L flops: switch at a few times log2 L */
+    int lg = 0;
+    while (((int64_t)1 << lg) < G->L) lg++;
+    G->cheb_max = 2 * lg < ARKCOS_CHEB_LIMIT ? 2 * lg : ARKCOS_CHEB_LIMIT;
+    G->cos_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)s->nmp);
+    G->sin_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)s->nmp);
+    if (!G->cos_m || !G->sin_m) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+    for (int64_t m = 0; m < s->nmp; m++) {
+      G->cos_m[m] = m < G->nm ? cos(2 * ARKCOS_PI * (double)m / (double)G->L) : 0;
+      G->sin_m[m] = m < G->nm ? sin(2 * ARKCOS_PI * (double)m / (double)G->L) : 0;
+    }
+    p->bytes += 2 * sizeof(double) * (size_t)s->nmp;
   }
   arkcos_fftw_wisdom_load();
   int fresh = 0;
@@ -479,10 +593,10 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
     s->r2c[j] = e->r2c;
     s->c2r[j] = e->c2r;
   }
-  {
-    SFX(plan_entry) *e = SFX(plans_for)(p->L, FFTW_MEASURE, &fresh);
+  for (int g = 0; g < 2; g++) {
+    SFX(plan_entry) *e = SFX(plans_for)(s->grid[g].L, FFTW_MEASURE, &fresh);
     if (!e) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan the kernel grid");
-    s->kplan = e->r2c;
+    s->grid[g].kplan = e->r2c;
   }
   if (fresh) arkcos_fftw_wisdom_save();
   if (p->opt.cache_kernel_spectra) return SFX(fill_cache)(p, s, err);

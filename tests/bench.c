@@ -4,6 +4,7 @@
  *
  * usage: bench [--nside N,N,...] [--threads T] [--repeats R] [--fsht-repeats R]
  *              [--fwhm-arcmin-2048 F] [--cutoff-rel EPS] [--no-fsht] [--no-cache]
+ *              [--oversample Q]
  *        bench --support-sweep NSIDE [--threads T] [--repeats R]
  * The beam keeps the pixels-per-FWHM ratio of 4.7' at nside 2048 (about 2.8):
  * FWHM = 4.7' * 2048 / nside unless --fwhm-arcmin-2048 says otherwise.
@@ -110,6 +111,7 @@ int main(int argc, char **argv) {
   long nsides[8] = {512, 1024, 2048};
   int nn = 3, threads = 2, repeats = 3, frep = 1, do_fsht = 1, do_cache = 1;
   long sweep_nside = 0;
+  int oversample = 0;
   double fwhm2048 = 4.7, rel = 1e-5;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--nside") && i + 1 < argc) {
@@ -122,6 +124,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--cutoff-rel") && i + 1 < argc) rel = atof(argv[++i]);
     else if (!strcmp(argv[i], "--no-fsht")) do_fsht = 0;
     else if (!strcmp(argv[i], "--no-cache")) do_cache = 0;
+    else if (!strcmp(argv[i], "--oversample") && i + 1 < argc) oversample = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--support-sweep") && i + 1 < argc) sweep_nside = atol(argv[++i]);
     else {
       fprintf(stderr, "bench: unknown argument %s\n", argv[i]);
@@ -160,6 +163,7 @@ int main(int argc, char **argv) {
     arkcos_options_default(&o);
     o.backend = ARKCOS_BACKEND_CPU;
     o.threads = threads;
+    o.oversample = oversample;
     double t0 = wall_time();
     arkcos_plan *p = arkcos_plan_create(g, k, &o, &err);
     double tplan = wall_time() - t0;
@@ -185,6 +189,24 @@ int main(int argc, char **argv) {
     }
     double plan_mb = arkcos_plan_memory(p) / 1e6;
     arkcos_plan_destroy(p);
+    /* the same on the 4 nside kernel grid everywhere (no oversampling of
+     * cap pairs): DESIGN.md's algorithm, and the GPU backend's grid */
+    double tq1 = NAN;
+    if (oversample != 1) {
+      o.oversample = 1;
+      arkcos_plan *p1 = arkcos_plan_create(g, k, &o, &err);
+      o.oversample = oversample;
+      if (p1) {
+        arkcos_execute(p1, in, out, &err);
+        for (int r = 0; r < repeats; r++) {
+          t0 = wall_time();
+          arkcos_execute(p1, in, out, &err);
+          ts[r] = wall_time() - t0;
+        }
+        tq1 = median(ts, repeats);
+        arkcos_plan_destroy(p1);
+      }
+    }
     /* plan reuse with cached kernel spectra: per-map cost of many maps */
     double tcache = NAN, cache_mb = NAN;
     if (do_cache) {
@@ -228,6 +250,8 @@ int main(int argc, char **argv) {
            100 * sm.reduction / tot, 100 * sm.map_ifft / tot, plan_mb, peak_rss_bytes() / 1e6);
     printf("        %7s %7s %6s | %9.4f | %9.0f   (cached kernel spectra: per-map time, plan memory)\n", "", "", "",
            tcache, cache_mb);
+    printf("        %7s %7s %6s | %9.4f | %9s %9s | %9.1f %9.1f   (4 nside kernel grid, oversample 1)\n", "", "", "",
+           tq1, "", "", f0 / tq1, f3 / tq1);
     fflush(stdout);
     free(ts);
     free(in);
@@ -235,7 +259,9 @@ int main(int argc, char **argv) {
     arkcos_kernel_destroy(k);
     arkcos_geometry_destroy(g);
   }
-  printf("# arkcos_s: median execute (plan reused); reuse_s: plan + one execute (no reuse); cached_s: median\n"
+  printf("# arkcos_s: median execute, default (automatic) oversampling of cap pairs' kernel grids;\n"
+         "# the 'oversample 1' row: the same on the 4 nside grid everywhere (faster, less accurate caps);\n"
+         "# reuse_s: plan + one execute (no reuse); cached_s: median\n"
          "# execute of a plan that keeps every kernel spectrum (many maps, one beam);\n"
          "# x_iter0/3: FSHT time / ARKCoS time; stage shares of the execute time; rings: approx. support in rings\n");
   return 0;
