@@ -67,12 +67,12 @@ $(BUILD)/libarkharness.a: $(HARN_OBJ)
 $(BUILD)/arkcos: $(BUILD)/obj/harness/main.o $(LIBS)
 	$(CC) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
 
-$(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIBS)
+$(BUILD)/tests/%: tests/%.c tests/testlib.h tests/testmaps.h $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lchealpix -lstdc++
 
 # GPU against CPU and the direct sum; not part of `make test` (it needs a device)
-$(BUILD)/tests/gpu_check $(BUILD)/tests/bench $(BUILD)/tests/kernel_profile: $(BUILD)/tests/%: tests/%.c tests/testlib.h $(LIBS)
+$(BUILD)/tests/gpu_check $(BUILD)/tests/bench $(BUILD)/tests/kernel_profile: $(BUILD)/tests/%: tests/%.c tests/testlib.h tests/testmaps.h $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
 

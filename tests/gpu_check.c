@@ -24,6 +24,7 @@
 #include "arkcos/arkcos.h"
 #include "reference/reference.h"
 #include "tests/testlib.h"
+#include "tests/testmaps.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -32,20 +33,7 @@
 #define ARCMIN (M_PI / 10800)
 
 
-static uint64_t rng_state = 20240611;
-static double urand(void) { /* splitmix64 -> [0, 1) */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
-}
 
-static double *random_map(int64_t n) {
-  double *m = malloc(sizeof(double) * (size_t)n);
-  if (!m) return NULL;
-  for (int64_t i = 0; i < n; i++) m[i] = 2 * urand() - 1;
-  return m;
-}
 
 static double now(void) {
   struct timespec ts;
@@ -129,30 +117,7 @@ static double *smooth(const arkcos_geometry *g, const arkcos_kernel *k, const do
   return out;
 }
 
-/* rms(a - b) / rms(b), optionally over the pixels of the rings in mask */
-static double frac_rms(const arkcos_geometry *g, const double *a, const double *b, const int *mask) {
-  double d = 0, r = 0;
-  int64_t nd = 0;
-  for (int i = 0; i < g->nrings; i++)
-    for (int64_t q = 0; q < g->rings[i].nph; q++) {
-      int64_t p = g->rings[i].ofs + q;
-      r += b[p] * b[p];
-      if (!mask || mask[i]) {
-        d += (a[p] - b[p]) * (a[p] - b[p]);
-        nd++;
-      }
-    }
-  return sqrt(d / (nd ? nd : 1)) / sqrt(r / g->npix);
-}
 
-/* rings whose whole kernel disc lies in the equatorial belt |z| <= 2/3 */
-static int *belt_mask(const arkcos_geometry *g, double cutoff) {
-  int *m = calloc((size_t)g->nrings, sizeof(int));
-  double tn = acos(2.0 / 3.0), ts = M_PI - tn;
-  for (int i = 0; i < g->nrings; i++)
-    m[i] = g->rings[i].theta - cutoff > tn + 1e-9 && g->rings[i].theta + cutoff < ts - 1e-9;
-  return m;
-}
 
 /* ------------------------------------------------------------------ groups */
 

@@ -10,6 +10,7 @@
 #include "arkcos/arkcos.h"
 #include "arkcos/arkcos_math.h"
 #include "tests/testlib.h"
+#include "tests/testmaps.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -17,13 +18,6 @@
 #define DEG (M_PI / 180)
 #define ARCMIN (M_PI / 10800)
 
-static uint64_t rng_state = 12345;
-static double urand(void) { /* splitmix64 -> [0, 1) */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
-}
 
 /* Brute force over all pixel pairs of the rings within the cutoff's latitude
  * band, angles from unit vectors: the simplest statement of s_p = sum_q w_q K(alpha_pq) r_q. */
@@ -63,11 +57,6 @@ static void brute_direct(const arkcos_geometry *g, const arkcos_kernel *k, const
   free(w);
 }
 
-static double *random_map(int64_t n) {
-  double *m = malloc(sizeof(double) * n);
-  for (int64_t i = 0; i < n; i++) m[i] = 2 * urand() - 1;
-  return m;
-}
 
 static arkcos_kernel *gauss(double fwhm, double cutoff, double rel) {
   arkcos_kernel_spec s = {0};
@@ -103,31 +92,7 @@ static double *smooth(const arkcos_geometry *g, const arkcos_kernel *k, const do
   return out;
 }
 
-/* fractional RMS of a - b over the rings with mask[ring] (all if NULL),
- * relative to the RMS of b over the whole map */
-static double frac_rms(const arkcos_geometry *g, const double *a, const double *b, const int *mask) {
-  double d = 0, r = 0;
-  int64_t nd = 0;
-  for (int i = 0; i < g->nrings; i++)
-    for (int64_t q = 0; q < g->rings[i].nph; q++) {
-      int64_t p = g->rings[i].ofs + q;
-      r += b[p] * b[p];
-      if (!mask || mask[i]) {
-        d += (a[p] - b[p]) * (a[p] - b[p]);
-        nd++;
-      }
-    }
-  return sqrt(d / (nd ? nd : 1)) / sqrt(r / g->npix);
-}
 
-/* rings whose kernel disc lies entirely in the equatorial belt */
-static int *belt_mask(const arkcos_geometry *g, double cutoff) {
-  int *m = calloc(g->nrings, sizeof(int));
-  double tn = acos(2.0 / 3.0), ts = M_PI - tn;
-  for (int i = 0; i < g->nrings; i++)
-    m[i] = g->rings[i].theta - cutoff > tn + 1e-9 && g->rings[i].theta + cutoff < ts - 1e-9;
-  return m;
-}
 
 TEST_GROUP(geometry_vs_chealpix) {
   int64_t bad = 0, total = 0;
