@@ -397,6 +397,7 @@ static int run_method(const cfg_method *m, const arkcos_geometry *g,
     o.backend = m->backend;
     o.threads = threads;
     o.cache_kernel_spectra = m->cache_kernel_spectra;
+    o.oversample = m->oversample;
     t->stages = calloc((size_t)repeats, sizeof *t->stages);
     if (!t->stages) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
     double t0 = wall_time();

@@ -44,13 +44,14 @@ typedef struct smooth_args {
   smooth_method method;
   arkcos_mode mode;
   arkcos_precision precision;
+  long oversample; /* arkcos_options.oversample: 0 automatic */
   arkcos_backend backend;
   long threads, lmax, iter;
   int force;
   /* which options were given: for the "both / neither" and "does not apply
    * to this method" checks */
   int has_fwhm, has_kernel, has_cutoff_deg, has_cutoff_rel, has_method,
-      has_mode, has_precision, has_backend, has_threads, has_lmax, has_iter;
+      has_mode, has_precision, has_backend, has_threads, has_lmax, has_iter, has_oversample;
 } smooth_args;
 
 static void usage(FILE *f) {
@@ -85,6 +86,9 @@ static void usage(FILE *f) {
 "                       map2alm, times K_l, alm2map)\n"
 "  --mode M             arkcos only: enhanced (default) or paper\n"
 "  --precision P        arkcos only: double (default) or single\n"
+"  --oversample Q       arkcos only: kernel grid of Q x 4 nside points for ring\n"
+"                       pairs that involve a polar-cap ring (1 = off; default:\n"
+"                       2 where the 4 nside grid would alias above the cutoff)\n"
 "  --backend B          arkcos only: auto (default: GPU if one is usable, else\n"
 "                       CPU), cpu or gpu (exit 2 if there is no usable GPU)\n"
 "  --lmax L             fsht only: band limit, 1 <= L <= 4 nside\n"
@@ -181,7 +185,7 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
         {"--method", &a->has_method},         {"--mode", &a->has_mode},
         {"--precision", &a->has_precision},   {"--backend", &a->has_backend},
         {"--threads", &a->has_threads},       {"--lmax", &a->has_lmax},
-        {"--iter", &a->has_iter},
+        {"--iter", &a->has_iter},             {"--oversample", &a->has_oversample},
     };
     int k = -1;
     for (int j = 0; j < (int)(sizeof known / sizeof known[0]); j++)
@@ -236,6 +240,9 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
       if (!parse_long(val, &a->lmax))
         return bad_arg("--lmax: '%s' is not an integer", val);
       if (a->lmax < 1) return bad_arg("--lmax: %s must be >= 1", val);
+    } else if (!strcmp(name, "--oversample")) {
+      if (!parse_long(val, &a->oversample) || a->oversample < 1 || a->oversample > 8)
+        return bad_arg("--oversample: '%s' is not an integer in [1, 8]", val);
     } else if (!strcmp(name, "--iter")) {
       if (!parse_long(val, &a->iter) || a->iter > 1000)
         return bad_arg("--iter: '%s' is not an integer <= 1000", val);
@@ -258,6 +265,8 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
       return bad_arg("--precision applies only to --method arkcos, not %s", m);
     if (a->has_backend)
       return bad_arg("--backend applies only to --method arkcos, not %s", m);
+    if (a->has_oversample)
+      return bad_arg("--oversample applies only to --method arkcos, not %s", m);
   }
   if (a->method != METHOD_FSHT) {
     if (a->has_lmax) return bad_arg("--lmax applies only to --method fsht, not %s", m);
@@ -350,6 +359,7 @@ static int ensure_geometry_and_plan(smooth_state *s, int64_t nside,
   arkcos_options_default(&o);
   o.mode = s->a->mode;
   o.precision = s->a->precision;
+  o.oversample = (int)s->a->oversample;
   o.threads = (int)s->a->threads;
   /* With more than one map, keep the kernel spectra from plan creation so
    * that every map costs only FFTs and the reduction (issue 7); with one map

@@ -100,6 +100,7 @@ static const field arkcos_fields[] = {
     {"mode", F_ENUM, 0, 0, 0, "\"enhanced\"", "enhanced|paper", NULL},
     {"precision", F_ENUM, 0, 0, 0, "\"double\"", "double|single", NULL},
     {"cache_kernel_spectra", F_BOOL, 0, 0, 0, "false", NULL, NULL},
+    {"oversample", F_INT, 0, 8, 0, "0", NULL, NULL},
     {"repeats", F_INT, 1, 10000, 0, NULL, NULL, NULL},
     {"warmup", F_INT, 0, 1000, 0, NULL, NULL, NULL},
     END};
@@ -639,8 +640,12 @@ static void fill_method(const char *cfgpath, json_t *o, int repeats,
     m->mode = !strcmp(mode, "paper") ? ARKCOS_MODE_PAPER : ARKCOS_MODE_ENHANCED;
     m->precision = !strcmp(prec, "single") ? ARKCOS_SINGLE : ARKCOS_DOUBLE;
     m->cache_kernel_spectra = json_is_true(json_object_get(o, "cache_kernel_spectra"));
-    snprintf(id, sizeof id, "arkcos backend=%s mode=%s precision=%s%s", b, mode,
-             prec, m->cache_kernel_spectra ? " cache_kernel_spectra=true" : "");
+    m->oversample = (int)num(o, "oversample", 0);
+    char q[32] = "";
+    if (m->oversample) snprintf(q, sizeof q, " oversample=%d", m->oversample);
+    /* the id names oversample only when set, so ids of existing results stay */
+    snprintf(id, sizeof id, "arkcos backend=%s mode=%s precision=%s%s%s", b, mode,
+             prec, m->cache_kernel_spectra ? " cache_kernel_spectra=true" : "", q);
   } else if (!strcmp(name, "fsht")) {
     m->type = CFG_METHOD_FSHT;
     m->iter = (int)num(o, "iter", 3);

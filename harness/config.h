@@ -70,6 +70,7 @@ typedef struct cfg_method {
   arkcos_mode mode;            /* arkcos */
   arkcos_precision precision;  /* arkcos */
   int cache_kernel_spectra;    /* arkcos */
+  int oversample;              /* arkcos: arkcos_options.oversample (0 automatic) */
   int iter;                    /* fsht */
   double lmax_factor;          /* fsht */
   char *ring_weights;          /* fsht: resolved path or NULL */

@@ -124,6 +124,8 @@ expect_fail "kernel negative" "kernel_negative.txt" "$O" "$C" "$O" --kernel-file
 expect_fail "lmax 0"          "--lmax"             "$O" "$C" "$O" "${G[@]}" --method fsht --lmax 0
 expect_fail "lmax > 4 nside"  "--lmax"             "$O" "$C" "$O" "${G[@]}" --method fsht --lmax 65
 expect_fail "iter -1"         "--iter"             "$O" "$C" "$O" "${G[@]}" --method fsht --iter -1
+expect_fail "oversample 9"   "--oversample"       "$O" "$C" "$O" "${G[@]}" --oversample 9
+expect_fail "oversample+direct" "--oversample"    "$O" "$C" "$O" "${G[@]}" --method direct --oversample 2
 expect_fail "lmax w/o fsht"   "--lmax"             "$O" "$C" "$O" "${G[@]}" --lmax 10
 expect_fail "mode w/ direct"  "--mode"             "$O" "$C" "$O" "${G[@]}" --method direct --mode paper
 expect_fail "unknown method"  "--method"           "$O" "$C" "$O" "${G[@]}" --method magic
