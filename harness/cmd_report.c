@@ -388,6 +388,23 @@ static int has_paper_time(const model *md, const ucase *u) {
 
 /* Builds the data files and the gnuplot script; *charts says which
  * charts have data (bit 0 time, 1 speed-up, 2 stages). */
+/* One log-scale clustered histogram: NAME.dat (case, then one column per
+ * results file) drawn to NAME.png.tmp. */
+static void clustered_log_chart(sbuf *gp, const model *md, const char *name, const char *title,
+                                const char *ylabel) {
+  sb_printf(gp, "\nset output '%s.png.tmp'\n"
+                "set title '%s'\n"
+                "set style histogram clustered gap 1\n"
+                "set logscale y\nset yrange [*:*]\n"
+                "set ylabel '%s'\n"
+                "plot ",
+            name, title, ylabel);
+  for (int f = 0; f < md->nm; f++)
+    sb_printf(gp, "%s'%s.dat' using %d%s title '%s'", f ? ", " : "", name, f + 2, f ? "" : ":xtic(1)",
+              md->m[f].title);
+  sb_printf(gp, "\nunset logscale y\n");
+}
+
 static void build_charts(const model *md, sbuf *gp, sbuf *dat_time, sbuf *dat_speed,
                          sbuf *dat_stage, int *charts) {
   *charts = 0;
@@ -470,30 +487,12 @@ static void build_charts(const model *md, sbuf *gp, sbuf *dat_time, sbuf *dat_sp
                 "set key outside right top\n"
                 "set grid ytics\n"
                 "set xtics rotate by -45 scale 0\n");
-  if (*charts & 1) {
-    sb_printf(gp, "\nset output 'time_per_case.png.tmp'\n"
-                  "set title 'Median time per case (log scale)'\n"
-                  "set style histogram clustered gap 1\n"
-                  "set logscale y\nset yrange [*:*]\n"
-                  "set ylabel 'median time [s]'\n"
-                  "plot ");
-    for (int f = 0; f < md->nm; f++)
-      sb_printf(gp, "%s'time_per_case.dat' using %d%s title '%s'", f ? ", " : "", f + 2,
-                f ? "" : ":xtic(1)", md->m[f].title);
-    sb_printf(gp, "\nunset logscale y\n");
-  }
-  if (*charts & 2) {
-    sb_printf(gp, "\nset output 'speedup.png.tmp'\n"
-                  "set title 'Speed-up over FSHT on the same machine (log scale; 1 = as fast as FSHT)'\n"
-                  "set style histogram clustered gap 1\n"
-                  "set logscale y\nset yrange [*:*]\n"
-                  "set ylabel 'FSHT time / case time'\n"
-                  "plot ");
-    for (int f = 0; f < md->nm; f++)
-      sb_printf(gp, "%s'speedup.dat' using %d%s title '%s'", f ? ", " : "", f + 2,
-                f ? "" : ":xtic(1)", md->m[f].title);
-    sb_printf(gp, "\nunset logscale y\n");
-  }
+  if (*charts & 1)
+    clustered_log_chart(gp, md, "time_per_case", "Median time per case (log scale)", "median time [s]");
+  if (*charts & 2)
+    clustered_log_chart(gp, md, "speedup",
+                        "Speed-up over FSHT on the same machine (log scale; 1 = as fast as FSHT)",
+                        "FSHT time / case time");
   if (*charts & 4) {
     sb_printf(gp, "\nset output 'stage_shares.png.tmp'\n"
                   "set title 'Share of arkcos run time by stage (groups of the paper''s Table 1)'\n"
