@@ -186,7 +186,9 @@ typedef struct arkcos_options {
   int device;                 /* CUDA device ordinal */
   /* Kernel-grid oversampling for ring pairs that involve a polar-cap ring
    * (enhanced mode, CPU): the kernel's azimuthal spectrum is sampled on
-   * oversample x 4 nside points there, pushing its aliasing below the
+   * oversample x 4 nside points at the belt's edge (and on grids halved as
+   * often as sin theta halves toward the poles, which keeps the samples per
+   * kernel width), pushing its aliasing below the
    * truncation's own error (caps at 2.8 pixels per FWHM, cut 1e-5: 7.8e-4 ->
    * 6.4e-6) for about twice the time. Belt pairs are exact either way.
    * 0 = automatic (2 only when the kernel is narrow enough for the 4 nside

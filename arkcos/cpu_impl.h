@@ -23,6 +23,17 @@
  * its Nyquist mode L/2 halved (the +L/2 and -L/2 halves of that grid).
  * Belt pairs stay exact: L_acc is a multiple of their ring length.
  *
+ * Coarser grids toward the poles: the kernel on a ring pair is a function
+ * of sin th_i sin th_j sin^2(dphi / 2), so its width in azimuth grows as
+ * 1 / sqrt(sin th_i sin th_j) and its spectrum shrinks by the same factor.
+ * A cap pair with sqrt(sin th_i sin th_j) <= s_ref / 2^s (s_ref: the largest
+ * sin th of a cap ring) therefore uses the grid of q L / 2^s points: it has
+ * as many samples per kernel width as the cap pairs at the belt's edge on
+ * the q L grid, so it aliases no more than they do, for 2^s times fewer
+ * samples and modes. Such a pair enters only modes m <= q L / 2^(s+1) of the
+ * accumulation (scaled by 2^s, its Nyquist mode halved as above), and ring
+ * spectra are kept only up to the highest mode some pair reads.
+ *
  * H_ij: a compact kernel has few non-zero samples (|n| <= nmax). Then
  * H[m] = sum_k (h_k + h_-k) cos(k t) - i sum_k (h_k - h_-k) sin(k t),
  * t = 2 pi m / L, is a short Chebyshev series in cos t, summed for all m by
@@ -35,6 +46,8 @@
 typedef struct SFX(kgrid_t) {
   int64_t L, nm;
   int cheb_max;         /* largest nmax for the direct cosine sum */
+  int half;             /* index of the grid of L / 2 points, or -1 */
+  int64_t rowlen;       /* padded row length (>= nm + 1, whole Clenshaw blocks) */
   double *cos_m, *sin_m;/* cos, sin(2 pi m / L), padded to nmp */
   FFTWP(plan) kplan;    /* r2c of length L */
 } SFX(kgrid_t);
@@ -44,13 +57,21 @@ typedef struct SFX(cpu_state) {
   int q;                /* oversampling of cap pairs' kernel grids */
   int64_t Lacc, nmacc;  /* accumulated spectra: q L, q L / 2 + 1 modes */
   int64_t nmp;          /* padded row length (>= nmacc) */
-  SFX(kgrid_t) grid[2]; /* [0]: L = max ring length; [1]: q L (cap pairs) */
-  R *spec_re, *spec_im; /* nrings x nmp ring spectra */
+  int ngrid;            /* kernel grids of distinct lengths: */
+  SFX(kgrid_t) grid[ARKCOS_MAX_GRIDS]; /* [0]: L = max ring length (belt pairs) */
+  int nlev;             /* cap-pair levels s = 0 .. nlev - 1 (0: none, all on L) */
+  int lev[ARKCOS_MAX_GRIDS]; /* grid of level s: q L / 2^s points */
+  double s_ref;         /* sqrt(sin th_i sin th_j) up to which level 0 holds */
+  int64_t *ring_nm;     /* modes of ring j's spectrum that some pair reads */
+  size_t *spec_ofs;     /* ring j's spectrum: spec_re / spec_im + spec_ofs[j] */
+  int64_t *task_nm;     /* modes task t's accumulators receive */
+  R *spec_re, *spec_im; /* ring spectra, one padded row per ring */
   FFTWP(plan) *r2c, *c2r; /* per ring, from the process-wide cache */
   R *work;              /* per-thread workspace */
   size_t wstride;       /* R values per thread */
   R *hcache;            /* cache_kernel_spectra: H of every ring pair (re row, im row) */
-  size_t *pair_ofs;     /* first pair of each task in hcache */
+  size_t *pair_ofs;     /* first pair of each task */
+  size_t *hofs;         /* each pair's rows in hcache */
   unsigned char *pair_used; /* 0: kernel does not reach the pair; else 1 + grid */
 } SFX(cpu_state);
 
@@ -111,7 +132,11 @@ static void SFX(cpu_destroy)(arkcos_plan *p) {
   if (!s) return;
   free(s->r2c);
   free(s->c2r);
-  for (int g = 0; g < 2; g++) {
+  free(s->ring_nm);
+  free(s->spec_ofs);
+  free(s->task_nm);
+  free(s->hofs);
+  for (int g = 0; g < s->ngrid; g++) {
     FFTWP(free)(s->grid[g].cos_m);
     FFTWP(free)(s->grid[g].sin_m);
   }
@@ -230,6 +255,27 @@ static void SFX(samples_spectrum)(const SFX(kgrid_t) *G, const double *hs, int64
   SFX(kernel_clenshaw)(G, G->nm, kind, ca, cb, K, hr, hi);
 }
 
+/* Kernel grid of ring pair (i, j): L for belt pairs (exact) and in paper
+ * mode, else level s of q L / 2^s points by sqrt(sin th_i sin th_j). */
+static int SFX(pair_grid)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j) {
+  const arkcos_ring *rg = p->geom->rings;
+  if (s->nlev == 0 || (rg[i].nph == p->L && rg[j].nph == p->L)) return 0;
+  const double r = sqrt(p->sin_theta[i] * p->sin_theta[j]);
+  int lv = 0;
+  while (lv + 1 < s->nlev && r * (double)((int64_t)2 << lv) <= ARKCOS_LEVEL_MARGIN * s->s_ref) lv++;
+  return s->lev[lv];
+}
+
+/* Whether the kernel reaches ring j from ring i (some sample in its window) */
+static int SFX(pair_reached)(const arkcos_plan *p, int i, int j, int64_t L) {
+  const arkcos_ring *rg = p->geom->rings;
+  double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+  double half = arkcos_dphi_window(&p->kf, sdt * sdt, p->sin_theta[i] * p->sin_theta[j]);
+  double delta = p->opt.mode == ARKCOS_MODE_PAPER ? 0.0 : rg[i].phi0 - rg[j].phi0;
+  int64_t n0, n1;
+  return arkcos_sample_range(half, delta, L, &n0, &n1) > 0;
+}
+
 /* Kernel spectrum H_ij[m] of output ring i and input ring j into hr, hi,
  * ready to be accumulated (scaled and halved for the L grid when q > 1);
  * *t_eval is the time the kernel samples were ready. Returns 0 when the
@@ -238,7 +284,7 @@ static void SFX(samples_spectrum)(const SFX(kgrid_t) *G, const double *hs, int64
 static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j, R *ws, R *hr,
                               R *hi, double *t_eval) {
   const arkcos_ring *rg = p->geom->rings;
-  const int gi = s->q > 1 && (rg[i].nph != p->L || rg[j].nph != p->L);
+  const int gi = SFX(pair_grid)(p, s, i, j);
   const SFX(kgrid_t) *G = &s->grid[gi];
   const int64_t L = G->L, nm = G->nm;
   const double twopi_L = 2 * ARKCOS_PI / (double)L;
@@ -252,19 +298,20 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
   /* an L-grid pair in a q L accumulation enters scaled by q (the 1/(q L)
    * normalisation); the factor goes into the samples, which is free */
   const double scale = (double)(s->Lacc / L);
-  /* on the q L grid (q = 2) the Clenshaw sums run on the L grid, once for
-   * the even and once for the odd samples, so they may reach twice as far */
-  const int64_t cheb_lim = gi && s->q == 2 ? 2 * s->grid[0].cheb_max : G->cheb_max;
-  if (cnt < L && nmax <= cheb_lim) {
+  /* where a grid of L / 2 points exists, the Clenshaw sums run on it, once
+   * for the even and once for the odd samples, so they may reach twice as
+   * far (belt pairs' short single-chain sums stay on their own grid) */
+  const int decim = G->half >= 0 && gi != 0 && nmax <= 2 * s->grid[G->half].cheb_max;
+  if (cnt < L && (decim || nmax <= G->cheb_max)) {
     double hs[4 * ARKCOS_CHEB_LIMIT + 8];
     for (int64_t n = n0; n <= n1; n++)
       hs[n - n0] = scale * arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n));
     *t_eval = omp_get_wtime();
-    if (gi && s->q == 2) {
+    if (decim) {
       /* H'[m] = E[m] + e^{-i pi m / L0} O[m] (decimation in azimuth): E, O the
        * L0-grid spectra of the even samples (offset delta) and the odd ones
        * (offset delta + pi / L0), L0-periodic and Hermitian */
-      const SFX(kgrid_t) *C = &s->grid[0];
+      const SFX(kgrid_t) *C = &s->grid[G->half];
       const int64_t L0 = C->L;
       double he[2 * ARKCOS_CHEB_LIMIT + 4], ho[2 * ARKCOS_CHEB_LIMIT + 4];
       /* even n = 2u: u in [ceil(n0/2), floor(n1/2)];
@@ -323,7 +370,7 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
   SFX(cpu_state) *s = (SFX(cpu_state) *)p->impl;
   const arkcos_ring *rg = p->geom->rings;
   const int nr = p->geom->nrings, paper = p->opt.mode == ARKCOS_MODE_PAPER;
-  const int64_t L = s->Lacc, nm = s->nmacc, nmp = s->nmp;
+  const int64_t L = s->Lacc, nm = s->nmacc;
   double t_start = omp_get_wtime();
 
   /* 1. ring FFTs, spectra extended to the kernel grid's L/2 + 1 modes */
@@ -331,15 +378,15 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
   for (int j = 0; j < nr; j++) {
     R *ws = s->work + (size_t)omp_get_thread_num() * s->wstride;
     R *rin = ws + WS(s, WS_RIN), *sp = ws + WS(s, WS_RSPEC);
-    R *sre = s->spec_re + (size_t)j * nmp, *sim = s->spec_im + (size_t)j * nmp;
-    const int64_t N = rg[j].nph;
+    R *sre = s->spec_re + s->spec_ofs[j], *sim = s->spec_im + s->spec_ofs[j];
+    const int64_t N = rg[j].nph, nmj = s->ring_nm[j];
     const double w = rg[j].weight;
     for (int64_t k = 0; k < N; k++) rin[k] = (R)(w * in[rg[j].ofs + k]);
     FFTWP(execute_dft_r2c)(s->r2c[j], rin, (FFTWP(complex) *)sp);
     if (!paper) {
       /* the DFT of a sampled ring is periodic in m (q = m mod N, kept by
        * a running counter rather than a division per mode) */
-      for (int64_t m = 0, q = 0; m < nm; m++, q = q + 1 == N ? 0 : q + 1) {
+      for (int64_t m = 0, q = 0; m < nmj; m++, q = q + 1 == N ? 0 : q + 1) {
         if (2 * q <= N) {
           sre[m] = sp[2 * q];
           sim[m] = sp[2 * q + 1];
@@ -351,14 +398,14 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
     } else {
       /* paper: align rings by phase rotation (Eq. 8), half weight on the
        * Nyquist mode (it stands for +N/2 and -N/2), zero padding above */
-      for (int64_t m = 0; m <= N / 2; m++) {
+      for (int64_t m = 0; m <= N / 2 && m < nmj; m++) {
         double c = cos(m * rg[j].phi0), sn = -sin(m * rg[j].phi0);
         double re = sp[2 * m], im = sp[2 * m + 1];
         double f = (2 * m == N) ? 0.5 : 1.0;
         sre[m] = (R)(f * (re * c - im * sn));
         sim[m] = (R)(f * (re * sn + im * c));
       }
-      for (int64_t m = N / 2 + 1; m < nm; m++) sre[m] = sim[m] = 0;
+      for (int64_t m = N / 2 + 1; m < nmj; m++) sre[m] = sim[m] = 0;
     }
   }
   double t_mapfft = omp_get_wtime() - t_start;
@@ -377,12 +424,13 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
     for (int t = 0; t < p->ntasks; t++) {
       const int i = p->task[t], i2 = p->mirror[i];
       const int two = i2 >= 0 && i2 != i;
+      const int64_t amax = s->task_nm[t]; /* modes of A_i that pairs reach */
       double t0 = omp_get_wtime();
-      memset(a1r, 0, sizeof(R) * nm);
-      memset(a1i, 0, sizeof(R) * nm);
+      memset(a1r, 0, sizeof(R) * amax);
+      memset(a1i, 0, sizeof(R) * amax);
       if (two) {
-        memset(a2r, 0, sizeof(R) * nm);
-        memset(a2i, 0, sizeof(R) * nm);
+        memset(a2r, 0, sizeof(R) * amax);
+        memset(a2i, 0, sizeof(R) * amax);
       }
       for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
         double t1, t2;
@@ -391,8 +439,8 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
         if (s->hcache) {
           const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
           if (!(used = s->pair_used[pk])) continue;
-          kr = s->hcache + pk * 2 * (size_t)nmp;
-          ki = kr + nmp;
+          kr = s->hcache + s->hofs[pk];
+          ki = kr + s->grid[used - 1].rowlen;
           t1 = t2 = t0;
         } else if (!(used = SFX(pair_spectrum)(p, s, i, j, ws, hr, hi, &t1))) {
           continue;
@@ -402,18 +450,22 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
         const int64_t len = s->grid[used - 1].nm; /* modes this pair fills */
         st[0] += t1 - t0;
         st[1] += t2 - t1;
-        const R *sr = s->spec_re + (size_t)j * nmp, *si = s->spec_im + (size_t)j * nmp;
-#pragma omp simd
-        for (int64_t m = 0; m < len; m++) {
-          a1r[m] += kr[m] * sr[m] - ki[m] * si[m];
-          a1i[m] += kr[m] * si[m] + ki[m] * sr[m];
-        }
-        if (two) {
-          const R *qr = s->spec_re + (size_t)p->mirror[j] * nmp, *qi = s->spec_im + (size_t)p->mirror[j] * nmp;
+        const R *sr = s->spec_re + s->spec_ofs[j], *si = s->spec_im + s->spec_ofs[j];
+        if (two) { /* ring and mirror in one pass: H read once */
+          const R *qr = s->spec_re + s->spec_ofs[p->mirror[j]], *qi = s->spec_im + s->spec_ofs[p->mirror[j]];
 #pragma omp simd
           for (int64_t m = 0; m < len; m++) {
-            a2r[m] += kr[m] * qr[m] - ki[m] * qi[m];
-            a2i[m] += kr[m] * qi[m] + ki[m] * qr[m];
+            const R hr_ = kr[m], hi_ = ki[m];
+            a1r[m] += hr_ * sr[m] - hi_ * si[m];
+            a1i[m] += hr_ * si[m] + hi_ * sr[m];
+            a2r[m] += hr_ * qr[m] - hi_ * qi[m];
+            a2i[m] += hr_ * qi[m] + hi_ * qr[m];
+          }
+        } else {
+#pragma omp simd
+          for (int64_t m = 0; m < len; m++) {
+            a1r[m] += kr[m] * sr[m] - ki[m] * si[m];
+            a1i[m] += kr[m] * si[m] + ki[m] * sr[m];
           }
         }
         t0 = omp_get_wtime();
@@ -428,21 +480,25 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
            * directly, N - m conjugated onto m, the (half-weighted) mode N
            * onto bin 0 as its real part */
           const int64_t h = N / 2;
-          rspec[0] = ar[0] + ar[N];
+          rspec[0] = ar[0] + (N < amax ? ar[N] : 0);
           rspec[1] = 0;
-#pragma omp simd
           for (int64_t m = 1; m < (N + 1) / 2; m++) {
-            rspec[2 * m] = ar[m] + ar[N - m];
-            rspec[2 * m + 1] = ai[m] - ai[N - m];
+            rspec[2 * m] = ar[m];
+            rspec[2 * m + 1] = ai[m];
+          }
+#pragma omp simd
+          for (int64_t m = N - amax + 1 > 1 ? N - amax + 1 : 1; m < (N + 1) / 2; m++) {
+            rspec[2 * m] += ar[N - m];
+            rspec[2 * m + 1] -= ai[N - m];
           }
           if (N % 2 == 0) {
-            rspec[2 * h] = 2 * ar[h];
+            rspec[2 * h] = h < amax ? 2 * ar[h] : 0;
             rspec[2 * h + 1] = 0;
           }
         } else if (!paper && N == L) { /* no folding: copy, Nyquist counted from both sides */
           for (int64_t m = 0; m < nm; m++) {
-            rspec[2 * m] = ar[m];
-            rspec[2 * m + 1] = ai[m];
+            rspec[2 * m] = m < amax ? ar[m] : 0;
+            rspec[2 * m + 1] = m < amax ? ai[m] : 0;
           }
         } else if (!paper) {
           /* fold onto the ring's own modes: arkcos_fold's rule with the
@@ -450,7 +506,7 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
           memset(rspec, 0, sizeof(R) * 2 * (size_t)(N / 2 + 1));
           rspec[0] = ar[0];
           rspec[1] = ai[0];
-          for (int64_t m = 1, r = 1 % N; m < nm; m++, r = r + 1 == N ? 0 : r + 1) {
+          for (int64_t m = 1, r = 1 % N; m < amax; m++, r = r + 1 == N ? 0 : r + 1) {
             const R w = (2 * m == L) ? (R)0.5 : (R)1;
             if (2 * r <= N) {
               rspec[2 * r] += w * ar[m];
@@ -502,31 +558,71 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
 /* cache_kernel_spectra: every ring pair's kernel spectrum computed once, so
  * that each further map costs only the FFTs and the reduction. */
 static int SFX(fill_cache)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err) {
-  size_t npairs = 0;
+  size_t npairs = 0, nvals = 0;
   s->pair_ofs = (size_t *)malloc(sizeof(size_t) * (size_t)p->ntasks);
   if (!s->pair_ofs) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
   for (int t = 0; t < p->ntasks; t++) {
     s->pair_ofs[t] = npairs;
     npairs += (size_t)(p->jhi[p->task[t]] - p->jlo[p->task[t]] + 1);
   }
-  double bytes = (double)npairs * 2 * (double)s->nmp * sizeof(R);
   s->pair_used = (unsigned char *)calloc(npairs ? npairs : 1, 1);
-  s->hcache = (R *)FFTWP(malloc)((size_t)bytes ? (size_t)bytes : 1);
-  if (!s->pair_used || !s->hcache)
+  s->hofs = (size_t *)calloc(npairs ? npairs : 1, sizeof(size_t));
+  if (!s->pair_used || !s->hofs) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  /* rows only for the pairs the kernel reaches, each as long as its grid's */
+  for (int t = 0; t < p->ntasks; t++) {
+    const int i = p->task[t];
+    for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+      const int g = SFX(pair_grid)(p, s, i, j);
+      const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
+      s->hofs[pk] = nvals;
+      if (SFX(pair_reached)(p, i, j, s->grid[g].L)) nvals += 2 * (size_t)s->grid[g].rowlen;
+    }
+  }
+  double bytes = (double)nvals * sizeof(R);
+  s->hcache = (R *)FFTWP(malloc)(nvals ? sizeof(R) * nvals : 1);
+  if (!s->hcache)
     return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory: cached kernel spectra need %.1f MB", bytes / 1e6);
-  p->bytes += (size_t)bytes + npairs;
+  p->bytes += (size_t)bytes + npairs * (1 + sizeof(size_t));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(s->nthreads)
   for (int t = 0; t < p->ntasks; t++) {
     R *ws = s->work + (size_t)omp_get_thread_num() * s->wstride;
     const int i = p->task[t];
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
       const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
-      R *hr = s->hcache + pk * 2 * (size_t)s->nmp;
+      const int g = SFX(pair_grid)(p, s, i, j);
+      if (!SFX(pair_reached)(p, i, j, s->grid[g].L)) continue;
+      R *hr = s->hcache + s->hofs[pk];
       double te;
-      s->pair_used[pk] = (unsigned char)SFX(pair_spectrum)(p, s, i, j, ws, hr, hr + s->nmp, &te);
+      s->pair_used[pk] = (unsigned char)SFX(pair_spectrum)(p, s, i, j, ws, hr, hr + s->grid[g].rowlen, &te);
     }
   }
   return ARKCOS_OK;
+}
+
+/* Adds a kernel grid of length L (or finds one); returns its index or -1. */
+static int SFX(grid_add)(SFX(cpu_state) *s, int64_t L, size_t *bytes) {
+  for (int g = 0; g < s->ngrid; g++)
+    if (s->grid[g].L == L) return g;
+  if (s->ngrid == ARKCOS_MAX_GRIDS) return -1;
+  SFX(kgrid_t) *G = &s->grid[s->ngrid];
+  G->L = L;
+  G->nm = L / 2 + 1;
+  G->rowlen = (G->nm + 1 + 47) / 48 * 48; /* whole Clenshaw blocks, 64-byte multiples */
+  /* the direct cosine sum costs ~nmax L/2 multiply-adds (vectorised), the
+   * FFT ~2.5 L log2 L flops: switch at a few times log2 L */
+  int lg = 0;
+  while (((int64_t)1 << lg) < L) lg++;
+  G->cheb_max = 2 * lg < ARKCOS_CHEB_LIMIT ? 2 * lg : ARKCOS_CHEB_LIMIT;
+  G->half = -1;
+  G->cos_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
+  G->sin_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
+  if (!G->cos_m || !G->sin_m) return -1;
+  for (int64_t m = 0; m < G->rowlen; m++) {
+    G->cos_m[m] = m < G->nm ? cos(2 * ARKCOS_PI * (double)m / (double)L) : 0;
+    G->sin_m[m] = m < G->nm ? sin(2 * ARKCOS_PI * (double)m / (double)L) : 0;
+  }
+  *bytes += 2 * sizeof(double) * (size_t)G->rowlen;
+  return s->ngrid++;
 }
 
 int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
@@ -537,22 +633,59 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
   p->destroy = SFX(cpu_destroy);
   s->nthreads = p->opt.threads > 0 ? p->opt.threads : omp_get_max_threads();
   const int nr = p->geom->nrings;
+  const arkcos_ring *rg = p->geom->rings;
   /* oversampling of cap pairs: enhanced mode only, and only where rings
    * of different lengths meet */
   int uniform = 1;
-  for (int j = 0; j < nr; j++) uniform &= p->geom->rings[j].nph == p->L;
+  for (int j = 0; j < nr; j++) uniform &= rg[j].nph == p->L;
+  const int paper = p->opt.mode == ARKCOS_MODE_PAPER;
   s->q = p->opt.oversample > 0 ? p->opt.oversample : arkcos_auto_oversample(&p->kf, p->L);
   if (s->q > 8) s->q = 8;
-  if (p->opt.mode == ARKCOS_MODE_PAPER || uniform) s->q = 1;
+  if (paper || uniform) s->q = 1;
   s->Lacc = s->q * p->L;
   s->nmacc = s->Lacc / 2 + 1;
-  /* rows padded to whole Clenshaw blocks and to 64 bytes (FFTW alignment) */
-  const int64_t blk = 48;
-  s->nmp = (s->nmacc + 1 + blk - 1) / blk * blk;
-  size_t spec_n = (size_t)nr * (size_t)s->nmp;
+  size_t bytes = 0;
+  /* kernel grids: L, then the cap-pair levels q L / 2^s down to 16 points */
+  int ok = SFX(grid_add)(s, p->L, &bytes) == 0;
+  if (!paper && !uniform) {
+    for (int lv = 0; lv < ARKCOS_MAX_GRIDS - 1 && ok; lv++) {
+      const int64_t Ls = s->Lacc >> lv;
+      if (lv > 0 && (s->Lacc % ((int64_t)2 << lv) != 0 || Ls < 16)) break;
+      int g = SFX(grid_add)(s, Ls, &bytes);
+      ok = g >= 0;
+      s->lev[s->nlev++] = g;
+    }
+    for (int j = 0; j < nr; j++)
+      if (rg[j].nph < p->L && p->sin_theta[j] > s->s_ref) s->s_ref = p->sin_theta[j];
+  }
+  for (int g = 0; g < s->ngrid && ok; g++)
+    for (int h = 0; h < s->ngrid; h++)
+      if (2 * s->grid[h].L == s->grid[g].L) s->grid[g].half = h;
+  if (!ok) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  s->nmp = s->grid[s->ngrid - 1].rowlen;
+  for (int g = 0; g < s->ngrid; g++)
+    if (s->grid[g].rowlen > s->nmp) s->nmp = s->grid[g].rowlen;
+  /* which modes each ring's spectrum and each task's accumulators need */
+  s->ring_nm = (int64_t *)calloc((size_t)nr, sizeof(int64_t));
+  s->spec_ofs = (size_t *)calloc((size_t)nr + 1, sizeof(size_t));
+  s->task_nm = (int64_t *)calloc((size_t)p->ntasks, sizeof(int64_t));
+  if (!s->ring_nm || !s->spec_ofs || !s->task_nm) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  for (int t = 0; t < p->ntasks; t++) {
+    const int i = p->task[t], i2 = p->mirror[i];
+    for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+      const SFX(kgrid_t) *G = &s->grid[SFX(pair_grid)(p, s, i, j)];
+      if (!SFX(pair_reached)(p, i, j, G->L)) continue;
+      if (G->nm > s->task_nm[t]) s->task_nm[t] = G->nm;
+      if (G->nm > s->ring_nm[j]) s->ring_nm[j] = G->nm;
+      if (i2 >= 0 && i2 != i && G->nm > s->ring_nm[p->mirror[j]]) s->ring_nm[p->mirror[j]] = G->nm;
+    }
+  }
+  for (int j = 0; j < nr; j++) /* rows of 64-byte multiples */
+    s->spec_ofs[j + 1] = s->spec_ofs[j] + (size_t)((s->ring_nm[j] + 7) / 8 * 8);
+  const size_t spec_n = s->spec_ofs[nr];
   s->wstride = WS(s, WS_SIZE);
-  s->spec_re = (R *)FFTWP(malloc)(sizeof(R) * spec_n);
-  s->spec_im = (R *)FFTWP(malloc)(sizeof(R) * spec_n);
+  s->spec_re = (R *)FFTWP(malloc)(sizeof(R) * (spec_n ? spec_n : 1));
+  s->spec_im = (R *)FFTWP(malloc)(sizeof(R) * (spec_n ? spec_n : 1));
   s->work = (R *)FFTWP(malloc)(sizeof(R) * s->wstride * (size_t)s->nthreads);
   s->r2c = (FFTWP(plan) *)calloc((size_t)nr, sizeof(FFTWP(plan)));
   s->c2r = (FFTWP(plan) *)calloc((size_t)nr, sizeof(FFTWP(plan)));
@@ -560,30 +693,12 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
     return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory (ring spectra need %.1f MB)",
                        2 * sizeof(R) * (double)spec_n / 1e6);
   memset(s->work, 0, sizeof(R) * s->wstride * (size_t)s->nthreads);
-  p->bytes = sizeof(R) * (2 * spec_n + s->wstride * (size_t)s->nthreads);
-  for (int g = 0; g < 2; g++) {
-    SFX(kgrid_t) *G = &s->grid[g];
-    G->L = g ? s->Lacc : p->L;
-    G->nm = G->L / 2 + 1;
-    /* the direct cosine sum costs ~nmax L/2 multiply-adds (vectorised), the
-     * FFT ~2.5 L log2 L flops: switch at a few times log2 L */
-    int lg = 0;
-    while (((int64_t)1 << lg) < G->L) lg++;
-    G->cheb_max = 2 * lg < ARKCOS_CHEB_LIMIT ? 2 * lg : ARKCOS_CHEB_LIMIT;
-    G->cos_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)s->nmp);
-    G->sin_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)s->nmp);
-    if (!G->cos_m || !G->sin_m) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-    for (int64_t m = 0; m < s->nmp; m++) {
-      G->cos_m[m] = m < G->nm ? cos(2 * ARKCOS_PI * (double)m / (double)G->L) : 0;
-      G->sin_m[m] = m < G->nm ? sin(2 * ARKCOS_PI * (double)m / (double)G->L) : 0;
-    }
-    p->bytes += 2 * sizeof(double) * (size_t)s->nmp;
-  }
+  p->bytes = bytes + sizeof(R) * (2 * spec_n + s->wstride * (size_t)s->nthreads);
   arkcos_fftw_wisdom_load();
   int fresh = 0;
   for (int j = 0; j < nr; j++) {
-    int64_t N = p->geom->rings[j].nph;
-    if (j > 0 && p->geom->rings[j - 1].nph == N) {
+    int64_t N = rg[j].nph;
+    if (j > 0 && rg[j - 1].nph == N) {
       s->r2c[j] = s->r2c[j - 1];
       s->c2r[j] = s->c2r[j - 1];
       continue;
@@ -593,7 +708,7 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
     s->r2c[j] = e->r2c;
     s->c2r[j] = e->c2r;
   }
-  for (int g = 0; g < 2; g++) {
+  for (int g = 0; g < s->ngrid; g++) {
     SFX(plan_entry) *e = SFX(plans_for)(s->grid[g].L, FFTW_MEASURE, &fresh);
     if (!e) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan the kernel grid");
     s->grid[g].kplan = e->r2c;
