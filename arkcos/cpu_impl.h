@@ -647,10 +647,15 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
   size_t bytes = 0;
   /* kernel grids: L, then the cap-pair levels q L / 2^s down to 16 points */
   int ok = SFX(grid_add)(s, p->L, &bytes) == 0;
+  /* coarser cap-pair grids: not when oversample is 1 (the 4 nside grid
+   * everywhere, as DESIGN.md and the GPU backend have it), nor for kernels
+   * with a large jump at the cutoff (a top-hat: the jump, not the width,
+   * sets the spectrum there) */
+  const int coarsen = p->opt.oversample != 1 && arkcos_cut_level(&p->kf) <= 1e-3;
   if (!paper && !uniform) {
     for (int lv = 0; lv < ARKCOS_MAX_GRIDS - 1 && ok; lv++) {
       const int64_t Ls = s->Lacc >> lv;
-      if (lv > 0 && (s->Lacc % ((int64_t)2 << lv) != 0 || Ls < 16)) break;
+      if (lv > 0 && (!coarsen || s->Lacc % ((int64_t)2 << lv) != 0 || Ls < 16)) break;
       int g = SFX(grid_add)(s, Ls, &bytes);
       ok = g >= 0;
       s->lev[s->nlev++] = g;
