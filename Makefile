@@ -8,6 +8,8 @@ ARCHFLAGS ?= -march=native
 CFLAGS  ?= -O3 $(ARCHFLAGS)
 CFLAGS  += -std=c11 -Wall -Wextra -fopenmp -I. -D_GNU_SOURCE
 LDLIBS  += -lfftw3 -lfftw3f -lpthread -lsharp -lcfitsio -ljansson -lm -fopenmp
+CXXFLAGS ?= -O3 $(ARCHFLAGS)
+CXXFLAGS += -std=c++17 -Wall -Wextra -fopenmp -I. -D_GNU_SOURCE
 PROFILE ?= default
 PYTHON  ?= /usr/bin/python3
 
@@ -16,6 +18,7 @@ ENGINE_SRC := $(wildcard arkcos/*.c)
 REF_SRC    := $(wildcard reference/*.c)
 HARN_SRC   := $(filter-out harness/main.c,$(wildcard harness/*.c))
 TEST_SRC   := $(wildcard tests/test_*.c)
+TESTXX_SRC := $(wildcard tests/test_*.cpp)
 
 ifeq ($(GPU),1)
   CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
@@ -42,7 +45,8 @@ $(BUILD)/obj/harness/meta.o: CFLAGS += -DARKCOS_CFLAGS='"$(ARKCOS_CFLAGS_STR)"'
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(GPU_OBJ)
 REF_OBJ    := $(REF_SRC:%.c=$(BUILD)/obj/%.o)
 HARN_OBJ   := $(HARN_SRC:%.c=$(BUILD)/obj/%.o)
-TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TESTXX_BIN := $(TESTXX_SRC:tests/%.cpp=$(BUILD)/tests/%)
+TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(TESTXX_BIN)
 LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 
 .PHONY: all test bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check
@@ -70,6 +74,12 @@ $(BUILD)/arkcos: $(BUILD)/obj/harness/main.o $(LIBS)
 $(BUILD)/tests/%: tests/%.c tests/testlib.h tests/testmaps.h $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lchealpix -lstdc++
+
+# C++ tests: the GPU backend's kernels and planning run on the host against
+# the CPU backend (g++ and FFTW only: built and run with GPU=0 too)
+$(TESTXX_BIN): $(BUILD)/tests/%: tests/%.cpp tests/testlib.h $(wildcard arkcos/*.h) $(BUILD)/libarkcos.a
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -o $@ $< $(BUILD)/libarkcos.a $(LDLIBS)
 
 # GPU against CPU and the direct sum; not part of `make test` (it needs a device)
 $(BUILD)/tests/gpu_check $(BUILD)/tests/bench $(BUILD)/tests/kernel_profile: $(BUILD)/tests/%: tests/%.c tests/testlib.h tests/testmaps.h $(LIBS)

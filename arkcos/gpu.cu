@@ -57,6 +57,11 @@
  * arena (forces chunking), ARKCOS_GPU_DIRECT_MAX sets the largest sparse
  * kernel row (0: every row through cuFFT), ARKCOS_GPU_GRAPHS=0 issues the map
  * FFTs directly instead of as CUDA graphs.
+ *
+ * Files: the kernels' bodies are in gpu_bodies.h and the host-side planning
+ * (tables, FFT batches, blocks, launch shapes) in gpu_tables.h; both compile
+ * without CUDA, and tests/test_gpu_emul.cpp runs this pipeline on a host.
+ * This file holds the CUDA side: wrappers, streams, plans, memory, copies.
  */
 #include <cuda_runtime.h>
 #include <cufft.h>
@@ -76,19 +81,15 @@
 #include <tuple>
 #include <vector>
 
+#include "arkcos/gpu_bodies.h"
+#include "arkcos/gpu_tables.h"
 #include "arkcos/plan_internal.h"
 
 namespace {
 
 /* ------------------------------------------------------------ constants */
 
-const int NAUX = 4;               /* extra streams for the cap-ring FFTs */
-const int TPB = 256;              /* threads per block, element-wise kernels */
-const int RTPB = 128;             /* threads per block, reduction */
-const int RESEED = 8;             /* direct DFT: exact twiddle every RESEED terms */
-const int64_t DIRECT_MAX = 48;    /* sparse pair: at most this many samples */
-const int64_t RUN_ELEMS = 1 << 24; /* map FFT batches: at most 16M points */
-const int KPLANS = 11;            /* kernel-grid batches 1, 2, 4, ..., 1024 */
+/* (launch constants in gpu_bodies.h, planning constants in gpu_tables.h) */
 const int64_t MAX_L = (int64_t)1 << 23; /* grid dims and 48-bit products */
 const int64_t STAGE_CHUNK = (int64_t)4 << 20; /* staging chunk, elements */
 const int NSLOT = 4;              /* staging slots */
@@ -163,10 +164,7 @@ int cufft_fail(arkcos_error *err, cufftResult r, const char *expr, const char *f
 
 /* ----------------------------------------------------- precision traits */
 
-template <class R> struct cx;
-template <> struct cx<double> { typedef double2 T; };
-template <> struct cx<float> { typedef float2 T; };
-
+/* (cx<R>::T, the complex type of precision R, is in gpu_bodies.h) */
 cufftType r2c_type(double) { return CUFFT_D2Z; }
 cufftType r2c_type(float) { return CUFFT_R2C; }
 cufftType c2r_type(double) { return CUFFT_Z2D; }
@@ -176,251 +174,9 @@ cufftResult exec_r2c(cufftHandle h, float *in, float2 *out) { return cufftExecR2
 cufftResult exec_c2r(cufftHandle h, double2 *in, double *out) { return cufftExecZ2D(h, in, out); }
 cufftResult exec_c2r(cufftHandle h, float2 *in, float *out) { return cufftExecC2R(h, in, out); }
 
-/* ------------------------------------------------- tables for the device */
-
-/* Ring, task and ring-pair descriptions as the kernels see them (device
- * pointers; host pointers in a host emulation of the kernels). A pair is an
- * (output task, input ring j) with kernel samples n0 .. n0 + cnt - 1; kind 1:
- * dense (kernel grid + FFT), ord = its index among the dense pairs; kind 0:
- * sparse (direct DFT), ord = offset of its samples among the sparse ones. */
-struct dtables {
-  const int64_t *nph, *ofs, *oofs; /* per ring: length, map offset, ospec offset */
-  const int64_t *pofs;             /* per ring: offset in the FFT layout of the map */
-  const double *w, *phi0;          /* per ring: pixel weight, first azimuth */
-  const int *mirror;               /* per ring: mirror ring or -1 */
-  const int *task;                 /* per task: first ring */
-  const int64_t *tp;               /* per task: first pair (ntasks + 1) */
-  const int *pj, *pcnt;            /* per pair: input ring, sample count */
-  const unsigned char *pkind;
-  const int64_t *pn0, *psoff, *pord; /* first sample, sample prefix (P + 1), ord */
-  const double *psdt2, *pss, *pdelta; /* sin^2(dtheta/2), sin t sin t', azimuth offset */
-};
-
-/* One block of output tasks [ta, tb) and pairs [pa, pb) (a block may start
- * or, when it holds one task only, end inside a task's pairs) with its
- * pieces of the arena. */
-struct blockp {
-  int64_t ta, tb, pa, pb;
-  int64_t f0, nf;    /* dense pairs: first ord, count */
-  int64_t d0, nd;    /* sparse samples: first offset, count */
-  int64_t s0, ns;    /* all samples: first prefix, count */
-  size_t acc, hspec, grid, dsamp, end; /* byte offsets in the arena */
-  void *acc_p, *hspec_p, *grid_p, *dsamp_p;
-};
-
 /* ------------------------------------------------------- device kernels */
-/* Each kernel is a __host__ __device__ body with explicit block and thread
- * indices and a thin __global__ wrapper, so that the index arithmetic can be
- * exercised on a host too. No body synchronises threads. */
-
-ARKCOS_HD inline int64_t mulmod_L(int64_t a, int64_t b, int64_t L, double invL) {
-  /* (a b) mod L for 0 <= a, b < L <= 2^23: the product (< 2^46) and the
-   * quotient are exact in double up to one unit, corrected below */
-  int64_t prod = a * b;
-  int64_t k = (int64_t)((double)prod * invL);
-  int64_t r = prod - k * L;
-  if (r < 0) r += L;
-  else if (r >= L) r -= L;
-  return r;
-}
-
-/* ring r times its pixel weight, as the CPU's (R)(w * in), from the map into
- * the FFT layout (the same buffer and offsets unless some ring starts at an
- * odd offset: cuFFT wants 16-byte aligned rows) */
-template <class R>
-ARKCOS_HD inline void body_weight(const R *map, R *fmap, const dtables &t, int64_t r, int tx, int bd) {
-  const int64_t N = t.nph[r], o = t.ofs[r], po = t.pofs[r];
-  const double w = t.w[r];
-  for (int64_t k = tx; k < N; k += bd) fmap[po + k] = (R)(w * (double)map[o + k]);
-}
-
-/* ring r from the FFT layout back into the map (padded layouts only) */
-template <class R>
-ARKCOS_HD inline void body_unpack(R *map, const R *fmap, const dtables &t, int64_t r, int tx, int bd) {
-  const int64_t N = t.nph[r], o = t.ofs[r], po = t.pofs[r];
-  for (int64_t k = tx; k < N; k += bd) map[o + k] = fmap[po + k];
-}
-
-/* modes above a ring's Nyquist frequency: periodic extension (enhanced),
- * or phase rotation of the ring onto phi = 0 with half weight on the Nyquist
- * mode and zero padding (paper, Eq. 8). Enhanced reads only m <= N/2 and
- * writes only m > N/2, so threads never race. */
-template <class R>
-ARKCOS_HD inline void body_extend(typename cx<R>::T *spec, const dtables &t, int64_t nm, int64_t nmp,
-                                  int paper, int64_t r, int tx, int bd) {
-  typedef typename cx<R>::T C;
-  const int64_t N = t.nph[r];
-  const double phi0 = t.phi0[r];
-  C *sp = spec + r * nmp;
-  for (int64_t m = tx; m < nm; m += bd) {
-    if (!paper) {
-      if (2 * m <= N) continue;
-      const int64_t q = m % N;
-      C v;
-      if (2 * q <= N) {
-        v = sp[q];
-      } else {
-        v = sp[N - q];
-        v.y = -v.y;
-      }
-      sp[m] = v;
-    } else if (2 * m <= N) {
-      double c = cos((double)m * phi0), sn = -sin((double)m * phi0);
-      double re = sp[m].x, im = sp[m].y, f = (2 * m == N) ? 0.5 : 1.0;
-      sp[m].x = (R)(f * (re * c - im * sn));
-      sp[m].y = (R)(f * (re * sn + im * c));
-    } else {
-      sp[m].x = 0;
-      sp[m].y = 0;
-    }
-  }
-}
-
-/* kernel sample s of the block (flattened over its pairs) */
-template <class R>
-ARKCOS_HD inline void body_eval(const dtables &t, const blockp &b, const arkcos_kfun &kf, int64_t L,
-                                int64_t Lp, double twopi_L, int64_t s) {
-  if (s >= b.ns) return;
-  const int64_t sg = b.s0 + s;
-  int64_t lo = b.pa, hi = b.pb; /* psoff[lo] <= sg < psoff[hi] */
-  while (hi - lo > 1) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (t.psoff[mid] <= sg) lo = mid;
-    else hi = mid;
-  }
-  const int64_t k = sg - t.psoff[lo], n = t.pn0[lo] + k;
-  const double v =
-      arkcos_kfun_d2(&kf, arkcos_chord2(t.psdt2[lo], t.pss[lo], t.pdelta[lo] + twopi_L * (double)n));
-  if (t.pkind[lo])
-    ((R *)b.grid_p)[(t.pord[lo] - b.f0) * Lp + arkcos_wrap(n, L)] = (R)v;
-  else
-    ((R *)b.dsamp_p)[t.pord[lo] - b.d0 + k] = (R)v;
-}
-
-/* A_i[m] (and A_mirror(i)[m]) for task ta + bx, mode m: the sum over the
- * block's pairs of the task in increasing j, continued from the block
- * before when the task started there. */
-template <class R>
-ARKCOS_HD inline void body_reduce(const dtables &t, const blockp &b, const typename cx<R>::T *spec,
-                                  const typename cx<R>::T *tw, int64_t nm, int64_t nmp, int64_t L,
-                                  double invL, int64_t bx, int64_t m) {
-  typedef typename cx<R>::T C;
-  if (m >= nm) return;
-  const int64_t tk = b.ta + bx;
-  const int i = t.task[tk], i2 = t.mirror[i];
-  const bool two = i2 >= 0 && i2 != i;
-  const int64_t p0 = t.tp[tk] > b.pa ? t.tp[tk] : b.pa;
-  const int64_t p1 = t.tp[tk + 1] < b.pb ? t.tp[tk + 1] : b.pb;
-  C *acc1 = (C *)b.acc_p + 2 * bx * nmp, *acc2 = acc1 + nmp;
-  R ar = 0, ai = 0, br = 0, bi = 0;
-  if (b.pa > t.tp[tk]) { /* continued */
-    ar = acc1[m].x;
-    ai = acc1[m].y;
-    if (two) {
-      br = acc2[m].x;
-      bi = acc2[m].y;
-    }
-  }
-  const C step = tw[m]; /* e^{-2 pi i m / L} */
-  for (int64_t p = p0; p < p1; p++) {
-    R hr, hi;
-    if (t.pkind[p]) {
-      const C h = ((const C *)b.hspec_p)[(t.pord[p] - b.f0) * nmp + m];
-      hr = h.x;
-      hi = h.y;
-    } else {
-      /* H[m] = sum_n k_n e^{-2 pi i m n / L}: the twiddle rotates by step,
-       * re-seeded from the table every RESEED terms to bound rounding */
-      const R *ks = (const R *)b.dsamp_p + (t.pord[p] - b.d0);
-      const int cnt = t.pcnt[p];
-      int64_t q = mulmod_L(m, arkcos_wrap(t.pn0[p], L), L, invL);
-      R wr = 0, wi = 0;
-      hr = 0;
-      hi = 0;
-      for (int k = 0; k < cnt; k++) {
-        if (k % RESEED == 0) {
-          const C w = tw[q];
-          wr = w.x;
-          wi = w.y;
-        }
-        const R kv = ks[k];
-        hr += kv * wr;
-        hi += kv * wi;
-        const R nwr = wr * step.x - wi * step.y;
-        wi = wr * step.y + wi * step.x;
-        wr = nwr;
-        q += m;
-        if (q >= L) q -= L;
-      }
-    }
-    const int j = t.pj[p];
-    const C r1 = spec[(int64_t)j * nmp + m];
-    ar += hr * r1.x - hi * r1.y;
-    ai += hr * r1.y + hi * r1.x;
-    if (two) {
-      const C r2 = spec[(int64_t)t.mirror[j] * nmp + m];
-      br += hr * r2.x - hi * r2.y;
-      bi += hr * r2.y + hi * r2.x;
-    }
-  }
-  acc1[m].x = ar;
-  acc1[m].y = ai;
-  if (two) {
-    acc2[m].x = br;
-    acc2[m].y = bi;
-  }
-}
-
-/* Output bin d of ring (z = 0: the task's ring, 1: its mirror) for tasks
- * whose last pair is in this block: fold (enhanced, arkcos_fold_source, the
- * gather form of the CPU's scatter, same order) or truncate with the phase
- * rotation back to the ring's phi0 (paper); times 1/L (exact for L = 2^k).
- * The imaginary parts of bins 0 and N/2 are set to 0: a c2r ignores them. */
-template <class R>
-ARKCOS_HD inline void body_fold(const dtables &t, const blockp &b, typename cx<R>::T *ospec, int64_t nm,
-                                int64_t nmp, int64_t L, int paper, double invL, int64_t bx, int64_t d,
-                                int z) {
-  typedef typename cx<R>::T C;
-  const int64_t tk = b.ta + bx;
-  if (b.pb < t.tp[tk + 1]) return; /* the task goes on in the next block */
-  const int i = t.task[tk], i2 = t.mirror[i];
-  const bool two = i2 >= 0 && i2 != i;
-  if (z && !two) return;
-  const int ring = z ? i2 : i;
-  const int64_t N = t.nph[ring];
-  if (2 * d > N) return;
-  const C *acc = (const C *)b.acc_p + (2 * bx + z) * nmp;
-  double out_re, out_im;
-  if (!paper) {
-    R re = 0, im = 0;
-    for (int64_t s = 0;; s++) {
-      int conj;
-      const int64_t m = arkcos_fold_source(d, N, s, &conj);
-      if (m >= nm) break;
-      const R w = (2 * m == L) ? (R)0.5 : (R)1;
-      re += w * acc[m].x;
-      if (conj) im -= w * acc[m].y;
-      else im += w * acc[m].y;
-    }
-    out_re = re;
-    out_im = (d == 0 || 2 * d == N) ? 0.0 : (double)im;
-  } else {
-    const double phi0 = t.phi0[ring];
-    const double c = cos((double)d * phi0), sn = sin((double)d * phi0);
-    const double are = acc[d].x, aim = acc[d].y;
-    out_re = are * c - aim * sn;
-    out_im = are * sn + aim * c;
-    if (d > 0 && 2 * d == N) { /* +N/2 and -N/2 meet */
-      out_re *= 2;
-      out_im = 0;
-    }
-    if (d == 0) out_im = 0;
-  }
-  C v;
-  v.x = (R)(out_re * invL);
-  v.y = (R)(out_im * invL);
-  ospec[t.oofs[ring] + d] = v;
-}
+/* The bodies (gpu_bodies.h) behind thin __global__ wrappers; the launch
+ * shapes are in gpu_tables.h. */
 
 template <class R> __global__ void k_weight(const R *map, R *fmap, dtables t) {
   body_weight<R>(map, fmap, t, blockIdx.x, threadIdx.x, blockDim.x);
@@ -447,294 +203,6 @@ __global__ void k_fold(dtables t, blockp b, typename cx<R>::T *ospec, int64_t nm
                        int paper, double invL) {
   body_fold<R>(t, b, ospec, nm, nmp, L, paper, invL, blockIdx.x,
                (int64_t)blockIdx.y * blockDim.x + threadIdx.x, blockIdx.z);
-}
-
-/* ------------------------------------------------------ host-side plan */
-
-/* A batched FFT: N points, rows transforms, distances in elements of the
- * input and output types; stream 0 is the main stream. */
-struct fft_desc {
-  int kind; /* 0: map r2c, 1: map c2r, 2: kernel-grid r2c */
-  int64_t N, rows, idist, odist;
-  int stream;
-};
-struct fft_item {
-  int desc;
-  int64_t in_off, out_off; /* elements of the input / output type */
-};
-
-/* Everything plan creation derives on the host; no CUDA calls. */
-struct host_plan {
-  int nr = 0, ntasks = 0, paper = 0;
-  int64_t npix = 0, L = 0, Lp = 0, nm = 0, nmp = 0, osz = 0, P = 0, direct_max = DIRECT_MAX;
-  int64_t fsize = 0; /* length of the FFT layout of the map */
-  int padded = 0;    /* FFT layout differs from the map (odd ring offsets) */
-  std::vector<int64_t> nph, ofs, oofs, pofs;
-  std::vector<double> w, phi0;
-  std::vector<int> mirror, task;
-  std::vector<int64_t> tp;
-  std::vector<int> pj, pcnt;
-  std::vector<unsigned char> pkind;
-  std::vector<int64_t> pn0, psoff, pord;
-  std::vector<double> psdt2, pss, pdelta;
-  std::vector<int64_t> fpre, dpre; /* dense pairs / sparse samples before pair p */
-  std::vector<fft_desc> desc;
-  std::vector<fft_item> fwd, inv;
-  int kdesc[KPLANS];
-  int nkdesc = 0, naux = 0;
-  std::vector<blockp> blocks;
-  size_t arena = 0;
-};
-
-size_t align256(size_t x) { return (x + 255) / 256 * 256; }
-
-/* Ring pairs in the CPU's order and with its arithmetic (cpu_impl.h). */
-void hp_pairs(const arkcos_plan *p, host_plan *h) {
-  const arkcos_ring *rg = p->geom->rings;
-  const int64_t L = p->L;
-  h->tp.assign((size_t)h->ntasks + 1, 0);
-  int64_t nsamp = 0, nfft = 0, ndir = 0;
-  for (int t = 0; t < h->ntasks; t++) {
-    const int i = p->task[t];
-    h->tp[t] = (int64_t)h->pj.size();
-    for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
-      double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
-      double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
-      double half = arkcos_dphi_window(&p->kf, sdt2, ss);
-      double delta = h->paper ? 0.0 : rg[i].phi0 - rg[j].phi0;
-      int64_t n0, n1;
-      int64_t cnt = arkcos_sample_range(half, delta, L, &n0, &n1);
-      if (cnt == 0) continue;
-      const int dense = cnt > h->direct_max;
-      h->pj.push_back(j);
-      h->pcnt.push_back((int)cnt);
-      h->pkind.push_back((unsigned char)dense);
-      h->pn0.push_back(n0);
-      h->psoff.push_back(nsamp);
-      h->fpre.push_back(nfft);
-      h->dpre.push_back(ndir);
-      h->pord.push_back(dense ? nfft : ndir);
-      h->psdt2.push_back(sdt2);
-      h->pss.push_back(ss);
-      h->pdelta.push_back(delta);
-      nsamp += cnt;
-      if (dense) nfft++;
-      else ndir += cnt;
-    }
-  }
-  h->P = (int64_t)h->pj.size();
-  h->tp[h->ntasks] = h->P;
-  h->psoff.push_back(nsamp);
-  h->fpre.push_back(nfft);
-  h->dpre.push_back(ndir);
-}
-
-/* Map FFTs: rings of equal length whose map offsets and spectrum offsets
- * both advance by constant steps form one batched transform (the belt; a
- * north/south cap pair), at most RUN_ELEMS points per batch. dir 0: r2c
- * map -> spec rows; dir 1: c2r ospec -> map. Equal shapes share a plan. */
-void hp_runs(host_plan *h, int dir, std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, int> *seen,
-             int *rr) {
-  std::vector<int> order((size_t)h->nr);
-  for (int r = 0; r < h->nr; r++) order[r] = r;
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return h->nph[a] < h->nph[b]; });
-  auto in_off = [&](int r) { return dir == 0 ? h->pofs[r] : h->oofs[r]; };
-  auto out_off = [&](int r) { return dir == 0 ? (int64_t)r * h->nmp : h->pofs[r]; };
-  size_t g0 = 0;
-  while (g0 < order.size()) {
-    size_t g1 = g0;
-    const int64_t N = h->nph[order[g0]];
-    while (g1 < order.size() && h->nph[order[g1]] == N) g1++;
-    const int64_t half = N / 2 + 1;
-    const int64_t in_min = dir == 0 ? N : half, out_min = dir == 0 ? half : N;
-    const int64_t run_max = std::max<int64_t>(1, RUN_ELEMS / N);
-    size_t k = g0;
-    while (k < g1) {
-      int64_t rows = 1, istep = in_min, ostep = out_min;
-      if (k + 1 < g1) {
-        int64_t is = in_off(order[k + 1]) - in_off(order[k]);
-        int64_t os = out_off(order[k + 1]) - out_off(order[k]);
-        if (is >= in_min && os >= out_min) {
-          istep = is;
-          ostep = os;
-          while (k + rows < g1 && rows < run_max &&
-                 in_off(order[k + rows]) - in_off(order[k + rows - 1]) == is &&
-                 out_off(order[k + rows]) - out_off(order[k + rows - 1]) == os)
-            rows++;
-        }
-      }
-      if (rows == 1) {
-        istep = in_min;
-        ostep = out_min;
-      }
-      auto key = std::make_tuple(dir, N, rows, istep, ostep);
-      auto it = seen->find(key);
-      int d;
-      if (it != seen->end()) {
-        d = it->second;
-      } else {
-        fft_desc fd;
-        fd.kind = dir;
-        fd.N = N;
-        fd.rows = rows;
-        fd.idist = istep;
-        fd.odist = ostep;
-        /* long batches on the main stream, the many small cap pairs spread
-         * over the auxiliary streams so that they run concurrently */
-        fd.stream = rows >= 3 ? 0 : 1 + ((*rr)++ % NAUX);
-        d = (int)h->desc.size();
-        h->desc.push_back(fd);
-        (*seen)[key] = d;
-        if (fd.stream > h->naux) h->naux = fd.stream;
-      }
-      fft_item it2;
-      it2.desc = d;
-      it2.in_off = in_off(order[k]);
-      it2.out_off = out_off(order[k]);
-      (dir == 0 ? h->fwd : h->inv).push_back(it2);
-      k += (size_t)rows;
-    }
-    g0 = g1;
-  }
-}
-
-/* The host plan: tables, pairs, FFT batches and kernel-grid batch plans. */
-void hp_build(const arkcos_plan *p, host_plan *h, int64_t direct_max) {
-  const arkcos_geometry *g = p->geom;
-  const int nr = g->nrings;
-  h->nr = nr;
-  h->ntasks = p->ntasks;
-  h->paper = p->opt.mode == ARKCOS_MODE_PAPER;
-  h->npix = g->npix;
-  h->L = p->L;
-  h->nm = p->nm;
-  h->direct_max = std::min(direct_max, p->L); /* at most every sample */
-  const size_t csize = p->opt.precision == ARKCOS_SINGLE ? sizeof(float2) : sizeof(double2);
-  const int64_t per = 128 / (int64_t)csize; /* rows aligned to 128 bytes */
-  h->nmp = (h->nm + per - 1) / per * per;
-  h->Lp = (h->L + 3) / 4 * 4; /* kernel-grid rows 16-byte aligned */
-  h->nph.resize(nr);
-  h->ofs.resize(nr);
-  h->oofs.resize(nr);
-  h->pofs.resize(nr);
-  h->w.resize(nr);
-  h->phi0.resize(nr);
-  h->mirror.resize(nr);
-  h->osz = 0;
-  for (int r = 0; r < nr; r++) {
-    h->nph[r] = g->rings[r].nph;
-    h->ofs[r] = g->rings[r].ofs;
-    h->w[r] = g->rings[r].weight;
-    h->phi0[r] = g->rings[r].phi0;
-    h->mirror[r] = p->mirror[r];
-    h->oofs[r] = h->osz;
-    h->osz += g->rings[r].nph / 2 + 1;
-    if (g->rings[r].ofs % 2) h->padded = 1;
-  }
-  /* cuFFT needs 16-byte aligned real rows: with an odd ring offset the
-   * rings are laid out again, each starting at an even offset */
-  h->fsize = h->npix;
-  if (h->padded) {
-    h->fsize = 0;
-    for (int r = 0; r < nr; r++) {
-      h->pofs[r] = h->fsize;
-      h->fsize += (g->rings[r].nph + 1) / 2 * 2;
-    }
-  } else {
-    h->pofs = h->ofs;
-  }
-  h->task.assign(p->task, p->task + p->ntasks);
-  hp_pairs(p, h);
-  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, int> seen;
-  int rr = 0;
-  hp_runs(h, 0, &seen, &rr);
-  hp_runs(h, 1, &seen, &rr);
-  const int64_t nfft = h->fpre[(size_t)h->P];
-  h->nkdesc = 0;
-  for (int k = 0; k < KPLANS && ((int64_t)1 << k) <= nfft; k++) {
-    fft_desc fd;
-    fd.kind = 2;
-    fd.N = h->L;
-    fd.rows = (int64_t)1 << k;
-    fd.idist = h->Lp;
-    fd.odist = h->nmp;
-    fd.stream = 0;
-    h->kdesc[k] = (int)h->desc.size();
-    h->desc.push_back(fd);
-    h->nkdesc = k + 1;
-  }
-}
-
-/* Arena layout of a block with T tasks, F dense pairs and S sparse samples. */
-void hp_layout(const host_plan *h, size_t rsize, int64_t T, int64_t F, int64_t S, blockp *b) {
-  const size_t csize = 2 * rsize;
-  b->acc = 0;
-  b->hspec = align256((size_t)(2 * T * h->nmp) * csize);
-  b->grid = b->hspec + align256((size_t)(F * h->nmp) * csize);
-  b->dsamp = b->grid + align256((size_t)(F * h->Lp) * rsize);
-  b->end = b->dsamp + align256((size_t)S * rsize);
-}
-
-/* Greedy blocks of whole tasks within `budget` arena bytes; a task whose
- * pairs alone exceed it is split over several blocks that hold only it.
- * Returns 0, or -1 if a single pair does not fit. */
-int hp_blocks(host_plan *h, size_t rsize, size_t budget) {
-  h->blocks.clear();
-  h->arena = 0;
-  int64_t t = 0, p = 0;
-  blockp tmp;
-  auto need = [&](int64_t T, int64_t pa, int64_t pb) {
-    hp_layout(h, rsize, T, h->fpre[pb] - h->fpre[pa], h->dpre[pb] - h->dpre[pa], &tmp);
-    return tmp.end;
-  };
-  while (t < h->ntasks) {
-    blockp b;
-    memset(&b, 0, sizeof b);
-    b.ta = t;
-    b.pa = p;
-    int64_t T = 0;
-    bool split = false;
-    while (t < h->ntasks) {
-      const int64_t pe = h->tp[t + 1];
-      if (need(T + 1, b.pa, pe) <= budget) {
-        T++;
-        t++;
-        p = pe;
-        continue;
-      }
-      if (T == 0) { /* this task alone is too big: take what fits */
-        int64_t q = p;
-        while (q < pe && need(1, b.pa, q + 1) <= budget) q++;
-        if (q == p) return -1;
-        T = 1;
-        p = q;
-        split = true;
-      }
-      break;
-    }
-    b.tb = split ? t + 1 : t;
-    b.pb = p;
-    b.f0 = h->fpre[b.pa];
-    b.nf = h->fpre[b.pb] - b.f0;
-    b.d0 = h->dpre[b.pa];
-    b.nd = h->dpre[b.pb] - b.d0;
-    b.s0 = h->psoff[b.pa];
-    b.ns = h->psoff[b.pb] - b.s0;
-    hp_layout(h, rsize, b.tb - b.ta, b.nf, b.nd, &b);
-    if (b.end > h->arena) h->arena = b.end;
-    h->blocks.push_back(b);
-  }
-  return 0;
-}
-
-/* Smallest arena any block needs: one task's accumulators and its largest
- * pair. */
-size_t hp_min_arena(const host_plan *h, size_t rsize) {
-  blockp b;
-  hp_layout(h, rsize, 1, 1, 0, &b);
-  size_t dense = b.end;
-  hp_layout(h, rsize, 1, 0, h->direct_max, &b);
-  return std::max(dense, b.end);
 }
 
 /* ------------------------------------------------ host copy thread pool */
@@ -1049,26 +517,21 @@ template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double 
 
   /* 3. blocks of output rings */
   const double twopi_L = 2 * ARKCOS_PI / (double)h.L, invL = 1.0 / (double)h.L;
-  const unsigned my = (unsigned)((h.nm + RTPB - 1) / RTPB);
-  const unsigned fy = (unsigned)((h.L / 2 + 1 + TPB - 1) / TPB);
+  const unsigned my = grid_reduce_y(h), fy = grid_fold_y(h);
   CUDA_CHECK(cudaEventRecord(st->ev_blk[0], s0));
   for (size_t bi = 0; bi < h.blocks.size(); bi++) {
     blockp b = h.blocks[bi];
     cudaEvent_t *e = &st->ev_blk[4 * bi];
-    b.acc_p = (char *)st->arena + b.acc;
-    b.hspec_p = (char *)st->arena + b.hspec;
-    b.grid_p = (char *)st->arena + b.grid;
-    b.dsamp_p = (char *)st->arena + b.dsamp;
+    hp_place(&b, st->arena);
     if (b.nf > 0) CUDA_CHECK(cudaMemsetAsync(b.grid_p, 0, (size_t)(b.nf * h.Lp) * sizeof(R), s0));
     if (b.ns > 0) {
-      k_eval<R><<<(unsigned)((b.ns + TPB - 1) / TPB), TPB, 0, s0>>>(st->T, b, st->kf, h.L, h.Lp, twopi_L);
+      k_eval<R><<<grid_eval(b), TPB, 0, s0>>>(st->T, b, st->kf, h.L, h.Lp, twopi_L);
       LAUNCH_CHECK("k_eval");
     }
     CUDA_CHECK(cudaEventRecord(e[1], s0));
     /* dense grids: batches of 1024 rows, then the binary digits of the rest */
     for (int64_t r0 = 0; r0 < b.nf;) {
-      int k = h.nkdesc - 1;
-      while (((int64_t)1 << k) > b.nf - r0) k--;
+      const int k = hp_kbatch(h, b.nf - r0);
       CUFFT_CHECK(exec_r2c(st->plan[(size_t)h.kdesc[k]], (R *)b.grid_p + r0 * h.Lp,
                            (C *)b.hspec_p + r0 * h.nmp));
       r0 += (int64_t)1 << k;
@@ -1183,10 +646,11 @@ template <class R> int create_t(arkcos_plan *p, gpu_state *st, arkcos_error *err
   /* memory: everything but the block arena must fit, else ENOMEM */
   const size_t map_b = (size_t)h.npix * rs, fmap_b = h.padded ? (size_t)h.fsize * rs : 0;
   const size_t spec_b = (size_t)h.nr * (size_t)h.nmp * cs, ospec_b = (size_t)h.osz * cs, tw_b = (size_t)h.L * cs;
-  const size_t P = (size_t)h.P, nr = (size_t)h.nr, nt = (size_t)h.ntasks;
-  const size_t tab_b = align256(nr * 8) * 4 + align256(nr * 8) * 2 + align256(nr * 4) + align256(nt * 4) +
-                       align256((nt + 1) * 8) + align256(P * 4) * 2 + align256(P) + align256(P * 8) +
-                       align256((P + 1) * 8) + align256(P * 8) + align256(P * 8) * 3;
+  size_t tab_b = 0; /* the tables' image: a dry run of its layout */
+  hp_tables(h, [&](const void *, size_t bytes) -> const void * {
+    tab_b += align256(bytes);
+    return nullptr;
+  });
   const size_t spline_b = p->kf.type == ARKCOS_KERNEL_TABLE ? sizeof(double) * 5 * (size_t)p->kf.nknots : 0;
   const size_t fixed = align256(map_b) + align256(fmap_b) + align256(spec_b) + align256(ospec_b) +
                        align256(tw_b) + tab_b + align256(spline_b);
@@ -1227,34 +691,11 @@ template <class R> int create_t(arkcos_plan *p, gpu_state *st, arkcos_error *err
       off += align256(bytes);
       return dp;
     };
-    dtables &T = st->T;
-    T.nph = (const int64_t *)put(h.nph.data(), nr * 8);
-    T.ofs = (const int64_t *)put(h.ofs.data(), nr * 8);
-    T.oofs = (const int64_t *)put(h.oofs.data(), nr * 8);
-    T.pofs = (const int64_t *)put(h.pofs.data(), nr * 8);
-    T.w = (const double *)put(h.w.data(), nr * 8);
-    T.phi0 = (const double *)put(h.phi0.data(), nr * 8);
-    T.mirror = (const int *)put(h.mirror.data(), nr * 4);
-    T.task = (const int *)put(h.task.data(), nt * 4);
-    T.tp = (const int64_t *)put(h.tp.data(), (nt + 1) * 8);
-    T.pj = (const int *)put(h.pj.data(), P * 4);
-    T.pcnt = (const int *)put(h.pcnt.data(), P * 4);
-    T.pkind = (const unsigned char *)put(h.pkind.data(), P);
-    T.pn0 = (const int64_t *)put(h.pn0.data(), P * 8);
-    T.psoff = (const int64_t *)put(h.psoff.data(), (P + 1) * 8);
-    T.pord = (const int64_t *)put(h.pord.data(), P * 8);
-    T.psdt2 = (const double *)put(h.psdt2.data(), P * 8);
-    T.pss = (const double *)put(h.pss.data(), P * 8);
-    T.pdelta = (const double *)put(h.pdelta.data(), P * 8);
+    st->T = hp_tables(h, put);
     CUDA_CHECK(cudaMemcpy(dtab, img.data(), off, cudaMemcpyHostToDevice));
   }
   {
-    std::vector<C> tw((size_t)h.L);
-    for (int64_t q = 0; q < h.L; q++) {
-      double a = 2 * ARKCOS_PI * (double)q / (double)h.L;
-      tw[(size_t)q].x = (R)cos(a);
-      tw[(size_t)q].y = (R)-sin(a);
-    }
+    const std::vector<C> tw = hp_twiddles<R>(h.L);
     CUDA_CHECK(cudaMemcpy(st->tw, tw.data(), tw_b, cudaMemcpyHostToDevice));
   }
   st->kf = p->kf;

@@ -1,0 +1,383 @@
+/*
+ * gpu_tables.h -- the host side of the CUDA backend's planning (gpu.cu):
+ * ring and ring-pair tables, the batches of the map and kernel-grid FFTs,
+ * the blocks of output rings and their arena layout, and the launch shapes
+ * of the kernels in gpu_bodies.h. No CUDA calls: a host emulation of the
+ * GPU pipeline (tests/test_gpu_emul.cpp) builds the same plan with it.
+ *
+ * Everything is in an unnamed namespace: private to the file including it.
+ */
+#ifndef ARKCOS_GPU_TABLES_H
+#define ARKCOS_GPU_TABLES_H
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "arkcos/gpu_bodies.h"
+#include "arkcos/plan_internal.h"
+
+namespace {
+
+const int NAUX = 4;               /* extra streams for the cap-ring FFTs */
+const int64_t DIRECT_MAX = 48;    /* sparse pair: at most this many samples */
+const int64_t RUN_ELEMS = 1 << 24; /* map FFT batches: at most 16M points */
+const int KPLANS = 11;            /* kernel-grid batches 1, 2, 4, ..., 1024 */
+
+/* A batched FFT: N points, rows transforms, distances in elements of the
+ * input and output types; stream 0 is the main stream. */
+struct fft_desc {
+  int kind; /* 0: map r2c, 1: map c2r, 2: kernel-grid r2c */
+  int64_t N, rows, idist, odist;
+  int stream;
+};
+struct fft_item {
+  int desc;
+  int64_t in_off, out_off; /* elements of the input / output type */
+};
+
+/* Everything plan creation derives on the host; no CUDA calls. */
+struct host_plan {
+  int nr = 0, ntasks = 0, paper = 0;
+  int64_t npix = 0, L = 0, Lp = 0, nm = 0, nmp = 0, osz = 0, P = 0, direct_max = DIRECT_MAX;
+  int64_t fsize = 0; /* length of the FFT layout of the map */
+  int padded = 0;    /* FFT layout differs from the map (odd ring offsets) */
+  std::vector<int64_t> nph, ofs, oofs, pofs;
+  std::vector<double> w, phi0;
+  std::vector<int> mirror, task;
+  std::vector<int64_t> tp;
+  std::vector<int> pj, pcnt;
+  std::vector<unsigned char> pkind;
+  std::vector<int64_t> pn0, psoff, pord;
+  std::vector<double> psdt2, pss, pdelta;
+  std::vector<int64_t> fpre, dpre; /* dense pairs / sparse samples before pair p */
+  std::vector<fft_desc> desc;
+  std::vector<fft_item> fwd, inv;
+  int kdesc[KPLANS];
+  int nkdesc = 0, naux = 0;
+  std::vector<blockp> blocks;
+  size_t arena = 0;
+};
+
+inline size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+
+/* Ring pairs in the CPU's order and with its arithmetic (cpu_impl.h). */
+inline void hp_pairs(const arkcos_plan *p, host_plan *h) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int64_t L = p->L;
+  h->tp.assign((size_t)h->ntasks + 1, 0);
+  int64_t nsamp = 0, nfft = 0, ndir = 0;
+  for (int t = 0; t < h->ntasks; t++) {
+    const int i = p->task[t];
+    h->tp[t] = (int64_t)h->pj.size();
+    for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+      double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+      double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
+      double half = arkcos_dphi_window(&p->kf, sdt2, ss);
+      double delta = h->paper ? 0.0 : rg[i].phi0 - rg[j].phi0;
+      int64_t n0, n1;
+      int64_t cnt = arkcos_sample_range(half, delta, L, &n0, &n1);
+      if (cnt == 0) continue;
+      const int dense = cnt > h->direct_max;
+      h->pj.push_back(j);
+      h->pcnt.push_back((int)cnt);
+      h->pkind.push_back((unsigned char)dense);
+      h->pn0.push_back(n0);
+      h->psoff.push_back(nsamp);
+      h->fpre.push_back(nfft);
+      h->dpre.push_back(ndir);
+      h->pord.push_back(dense ? nfft : ndir);
+      h->psdt2.push_back(sdt2);
+      h->pss.push_back(ss);
+      h->pdelta.push_back(delta);
+      nsamp += cnt;
+      if (dense) nfft++;
+      else ndir += cnt;
+    }
+  }
+  h->P = (int64_t)h->pj.size();
+  h->tp[h->ntasks] = h->P;
+  h->psoff.push_back(nsamp);
+  h->fpre.push_back(nfft);
+  h->dpre.push_back(ndir);
+}
+
+/* Map FFTs: rings of equal length whose map offsets and spectrum offsets
+ * both advance by constant steps form one batched transform (the belt; a
+ * north/south cap pair), at most RUN_ELEMS points per batch. dir 0: r2c
+ * map -> spec rows; dir 1: c2r ospec -> map. Equal shapes share a plan. */
+inline void hp_runs(host_plan *h, int dir,
+                    std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, int> *seen, int *rr) {
+  std::vector<int> order((size_t)h->nr);
+  for (int r = 0; r < h->nr; r++) order[r] = r;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return h->nph[a] < h->nph[b]; });
+  auto in_off = [&](int r) { return dir == 0 ? h->pofs[r] : h->oofs[r]; };
+  auto out_off = [&](int r) { return dir == 0 ? (int64_t)r * h->nmp : h->pofs[r]; };
+  size_t g0 = 0;
+  while (g0 < order.size()) {
+    size_t g1 = g0;
+    const int64_t N = h->nph[order[g0]];
+    while (g1 < order.size() && h->nph[order[g1]] == N) g1++;
+    const int64_t half = N / 2 + 1;
+    const int64_t in_min = dir == 0 ? N : half, out_min = dir == 0 ? half : N;
+    const int64_t run_max = std::max<int64_t>(1, RUN_ELEMS / N);
+    size_t k = g0;
+    while (k < g1) {
+      int64_t rows = 1, istep = in_min, ostep = out_min;
+      if (k + 1 < g1) {
+        int64_t is = in_off(order[k + 1]) - in_off(order[k]);
+        int64_t os = out_off(order[k + 1]) - out_off(order[k]);
+        if (is >= in_min && os >= out_min) {
+          istep = is;
+          ostep = os;
+          while (k + rows < g1 && rows < run_max &&
+                 in_off(order[k + rows]) - in_off(order[k + rows - 1]) == is &&
+                 out_off(order[k + rows]) - out_off(order[k + rows - 1]) == os)
+            rows++;
+        }
+      }
+      if (rows == 1) {
+        istep = in_min;
+        ostep = out_min;
+      }
+      auto key = std::make_tuple(dir, N, rows, istep, ostep);
+      auto it = seen->find(key);
+      int d;
+      if (it != seen->end()) {
+        d = it->second;
+      } else {
+        fft_desc fd;
+        fd.kind = dir;
+        fd.N = N;
+        fd.rows = rows;
+        fd.idist = istep;
+        fd.odist = ostep;
+        /* long batches on the main stream, the many small cap pairs spread
+         * over the auxiliary streams so that they run concurrently */
+        fd.stream = rows >= 3 ? 0 : 1 + ((*rr)++ % NAUX);
+        d = (int)h->desc.size();
+        h->desc.push_back(fd);
+        (*seen)[key] = d;
+        if (fd.stream > h->naux) h->naux = fd.stream;
+      }
+      fft_item it2;
+      it2.desc = d;
+      it2.in_off = in_off(order[k]);
+      it2.out_off = out_off(order[k]);
+      (dir == 0 ? h->fwd : h->inv).push_back(it2);
+      k += (size_t)rows;
+    }
+    g0 = g1;
+  }
+}
+
+/* The host plan: tables, pairs, FFT batches and kernel-grid batch plans. */
+inline void hp_build(const arkcos_plan *p, host_plan *h, int64_t direct_max) {
+  const arkcos_geometry *g = p->geom;
+  const int nr = g->nrings;
+  h->nr = nr;
+  h->ntasks = p->ntasks;
+  h->paper = p->opt.mode == ARKCOS_MODE_PAPER;
+  h->npix = g->npix;
+  h->L = p->L;
+  h->nm = p->nm;
+  h->direct_max = std::min(direct_max, p->L); /* at most every sample */
+  const size_t csize = p->opt.precision == ARKCOS_SINGLE ? sizeof(cx<float>::T) : sizeof(cx<double>::T);
+  const int64_t per = 128 / (int64_t)csize; /* rows aligned to 128 bytes */
+  h->nmp = (h->nm + per - 1) / per * per;
+  h->Lp = (h->L + 3) / 4 * 4; /* kernel-grid rows 16-byte aligned */
+  h->nph.resize(nr);
+  h->ofs.resize(nr);
+  h->oofs.resize(nr);
+  h->pofs.resize(nr);
+  h->w.resize(nr);
+  h->phi0.resize(nr);
+  h->mirror.resize(nr);
+  h->osz = 0;
+  for (int r = 0; r < nr; r++) {
+    h->nph[r] = g->rings[r].nph;
+    h->ofs[r] = g->rings[r].ofs;
+    h->w[r] = g->rings[r].weight;
+    h->phi0[r] = g->rings[r].phi0;
+    h->mirror[r] = p->mirror[r];
+    h->oofs[r] = h->osz;
+    h->osz += g->rings[r].nph / 2 + 1;
+    if (g->rings[r].ofs % 2) h->padded = 1;
+  }
+  /* cuFFT needs 16-byte aligned real rows: with an odd ring offset the
+   * rings are laid out again, each starting at an even offset */
+  h->fsize = h->npix;
+  if (h->padded) {
+    h->fsize = 0;
+    for (int r = 0; r < nr; r++) {
+      h->pofs[r] = h->fsize;
+      h->fsize += (g->rings[r].nph + 1) / 2 * 2;
+    }
+  } else {
+    h->pofs = h->ofs;
+  }
+  h->task.assign(p->task, p->task + p->ntasks);
+  hp_pairs(p, h);
+  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, int> seen;
+  int rr = 0;
+  hp_runs(h, 0, &seen, &rr);
+  hp_runs(h, 1, &seen, &rr);
+  const int64_t nfft = h->fpre[(size_t)h->P];
+  h->nkdesc = 0;
+  for (int k = 0; k < KPLANS && ((int64_t)1 << k) <= nfft; k++) {
+    fft_desc fd;
+    fd.kind = 2;
+    fd.N = h->L;
+    fd.rows = (int64_t)1 << k;
+    fd.idist = h->Lp;
+    fd.odist = h->nmp;
+    fd.stream = 0;
+    h->kdesc[k] = (int)h->desc.size();
+    h->desc.push_back(fd);
+    h->nkdesc = k + 1;
+  }
+}
+
+/* Arena layout of a block with T tasks, F dense pairs and S sparse samples. */
+inline void hp_layout(const host_plan *h, size_t rsize, int64_t T, int64_t F, int64_t S, blockp *b) {
+  const size_t csize = 2 * rsize;
+  b->acc = 0;
+  b->hspec = align256((size_t)(2 * T * h->nmp) * csize);
+  b->grid = b->hspec + align256((size_t)(F * h->nmp) * csize);
+  b->dsamp = b->grid + align256((size_t)(F * h->Lp) * rsize);
+  b->end = b->dsamp + align256((size_t)S * rsize);
+}
+
+/* Greedy blocks of whole tasks within `budget` arena bytes; a task whose
+ * pairs alone exceed it is split over several blocks that hold only it.
+ * Returns 0, or -1 if a single pair does not fit. */
+inline int hp_blocks(host_plan *h, size_t rsize, size_t budget) {
+  h->blocks.clear();
+  h->arena = 0;
+  int64_t t = 0, p = 0;
+  blockp tmp;
+  auto need = [&](int64_t T, int64_t pa, int64_t pb) {
+    hp_layout(h, rsize, T, h->fpre[pb] - h->fpre[pa], h->dpre[pb] - h->dpre[pa], &tmp);
+    return tmp.end;
+  };
+  while (t < h->ntasks) {
+    blockp b;
+    memset(&b, 0, sizeof b);
+    b.ta = t;
+    b.pa = p;
+    int64_t T = 0;
+    bool split = false;
+    while (t < h->ntasks) {
+      const int64_t pe = h->tp[t + 1];
+      if (need(T + 1, b.pa, pe) <= budget) {
+        T++;
+        t++;
+        p = pe;
+        continue;
+      }
+      if (T == 0) { /* this task alone is too big: take what fits */
+        int64_t q = p;
+        while (q < pe && need(1, b.pa, q + 1) <= budget) q++;
+        if (q == p) return -1;
+        T = 1;
+        p = q;
+        split = true;
+      }
+      break;
+    }
+    b.tb = split ? t + 1 : t;
+    b.pb = p;
+    b.f0 = h->fpre[b.pa];
+    b.nf = h->fpre[b.pb] - b.f0;
+    b.d0 = h->dpre[b.pa];
+    b.nd = h->dpre[b.pb] - b.d0;
+    b.s0 = h->psoff[b.pa];
+    b.ns = h->psoff[b.pb] - b.s0;
+    hp_layout(h, rsize, b.tb - b.ta, b.nf, b.nd, &b);
+    if (b.end > h->arena) h->arena = b.end;
+    h->blocks.push_back(b);
+  }
+  return 0;
+}
+
+/* Smallest arena any block needs: one task's accumulators and its largest
+ * pair. */
+inline size_t hp_min_arena(const host_plan *h, size_t rsize) {
+  blockp b;
+  hp_layout(h, rsize, 1, 1, 0, &b);
+  size_t dense = b.end;
+  hp_layout(h, rsize, 1, 0, h->direct_max, &b);
+  return std::max(dense, b.end);
+}
+
+/* The device tables laid out through put(src, bytes), which stores (or
+ * only counts) one array and returns where the kernels will find it: a
+ * device address inside one table image (gpu.cu), or src itself (a host
+ * emulation). */
+template <class Put> dtables hp_tables(const host_plan &h, Put &&put) {
+  const size_t P = (size_t)h.P, nr = (size_t)h.nr, nt = (size_t)h.ntasks;
+  dtables T;
+  T.nph = (const int64_t *)put(h.nph.data(), nr * 8);
+  T.ofs = (const int64_t *)put(h.ofs.data(), nr * 8);
+  T.oofs = (const int64_t *)put(h.oofs.data(), nr * 8);
+  T.pofs = (const int64_t *)put(h.pofs.data(), nr * 8);
+  T.w = (const double *)put(h.w.data(), nr * 8);
+  T.phi0 = (const double *)put(h.phi0.data(), nr * 8);
+  T.mirror = (const int *)put(h.mirror.data(), nr * 4);
+  T.task = (const int *)put(h.task.data(), nt * 4);
+  T.tp = (const int64_t *)put(h.tp.data(), (nt + 1) * 8);
+  T.pj = (const int *)put(h.pj.data(), P * 4);
+  T.pcnt = (const int *)put(h.pcnt.data(), P * 4);
+  T.pkind = (const unsigned char *)put(h.pkind.data(), P);
+  T.pn0 = (const int64_t *)put(h.pn0.data(), P * 8);
+  T.psoff = (const int64_t *)put(h.psoff.data(), (P + 1) * 8);
+  T.pord = (const int64_t *)put(h.pord.data(), P * 8);
+  T.psdt2 = (const double *)put(h.psdt2.data(), P * 8);
+  T.pss = (const double *)put(h.pss.data(), P * 8);
+  T.pdelta = (const double *)put(h.pdelta.data(), P * 8);
+  return T;
+}
+
+/* The twiddle table tw[q] = e^{-2 pi i q / L}, q < L, in precision R. */
+template <class R> std::vector<typename cx<R>::T> hp_twiddles(int64_t L) {
+  std::vector<typename cx<R>::T> tw((size_t)L);
+  for (int64_t q = 0; q < L; q++) {
+    double a = 2 * ARKCOS_PI * (double)q / (double)L;
+    tw[(size_t)q].x = (R)cos(a);
+    tw[(size_t)q].y = (R)-sin(a);
+  }
+  return tw;
+}
+
+/* A block's pieces of the arena at `arena`. */
+inline void hp_place(blockp *b, void *arena) {
+  b->acc_p = (char *)arena + b->acc;
+  b->hspec_p = (char *)arena + b->hspec;
+  b->grid_p = (char *)arena + b->grid;
+  b->dsamp_p = (char *)arena + b->dsamp;
+}
+
+/* Kernel-grid FFTs of a block: batches of 1024 rows, then the binary digits
+ * of the rest; the plan (index into kdesc) for the next batch when `left`
+ * rows remain: 2^k rows. */
+inline int hp_kbatch(const host_plan &h, int64_t left) {
+  int k = h.nkdesc - 1;
+  while (((int64_t)1 << k) > left) k--;
+  return k;
+}
+
+/* Launch shapes (grid sizes; the block sizes are TPB and RTPB):
+ *   k_weight, k_extend, k_unpack  nr blocks, one per ring
+ *   k_eval    one thread per kernel sample of the block
+ *   k_reduce  (tasks of the block) x grid_reduce_y, one thread per mode
+ *   k_fold    (tasks of the block) x grid_fold_y x 2 (ring, mirror), one
+ *             thread per output bin */
+inline unsigned grid_eval(const blockp &b) { return (unsigned)((b.ns + TPB - 1) / TPB); }
+inline unsigned grid_reduce_y(const host_plan &h) { return (unsigned)((h.nm + RTPB - 1) / RTPB); }
+inline unsigned grid_fold_y(const host_plan &h) { return (unsigned)((h.L / 2 + 1 + TPB - 1) / TPB); }
+
+} /* namespace */
+
+#endif
