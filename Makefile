@@ -77,12 +77,12 @@ $(BUILD)/tests/%: tests/%.c tests/testlib.h tests/testmaps.h $(LIBS)
 
 # C++ tests: the GPU backend's kernels and planning run on the host against
 # the CPU backend (g++ and FFTW only: built and run with GPU=0 too)
-$(TESTXX_BIN): $(BUILD)/tests/%: tests/%.cpp tests/testlib.h $(wildcard arkcos/*.h) $(BUILD)/libarkcos.a
+$(TESTXX_BIN): $(BUILD)/tests/%: tests/%.cpp tests/testlib.h tests/testkernels.h $(wildcard arkcos/*.h) $(BUILD)/libarkcos.a
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -o $@ $< $(BUILD)/libarkcos.a $(LDLIBS)
 
 # GPU against CPU and the direct sum; not part of `make test` (it needs a device)
-$(BUILD)/tests/gpu_check $(BUILD)/tests/bench $(BUILD)/tests/kernel_profile: $(BUILD)/tests/%: tests/%.c tests/testlib.h tests/testmaps.h $(LIBS)
+$(BUILD)/tests/gpu_check $(BUILD)/tests/bench $(BUILD)/tests/kernel_profile: $(BUILD)/tests/%: tests/%.c tests/testlib.h tests/testmaps.h tests/testkernels.h $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
 

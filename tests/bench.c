@@ -6,6 +6,8 @@
  *              [--fwhm-arcmin-2048 F] [--cutoff-rel EPS] [--no-fsht] [--no-cache]
  *              [--oversample Q]
  *        bench --support-sweep NSIDE [--threads T] [--repeats R]
+ * ARKCoS times are medians of --repeats executes (default 9: single runs on a
+ * shared machine scatter by tens of percent), FSHT times of --fsht-repeats (1).
  * The beam keeps the pixels-per-FWHM ratio of 4.7' at nside 2048 (about 2.8):
  * FWHM = 4.7' * 2048 / nside unless --fwhm-arcmin-2048 says otherwise.
  */
@@ -109,7 +111,7 @@ static int support_sweep(long nside, int threads, int repeats, double rel) {
 
 int main(int argc, char **argv) {
   long nsides[8] = {512, 1024, 2048};
-  int nn = 3, threads = 2, repeats = 3, frep = 1, do_fsht = 1, do_cache = 1;
+  int nn = 3, threads = 2, repeats = 9, frep = 1, do_fsht = 1, do_cache = 1;
   long sweep_nside = 0;
   int oversample = 0;
   double fwhm2048 = 4.7, rel = 1e-5;

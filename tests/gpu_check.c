@@ -24,6 +24,7 @@
 #include "arkcos/arkcos.h"
 #include "reference/reference.h"
 #include "tests/testlib.h"
+#include "tests/testkernels.h"
 #include "tests/testmaps.h"
 
 #ifndef M_PI
@@ -56,31 +57,6 @@ static arkcos_kernel *gauss(double fwhm, double rel, int nudge) {
   s.cutoff_rel = 0;
   arkcos_kernel_destroy(k);
   return arkcos_kernel_create(&s, &e);
-}
-
-static arkcos_kernel *tophat(double radius) {
-  arkcos_kernel_spec s;
-  memset(&s, 0, sizeof s);
-  s.type = ARKCOS_KERNEL_TOPHAT;
-  s.cutoff = radius;
-  return arkcos_kernel_create(&s, NULL);
-}
-
-/* a tabulated cos^2 profile of radius `r`, cut at 0.93 r (off the knots) */
-static arkcos_kernel *table_kernel(double r) {
-  double ang[60], val[60];
-  for (int i = 0; i < 60; i++) {
-    ang[i] = r * i / 59.0;
-    val[i] = pow(cos(ang[i] / r * M_PI / 2), 2);
-  }
-  arkcos_kernel_spec s;
-  memset(&s, 0, sizeof s);
-  s.type = ARKCOS_KERNEL_TABLE;
-  s.alpha = ang;
-  s.value = val;
-  s.ntable = 60;
-  s.cutoff = 0.93 * r;
-  return arkcos_kernel_create(&s, NULL);
 }
 
 static arkcos_plan *make_plan(const arkcos_geometry *g, const arkcos_kernel *k, arkcos_mode mode,

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "arkcos/gpu_tables.h"
+#include "tests/testkernels.h"
 #include "tests/testlib.h"
 
 #define DEG (ARKCOS_PI / 180)
@@ -257,37 +258,6 @@ arkcos_kernel *gauss(double fwhm, double rel) {
   s.type = ARKCOS_KERNEL_GAUSSIAN;
   s.fwhm = fwhm;
   s.cutoff_rel = rel;
-  arkcos_error e;
-  arkcos_kernel *k = arkcos_kernel_create(&s, &e);
-  if (!k) fprintf(stderr, "kernel: %s\n", e.msg);
-  return k;
-}
-
-arkcos_kernel *tophat(double radius) {
-  arkcos_kernel_spec s;
-  memset(&s, 0, sizeof s);
-  s.type = ARKCOS_KERNEL_TOPHAT;
-  s.cutoff = radius;
-  arkcos_error e;
-  arkcos_kernel *k = arkcos_kernel_create(&s, &e);
-  if (!k) fprintf(stderr, "kernel: %s\n", e.msg);
-  return k;
-}
-
-/* a tabulated cos^2 profile of radius r, cut at 0.93 r (off the knots) */
-arkcos_kernel *table_kernel(double r) {
-  double ang[60], val[60];
-  for (int i = 0; i < 60; i++) {
-    ang[i] = r * i / 59.0;
-    val[i] = pow(cos(ang[i] / r * ARKCOS_PI / 2), 2);
-  }
-  arkcos_kernel_spec s;
-  memset(&s, 0, sizeof s);
-  s.type = ARKCOS_KERNEL_TABLE;
-  s.alpha = ang;
-  s.value = val;
-  s.ntable = 60;
-  s.cutoff = 0.93 * r;
   arkcos_error e;
   arkcos_kernel *k = arkcos_kernel_create(&s, &e);
   if (!k) fprintf(stderr, "kernel: %s\n", e.msg);
