@@ -2,7 +2,7 @@
 # Installs the Debian packages ARKCoS bench needs. With --if-missing it
 # does nothing when they are all present (what `make test` calls).
 set -euo pipefail
-pkgs=(libfftw3-dev libsharp-dev libcfitsio-dev libjansson-dev libchealpix-dev
+pkgs=(gcc g++ make libfftw3-dev libsharp-dev libcfitsio-dev libjansson-dev libchealpix-dev
       python3-healpy gnuplot-nox pkg-config)
 missing=()
 for p in "${pkgs[@]}"; do
