@@ -49,6 +49,8 @@ typedef struct SFX(kgrid_t) {
   int half;             /* index of the grid of L / 2 points, or -1 */
   int64_t rowlen;       /* padded row length (>= nm + 1, whole Clenshaw blocks) */
   double *cos_m, *sin_m;/* cos, sin(2 pi m / L), padded to nmp */
+  double *ch_m;         /* cos(pi m / L): the real kernel spectrum of samples
+                         * symmetric about a half step */
   FFTWP(plan) kplan;    /* r2c of length L */
 } SFX(kgrid_t);
 
@@ -62,6 +64,7 @@ typedef struct SFX(cpu_state) {
   int nlev;             /* cap-pair levels s = 0 .. nlev - 1 (0: none, all on L) */
   int lev[ARKCOS_MAX_GRIDS]; /* grid of level s: q L / 2^s points */
   double s_ref;         /* sqrt(sin th_i sin th_j) up to which level 0 holds */
+  int sym;              /* rotated frame: real kernel spectra (see pair_real) */
   int64_t *ring_nm;     /* modes of ring j's spectrum that some pair reads */
   size_t *spec_ofs;     /* ring j's spectrum: spec_re / spec_im + spec_ofs[j] */
   int64_t *task_nm;     /* modes task t's accumulators receive */
@@ -139,6 +142,7 @@ static void SFX(cpu_destroy)(arkcos_plan *p) {
   for (int g = 0; g < s->ngrid; g++) {
     FFTWP(free)(s->grid[g].cos_m);
     FFTWP(free)(s->grid[g].sin_m);
+    FFTWP(free)(s->grid[g].ch_m);
   }
   FFTWP(free)(s->spec_re);
   FFTWP(free)(s->spec_im);
@@ -166,7 +170,10 @@ static inline void SFX(store_vd)(R *dst, arkcos_vd v) {
  *  +2/-2  samples symmetric about a half step (delta = +-pi/L):
  *      H = e^{+-i t/2} cos(t/2) sum_k a_k V_k(x), V the third-kind polynomials
  *      (cos((2k+1)t/2) = cos(t/2) V_k(cos t)), i.e.
- *      Re H = (1 + x)/2 S, Im H = +-sin(t)/2 S. */
+ *      Re H = (1 + x)/2 S, Im H = +-sin(t)/2 S.
+ * hi == NULL asks for the real spectrum G[m] = e^{-i m delta} H[m] of the
+ * samples' absolute positions (the rotated frame, see pair_real): H itself
+ * for kind 1, cos(t/2) S for kinds +-2; kind 0 has no real form. */
 static void SFX(kernel_clenshaw)(const SFX(kgrid_t) *s, int64_t nm, int kind, const double *a,
                                  const double *b, int K, R *hr, R *hi) {
   enum { VL = ARKCOS_VL, NV = ARKCOS_NV };
@@ -210,14 +217,60 @@ static void SFX(kernel_clenshaw)(const SFX(kgrid_t) *s, int64_t nm, int kind, co
       if (kind == 0 || kind == 1) {
         re = a[0] + x * c1 - p1[v];
         im = kind == 0 ? -sn * (b1 + x2[v] * q1[v] - q2[v]) : (arkcos_vd){0};
+      } else if (!hi) {
+        arkcos_vd ch;
+        memcpy(&ch, s->ch_m + mv, sizeof ch);
+        re = ch * (a[0] + (x2[v] - 1.0) * c1 - p1[v]);
       } else {
         arkcos_vd S = a[0] + (x2[v] - 1.0) * c1 - p1[v];
         re = 0.5 * (1.0 + x) * S;
         im = (kind > 0 ? 0.5 : -0.5) * sn * S;
       }
       SFX(store_vd)(hr + mv, re);
-      SFX(store_vd)(hi + mv, im);
+      if (hi) SFX(store_vd)(hi + mv, im);
     }
+  }
+}
+
+/* Symmetry of kernel samples at delta + 2 pi n / L: 1 about 0 (delta = 0),
+ * +-2 about a half step (delta = +-pi / L), else 0. */
+static int SFX(offset_kind)(double delta, int64_t L) {
+  const double half_step = ARKCOS_PI / (double)L;
+  if (delta == 0) return 1;
+  if (fabs(delta - half_step) < 1e-12 * half_step) return 2;
+  if (fabs(delta + half_step) < 1e-12 * half_step) return -2;
+  return 0;
+}
+
+/* Multiplies (re + i im)[m], m < n, by e^{i m phi}: phasors from a table of
+ * 16 steps times a block phasor that is recomputed exactly every 256 modes
+ * (rounding stays near 1e-16 whatever n). */
+static void SFX(rotate_rows)(R *re, R *im, int64_t n, double phi) {
+  enum { B = 16 };
+  double tc[B], ts[B];
+  for (int k = 0; k < B; k++) {
+    tc[k] = cos(k * phi);
+    ts[k] = sin(k * phi);
+  }
+  const double sc = cos(B * phi), ss = sin(B * phi);
+  double bc = 1, bs = 0;
+  for (int64_t m0 = 0; m0 < n; m0 += B) {
+    if (m0 % (16 * B) == 0) {
+      bc = cos((double)m0 * phi);
+      bs = sin((double)m0 * phi);
+    }
+    const int cnt = n - m0 < B ? (int)(n - m0) : B;
+    R *xr = re + m0, *xi = im + m0;
+#pragma omp simd
+    for (int k = 0; k < cnt; k++) {
+      const double zc = bc * tc[k] - bs * ts[k], zs = bc * ts[k] + bs * tc[k];
+      const double a = (double)xr[k], b = (double)xi[k];
+      xr[k] = (R)(a * zc - b * zs);
+      xi[k] = (R)(a * zs + b * zc);
+    }
+    const double t = bc * sc - bs * ss;
+    bs = bc * ss + bs * sc;
+    bc = t;
   }
 }
 
@@ -230,21 +283,19 @@ static void SFX(samples_spectrum)(const SFX(kgrid_t) *G, const double *hs, int64
   double ca[ARKCOS_CHEB_LIMIT + 2], cb[ARKCOS_CHEB_LIMIT + 2];
   const int64_t nmax = n1 > -n0 ? n1 : -n0;
 #define HS(n) ((n) >= n0 && (n) <= n1 ? hs[(n) - n0] : 0.0)
-  int kind, K;
-  if (delta == 0) {
-    kind = 1;
+  int kind = SFX(offset_kind)(delta, G->L), K;
+  (void)half_step;
+  if (kind == 1) {
     K = (int)nmax;
     for (int k = 0; k <= K; k++) ca[k] = k ? HS(k) + HS(-k) : HS(0);
-  } else if (fabs(delta - half_step) < 1e-12 * half_step) {
-    kind = 2; /* samples at (2n + 1) pi / L: pairs n, -1 - n */
+  } else if (kind == 2) { /* samples at (2n + 1) pi / L: pairs n, -1 - n */
     K = (int)(n1 > -1 - n0 ? n1 : -1 - n0);
     for (int k = 0; k <= K; k++) ca[k] = HS(k) + HS(-1 - k);
-  } else if (fabs(delta + half_step) < 1e-12 * half_step) {
-    kind = -2; /* samples at (2n - 1) pi / L: pairs n, 1 - n */
+  } else if (kind == -2) {
+    /* samples at (2n - 1) pi / L: pairs n, 1 - n */
     K = (int)(n1 - 1 > -n0 ? n1 - 1 : -n0);
     for (int k = 0; k <= K; k++) ca[k] = HS(k + 1) + HS(-k);
   } else {
-    kind = 0;
     K = (int)nmax;
     for (int k = 0; k <= K; k++) {
       ca[k] = k ? HS(k) + HS(-k) : HS(0);
@@ -276,15 +327,36 @@ static int SFX(pair_reached)(const arkcos_plan *p, int i, int j, int64_t L) {
   return arkcos_sample_range(half, delta, L, &n0, &n1) > 0;
 }
 
+/* The rotated frame (s->sym): ring spectra are multiplied by e^{-i m phi0_j}
+ * after the FFT and accumulated spectra by e^{+i m phi0_i} before the fold,
+ * so that a pair enters through G[m] = e^{-i m delta} H[m], the spectrum of
+ * its kernel samples taken at their absolute azimuths. G is real when the
+ * samples are symmetric about 0: a belt pair's true offsets delta = 0 or
+ * +-pi/L (HEALPix, equal-offset grids) keep its exactness, and the other
+ * pairs, whose kernel grids only resolve the kernel, are sampled at
+ * delta = 0 instead of the pixels' offset. A real G halves the Clenshaw
+ * sums (one chain instead of a cosine and a sine chain) and the reduction.
+ * Used with the coarser cap grids; oversample 1 keeps the paper's 4 nside
+ * algorithm with true offsets throughout, as the GPU backend has it. */
+static int SFX(pair_real)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j) {
+  const arkcos_ring *rg = p->geom->rings;
+  if (!s->sym) return 0;
+  if (rg[i].nph != p->L || rg[j].nph != p->L) return 1;
+  return SFX(offset_kind)(rg[i].phi0 - rg[j].phi0, p->L) != 0;
+}
+
 /* Kernel spectrum H_ij[m] of output ring i and input ring j into hr, hi,
  * ready to be accumulated (scaled and halved for the L grid when q > 1);
+ * in the rotated frame G_ij, into hr alone where it is real (*real = 1).
  * *t_eval is the time the kernel samples were ready. Returns 0 when the
  * kernel does not reach ring j, else 1 + the grid used (its nm modes are
  * written). ws: the calling thread's workspace. */
 static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j, R *ws, R *hr,
-                              R *hi, double *t_eval) {
+                              R *hi, double *t_eval, int *real) {
   const arkcos_ring *rg = p->geom->rings;
   const int gi = SFX(pair_grid)(p, s, i, j);
+  const int re_only = SFX(pair_real)(p, s, i, j);
+  *real = re_only;
   const SFX(kgrid_t) *G = &s->grid[gi];
   const int64_t L = G->L, nm = G->nm;
   const double twopi_L = 2 * ARKCOS_PI / (double)L;
@@ -292,6 +364,7 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
   double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
   double half = arkcos_dphi_window(&p->kf, sdt2, ss);
   double delta = p->opt.mode == ARKCOS_MODE_PAPER ? 0.0 : rg[i].phi0 - rg[j].phi0;
+  if (s->sym && (rg[i].nph != p->L || rg[j].nph != p->L)) delta = 0; /* symmetric samples */
   int64_t n0, n1, cnt = arkcos_sample_range(half, delta, L, &n0, &n1);
   if (cnt == 0) return 0;
   int64_t nmax = n1 > -n0 ? n1 : -n0;
@@ -324,12 +397,21 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
        * E, the FFT-path spectrum buffer for O (2 nmp values each) */
       R *er = ws + WS(s, WS_RIN), *ei = er + s->nmp;
       R *orr = ws + WS(s, WS_KSPEC), *oi = orr + s->nmp;
-      if (e1 >= e0) SFX(samples_spectrum)(C, he, e0, e1, delta, er, ei);
+      if (e1 >= e0) SFX(samples_spectrum)(C, he, e0, e1, delta, er, re_only ? NULL : ei);
       else memset(er, 0, sizeof(R) * 2 * (size_t)s->nmp);
-      if (o1 >= o0) SFX(samples_spectrum)(C, ho, o0, o1, delta + ARKCOS_PI / (double)L0, orr, oi);
+      if (o1 >= o0) SFX(samples_spectrum)(C, ho, o0, o1, delta + ARKCOS_PI / (double)L0, orr, re_only ? NULL : oi);
       else memset(orr, 0, sizeof(R) * 2 * (size_t)s->nmp);
       const double *tc = G->cos_m, *ts = G->sin_m; /* cos, sin(pi m / L0) */
       const int64_t h0 = L0 / 2;
+      if (re_only) {
+        /* G = G_E + G_O: G_E even and L0-periodic, G_O (samples at odd
+         * multiples of pi / L0) odd about L0 / 2 */
+#pragma omp simd
+        for (int64_t m = 0; m <= h0; m++) hr[m] = (R)(er[m] + orr[m]);
+#pragma omp simd
+        for (int64_t m = h0 + 1; m < nm; m++) hr[m] = (R)(er[L0 - m] - orr[L0 - m]);
+        goto nyquist;
+      }
 #pragma omp simd
       for (int64_t m = 0; m <= h0; m++) {
         hr[m] = (R)(er[m] + tc[m] * orr[m] + ts[m] * oi[m]);
@@ -343,7 +425,8 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
         hi[m] = (R)(-ei[mm] - tc[m] * oi[mm] - ts[m] * orr[mm]);
       }
     } else {
-      SFX(samples_spectrum)(G, hs, n0, n1, delta, hr, hi);
+      SFX(samples_spectrum)(G, hs, n0, n1, delta, hr, re_only ? NULL : hi);
+      if (!re_only && s->sym && delta != 0) SFX(rotate_rows)(hr, hi, nm, -delta);
     }
   } else {
     R *kgrid = ws + WS(s, WS_KGRID), *kspec = ws + WS(s, WS_KSPEC);
@@ -353,14 +436,26 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
     *t_eval = omp_get_wtime();
     FFTWP(execute_dft_r2c)(G->kplan, kgrid, (FFTWP(complex) *)kspec);
     for (int64_t n = n0; n <= n1; n++) kgrid[arkcos_wrap(n, L)] = 0;
-    for (int64_t m = 0; m < nm; m++) {
-      hr[m] = kspec[2 * m];
-      hi[m] = kspec[2 * m + 1];
+    if (s->sym && delta != 0) { /* G = e^{-i m delta} H (scratch: the ring-input rows) */
+      R *tr = ws + WS(s, WS_RIN), *ti = tr + s->nmp;
+      for (int64_t m = 0; m < nm; m++) {
+        tr[m] = kspec[2 * m];
+        ti[m] = kspec[2 * m + 1];
+      }
+      SFX(rotate_rows)(tr, ti, nm, -delta);
+      memcpy(hr, tr, sizeof(R) * (size_t)nm);
+      if (!re_only) memcpy(hi, ti, sizeof(R) * (size_t)nm);
+    } else {
+      for (int64_t m = 0; m < nm; m++) {
+        hr[m] = kspec[2 * m];
+        if (!re_only) hi[m] = kspec[2 * m + 1];
+      }
     }
   }
+nyquist:
   if (L != s->Lacc && L % 2 == 0) { /* the L grid's Nyquist mode is +L/2 and -L/2 */
     hr[L / 2] *= (R)0.5;
-    hi[L / 2] *= (R)0.5;
+    if (!re_only) hi[L / 2] *= (R)0.5;
   }
   return 1 + gi;
 }
@@ -395,6 +490,7 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
           sim[m] = -sp[2 * (N - q) + 1];
         }
       }
+      if (s->sym && rg[j].phi0 != 0) SFX(rotate_rows)(sre, sim, nmj, -rg[j].phi0);
     } else {
       /* paper: align rings by phase rotation (Eq. 8), half weight on the
        * Nyquist mode (it stands for +N/2 and -N/2), zero padding above */
@@ -435,14 +531,16 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
       for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
         double t1, t2;
         const R *kr = hr, *ki = hi;
-        int used;
+        int used, real;
         if (s->hcache) {
           const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
           if (!(used = s->pair_used[pk])) continue;
+          real = used >> 7;
+          used &= 0x7f;
           kr = s->hcache + s->hofs[pk];
           ki = kr + s->grid[used - 1].rowlen;
           t1 = t2 = t0;
-        } else if (!(used = SFX(pair_spectrum)(p, s, i, j, ws, hr, hi, &t1))) {
+        } else if (!(used = SFX(pair_spectrum)(p, s, i, j, ws, hr, hi, &t1, &real))) {
           continue;
         } else {
           t2 = omp_get_wtime();
@@ -451,7 +549,23 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
         st[0] += t1 - t0;
         st[1] += t2 - t1;
         const R *sr = s->spec_re + s->spec_ofs[j], *si = s->spec_im + s->spec_ofs[j];
-        if (two) { /* ring and mirror in one pass: H read once */
+        if (real && two) { /* real G: half the multiplications */
+          const R *qr = s->spec_re + s->spec_ofs[p->mirror[j]], *qi = s->spec_im + s->spec_ofs[p->mirror[j]];
+#pragma omp simd
+          for (int64_t m = 0; m < len; m++) {
+            const R g = kr[m];
+            a1r[m] += g * sr[m];
+            a1i[m] += g * si[m];
+            a2r[m] += g * qr[m];
+            a2i[m] += g * qi[m];
+          }
+        } else if (real) {
+#pragma omp simd
+          for (int64_t m = 0; m < len; m++) {
+            a1r[m] += kr[m] * sr[m];
+            a1i[m] += kr[m] * si[m];
+          }
+        } else if (two) { /* ring and mirror in one pass: H read once */
           const R *qr = s->spec_re + s->spec_ofs[p->mirror[j]], *qi = s->spec_im + s->spec_ofs[p->mirror[j]];
 #pragma omp simd
           for (int64_t m = 0; m < len; m++) {
@@ -473,8 +587,9 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
       }
       for (int pass = 0; pass < 1 + two; pass++) {
         const int io = pass ? i2 : i;
-        const R *ar = pass ? a2r : a1r, *ai = pass ? a2i : a1i;
+        R *ar = pass ? a2r : a1r, *ai = pass ? a2i : a1i;
         const int64_t N = rg[io].nph;
+        if (s->sym && rg[io].phi0 != 0) SFX(rotate_rows)(ar, ai, amax, rg[io].phi0);
         if (!paper && 2 * N == L) {
           /* modes 0..N of a 2N accumulation onto N/2 + 1 bins: m < N/2
            * directly, N - m conjugated onto m, the (half-weighted) mode N
@@ -574,8 +689,9 @@ static int SFX(fill_cache)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
       const int g = SFX(pair_grid)(p, s, i, j);
       const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
-      s->hofs[pk] = nvals;
-      if (SFX(pair_reached)(p, i, j, s->grid[g].L)) nvals += 2 * (size_t)s->grid[g].rowlen;
+      s->hofs[pk] = nvals; /* a real G has no imaginary row */
+      if (SFX(pair_reached)(p, i, j, s->grid[g].L))
+        nvals += (SFX(pair_real)(p, s, i, j) ? 1 : 2) * (size_t)s->grid[g].rowlen;
     }
   }
   double bytes = (double)nvals * sizeof(R);
@@ -593,7 +709,8 @@ static int SFX(fill_cache)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
       if (!SFX(pair_reached)(p, i, j, s->grid[g].L)) continue;
       R *hr = s->hcache + s->hofs[pk];
       double te;
-      s->pair_used[pk] = (unsigned char)SFX(pair_spectrum)(p, s, i, j, ws, hr, hr + s->grid[g].rowlen, &te);
+      int real, used = SFX(pair_spectrum)(p, s, i, j, ws, hr, hr + s->grid[g].rowlen, &te, &real);
+      s->pair_used[pk] = (unsigned char)(used | (used && real ? 0x80 : 0));
     }
   }
   return ARKCOS_OK;
@@ -616,12 +733,14 @@ static int SFX(grid_add)(SFX(cpu_state) *s, int64_t L, size_t *bytes) {
   G->half = -1;
   G->cos_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
   G->sin_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
-  if (!G->cos_m || !G->sin_m) return -1;
+  G->ch_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
+  if (!G->cos_m || !G->sin_m || !G->ch_m) return -1;
   for (int64_t m = 0; m < G->rowlen; m++) {
     G->cos_m[m] = m < G->nm ? cos(2 * ARKCOS_PI * (double)m / (double)L) : 0;
     G->sin_m[m] = m < G->nm ? sin(2 * ARKCOS_PI * (double)m / (double)L) : 0;
+    G->ch_m[m] = m < G->nm ? cos(ARKCOS_PI * (double)m / (double)L) : 0;
   }
-  *bytes += 2 * sizeof(double) * (size_t)G->rowlen;
+  *bytes += 3 * sizeof(double) * (size_t)G->rowlen;
   return s->ngrid++;
 }
 
@@ -652,6 +771,7 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
    * with a large jump at the cutoff (a top-hat: the jump, not the width,
    * sets the spectrum there) */
   const int coarsen = p->opt.oversample != 1 && arkcos_cut_level(&p->kf) <= 1e-3;
+  s->sym = coarsen && !paper && !uniform;
   if (!paper && !uniform) {
     for (int lv = 0; lv < ARKCOS_MAX_GRIDS - 1 && ok; lv++) {
       const int64_t Ls = s->Lacc >> lv;
