@@ -465,7 +465,7 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
   SFX(cpu_state) *s = (SFX(cpu_state) *)p->impl;
   const arkcos_ring *rg = p->geom->rings;
   const int nr = p->geom->nrings, paper = p->opt.mode == ARKCOS_MODE_PAPER;
-  const int64_t L = s->Lacc, nm = s->nmacc;
+  const int64_t L = s->Lacc;
   double t_start = omp_get_wtime();
 
   /* 1. ring FFTs, spectra extended to the kernel grid's L/2 + 1 modes */
@@ -479,18 +479,41 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
     for (int64_t k = 0; k < N; k++) rin[k] = (R)(w * in[rg[j].ofs + k]);
     FFTWP(execute_dft_r2c)(s->r2c[j], rin, (FFTWP(complex) *)sp);
     if (!paper) {
-      /* the DFT of a sampled ring is periodic in m (q = m mod N, kept by
-       * a running counter rather than a division per mode) */
-      for (int64_t m = 0, q = 0; m < nmj; m++, q = q + 1 == N ? 0 : q + 1) {
-        if (2 * q <= N) {
-          sre[m] = sp[2 * q];
-          sim[m] = sp[2 * q + 1];
+      /* the DFT of a sampled ring is periodic in m: one period from the
+       * half spectrum (Hermitian), rotated in the rotated frame, then
+       * S[m + p N] = c^p S[m], c = e^{-i N phi0} there and 1 otherwise */
+      const int64_t np = nmj < N ? nmj : N, h = N / 2;
+      for (int64_t m = 0; m < np && m <= h; m++) {
+        sre[m] = sp[2 * m];
+        sim[m] = sp[2 * m + 1];
+      }
+#pragma omp simd
+      for (int64_t m = h + 1; m < np; m++) {
+        sre[m] = sp[2 * (N - m)];
+        sim[m] = -sp[2 * (N - m) + 1];
+      }
+      const double phi = s->sym ? rg[j].phi0 : 0;
+      if (phi != 0) SFX(rotate_rows)(sre, sim, np, -phi);
+      for (int64_t m0 = N, per = 1; m0 < nmj; m0 += N, per++) {
+        const int64_t cnt = nmj - m0 < N ? nmj - m0 : N;
+        const double cr = cos((double)(per * N) * phi), ci = -sin((double)(per * N) * phi);
+        R *dr = sre + m0, *di = sim + m0;
+        if (fabs(ci) < 1e-14) { /* c = +-1 (HEALPix caps: -1) */
+          const R c = (R)cr;
+#pragma omp simd
+          for (int64_t m = 0; m < cnt; m++) {
+            dr[m] = c * sre[m];
+            di[m] = c * sim[m];
+          }
         } else {
-          sre[m] = sp[2 * (N - q)];
-          sim[m] = -sp[2 * (N - q) + 1];
+#pragma omp simd
+          for (int64_t m = 0; m < cnt; m++) {
+            const double a = (double)sre[m], b = (double)sim[m];
+            dr[m] = (R)(a * cr - b * ci);
+            di[m] = (R)(a * ci + b * cr);
+          }
         }
       }
-      if (s->sym && rg[j].phi0 != 0) SFX(rotate_rows)(sre, sim, nmj, -rg[j].phi0);
     } else {
       /* paper: align rings by phase rotation (Eq. 8), half weight on the
        * Nyquist mode (it stands for +N/2 and -N/2), zero padding above */
@@ -589,51 +612,65 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
         const int io = pass ? i2 : i;
         R *ar = pass ? a2r : a1r, *ai = pass ? a2i : a1i;
         const int64_t N = rg[io].nph;
-        if (s->sym && rg[io].phi0 != 0) SFX(rotate_rows)(ar, ai, amax, rg[io].phi0);
-        if (!paper && 2 * N == L) {
-          /* modes 0..N of a 2N accumulation onto N/2 + 1 bins: m < N/2
-           * directly, N - m conjugated onto m, the (half-weighted) mode N
-           * onto bin 0 as its real part */
-          const int64_t h = N / 2;
-          rspec[0] = ar[0] + (N < amax ? ar[N] : 0);
-          rspec[1] = 0;
-          for (int64_t m = 1; m < (N + 1) / 2; m++) {
-            rspec[2 * m] = ar[m];
-            rspec[2 * m + 1] = ai[m];
+        if (!paper) {
+          /* fold onto the ring's N / 2 + 1 bins (arkcos_fold's rule, by
+           * periods): P[r] = sum_p A[r + p N] over the modes m >= 0, then
+           * bin r gets P[r] + conj(P[N - r]) (the negative modes), less
+           * A[0] counted twice at r = 0. In the rotated frame A = e^{i m
+           * phi0} A', so P[r] = e^{i r phi0} sum_p c^p A'[r + p N] with
+           * c = e^{i N phi0}. The 1 / L_acc normalisation goes in here. */
+          R *pr = ws + WS(s, WS_RIN), *pi = ws + WS(s, WS_KSPEC); /* N values each */
+          if (L % 2 == 0 && L / 2 < amax) { /* the Nyquist mode is +L/2 and -L/2 */
+            ar[L / 2] *= (R)0.5;
+            ai[L / 2] *= (R)0.5;
           }
+          const double phi = s->sym ? rg[io].phi0 : 0;
+          const int64_t np = amax < N ? amax : N;
+          memcpy(pr, ar, sizeof(R) * (size_t)np);
+          memcpy(pi, ai, sizeof(R) * (size_t)np);
+          if (np < N) {
+            memset(pr + np, 0, sizeof(R) * (size_t)(N - np));
+            memset(pi + np, 0, sizeof(R) * (size_t)(N - np));
+          }
+          for (int64_t m0 = N, per = 1; m0 < amax; m0 += N, per++) {
+            const int64_t cnt = amax - m0 < N ? amax - m0 : N;
+            const double cr = cos((double)(per * N) * phi), ci = sin((double)(per * N) * phi);
+            const R *br = ar + m0, *bi = ai + m0;
+            if (fabs(ci) < 1e-14) {
+              const R c = (R)cr;
 #pragma omp simd
-          for (int64_t m = N - amax + 1 > 1 ? N - amax + 1 : 1; m < (N + 1) / 2; m++) {
-            rspec[2 * m] += ar[N - m];
-            rspec[2 * m + 1] -= ai[N - m];
-          }
-          if (N % 2 == 0) {
-            rspec[2 * h] = h < amax ? 2 * ar[h] : 0;
-            rspec[2 * h + 1] = 0;
-          }
-        } else if (!paper && N == L) { /* no folding: copy, Nyquist counted from both sides */
-          for (int64_t m = 0; m < nm; m++) {
-            rspec[2 * m] = m < amax ? ar[m] : 0;
-            rspec[2 * m + 1] = m < amax ? ai[m] : 0;
-          }
-        } else if (!paper) {
-          /* fold onto the ring's own modes: arkcos_fold's rule with the
-           * residue r = m mod N kept by a running counter */
-          memset(rspec, 0, sizeof(R) * 2 * (size_t)(N / 2 + 1));
-          rspec[0] = ar[0];
-          rspec[1] = ai[0];
-          for (int64_t m = 1, r = 1 % N; m < amax; m++, r = r + 1 == N ? 0 : r + 1) {
-            const R w = (2 * m == L) ? (R)0.5 : (R)1;
-            if (2 * r <= N) {
-              rspec[2 * r] += w * ar[m];
-              rspec[2 * r + 1] += w * ai[m];
-            }
-            if (r == 0 || 2 * r >= N) {
-              const int64_t mi = r ? N - r : 0;
-              rspec[2 * mi] += w * ar[m];
-              rspec[2 * mi + 1] -= w * ai[m];
+              for (int64_t m = 0; m < cnt; m++) {
+                pr[m] += c * br[m];
+                pi[m] += c * bi[m];
+              }
+            } else {
+#pragma omp simd
+              for (int64_t m = 0; m < cnt; m++) {
+                const double a = (double)br[m], b = (double)bi[m];
+                pr[m] += (R)(a * cr - b * ci);
+                pi[m] += (R)(a * ci + b * cr);
+              }
             }
           }
-        } else {
+          if (phi != 0) SFX(rotate_rows)(pr, pi, N, phi);
+          const R sc = (R)(1.0 / (double)L);
+          const int64_t h = N / 2;
+          rspec[0] = sc * (2 * pr[0] - ar[0]);
+          rspec[1] = 0;
+#pragma omp simd
+          for (int64_t r = 1; r <= h; r++) {
+            rspec[2 * r] = sc * (pr[r] + pr[N - r]);
+            rspec[2 * r + 1] = sc * (pi[r] - pi[N - r]);
+          }
+          if (N % 2 == 0 && h > 0) rspec[2 * h + 1] = 0;
+          FFTWP(execute_dft_c2r)(s->c2r[io], (FFTWP(complex) *)rspec, rout);
+          double *o = out + rg[io].ofs;
+          for (int64_t k = 0; k < N; k++) o[k] = (double)rout[k];
+          continue; /* next pass */
+        }
+        {
+          /* paper: rotate back by the ring's offset, truncate at its
+           * Nyquist frequency */
           for (int64_t m = 0; m <= N / 2; m++) {
             double c = cos(m * rg[io].phi0), sn = sin(m * rg[io].phi0);
             double re = ar[m] * c - ai[m] * sn;
