@@ -65,6 +65,13 @@ typedef struct SFX(cpu_state) {
   int lev[ARKCOS_MAX_GRIDS]; /* grid of level s: q L / 2^s points */
   double s_ref;         /* sqrt(sin th_i sin th_j) up to which level 0 holds */
   int sym;              /* rotated frame: real kernel spectra (see pair_real) */
+  /* pair symmetry (see pairsym_stage): each pair's G computed once for both
+   * of its output rings; tasks in nchunk chunks of >= w + 1 tasks */
+  int pairsym, w, nchunk;
+  int *chunk0;          /* first task of chunk c; chunk0[nchunk] = ntasks */
+  int *tidx;            /* task that ring j belongs to */
+  R *bslots, *tslots;   /* chunk head/spill slots; per-thread slot rings */
+  size_t slot_sz;       /* R values per slot: 4 rows of nmp */
   int64_t *ring_nm;     /* modes of ring j's spectrum that some pair reads */
   size_t *spec_ofs;     /* ring j's spectrum: spec_re / spec_im + spec_ofs[j] */
   int64_t *task_nm;     /* modes task t's accumulators receive */
@@ -150,6 +157,10 @@ static void SFX(cpu_destroy)(arkcos_plan *p) {
   FFTWP(free)(s->hcache);
   free(s->pair_ofs);
   free(s->pair_used);
+  free(s->chunk0);
+  free(s->tidx);
+  FFTWP(free)(s->bslots);
+  FFTWP(free)(s->tslots);
   free(s);
   p->impl = NULL;
 }
@@ -189,10 +200,10 @@ static void SFX(kernel_clenshaw)(const SFX(kgrid_t) *s, int64_t nm, int kind, co
       for (int k = K; k >= 2; k--) {
         const double ak = a[k], bk = b[k];
         for (int v = 0; v < NV; v++) {
-          arkcos_vd p0 = ak + x2[v] * p1[v] - p2[v];
+          arkcos_vd p0 = (ak - p2[v]) + x2[v] * p1[v];
           p2[v] = p1[v];
           p1[v] = p0;
-          arkcos_vd q0 = bk + x2[v] * q1[v] - q2[v];
+          arkcos_vd q0 = (bk - q2[v]) + x2[v] * q1[v];
           q2[v] = q1[v];
           q1[v] = q0;
         }
@@ -201,7 +212,7 @@ static void SFX(kernel_clenshaw)(const SFX(kgrid_t) *s, int64_t nm, int kind, co
       for (int k = K; k >= 2; k--) {
         const double ak = a[k];
         for (int v = 0; v < NV; v++) {
-          arkcos_vd p0 = ak + x2[v] * p1[v] - p2[v];
+          arkcos_vd p0 = (ak - p2[v]) + x2[v] * p1[v];
           p2[v] = p1[v];
           p1[v] = p0;
         }
@@ -370,7 +381,7 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
   int64_t nmax = n1 > -n0 ? n1 : -n0;
   /* an L-grid pair in a q L accumulation enters scaled by q (the 1/(q L)
    * normalisation); the factor goes into the samples, which is free */
-  const double scale = (double)(s->Lacc / L);
+  const double scale = (double)s->Lacc / (double)L;
   /* where a grid of L / 2 points exists, the Clenshaw sums run on it, once
    * for the even and once for the odd samples, so they may reach twice as
    * far (belt pairs' short single-chain sums stay on their own grid) */
@@ -460,6 +471,236 @@ nyquist:
   return 1 + gi;
 }
 
+/* Output ring io from its accumulated spectrum (ar, ai; amax modes; ar
+ * and ai are modified): fold, inverse FFT, into out (enhanced mode). */
+static void SFX(fold_out)(const arkcos_plan *p, const SFX(cpu_state) *s, R *ws, int io, R *ar, R *ai,
+                          int64_t amax, double *out) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int64_t N = rg[io].nph, L = s->Lacc;
+  R *rspec = ws + WS(s, WS_RSPEC), *rout = ws + WS(s, WS_ROUT);
+  /* fold onto the ring's N / 2 + 1 bins (arkcos_fold's rule, by
+   * periods): P[r] = sum_p A[r + p N] over the modes m >= 0, then
+   * bin r gets P[r] + conj(P[N - r]) (the negative modes), less
+   * A[0] counted twice at r = 0. In the rotated frame A = e^{i m
+   * phi0} A', so P[r] = e^{i r phi0} sum_p c^p A'[r + p N] with
+   * c = e^{i N phi0}. The 1 / L_acc normalisation goes in here. */
+  R *pr = ws + WS(s, WS_RIN), *pi = ws + WS(s, WS_KSPEC); /* N values each */
+  if (L % 2 == 0 && L / 2 < amax) { /* the Nyquist mode is +L/2 and -L/2 */
+    ar[L / 2] *= (R)0.5;
+    ai[L / 2] *= (R)0.5;
+  }
+  const double phi = s->sym ? rg[io].phi0 : 0;
+  const int64_t np = amax < N ? amax : N;
+  memcpy(pr, ar, sizeof(R) * (size_t)np);
+  memcpy(pi, ai, sizeof(R) * (size_t)np);
+  if (np < N) {
+    memset(pr + np, 0, sizeof(R) * (size_t)(N - np));
+    memset(pi + np, 0, sizeof(R) * (size_t)(N - np));
+  }
+  for (int64_t m0 = N, per = 1; m0 < amax; m0 += N, per++) {
+    const int64_t cnt = amax - m0 < N ? amax - m0 : N;
+    const double cr = cos((double)(per * N) * phi), ci = sin((double)(per * N) * phi);
+    const R *br = ar + m0, *bi = ai + m0;
+    if (fabs(ci) < 1e-14) {
+      const R c = (R)cr;
+#pragma omp simd
+      for (int64_t m = 0; m < cnt; m++) {
+        pr[m] += c * br[m];
+        pi[m] += c * bi[m];
+      }
+    } else {
+#pragma omp simd
+      for (int64_t m = 0; m < cnt; m++) {
+        const double a = (double)br[m], b = (double)bi[m];
+        pr[m] += (R)(a * cr - b * ci);
+        pi[m] += (R)(a * ci + b * cr);
+      }
+    }
+  }
+  if (phi != 0) SFX(rotate_rows)(pr, pi, N, phi);
+  const R sc = (R)(1.0 / (double)L);
+  const int64_t h = N / 2;
+  rspec[0] = sc * (2 * pr[0] - ar[0]);
+  rspec[1] = 0;
+#pragma omp simd
+  for (int64_t r = 1; r <= h; r++) {
+    rspec[2 * r] = sc * (pr[r] + pr[N - r]);
+    rspec[2 * r + 1] = sc * (pi[r] - pi[N - r]);
+  }
+  if (N % 2 == 0 && h > 0) rspec[2 * h + 1] = 0;
+  FFTWP(execute_dft_c2r)(s->c2r[io], (FFTWP(complex) *)rspec, rout);
+  double *o = out + rg[io].ofs;
+  for (int64_t k = 0; k < N; k++) o[k] = (double)rout[k];
+}
+
+/* Pair symmetry. In the rotated frame G_ij = G_ji (the pair's kernel grid,
+ * samples and sums do not depend on its order, bit for bit), and the mirror
+ * pair has the same G. So task t (ring i, mirror i2) computes G only for
+ * input rings j whose task u = tidx[j] is t or later, and adds it to both
+ * ends: A_i += G S_j, A_i2 += G S_j' (j' the mirror of j), and, for u > t,
+ * A_j += G S_i, A_j' += G S_i2. Each task's accumulators (a slot: rows a1r,
+ * a1i, a2r, a2i) then collect from tasks t - w .. t. A thread takes a chunk
+ * of consecutive tasks with a ring of w + 1 slots and folds each task as
+ * soon as it is complete; the first w tasks of a chunk (its head) also need
+ * what the previous chunk's last tasks add (its spill), so heads and spills
+ * have their own slots and are merged and folded after all chunks. The
+ * chunking is fixed at plan time, so results do not depend on the threads. */
+static R *SFX(slot)(const SFX(cpu_state) *s, int c, int t, int tid) {
+  const int w = s->w;
+  if (c > 0 && t < s->chunk0[c] + w) return s->bslots + ((size_t)c * 2 * w + (size_t)(t - s->chunk0[c])) * s->slot_sz;
+  if (t >= s->chunk0[c + 1])
+    return s->bslots + ((size_t)c * 2 * w + (size_t)w + (size_t)(t - s->chunk0[c + 1])) * s->slot_sz;
+  return s->tslots + ((size_t)tid * (size_t)(w + 1) + (size_t)(t % (w + 1))) * s->slot_sz;
+}
+
+static void SFX(slot_zero)(const arkcos_plan *p, const SFX(cpu_state) *s, R *a, int t) {
+  const int i = p->task[t], two = p->mirror[i] >= 0 && p->mirror[i] != i;
+  const size_t n = (size_t)s->task_nm[t];
+  for (int r = 0; r < (two ? 4 : 2); r++) memset(a + (size_t)r * s->nmp, 0, sizeof(R) * n);
+}
+
+static void SFX(pairsym_stage)(const arkcos_plan *p, const SFX(cpu_state) *s, double *out, double st[4]) {
+  const int w = s->w;
+#pragma omp parallel num_threads(s->nthreads) reduction(+ : st[:4])
+  {
+    const int tid = omp_get_thread_num();
+    R *ws = s->work + (size_t)tid * s->wstride;
+    R *hr = ws + WS(s, WS_HR), *hi = ws + WS(s, WS_HI);
+    const size_t nmp = (size_t)s->nmp;
+#pragma omp for schedule(dynamic, 1)
+    for (int c = 0; c < s->nchunk; c++) {
+      const int c0 = s->chunk0[c], c1 = s->chunk0[c + 1];
+      for (int t = c0; t <= c0 + w && t < p->ntasks; t++) SFX(slot_zero)(p, s, SFX(slot)(s, c, t, tid), t);
+      for (int t = c0; t < c1; t++) {
+        double t0 = omp_get_wtime();
+        if (t > c0 && t + w < p->ntasks) SFX(slot_zero)(p, s, SFX(slot)(s, c, t + w, tid), t + w);
+        const int i = p->task[t], i2 = p->mirror[i];
+        const int two = i2 >= 0 && i2 != i;
+        R *A = SFX(slot)(s, c, t, tid);
+        R *a1r = A, *a1i = A + nmp, *a2r = A + 2 * nmp, *a2i = A + 3 * nmp;
+        const R *s1r = s->spec_re + s->spec_ofs[i], *s1i = s->spec_im + s->spec_ofs[i];
+        const R *s2r = two ? s->spec_re + s->spec_ofs[i2] : s1r, *s2i = two ? s->spec_im + s->spec_ofs[i2] : s1i;
+        for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+          const int u = s->tidx[j];
+          if (u < t) continue;
+          double t1, t2;
+          const R *kr = hr;
+          int used, real;
+          if (s->hcache) {
+            const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
+            if (!(used = s->pair_used[pk])) continue;
+            used &= 0x7f;
+            kr = s->hcache + s->hofs[pk];
+            t1 = t2 = t0;
+          } else if (!(used = SFX(pair_spectrum)(p, s, i, j, ws, hr, hi, &t1, &real))) {
+            continue;
+          } else {
+            t2 = omp_get_wtime();
+          }
+          const int64_t len = s->grid[used - 1].nm;
+          st[0] += t1 - t0;
+          st[1] += t2 - t1;
+          const int jm = two ? p->mirror[j] : j;
+          const R *sr = s->spec_re + s->spec_ofs[j], *si = s->spec_im + s->spec_ofs[j];
+          const R *qr = s->spec_re + s->spec_ofs[jm], *qi = s->spec_im + s->spec_ofs[jm];
+          if (u == t) { /* j is i or i2: both ends are this task's */
+            if (two) {
+#pragma omp simd
+              for (int64_t m = 0; m < len; m++) {
+                const R g = kr[m];
+                a1r[m] += g * sr[m];
+                a1i[m] += g * si[m];
+                a2r[m] += g * qr[m];
+                a2i[m] += g * qi[m];
+              }
+            } else {
+#pragma omp simd
+              for (int64_t m = 0; m < len; m++) {
+                a1r[m] += kr[m] * sr[m];
+                a1i[m] += kr[m] * si[m];
+              }
+            }
+          } else {
+            /* the other end: task u's rows for j and j' (its ring or its
+             * mirror; a task without mirror has one pair of rows) */
+            const int uring = p->task[u], utwo = p->mirror[uring] >= 0 && p->mirror[uring] != uring;
+            R *B = SFX(slot)(s, c, u, tid);
+            R *bjr = B, *bji = B + nmp, *bkr = B + 2 * nmp, *bki = B + 3 * nmp;
+            if (utwo && j != uring) { /* j is u's mirror ring */
+              bjr = B + 2 * nmp;
+              bji = B + 3 * nmp;
+              bkr = B;
+              bki = B + nmp;
+            }
+            if (two && utwo) {
+#pragma omp simd
+              for (int64_t m = 0; m < len; m++) {
+                const R g = kr[m];
+                a1r[m] += g * sr[m];
+                a1i[m] += g * si[m];
+                a2r[m] += g * qr[m];
+                a2i[m] += g * qi[m];
+                bjr[m] += g * s1r[m];
+                bji[m] += g * s1i[m];
+                bkr[m] += g * s2r[m];
+                bki[m] += g * s2i[m];
+              }
+            } else if (two) { /* u without mirror (the equator): both ends land on it */
+#pragma omp simd
+              for (int64_t m = 0; m < len; m++) {
+                const R g = kr[m];
+                a1r[m] += g * sr[m];
+                a1i[m] += g * si[m];
+                a2r[m] += g * qr[m];
+                a2i[m] += g * qi[m];
+                bjr[m] += g * (s1r[m] + s2r[m]);
+                bji[m] += g * (s1i[m] + s2i[m]);
+              }
+            } else {
+#pragma omp simd
+              for (int64_t m = 0; m < len; m++) {
+                const R g = kr[m];
+                a1r[m] += g * sr[m];
+                a1i[m] += g * si[m];
+                bjr[m] += g * s1r[m];
+                bji[m] += g * s1i[m];
+              }
+            }
+          }
+          t0 = omp_get_wtime();
+          st[2] += t0 - t2;
+        }
+        if (c == 0 || t >= c0 + w) { /* complete: fold now */
+          SFX(fold_out)(p, s, ws, i, a1r, a1i, s->task_nm[t], out);
+          if (two) SFX(fold_out)(p, s, ws, i2, a2r, a2i, s->task_nm[t], out);
+        }
+        st[3] += omp_get_wtime() - t0;
+      }
+    }
+    /* heads: add the previous chunk's spill, fold */
+#pragma omp for schedule(dynamic, 1) collapse(2)
+    for (int c = 1; c < s->nchunk; c++)
+      for (int k = 0; k < w; k++) {
+        const int t = s->chunk0[c] + k;
+        double t0 = omp_get_wtime();
+        const int i = p->task[t], i2 = p->mirror[i];
+        const int two = i2 >= 0 && i2 != i;
+        R *A = SFX(slot)(s, c, t, tid);
+        const R *P = SFX(slot)(s, c - 1, t, tid);
+        const int64_t n = s->task_nm[t];
+        for (int r = 0; r < (two ? 4 : 2); r++) {
+          R *a = A + (size_t)r * nmp;
+          const R *b = P + (size_t)r * nmp;
+#pragma omp simd
+          for (int64_t m = 0; m < n; m++) a[m] += b[m];
+        }
+        SFX(fold_out)(p, s, ws, i, A, A + nmp, n, out);
+        if (two) SFX(fold_out)(p, s, ws, i2, A + 2 * nmp, A + 3 * nmp, n, out);
+        st[3] += omp_get_wtime() - t0;
+      }
+  }
+}
+
 static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
   (void)err;
   SFX(cpu_state) *s = (SFX(cpu_state) *)p->impl;
@@ -532,6 +773,8 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
   /* 2. per output ring (and its mirror): kernel samples, their spectra,
    * the reduction over input rings; then fold and inverse FFT */
   double st[4] = {0, 0, 0, 0}; /* kernel_eval, kernel_fft, reduction, map_ifft */
+  if (s->pairsym) SFX(pairsym_stage)(p, s, out, st);
+  else
 #pragma omp parallel num_threads(s->nthreads) reduction(+ : st[:4])
   {
     R *ws = s->work + (size_t)omp_get_thread_num() * s->wstride;
@@ -613,59 +856,7 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
         R *ar = pass ? a2r : a1r, *ai = pass ? a2i : a1i;
         const int64_t N = rg[io].nph;
         if (!paper) {
-          /* fold onto the ring's N / 2 + 1 bins (arkcos_fold's rule, by
-           * periods): P[r] = sum_p A[r + p N] over the modes m >= 0, then
-           * bin r gets P[r] + conj(P[N - r]) (the negative modes), less
-           * A[0] counted twice at r = 0. In the rotated frame A = e^{i m
-           * phi0} A', so P[r] = e^{i r phi0} sum_p c^p A'[r + p N] with
-           * c = e^{i N phi0}. The 1 / L_acc normalisation goes in here. */
-          R *pr = ws + WS(s, WS_RIN), *pi = ws + WS(s, WS_KSPEC); /* N values each */
-          if (L % 2 == 0 && L / 2 < amax) { /* the Nyquist mode is +L/2 and -L/2 */
-            ar[L / 2] *= (R)0.5;
-            ai[L / 2] *= (R)0.5;
-          }
-          const double phi = s->sym ? rg[io].phi0 : 0;
-          const int64_t np = amax < N ? amax : N;
-          memcpy(pr, ar, sizeof(R) * (size_t)np);
-          memcpy(pi, ai, sizeof(R) * (size_t)np);
-          if (np < N) {
-            memset(pr + np, 0, sizeof(R) * (size_t)(N - np));
-            memset(pi + np, 0, sizeof(R) * (size_t)(N - np));
-          }
-          for (int64_t m0 = N, per = 1; m0 < amax; m0 += N, per++) {
-            const int64_t cnt = amax - m0 < N ? amax - m0 : N;
-            const double cr = cos((double)(per * N) * phi), ci = sin((double)(per * N) * phi);
-            const R *br = ar + m0, *bi = ai + m0;
-            if (fabs(ci) < 1e-14) {
-              const R c = (R)cr;
-#pragma omp simd
-              for (int64_t m = 0; m < cnt; m++) {
-                pr[m] += c * br[m];
-                pi[m] += c * bi[m];
-              }
-            } else {
-#pragma omp simd
-              for (int64_t m = 0; m < cnt; m++) {
-                const double a = (double)br[m], b = (double)bi[m];
-                pr[m] += (R)(a * cr - b * ci);
-                pi[m] += (R)(a * ci + b * cr);
-              }
-            }
-          }
-          if (phi != 0) SFX(rotate_rows)(pr, pi, N, phi);
-          const R sc = (R)(1.0 / (double)L);
-          const int64_t h = N / 2;
-          rspec[0] = sc * (2 * pr[0] - ar[0]);
-          rspec[1] = 0;
-#pragma omp simd
-          for (int64_t r = 1; r <= h; r++) {
-            rspec[2 * r] = sc * (pr[r] + pr[N - r]);
-            rspec[2 * r + 1] = sc * (pi[r] - pi[N - r]);
-          }
-          if (N % 2 == 0 && h > 0) rspec[2 * h + 1] = 0;
-          FFTWP(execute_dft_c2r)(s->c2r[io], (FFTWP(complex) *)rspec, rout);
-          double *o = out + rg[io].ofs;
-          for (int64_t k = 0; k < N; k++) o[k] = (double)rout[k];
+          SFX(fold_out)(p, s, ws, io, ar, ai, amax, out);
           continue; /* next pass */
         }
         {
@@ -727,6 +918,7 @@ static int SFX(fill_cache)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
       const int g = SFX(pair_grid)(p, s, i, j);
       const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
       s->hofs[pk] = nvals; /* a real G has no imaginary row */
+      if (s->pairsym && s->tidx[j] < t) continue; /* the other end's */
       if (SFX(pair_reached)(p, i, j, s->grid[g].L))
         nvals += (SFX(pair_real)(p, s, i, j) ? 1 : 2) * (size_t)s->grid[g].rowlen;
     }
@@ -743,6 +935,7 @@ static int SFX(fill_cache)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
       const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
       const int g = SFX(pair_grid)(p, s, i, j);
+      if (s->pairsym && s->tidx[j] < t) continue;
       if (!SFX(pair_reached)(p, i, j, s->grid[g].L)) continue;
       R *hr = s->hcache + s->hofs[pk];
       double te;
@@ -841,6 +1034,44 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
       if (G->nm > s->ring_nm[j]) s->ring_nm[j] = G->nm;
       if (i2 >= 0 && i2 != i && G->nm > s->ring_nm[p->mirror[j]]) s->ring_nm[p->mirror[j]] = G->nm;
     }
+  }
+  /* pair symmetry: the task of every ring; the farthest task a task's pairs
+   * reach (w); every reached pair real and reached from both ends */
+  s->tidx = (int *)malloc(sizeof(int) * (size_t)nr);
+  if (!s->tidx) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  for (int t = 0; t < p->ntasks; t++) {
+    s->tidx[p->task[t]] = t;
+    if (p->mirror[p->task[t]] >= 0) s->tidx[p->mirror[p->task[t]]] = t;
+  }
+  int psym = s->sym;
+  for (int t = 0; t < p->ntasks && psym; t++) {
+    const int i = p->task[t];
+    for (int j = p->jlo[i]; j <= p->jhi[i] && psym; j++) {
+      const int g = SFX(pair_grid)(p, s, i, j);
+      const int rij = SFX(pair_reached)(p, i, j, s->grid[g].L);
+      if (s->tidx[j] < t) continue;
+      psym = g == SFX(pair_grid)(p, s, j, i) && rij == SFX(pair_reached)(p, j, i, s->grid[g].L) &&
+             (!rij || SFX(pair_real)(p, s, i, j));
+      if (rij && s->tidx[j] - t > s->w) s->w = s->tidx[j] - t;
+    }
+  }
+  /* chunks of >= w + 1 tasks, at least 4 and at most 16 of them (fixed:
+   * the summation order does not depend on the threads); their head and
+   * spill slots within half a map's size (else each pair is computed twice,
+   * as without the symmetry) */
+  s->nchunk = s->w > 0 ? p->ntasks / (s->w + 1) : 0;
+  if (s->nchunk > 16) s->nchunk = 16;
+  s->slot_sz = 4 * (size_t)s->nmp;
+  const double slot_bytes = sizeof(R) * (double)s->slot_sz *
+                            (2.0 * s->w * s->nchunk + (double)(s->w + 1) * s->nthreads);
+  s->pairsym = psym && s->nchunk >= 4 && slot_bytes <= fmax(32e6, 4.0 * (double)p->geom->npix);
+  if (s->pairsym) {
+    s->chunk0 = (int *)malloc(sizeof(int) * (size_t)(s->nchunk + 1));
+    s->bslots = (R *)FFTWP(malloc)(sizeof(R) * s->slot_sz * (size_t)(2 * s->w * s->nchunk));
+    s->tslots = (R *)FFTWP(malloc)(sizeof(R) * s->slot_sz * (size_t)((s->w + 1) * s->nthreads));
+    if (!s->chunk0 || !s->bslots || !s->tslots) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+    for (int c = 0; c <= s->nchunk; c++) s->chunk0[c] = (int)((int64_t)p->ntasks * c / s->nchunk);
+    bytes += (size_t)slot_bytes;
   }
   for (int j = 0; j < nr; j++) /* rows of 64-byte multiples */
     s->spec_ofs[j + 1] = s->spec_ofs[j] + (size_t)((s->ring_nm[j] + 7) / 8 * 8);
