@@ -1055,16 +1055,24 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
       if (rij && s->tidx[j] - t > s->w) s->w = s->tidx[j] - t;
     }
   }
-  /* chunks of >= w + 1 tasks, at least 4 and at most 16 of them (fixed:
-   * the summation order does not depend on the threads); their head and
-   * spill slots within half a map's size (else each pair is computed twice,
-   * as without the symmetry) */
-  s->nchunk = s->w > 0 ? p->ntasks / (s->w + 1) : 0;
-  if (s->nchunk > 16) s->nchunk = 16;
+  /* chunks of >= w + 1 tasks, at most 16 of them (fixed: the summation
+   * order does not depend on the threads), as many as the slots allow
+   * within a map's size (8 npix bytes; at least 32 MB; each thread's w + 1
+   * slots come on top); fewer than 4 would
+   * leave threads idle, so then each pair is computed twice, as without
+   * the symmetry */
   s->slot_sz = 4 * (size_t)s->nmp;
-  const double slot_bytes = sizeof(R) * (double)s->slot_sz *
-                            (2.0 * s->w * s->nchunk + (double)(s->w + 1) * s->nthreads);
-  s->pairsym = psym && s->nchunk >= 4 && slot_bytes <= fmax(32e6, 4.0 * (double)p->geom->npix);
+  const double budget = fmax(32e6, 8.0 * (double)p->geom->npix);
+  const double slot1 = sizeof(R) * (double)s->slot_sz; /* bytes per slot */
+  s->nchunk = 0;
+  if (s->w > 0) {
+    double nc = budget / slot1 / (2.0 * s->w); /* not by threads: see above */
+    if (nc > 16) nc = 16;
+    if (nc > p->ntasks / (s->w + 1)) nc = p->ntasks / (s->w + 1);
+    s->nchunk = nc > 0 ? (int)nc : 0;
+  }
+  const double slot_bytes = slot1 * (2.0 * s->w * s->nchunk + (double)(s->w + 1) * s->nthreads);
+  s->pairsym = psym && s->nchunk >= 4;
   if (s->pairsym) {
     s->chunk0 = (int *)malloc(sizeof(int) * (size_t)(s->nchunk + 1));
     s->bslots = (R *)FFTWP(malloc)(sizeof(R) * s->slot_sz * (size_t)(2 * s->w * s->nchunk));
