@@ -51,6 +51,8 @@ typedef struct SFX(kgrid_t) {
   double *cos_m, *sin_m;/* cos, sin(2 pi m / L), padded to nmp */
   double *ch_m;         /* cos(pi m / L): the real kernel spectrum of samples
                          * symmetric about a half step */
+  double *sh_k;         /* sin(pi k / (2 L)), k = 0 .. L: sin(dphi / 2) at the
+                         * samples of offsets 0 and +-pi / L */
   FFTWP(plan) kplan;    /* r2c of length L */
 } SFX(kgrid_t);
 
@@ -150,6 +152,7 @@ static void SFX(cpu_destroy)(arkcos_plan *p) {
     FFTWP(free)(s->grid[g].cos_m);
     FFTWP(free)(s->grid[g].sin_m);
     FFTWP(free)(s->grid[g].ch_m);
+    FFTWP(free)(s->grid[g].sh_k);
   }
   FFTWP(free)(s->spec_re);
   FFTWP(free)(s->spec_im);
@@ -317,6 +320,23 @@ static void SFX(samples_spectrum)(const SFX(kgrid_t) *G, const double *hs, int64
   SFX(kernel_clenshaw)(G, G->nm, kind, ca, cb, K, hr, hi);
 }
 
+/* Kernel sample at delta + 2 pi n / G->L; e: 0, +-1 when delta is 0 or
+ * +-pi / L (then sin(dphi / 2) comes from the grid's table, symmetric in
+ * n -> -n, e -> -e), else 2. */
+static inline double SFX(ksample)(const arkcos_plan *p, const SFX(kgrid_t) *G, double sdt2, double ss,
+                                  double delta, int e, int64_t n) {
+  double sh;
+  if (e != 2) {
+    int64_t k = 2 * n + e;
+    if (k < 0) k = -k;
+    if (k > G->L) k = 2 * G->L - k;
+    sh = G->sh_k[k];
+  } else {
+    sh = sin(0.5 * (delta + 2 * ARKCOS_PI / (double)G->L * (double)n));
+  }
+  return arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh));
+}
+
 /* Kernel grid of ring pair (i, j): L for belt pairs (exact) and in paper
  * mode, else level s of q L / 2^s points by sqrt(sin th_i sin th_j). */
 static int SFX(pair_grid)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j) {
@@ -370,7 +390,6 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
   *real = re_only;
   const SFX(kgrid_t) *G = &s->grid[gi];
   const int64_t L = G->L, nm = G->nm;
-  const double twopi_L = 2 * ARKCOS_PI / (double)L;
   double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
   double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
   double half = arkcos_dphi_window(&p->kf, sdt2, ss);
@@ -378,6 +397,7 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
   if (s->sym && (rg[i].nph != p->L || rg[j].nph != p->L)) delta = 0; /* symmetric samples */
   int64_t n0, n1, cnt = arkcos_sample_range(half, delta, L, &n0, &n1);
   if (cnt == 0) return 0;
+  const int kd = SFX(offset_kind)(delta, L), e = kd == 1 ? 0 : kd == 2 ? 1 : kd == -2 ? -1 : 2;
   int64_t nmax = n1 > -n0 ? n1 : -n0;
   /* an L-grid pair in a q L accumulation enters scaled by q (the 1/(q L)
    * normalisation); the factor goes into the samples, which is free */
@@ -389,7 +409,7 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
   if (cnt < L && (decim || nmax <= G->cheb_max)) {
     double hs[4 * ARKCOS_CHEB_LIMIT + 8];
     for (int64_t n = n0; n <= n1; n++)
-      hs[n - n0] = scale * arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n));
+      hs[n - n0] = scale * SFX(ksample)(p, G, sdt2, ss, delta, e, n);
     *t_eval = omp_get_wtime();
     if (decim) {
       /* H'[m] = E[m] + e^{-i pi m / L0} O[m] (decimation in azimuth): E, O the
@@ -443,7 +463,7 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
     R *kgrid = ws + WS(s, WS_KGRID), *kspec = ws + WS(s, WS_KSPEC);
     for (int64_t n = n0; n <= n1; n++)
       kgrid[arkcos_wrap(n, L)] =
-          (R)(scale * arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, delta + twopi_L * (double)n)));
+          (R)(scale * SFX(ksample)(p, G, sdt2, ss, delta, e, n));
     *t_eval = omp_get_wtime();
     FFTWP(execute_dft_r2c)(G->kplan, kgrid, (FFTWP(complex) *)kspec);
     for (int64_t n = n0; n <= n1; n++) kgrid[arkcos_wrap(n, L)] = 0;
@@ -964,7 +984,10 @@ static int SFX(grid_add)(SFX(cpu_state) *s, int64_t L, size_t *bytes) {
   G->cos_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
   G->sin_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
   G->ch_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
-  if (!G->cos_m || !G->sin_m || !G->ch_m) return -1;
+  G->sh_k = (double *)FFTWP(malloc)(sizeof(double) * (size_t)(L + 1));
+  if (!G->cos_m || !G->sin_m || !G->ch_m || !G->sh_k) return -1;
+  for (int64_t k = 0; k <= L; k++) G->sh_k[k] = sin(ARKCOS_PI * (double)k / (2.0 * (double)L));
+  *bytes += sizeof(double) * (size_t)(L + 1);
   for (int64_t m = 0; m < G->rowlen; m++) {
     G->cos_m[m] = m < G->nm ? cos(2 * ARKCOS_PI * (double)m / (double)L) : 0;
     G->sin_m[m] = m < G->nm ? sin(2 * ARKCOS_PI * (double)m / (double)L) : 0;
