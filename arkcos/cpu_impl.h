@@ -34,6 +34,10 @@
  * accumulation (scaled by 2^s, its Nyquist mode halved as above), and ring
  * spectra are kept only up to the highest mode some pair reads.
  *
+ * Rotated frame and pair symmetry (with the coarser grids): see pair_real
+ * and pairsym_stage. Kernel spectra become real and symmetric in (i, j), so
+ * each is one Clenshaw chain, computed once for both of its output rings.
+ *
  * H_ij: a compact kernel has few non-zero samples (|n| <= nmax). Then
  * H[m] = sum_k (h_k + h_-k) cos(k t) - i sum_k (h_k - h_-k) sin(k t),
  * t = 2 pi m / L, is a short Chebyshev series in cos t, summed for all m by
