@@ -552,9 +552,13 @@ static void SFX(fold_out)(const arkcos_plan *p, const SFX(cpu_state) *s, R *ws, 
     rspec[2 * r + 1] = sc * (pi[r] - pi[N - r]);
   }
   if (N % 2 == 0 && h > 0) rspec[2 * h + 1] = 0;
-  FFTWP(execute_dft_c2r)(s->c2r[io], (FFTWP(complex) *)rspec, rout);
   double *o = out + rg[io].ofs;
-  for (int64_t k = 0; k < N; k++) o[k] = (double)rout[k];
+  if (sizeof(R) == sizeof(double) && FFTWP(alignment_of)((R *)(void *)o) == 0) {
+    FFTWP(execute_dft_c2r)(s->c2r[io], (FFTWP(complex) *)rspec, (R *)(void *)o); /* straight into the map */
+  } else {
+    FFTWP(execute_dft_c2r)(s->c2r[io], (FFTWP(complex) *)rspec, rout);
+    for (int64_t k = 0; k < N; k++) o[k] = (double)rout[k];
+  }
 }
 
 /* Pair symmetry. In the rotated frame G_ij = G_ji (the pair's kernel grid,
@@ -741,21 +745,30 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
     R *sre = s->spec_re + s->spec_ofs[j], *sim = s->spec_im + s->spec_ofs[j];
     const int64_t N = rg[j].nph, nmj = s->ring_nm[j];
     const double w = rg[j].weight;
-    for (int64_t k = 0; k < N; k++) rin[k] = (R)(w * in[rg[j].ofs + k]);
-    FFTWP(execute_dft_r2c)(s->r2c[j], rin, (FFTWP(complex) *)sp);
+    const double *src = in + rg[j].ofs;
+    R wf = 1; /* the weight, where it still has to be applied */
+    if (sizeof(R) == sizeof(double) && !paper && FFTWP(alignment_of)((R *)(uintptr_t)src) == 0) {
+      /* double precision, input aligned as planned: transform the map in
+       * place of a copy (an out-of-place r2c keeps its input), weight after */
+      FFTWP(execute_dft_r2c)(s->r2c[j], (R *)(uintptr_t)src, (FFTWP(complex) *)sp);
+      wf = (R)w;
+    } else {
+      for (int64_t k = 0; k < N; k++) rin[k] = (R)(w * src[k]);
+      FFTWP(execute_dft_r2c)(s->r2c[j], rin, (FFTWP(complex) *)sp);
+    }
     if (!paper) {
       /* the DFT of a sampled ring is periodic in m: one period from the
        * half spectrum (Hermitian), rotated in the rotated frame, then
        * S[m + p N] = c^p S[m], c = e^{-i N phi0} there and 1 otherwise */
       const int64_t np = nmj < N ? nmj : N, h = N / 2;
       for (int64_t m = 0; m < np && m <= h; m++) {
-        sre[m] = sp[2 * m];
-        sim[m] = sp[2 * m + 1];
+        sre[m] = wf * sp[2 * m];
+        sim[m] = wf * sp[2 * m + 1];
       }
 #pragma omp simd
       for (int64_t m = h + 1; m < np; m++) {
-        sre[m] = sp[2 * (N - m)];
-        sim[m] = -sp[2 * (N - m) + 1];
+        sre[m] = wf * sp[2 * (N - m)];
+        sim[m] = -wf * sp[2 * (N - m) + 1];
       }
       const double phi = s->sym ? rg[j].phi0 : 0;
       if (phi != 0) SFX(rotate_rows)(sre, sim, np, -phi);
