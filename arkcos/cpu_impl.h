@@ -72,11 +72,11 @@ typedef struct SFX(cpu_state) {
   double s_ref;         /* sqrt(sin th_i sin th_j) up to which level 0 holds */
   int sym;              /* rotated frame: real kernel spectra (see pair_real) */
   /* pair symmetry (see pairsym_stage): each pair's G computed once for both
-   * of its output rings; tasks in nchunk chunks of >= w + 1 tasks */
+   * of its output rings; tasks in nchunk chunks of >= 2 (w + 1) tasks */
   int pairsym, w, nchunk;
   int *chunk0;          /* first task of chunk c; chunk0[nchunk] = ntasks */
   int *tidx;            /* task that ring j belongs to */
-  R *bslots, *tslots;   /* chunk head/spill slots; per-thread slot rings */
+  R *tslots;            /* per-thread rings of w + 1 slots */
   size_t slot_sz;       /* R values per slot: 4 rows of nmp */
   int64_t *ring_nm;     /* modes of ring j's spectrum that some pair reads */
   size_t *spec_ofs;     /* ring j's spectrum: spec_re / spec_im + spec_ofs[j] */
@@ -166,7 +166,6 @@ static void SFX(cpu_destroy)(arkcos_plan *p) {
   free(s->pair_used);
   free(s->chunk0);
   free(s->tidx);
-  FFTWP(free)(s->bslots);
   FFTWP(free)(s->tslots);
   free(s);
   p->impl = NULL;
@@ -568,23 +567,127 @@ static void SFX(fold_out)(const arkcos_plan *p, const SFX(cpu_state) *s, R *ws, 
  * ends: A_i += G S_j, A_i2 += G S_j' (j' the mirror of j), and, for u > t,
  * A_j += G S_i, A_j' += G S_i2. Each task's accumulators (a slot: rows a1r,
  * a1i, a2r, a2i) then collect from tasks t - w .. t. A thread takes a chunk
- * of consecutive tasks with a ring of w + 1 slots and folds each task as
- * soon as it is complete; the first w tasks of a chunk (its head) also need
- * what the previous chunk's last tasks add (its spill), so heads and spills
- * have their own slots and are merged and folded after all chunks. The
- * chunking is fixed at plan time, so results do not depend on the threads. */
-static R *SFX(slot)(const SFX(cpu_state) *s, int c, int t, int tid) {
-  const int w = s->w;
-  if (c > 0 && t < s->chunk0[c] + w) return s->bslots + ((size_t)c * 2 * w + (size_t)(t - s->chunk0[c])) * s->slot_sz;
-  if (t >= s->chunk0[c + 1])
-    return s->bslots + ((size_t)c * 2 * w + (size_t)w + (size_t)(t - s->chunk0[c + 1])) * s->slot_sz;
-  return s->tslots + ((size_t)tid * (size_t)(w + 1) + (size_t)(t % (w + 1))) * s->slot_sz;
+ * of consecutive tasks [c0, c1) with a ring of w + 1 slots: first a
+ * prologue over tasks c0 - w .. c0 - 1 adds only what their pairs give the
+ * chunk's first tasks, then each task is complete once processed and is
+ * folded at once. Prologue pairs are computed twice (by this chunk and the
+ * previous one), a few per cent of all pairs with chunks of >= 2 (w + 1)
+ * tasks. The chunking is fixed at plan time, so results do not depend on
+ * the threads. */
+static inline R *SFX(slot)(const SFX(cpu_state) *s, int t, int tid) {
+  return s->tslots + ((size_t)tid * (size_t)(s->w + 1) + (size_t)(t % (s->w + 1))) * s->slot_sz;
 }
 
 static void SFX(slot_zero)(const arkcos_plan *p, const SFX(cpu_state) *s, R *a, int t) {
   const int i = p->task[t], two = p->mirror[i] >= 0 && p->mirror[i] != i;
   const size_t n = (size_t)s->task_nm[t];
   for (int r = 0; r < (two ? 4 : 2); r++) memset(a + (size_t)r * s->nmp, 0, sizeof(R) * n);
+}
+
+/* One pair (i, j) of task t, j in task u >= t, G in kr (len modes): adds
+ * to task t's slot A (own, unless a prologue) and, for u > t, to task u's
+ * slot B (far, unless u is past the chunk). */
+static void SFX(pair_reduce)(const arkcos_plan *p, const SFX(cpu_state) *s, int t, int j, int u, const R *kr,
+                             int64_t len, R *A, R *B, int own, int far) {
+  const size_t nmp = (size_t)s->nmp;
+  const int i = p->task[t], i2 = p->mirror[i];
+  const int two = i2 >= 0 && i2 != i;
+  const int jm = two ? p->mirror[j] : j;
+  const R *sr = s->spec_re + s->spec_ofs[j], *si = s->spec_im + s->spec_ofs[j];
+  const R *qr = s->spec_re + s->spec_ofs[jm], *qi = s->spec_im + s->spec_ofs[jm];
+  R *a1r = A, *a1i = A + nmp, *a2r = A + 2 * nmp, *a2i = A + 3 * nmp;
+  if (u == t || !far) { /* j is i or i2 (both ends are this task's), or the far end is not needed */
+    if (!own) return;
+    if (two) {
+#pragma omp simd
+      for (int64_t m = 0; m < len; m++) {
+        const R g = kr[m];
+        a1r[m] += g * sr[m];
+        a1i[m] += g * si[m];
+        a2r[m] += g * qr[m];
+        a2i[m] += g * qi[m];
+      }
+    } else {
+#pragma omp simd
+      for (int64_t m = 0; m < len; m++) {
+        a1r[m] += kr[m] * sr[m];
+        a1i[m] += kr[m] * si[m];
+      }
+    }
+    return;
+  }
+  /* the far end: task u's rows for j and j' (its ring or its mirror; a task
+   * without mirror has one pair of rows) */
+  const R *s1r = s->spec_re + s->spec_ofs[i], *s1i = s->spec_im + s->spec_ofs[i];
+  const R *s2r = two ? s->spec_re + s->spec_ofs[i2] : s1r, *s2i = two ? s->spec_im + s->spec_ofs[i2] : s1i;
+  const int uring = p->task[u], utwo = p->mirror[uring] >= 0 && p->mirror[uring] != uring;
+  R *bjr = B, *bji = B + nmp, *bkr = B + 2 * nmp, *bki = B + 3 * nmp;
+  if (utwo && j != uring) { /* j is u's mirror ring */
+    bjr = B + 2 * nmp;
+    bji = B + 3 * nmp;
+    bkr = B;
+    bki = B + nmp;
+  }
+  if (!own) { /* prologue: the far end only */
+    if (two && utwo) {
+#pragma omp simd
+      for (int64_t m = 0; m < len; m++) {
+        const R g = kr[m];
+        bjr[m] += g * s1r[m];
+        bji[m] += g * s1i[m];
+        bkr[m] += g * s2r[m];
+        bki[m] += g * s2i[m];
+      }
+    } else if (two) {
+#pragma omp simd
+      for (int64_t m = 0; m < len; m++) {
+        const R g = kr[m];
+        bjr[m] += g * (s1r[m] + s2r[m]);
+        bji[m] += g * (s1i[m] + s2i[m]);
+      }
+    } else {
+#pragma omp simd
+      for (int64_t m = 0; m < len; m++) {
+        bjr[m] += kr[m] * s1r[m];
+        bji[m] += kr[m] * s1i[m];
+      }
+    }
+    return;
+  }
+  if (two && utwo) {
+#pragma omp simd
+    for (int64_t m = 0; m < len; m++) {
+      const R g = kr[m];
+      a1r[m] += g * sr[m];
+      a1i[m] += g * si[m];
+      a2r[m] += g * qr[m];
+      a2i[m] += g * qi[m];
+      bjr[m] += g * s1r[m];
+      bji[m] += g * s1i[m];
+      bkr[m] += g * s2r[m];
+      bki[m] += g * s2i[m];
+    }
+  } else if (two) { /* u without mirror (the equator): both ends land on it */
+#pragma omp simd
+    for (int64_t m = 0; m < len; m++) {
+      const R g = kr[m];
+      a1r[m] += g * sr[m];
+      a1i[m] += g * si[m];
+      a2r[m] += g * qr[m];
+      a2i[m] += g * qi[m];
+      bjr[m] += g * (s1r[m] + s2r[m]);
+      bji[m] += g * (s1i[m] + s2i[m]);
+    }
+  } else {
+#pragma omp simd
+    for (int64_t m = 0; m < len; m++) {
+      const R g = kr[m];
+      a1r[m] += g * sr[m];
+      a1i[m] += g * si[m];
+      bjr[m] += g * s1r[m];
+      bji[m] += g * s1i[m];
+    }
+  }
 }
 
 static void SFX(pairsym_stage)(const arkcos_plan *p, const SFX(cpu_state) *s, double *out, double st[4]) {
@@ -598,19 +701,17 @@ static void SFX(pairsym_stage)(const arkcos_plan *p, const SFX(cpu_state) *s, do
 #pragma omp for schedule(dynamic, 1)
     for (int c = 0; c < s->nchunk; c++) {
       const int c0 = s->chunk0[c], c1 = s->chunk0[c + 1];
-      for (int t = c0; t <= c0 + w && t < p->ntasks; t++) SFX(slot_zero)(p, s, SFX(slot)(s, c, t, tid), t);
-      for (int t = c0; t < c1; t++) {
+      for (int t = c0; t <= c0 + w && t < c1; t++) SFX(slot_zero)(p, s, SFX(slot)(s, t, tid), t);
+      for (int t = c0 - w > 0 ? c0 - w : 0; t < c1; t++) {
         double t0 = omp_get_wtime();
-        if (t > c0 && t + w < p->ntasks) SFX(slot_zero)(p, s, SFX(slot)(s, c, t + w, tid), t + w);
+        const int own = t >= c0; /* else the prologue */
+        if (t > c0 && t + w < c1) SFX(slot_zero)(p, s, SFX(slot)(s, t + w, tid), t + w);
         const int i = p->task[t], i2 = p->mirror[i];
         const int two = i2 >= 0 && i2 != i;
-        R *A = SFX(slot)(s, c, t, tid);
-        R *a1r = A, *a1i = A + nmp, *a2r = A + 2 * nmp, *a2i = A + 3 * nmp;
-        const R *s1r = s->spec_re + s->spec_ofs[i], *s1i = s->spec_im + s->spec_ofs[i];
-        const R *s2r = two ? s->spec_re + s->spec_ofs[i2] : s1r, *s2i = two ? s->spec_im + s->spec_ofs[i2] : s1i;
+        R *A = own ? SFX(slot)(s, t, tid) : NULL;
         for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
           const int u = s->tidx[j];
-          if (u < t) continue;
+          if (u < t || (!own && u < c0)) continue;
           double t1, t2;
           const R *kr = hr;
           int used, real;
@@ -625,107 +726,21 @@ static void SFX(pairsym_stage)(const arkcos_plan *p, const SFX(cpu_state) *s, do
           } else {
             t2 = omp_get_wtime();
           }
-          const int64_t len = s->grid[used - 1].nm;
           st[0] += t1 - t0;
           st[1] += t2 - t1;
-          const int jm = two ? p->mirror[j] : j;
-          const R *sr = s->spec_re + s->spec_ofs[j], *si = s->spec_im + s->spec_ofs[j];
-          const R *qr = s->spec_re + s->spec_ofs[jm], *qi = s->spec_im + s->spec_ofs[jm];
-          if (u == t) { /* j is i or i2: both ends are this task's */
-            if (two) {
-#pragma omp simd
-              for (int64_t m = 0; m < len; m++) {
-                const R g = kr[m];
-                a1r[m] += g * sr[m];
-                a1i[m] += g * si[m];
-                a2r[m] += g * qr[m];
-                a2i[m] += g * qi[m];
-              }
-            } else {
-#pragma omp simd
-              for (int64_t m = 0; m < len; m++) {
-                a1r[m] += kr[m] * sr[m];
-                a1i[m] += kr[m] * si[m];
-              }
-            }
-          } else {
-            /* the other end: task u's rows for j and j' (its ring or its
-             * mirror; a task without mirror has one pair of rows) */
-            const int uring = p->task[u], utwo = p->mirror[uring] >= 0 && p->mirror[uring] != uring;
-            R *B = SFX(slot)(s, c, u, tid);
-            R *bjr = B, *bji = B + nmp, *bkr = B + 2 * nmp, *bki = B + 3 * nmp;
-            if (utwo && j != uring) { /* j is u's mirror ring */
-              bjr = B + 2 * nmp;
-              bji = B + 3 * nmp;
-              bkr = B;
-              bki = B + nmp;
-            }
-            if (two && utwo) {
-#pragma omp simd
-              for (int64_t m = 0; m < len; m++) {
-                const R g = kr[m];
-                a1r[m] += g * sr[m];
-                a1i[m] += g * si[m];
-                a2r[m] += g * qr[m];
-                a2i[m] += g * qi[m];
-                bjr[m] += g * s1r[m];
-                bji[m] += g * s1i[m];
-                bkr[m] += g * s2r[m];
-                bki[m] += g * s2i[m];
-              }
-            } else if (two) { /* u without mirror (the equator): both ends land on it */
-#pragma omp simd
-              for (int64_t m = 0; m < len; m++) {
-                const R g = kr[m];
-                a1r[m] += g * sr[m];
-                a1i[m] += g * si[m];
-                a2r[m] += g * qr[m];
-                a2i[m] += g * qi[m];
-                bjr[m] += g * (s1r[m] + s2r[m]);
-                bji[m] += g * (s1i[m] + s2i[m]);
-              }
-            } else {
-#pragma omp simd
-              for (int64_t m = 0; m < len; m++) {
-                const R g = kr[m];
-                a1r[m] += g * sr[m];
-                a1i[m] += g * si[m];
-                bjr[m] += g * s1r[m];
-                bji[m] += g * s1i[m];
-              }
-            }
-          }
+          const int far = u > t && u < c1;
+          SFX(pair_reduce)(p, s, t, j, u, kr, s->grid[used - 1].nm, A, far ? SFX(slot)(s, u, tid) : NULL, own,
+                           far);
           t0 = omp_get_wtime();
           st[2] += t0 - t2;
         }
-        if (c == 0 || t >= c0 + w) { /* complete: fold now */
-          SFX(fold_out)(p, s, ws, i, a1r, a1i, s->task_nm[t], out);
-          if (two) SFX(fold_out)(p, s, ws, i2, a2r, a2i, s->task_nm[t], out);
+        if (own) { /* complete: fold now */
+          SFX(fold_out)(p, s, ws, i, A, A + nmp, s->task_nm[t], out);
+          if (two) SFX(fold_out)(p, s, ws, i2, A + 2 * nmp, A + 3 * nmp, s->task_nm[t], out);
         }
         st[3] += omp_get_wtime() - t0;
       }
     }
-    /* heads: add the previous chunk's spill, fold */
-#pragma omp for schedule(dynamic, 1) collapse(2)
-    for (int c = 1; c < s->nchunk; c++)
-      for (int k = 0; k < w; k++) {
-        const int t = s->chunk0[c] + k;
-        double t0 = omp_get_wtime();
-        const int i = p->task[t], i2 = p->mirror[i];
-        const int two = i2 >= 0 && i2 != i;
-        R *A = SFX(slot)(s, c, t, tid);
-        const R *P = SFX(slot)(s, c - 1, t, tid);
-        const int64_t n = s->task_nm[t];
-        for (int r = 0; r < (two ? 4 : 2); r++) {
-          R *a = A + (size_t)r * nmp;
-          const R *b = P + (size_t)r * nmp;
-#pragma omp simd
-          for (int64_t m = 0; m < n; m++) a[m] += b[m];
-        }
-        SFX(fold_out)(p, s, ws, i, A, A + nmp, n, out);
-        if (two) SFX(fold_out)(p, s, ws, i2, A + 2 * nmp, A + 3 * nmp, n, out);
-        st[3] += omp_get_wtime() - t0;
-      }
   }
 }
 
@@ -1095,31 +1110,25 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
       if (rij && s->tidx[j] - t > s->w) s->w = s->tidx[j] - t;
     }
   }
-  /* chunks of >= w + 1 tasks, at most 16 of them (fixed: the summation
-   * order does not depend on the threads), as many as the slots allow
-   * within a map's size (8 npix bytes; at least 32 MB; each thread's w + 1
-   * slots come on top); fewer than 4 would
-   * leave threads idle, so then each pair is computed twice, as without
-   * the symmetry */
+  /* chunks of >= 2 (w + 1) tasks (prologues under a quarter of a chunk's
+   * pairs), at most 32 (under 7% for compact kernels); fixed, so the
+   * summation order does not depend on the threads. With fewer than 4 the
+   * threads would idle, so then each pair is computed twice, as without the
+   * symmetry. Each thread's ring of w + 1 slots is counted in the plan. */
   s->slot_sz = 4 * (size_t)s->nmp;
-  const double budget = fmax(32e6, 8.0 * (double)p->geom->npix);
-  const double slot1 = sizeof(R) * (double)s->slot_sz; /* bytes per slot */
   s->nchunk = 0;
   if (s->w > 0) {
-    double nc = budget / slot1 / (2.0 * s->w); /* not by threads: see above */
-    if (nc > 16) nc = 16;
-    if (nc > p->ntasks / (s->w + 1)) nc = p->ntasks / (s->w + 1);
-    s->nchunk = nc > 0 ? (int)nc : 0;
+    int len = 2 * (s->w + 1);
+    if (len < (p->ntasks + 31) / 32) len = (p->ntasks + 31) / 32;
+    s->nchunk = p->ntasks / len;
   }
-  const double slot_bytes = slot1 * (2.0 * s->w * s->nchunk + (double)(s->w + 1) * s->nthreads);
   s->pairsym = psym && s->nchunk >= 4;
   if (s->pairsym) {
     s->chunk0 = (int *)malloc(sizeof(int) * (size_t)(s->nchunk + 1));
-    s->bslots = (R *)FFTWP(malloc)(sizeof(R) * s->slot_sz * (size_t)(2 * s->w * s->nchunk));
     s->tslots = (R *)FFTWP(malloc)(sizeof(R) * s->slot_sz * (size_t)((s->w + 1) * s->nthreads));
-    if (!s->chunk0 || !s->bslots || !s->tslots) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+    if (!s->chunk0 || !s->tslots) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
     for (int c = 0; c <= s->nchunk; c++) s->chunk0[c] = (int)((int64_t)p->ntasks * c / s->nchunk);
-    bytes += (size_t)slot_bytes;
+    bytes += sizeof(R) * s->slot_sz * (size_t)((s->w + 1) * s->nthreads);
   }
   for (int j = 0; j < nr; j++) /* rows of 64-byte multiples */
     s->spec_ofs[j + 1] = s->spec_ofs[j] + (size_t)((s->ring_nm[j] + 7) / 8 * 8);
