@@ -584,6 +584,30 @@ static void SFX(slot_zero)(const arkcos_plan *p, const SFX(cpu_state) *s, R *a, 
   for (int r = 0; r < (two ? 4 : 2); r++) memset(a + (size_t)r * s->nmp, 0, sizeof(R) * n);
 }
 
+/* Kernel spectrum of pair (i, j) of task t: from the cache, or computed
+ * into hr, hi. Sets *kr, *ki (its rows), *real, and the times the samples
+ * (*t1) and the spectrum (*t2) were ready; returns 0 when the kernel does
+ * not reach ring j, else 1 + the grid used. */
+static int SFX(pair_row)(const arkcos_plan *p, const SFX(cpu_state) *s, int t, int i, int j, R *ws, R *hr, R *hi,
+                         const R **kr, const R **ki, int *real, double t0, double *t1, double *t2) {
+  int used;
+  if (s->hcache) {
+    const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
+    if (!(used = s->pair_used[pk])) return 0;
+    *real = used >> 7;
+    used &= 0x7f;
+    *kr = s->hcache + s->hofs[pk];
+    *ki = *kr + s->grid[used - 1].rowlen;
+    *t1 = *t2 = t0;
+    return used;
+  }
+  if (!(used = SFX(pair_spectrum)(p, s, i, j, ws, hr, hi, t1, real))) return 0;
+  *kr = hr;
+  *ki = hi;
+  *t2 = omp_get_wtime();
+  return used;
+}
+
 /* One pair (i, j) of task t, j in task u >= t, G in kr (len modes): adds
  * to task t's slot A (own, unless a prologue) and, for u > t, to task u's
  * slot B (far, unless u is past the chunk). */
@@ -713,19 +737,10 @@ static void SFX(pairsym_stage)(const arkcos_plan *p, const SFX(cpu_state) *s, do
           const int u = s->tidx[j];
           if (u < t || (!own && u < c0)) continue;
           double t1, t2;
-          const R *kr = hr;
-          int used, real;
-          if (s->hcache) {
-            const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
-            if (!(used = s->pair_used[pk])) continue;
-            used &= 0x7f;
-            kr = s->hcache + s->hofs[pk];
-            t1 = t2 = t0;
-          } else if (!(used = SFX(pair_spectrum)(p, s, i, j, ws, hr, hi, &t1, &real))) {
-            continue;
-          } else {
-            t2 = omp_get_wtime();
-          }
+          const R *kr, *ki;
+          int real;
+          const int used = SFX(pair_row)(p, s, t, i, j, ws, hr, hi, &kr, &ki, &real, t0, &t1, &t2);
+          if (!used) continue;
           st[0] += t1 - t0;
           st[1] += t2 - t1;
           const int far = u > t && u < c1;
@@ -848,41 +863,16 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
       }
       for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
         double t1, t2;
-        const R *kr = hr, *ki = hi;
-        int used, real;
-        if (s->hcache) {
-          const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
-          if (!(used = s->pair_used[pk])) continue;
-          real = used >> 7;
-          used &= 0x7f;
-          kr = s->hcache + s->hofs[pk];
-          ki = kr + s->grid[used - 1].rowlen;
-          t1 = t2 = t0;
-        } else if (!(used = SFX(pair_spectrum)(p, s, i, j, ws, hr, hi, &t1, &real))) {
-          continue;
-        } else {
-          t2 = omp_get_wtime();
-        }
+        const R *kr, *ki;
+        int real;
+        const int used = SFX(pair_row)(p, s, t, i, j, ws, hr, hi, &kr, &ki, &real, t0, &t1, &t2);
+        if (!used) continue;
         const int64_t len = s->grid[used - 1].nm; /* modes this pair fills */
         st[0] += t1 - t0;
         st[1] += t2 - t1;
         const R *sr = s->spec_re + s->spec_ofs[j], *si = s->spec_im + s->spec_ofs[j];
-        if (real && two) { /* real G: half the multiplications */
-          const R *qr = s->spec_re + s->spec_ofs[p->mirror[j]], *qi = s->spec_im + s->spec_ofs[p->mirror[j]];
-#pragma omp simd
-          for (int64_t m = 0; m < len; m++) {
-            const R g = kr[m];
-            a1r[m] += g * sr[m];
-            a1i[m] += g * si[m];
-            a2r[m] += g * qr[m];
-            a2i[m] += g * qi[m];
-          }
-        } else if (real) {
-#pragma omp simd
-          for (int64_t m = 0; m < len; m++) {
-            a1r[m] += kr[m] * sr[m];
-            a1i[m] += kr[m] * si[m];
-          }
+        if (real) { /* real G: half the multiplications (a1r .. a2i are consecutive rows) */
+          SFX(pair_reduce)(p, s, t, j, t, kr, len, a1r, NULL, 1, 0);
         } else if (two) { /* ring and mirror in one pass: H read once */
           const R *qr = s->spec_re + s->spec_ofs[p->mirror[j]], *qi = s->spec_im + s->spec_ofs[p->mirror[j]];
 #pragma omp simd
