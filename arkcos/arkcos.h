@@ -180,7 +180,11 @@ typedef enum {
 typedef struct arkcos_options {
   arkcos_mode mode;           /* default ENHANCED */
   arkcos_precision precision; /* default DOUBLE */
-  arkcos_backend backend;     /* default AUTO (GPU when a CUDA device exists) */
+  /* default AUTO, the one backend rule of every command and binding: the
+   * GPU when a CUDA device is usable and its plan can be made, else the CPU
+   * (arkcos_plan_note says why); CPU and GPU are taken as asked (GPU without
+   * a device: ARKCOS_ENODEV). */
+  arkcos_backend backend;
   int threads;                /* CPU threads; <= 0: OpenMP default */
   int cache_kernel_spectra;   /* keep kernel spectra from plan creation on */
   int device;                 /* CUDA device ordinal */
@@ -193,7 +197,8 @@ typedef struct arkcos_options {
    * 6.4e-6) for about twice the time. Belt pairs are exact either way.
    * 0 = automatic (2 only when the kernel is narrow enough for the 4 nside
    * grid to alias above its cutoff level), 1 = off (the 4 nside grid of
-   * DESIGN.md and of the GPU backend), 2..8 = that factor. */
+   * DESIGN.md and of the GPU backend), 2..8 = that factor. The GPU backend
+   * takes 0 as 1 and refuses 2..8 (ARKCOS_EINVAL; AUTO then uses the CPU). */
   int oversample;
 } arkcos_options;
 
@@ -219,6 +224,8 @@ int arkcos_execute(arkcos_plan *p, const double *in, double *out,
 void arkcos_plan_stages(const arkcos_plan *p, arkcos_stage_times *t);
 arkcos_backend arkcos_plan_backend(const arkcos_plan *p); /* CPU or GPU */
 size_t arkcos_plan_memory(const arkcos_plan *p); /* bytes held by the plan */
+/* Why an AUTO plan runs on the CPU although a GPU was found ("" otherwise). */
+const char *arkcos_plan_note(const arkcos_plan *p);
 void arkcos_plan_destroy(arkcos_plan *p); /* NULL is a no-op */
 
 /* ------------------------------------------------------------ GPU / info */

@@ -4,6 +4,7 @@
  * chosen backend builds its FFT plans and buffers.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,36 @@ static int geometry_symmetric(const arkcos_geometry *g) {
       return 0;
   }
   return 1;
+}
+
+/* The one backend rule (arkcos.h, arkcos_backend): CPU and GPU are taken as
+ * asked; AUTO takes the GPU when a CUDA device is usable and its plan can be
+ * made, else the CPU, and says why in p->note. */
+static int create_backend(arkcos_plan *p, arkcos_error *err) {
+  arkcos_backend want = p->opt.backend;
+  if (want != ARKCOS_BACKEND_AUTO && want != ARKCOS_BACKEND_CPU && want != ARKCOS_BACKEND_GPU)
+    return arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown backend %d", (int)want);
+  if (want == ARKCOS_BACKEND_GPU) {
+    p->backend = ARKCOS_BACKEND_GPU;
+    return arkcos_gpu_create(p, err);
+  }
+  if (want == ARKCOS_BACKEND_AUTO) {
+    char why[256] = "";
+    if (arkcos_gpu_available(why, sizeof why)) {
+      arkcos_error gerr = {0, ""};
+      p->backend = ARKCOS_BACKEND_GPU;
+      if (arkcos_gpu_create(p, &gerr) == ARKCOS_OK) return ARKCOS_OK;
+      if (p->destroy) p->destroy(p);
+      p->impl = NULL;
+      p->execute = NULL;
+      p->destroy = NULL;
+      p->bytes = 0;
+      snprintf(p->note, sizeof p->note, "GPU plan failed (%s); using the CPU", gerr.msg);
+    }
+  }
+  p->backend = ARKCOS_BACKEND_CPU;
+  return p->opt.precision == ARKCOS_DOUBLE ? arkcos_cpu_create_double(p, err)
+                                           : arkcos_cpu_create_float(p, err);
 }
 
 arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k,
@@ -124,18 +155,7 @@ arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k
     if (!sym || i <= n - 1 - i) p->task[p->ntasks++] = i;
   }
 
-  arkcos_backend want = p->opt.backend;
-  if (want == ARKCOS_BACKEND_AUTO) want = arkcos_gpu_available(NULL, 0) ? ARKCOS_BACKEND_GPU : ARKCOS_BACKEND_CPU;
-  p->backend = want;
-  int rc;
-  if (want == ARKCOS_BACKEND_GPU)
-    rc = arkcos_gpu_create(p, err);
-  else if (want == ARKCOS_BACKEND_CPU)
-    rc = p->opt.precision == ARKCOS_DOUBLE ? arkcos_cpu_create_double(p, err)
-                                           : arkcos_cpu_create_float(p, err);
-  else
-    rc = arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown backend %d", (int)want);
-  if (rc) goto fail;
+  if (create_backend(p, err)) goto fail;
   return p;
 fail:
   arkcos_plan_destroy(p);
@@ -151,3 +171,4 @@ int arkcos_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *
 void arkcos_plan_stages(const arkcos_plan *p, arkcos_stage_times *t) { *t = p->last; }
 arkcos_backend arkcos_plan_backend(const arkcos_plan *p) { return p->backend; }
 size_t arkcos_plan_memory(const arkcos_plan *p) { return p->bytes; }
+const char *arkcos_plan_note(const arkcos_plan *p) { return p->note; }

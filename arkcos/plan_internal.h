@@ -24,6 +24,7 @@ struct arkcos_plan {
   int *task;                 /* the first ring of each task */
   double *sin_theta;         /* per ring */
   arkcos_stage_times last;
+  char note[320];            /* why AUTO did not take the GPU ("" if it did) */
   size_t bytes;              /* memory held by the backend */
   void *impl;                /* backend state */
   int (*execute)(arkcos_plan *, const double *, double *, arkcos_error *);

@@ -1,0 +1,124 @@
+/* method.c -- method and backend selection (method.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/method.h"
+#include "harness/util.h"
+#include "reference/reference.h"
+
+static const char *const names[METHOD_NKINDS] = {"arkcos", "direct", "fsht"};
+
+const char *method_name(method_kind kind) {
+  return kind >= 0 && kind < METHOD_NKINDS ? names[kind] : "?";
+}
+
+int method_from_name(const char *s) {
+  for (int i = 0; s && i < METHOD_NKINDS; i++)
+    if (!strcmp(s, names[i])) return i;
+  return -1;
+}
+
+void method_spec_default(method_spec *s) {
+  memset(s, 0, sizeof *s);
+  s->kind = METHOD_ARKCOS;
+  arkcos_options_default(&s->arkcos);
+  s->iter = 3;
+}
+
+struct smoother {
+  method_spec spec;
+  const arkcos_geometry *g;
+  const arkcos_kernel *k;
+  arkcos_plan *plan;
+  double plan_time;
+  char note[512];
+};
+
+/* The plan, made again without cached spectra when those do not fit. */
+static int make_plan(smoother *sm, arkcos_error *err) {
+  arkcos_options o = sm->spec.arkcos;
+  o.threads = sm->spec.threads;
+  double t0 = wall_time();
+  sm->plan = arkcos_plan_create(sm->g, sm->k, &o, err);
+  if (!sm->plan && o.cache_kernel_spectra && err && err->code == ARKCOS_ENOMEM) {
+    snprintf(sm->note, sizeof sm->note,
+             "kernel spectra do not fit in memory (%.400s); computing them per map", err->msg);
+    o.cache_kernel_spectra = 0;
+    sm->plan = arkcos_plan_create(sm->g, sm->k, &o, err);
+  }
+  sm->plan_time = wall_time() - t0;
+  if (!sm->plan) return err && err->code ? err->code : ARKCOS_ERUNTIME;
+  const char *why = arkcos_plan_note(sm->plan);
+  if (why[0] && !sm->note[0]) snprintf(sm->note, sizeof sm->note, "%s", why);
+  return ARKCOS_OK;
+}
+
+smoother *smoother_create(const method_spec *s, const arkcos_geometry *g,
+                          const arkcos_kernel *k, arkcos_error *err) {
+  if (!s || !g || !k) {
+    arkcos_fail(err, ARKCOS_EINVAL, "smoother: spec, geometry and kernel are required");
+    return NULL;
+  }
+  if (s->kind < 0 || s->kind >= METHOD_NKINDS) {
+    arkcos_fail(err, ARKCOS_EINVAL, "smoother: unknown method %d", (int)s->kind);
+    return NULL;
+  }
+  smoother *sm = calloc(1, sizeof *sm);
+  if (!sm) {
+    arkcos_fail(err, ARKCOS_ENOMEM, "smoother: out of memory");
+    return NULL;
+  }
+  sm->spec = *s;
+  sm->g = g;
+  sm->k = k;
+  if (s->kind == METHOD_ARKCOS && make_plan(sm, err)) {
+    free(sm);
+    return NULL;
+  }
+  return sm;
+}
+
+int smoother_apply(smoother *sm, const double *in, double *out, arkcos_error *err) {
+  const method_spec *s = &sm->spec;
+  switch (s->kind) {
+  case METHOD_ARKCOS:
+    return arkcos_execute(sm->plan, in, out, err);
+  case METHOD_DIRECT:
+    return ref_direct_sum(sm->g, sm->k, in, out, NULL, 0, s->threads, err);
+  case METHOD_FSHT:
+    return ref_fsht_smooth(sm->g, sm->k, in, out, s->lmax, s->iter, s->ring_weights,
+                           s->threads, err);
+  }
+  return arkcos_fail(err, ARKCOS_EINVAL, "smoother: unknown method");
+}
+
+int smoother_apply_pixels(smoother *sm, const double *in, const int64_t *pix, int64_t n,
+                          double *out, arkcos_error *err) {
+  if (sm->spec.kind != METHOD_DIRECT)
+    return arkcos_fail(err, ARKCOS_EINVAL, "smoother: only the direct sum computes single pixels");
+  return ref_direct_sum(sm->g, sm->k, in, out, pix, n, sm->spec.threads, err);
+}
+
+method_kind smoother_kind(const smoother *sm) { return sm->spec.kind; }
+
+arkcos_backend smoother_backend(const smoother *sm) {
+  return sm->plan ? arkcos_plan_backend(sm->plan) : ARKCOS_BACKEND_CPU;
+}
+
+void smoother_stages(const smoother *sm, arkcos_stage_times *t) {
+  if (sm->plan)
+    arkcos_plan_stages(sm->plan, t);
+  else
+    memset(t, 0, sizeof *t);
+}
+
+double smoother_plan_time(const smoother *sm) { return sm->plan ? sm->plan_time : 0; }
+size_t smoother_plan_memory(const smoother *sm) { return sm->plan ? arkcos_plan_memory(sm->plan) : 0; }
+const char *smoother_note(const smoother *sm) { return sm->note; }
+
+void smoother_destroy(smoother *sm) {
+  if (!sm) return;
+  arkcos_plan_destroy(sm->plan);
+  free(sm);
+}

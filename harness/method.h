@@ -1,0 +1,71 @@
+/*
+ * method.h -- the one place that decides which method smooths a map and on
+ * which backend: `arkcos smooth`, `arkcos run` and the bindings all go
+ * through a smoother made here.
+ *
+ * Methods: METHOD_ARKCOS (the engine, arkcos/), METHOD_DIRECT (the exact
+ * pixel sum, reference/direct.c) and METHOD_FSHT (libsharp smoothing,
+ * reference/sht.c). The backend of METHOD_ARKCOS follows the engine's one
+ * rule (arkcos.h, arkcos_options.backend): AUTO is the GPU when a CUDA
+ * device is usable and its plan can be made, else the CPU.
+ *
+ * One policy of the harness's own sits here too: a plan asked to cache its
+ * kernel spectra that does not fit in memory is made again without the
+ * cache (slower per map, same result), with a note.
+ */
+#ifndef ARKCOS_HARNESS_METHOD_H
+#define ARKCOS_HARNESS_METHOD_H
+
+#include <stdint.h>
+
+#include "arkcos/arkcos.h"
+
+typedef enum { METHOD_ARKCOS = 0, METHOD_DIRECT = 1, METHOD_FSHT = 2 } method_kind;
+#define METHOD_NKINDS 3
+
+/* "arkcos", "direct", "fsht" (the names of the command line and configs) */
+const char *method_name(method_kind kind);
+/* The kind named s, or -1. */
+int method_from_name(const char *s);
+
+typedef struct method_spec {
+  method_kind kind;
+  arkcos_options arkcos;       /* METHOD_ARKCOS: mode, precision, backend, oversample, cache */
+  int threads;                 /* every method: OpenMP threads (<= 0: the default) */
+  int lmax, iter;              /* METHOD_FSHT: band limit and Jacobi iterations */
+  const double *ring_weights;  /* METHOD_FSHT: per-ring factors or NULL (borrowed) */
+} method_spec;
+
+/* Defaults: METHOD_ARKCOS with arkcos_options_default, threads 0, FSHT
+ * lmax 0 (must be set) and iter 3. */
+void method_spec_default(method_spec *s);
+
+typedef struct smoother smoother;
+
+/* Prepares a method for one geometry and kernel (both borrowed: they must
+ * outlive the smoother). For METHOD_ARKCOS this is the plan; the time it
+ * took is smoother_plan_time. NULL with err filled on failure. */
+smoother *smoother_create(const method_spec *s, const arkcos_geometry *g,
+                          const arkcos_kernel *k, arkcos_error *err);
+
+/* out = the smoothed map (g->npix values). in and out must differ. */
+int smoother_apply(smoother *sm, const double *in, double *out, arkcos_error *err);
+
+/* The smoothed values at the n listed pixels only (out[i] at pix[i]);
+ * METHOD_DIRECT only, ARKCOS_EINVAL otherwise. */
+int smoother_apply_pixels(smoother *sm, const double *in, const int64_t *pix, int64_t n,
+                          double *out, arkcos_error *err);
+
+method_kind smoother_kind(const smoother *sm);
+/* METHOD_ARKCOS: the backend that runs (CPU or GPU); ARKCOS_BACKEND_CPU otherwise. */
+arkcos_backend smoother_backend(const smoother *sm);
+/* Stage times of the last apply (METHOD_ARKCOS; zeros otherwise). */
+void smoother_stages(const smoother *sm, arkcos_stage_times *t);
+double smoother_plan_time(const smoother *sm); /* seconds; 0 but for ARKCOS */
+size_t smoother_plan_memory(const smoother *sm); /* bytes; 0 but for ARKCOS */
+/* Why the backend or the cache differ from what was asked ("" if not). */
+const char *smoother_note(const smoother *sm);
+
+void smoother_destroy(smoother *sm); /* NULL is a no-op */
+
+#endif
