@@ -51,7 +51,9 @@ LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 
 .PHONY: all test bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check
 
-all: $(BUILD)/arkcos $(TEST_BIN) $(BUILD)/tests/gpu_check $(BUILD)/tests/bench $(BUILD)/tests/kernel_profile
+TOOL_BIN := $(BUILD)/tools/gpu_check $(BUILD)/tools/bench $(BUILD)/tools/kernel_profile
+
+all: $(BUILD)/arkcos $(TEST_BIN) $(TOOL_BIN)
 
 $(BUILD)/obj/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
 	@mkdir -p $(dir $@)
@@ -81,8 +83,11 @@ $(TESTXX_BIN): $(BUILD)/tests/%: tests/%.cpp tests/testlib.h tests/testkernels.h
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -o $@ $< $(BUILD)/libarkcos.a $(LDLIBS)
 
-# GPU against CPU and the direct sum; not part of `make test` (it needs a device)
-$(BUILD)/tests/gpu_check $(BUILD)/tests/bench $(BUILD)/tests/kernel_profile: $(BUILD)/tests/%: tests/%.c tests/testlib.h tests/testmaps.h tests/testkernels.h $(LIBS)
+# Programs that are not tests (tools/): bench (make bench), kernel_profile
+# (Fig. 3 of make reproduce) and gpu_check (make gpucheck: the GPU against the
+# CPU and the direct sum; it needs a device, so it is not part of make test and
+# borrows the tests' check macros and random maps)
+$(TOOL_BIN): $(BUILD)/tools/%: tools/%.c tests/testlib.h tests/testmaps.h tests/testkernels.h $(LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
 

@@ -7,6 +7,6 @@
 # THREADS (default 2) and NSIDES (default 512,1024,2048) override.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin="${BUILD:-build}/tests/bench"
+bin="${BUILD:-build}/tools/bench"
 "$bin" --threads "${THREADS:-2}" --nside "${NSIDES:-512,1024,2048}" "$@"
 "$bin" --threads "${THREADS:-2}" --support-sweep "${SWEEP_NSIDE:-1024}"

@@ -3,4 +3,4 @@
 # Prints one skip line and exits 0 where there is no CUDA device.
 set -u
 cd "$(dirname "$0")/.."
-exec "${BUILD:-build}/tests/gpu_check" "$@"
+exec "${BUILD:-build}/tools/gpu_check" "$@"
