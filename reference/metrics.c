@@ -74,6 +74,62 @@ void ref_compare(const arkcos_geometry *g, const double *a, const double *b,
   m->max_rel = ratio(dm, rms_b);
 }
 
+/* Metrics at a list of pixels: plain means over the n values (no ring
+ * weights), regions from each pixel's centre; a region without pixels, or a
+ * zero reference, gives NaN. */
+void ref_compare_values(const arkcos_geometry *g, const int64_t *pix,
+                        const double *a, const double *b, int64_t n,
+                        ref_metrics *m) {
+  double sb2 = 0, sd2 = 0, maxd = 0, rd2[REF_NREGIONS] = {0};
+  double rmax[REF_NREGIONS] = {0};
+  int64_t rn[REF_NREGIONS] = {0};
+  for (int64_t i = 0; i < n; i++) {
+    double th, ph;
+    arkcos_healpix_pix2ang_ring(g->nside, pix[i], &th, &ph);
+    int r = ref_region_of_theta(th);
+    double d = a[i] - b[i];
+    sb2 += b[i] * b[i];
+    sd2 += d * d;
+    if (fabs(d) > maxd) maxd = fabs(d);
+    rd2[r] += d * d;
+    rn[r]++;
+    if (fabs(d) > rmax[r]) rmax[r] = fabs(d);
+  }
+  double rms_b = n ? sqrt(sb2 / (double)n) : 0;
+  memset(m, 0, sizeof *m);
+  m->frac_rms = rms_b > 0 ? sqrt(sd2 / (double)n) / rms_b : NAN;
+  m->max_rel = rms_b > 0 ? maxd / rms_b : NAN;
+  for (int r = 0; r < REF_NREGIONS; r++) {
+    m->npix_region[r] = rn[r];
+    m->frac_rms_region[r] =
+        rn[r] && rms_b > 0 ? sqrt(rd2[r] / (double)rn[r]) / rms_b : NAN;
+    m->max_rel_region[r] = rn[r] && rms_b > 0 ? rmax[r] / rms_b : NAN;
+  }
+}
+
+void ref_compare_cl(int lmax, const double *cl_a, const double *cl_b,
+                    const double *cl_diff, ref_spectra_metrics *sm) {
+  memset(sm, 0, sizeof *sm);
+  sm->lmax = lmax;
+  double s2 = 0, sdiff = 0;
+  int n = 0;
+  for (int l = 2; l <= lmax; l++) {
+    if (!(cl_b[l] > 0)) continue;
+    double rel = (cl_a[l] - cl_b[l]) / cl_b[l];
+    double dr = cl_diff[l] / cl_b[l];
+    /* a NaN takes the place of the maximum and stays there */
+    if (!isnan(sm->max_rel_residual) && !(fabs(rel) <= sm->max_rel_residual))
+      sm->max_rel_residual = fabs(rel);
+    if (!isnan(sm->max_diff_ratio) && !(dr <= sm->max_diff_ratio)) sm->max_diff_ratio = dr;
+    s2 += rel * rel;
+    sdiff += dr;
+    n++;
+  }
+  sm->nl = n;
+  sm->rms_rel_residual = n ? sqrt(s2 / n) : 0.0;
+  sm->mean_diff_ratio = n ? sdiff / n : 0.0;
+}
+
 int ref_compare_spectra(const arkcos_geometry *g, const double *a,
                         const double *b, int lmax, int iter, int threads,
                         double *cl_a, double *cl_b, double *cl_diff,
@@ -101,23 +157,7 @@ int ref_compare_spectra(const arkcos_geometry *g, const double *a,
   /* The transform is linear: the difference map's a_lm are a - b. */
   for (int64_t i = 0; i < nalm; i++) alm_a[i] -= alm_b[i];
   ref_alm2cl(lmax, alm_a, alm_a, cd);
-  memset(sm, 0, sizeof *sm);
-  sm->lmax = lmax;
-  double s2 = 0, sdiff = 0;
-  int n = 0;
-  for (int l = 2; l <= lmax; l++) {
-    if (!(cb[l] > 0)) continue;
-    double rel = (ca[l] - cb[l]) / cb[l];
-    double dr = cd[l] / cb[l];
-    if (!(fabs(rel) <= sm->max_rel_residual)) sm->max_rel_residual = fabs(rel);
-    if (!(dr <= sm->max_diff_ratio)) sm->max_diff_ratio = dr;
-    s2 += rel * rel;
-    sdiff += dr;
-    n++;
-  }
-  sm->nl = n;
-  sm->rms_rel_residual = n ? sqrt(s2 / n) : 0.0;
-  sm->mean_diff_ratio = n ? sdiff / n : 0.0;
+  ref_compare_cl(lmax, ca, cb, cd, sm);
   if (cl_a) memcpy(cl_a, ca, (size_t)(lmax + 1) * sizeof *ca);
   if (cl_b) memcpy(cl_b, cb, (size_t)(lmax + 1) * sizeof *cb);
   if (cl_diff) memcpy(cl_diff, cd, (size_t)(lmax + 1) * sizeof *cd);
@@ -136,12 +176,35 @@ static void unit_vector(double theta, double phi, double v[3]) {
   v[2] = cos(theta);
 }
 
-static double angle_between(const double a[3], const double b[3]) {
-  double cx = a[1] * b[2] - a[2] * b[1];
-  double cy = a[2] * b[0] - a[0] * b[2];
-  double cz = a[0] * b[1] - a[1] * b[0];
-  return atan2(sqrt(cx * cx + cy * cy + cz * cz),
-               a[0] * b[0] + a[1] * b[1] + a[2] * b[2]);
+/* The one ringing walk: every pixel goes to its nearest source (largest
+ * dot product, the first on a tie); per source, peak[s] is the largest
+ * |value| of its pixels with dot >= cosr (within the radius) and ring[s]
+ * the largest of the others. u: the sources' unit vectors. */
+static void ringing_walk(const arkcos_geometry *g, const double *map,
+                         const double (*u)[3], int n, double cosr,
+                         double *peak, double *ring) {
+  for (int s = 0; s < n; s++) peak[s] = ring[s] = 0;
+  for (int j = 0; j < g->nrings; j++) {
+    const arkcos_ring *r = &g->rings[j];
+    for (int64_t i = 0; i < r->nph; i++) {
+      double v = fabs(map[r->ofs + i]), x[3];
+      unit_vector(r->theta, r->phi0 + TWO_PI * (double)i / (double)r->nph, x);
+      int best = 0;
+      double bd = -2;
+      for (int s = 0; s < n; s++) {
+        double d = x[0] * u[s][0] + x[1] * u[s][1] + x[2] * u[s][2];
+        if (d > bd) {
+          bd = d;
+          best = s;
+        }
+      }
+      if (bd >= cosr) {
+        if (v > peak[best]) peak[best] = v;
+      } else if (v > ring[best]) {
+        ring[best] = v;
+      }
+    }
+  }
 }
 
 double ref_ringing(const arkcos_geometry *g, const double *map, double theta,
@@ -154,31 +217,53 @@ double ref_ringing_sources(const arkcos_geometry *g, const double *map,
                            const ref_source *src, int n, double radius) {
   if (n < 1) return 0.0;
   double(*c)[3] = malloc((size_t)n * sizeof *c);
-  if (!c) return NAN;
-  for (int s = 0; s < n; s++) unit_vector(src[s].theta, src[s].phi, c[s]);
+  double *peak = malloc((size_t)n * 2 * sizeof *peak);
   double inside = 0, outside = 0;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) reduction(max : inside, outside)
-#endif
-  for (int j = 0; j < g->nrings; j++) {
-    const arkcos_ring *r = &g->rings[j];
-    for (int64_t i = 0; i < r->nph; i++) {
-      double v = fabs(map[r->ofs + i]);
-      if (v == 0) continue;
-      double u[3];
-      unit_vector(r->theta, r->phi0 + TWO_PI * (double)i / (double)r->nph, u);
-      int near = 0;
-      for (int s = 0; s < n && !near; s++)
-        near = angle_between(u, c[s]) <= radius;
-      if (near) {
-        if (v > inside) inside = v;
-      } else if (v > outside) {
-        outside = v;
-      }
-    }
+  if (!c || !peak) {
+    free(c);
+    free(peak);
+    return NAN;
+  }
+  for (int s = 0; s < n; s++) unit_vector(src[s].theta, src[s].phi, c[s]);
+  ringing_walk(g, map, (const double(*)[3])c, n, cos(radius), peak, peak + n);
+  for (int s = 0; s < n; s++) {
+    if (peak[s] > inside) inside = peak[s];
+    if (peak[n + s] > outside) outside = peak[n + s];
   }
   free(c);
+  free(peak);
   return ratio(outside, inside);
+}
+
+int ref_ringing_by_region(const arkcos_geometry *g, const double *map,
+                          const ref_source *src, int n, double radius,
+                          double *belt, double *cap) {
+  double(*c)[3] = malloc((size_t)(n > 0 ? n : 1) * sizeof *c);
+  double *peak = malloc((size_t)(n > 0 ? n : 1) * 2 * sizeof *peak);
+  *belt = *cap = -1;
+  if (!c || !peak) {
+    free(c);
+    free(peak);
+    return ARKCOS_ENOMEM;
+  }
+  for (int s = 0; s < n; s++) { /* at the centre of the source's pixel */
+    double th, ph;
+    int64_t p = arkcos_healpix_ang2pix_ring(g->nside, src[s].theta, src[s].phi);
+    arkcos_healpix_pix2ang_ring(g->nside, p, &th, &ph);
+    unit_vector(th, ph, c[s]);
+  }
+  double *ring = peak + n;
+  ringing_walk(g, map, (const double(*)[3])c, n, cos(radius * (1 + 1e-9)),
+               peak, ring);
+  for (int s = 0; s < n; s++) {
+    if (!(peak[s] > 0)) continue;
+    double r = ring[s] / peak[s];
+    double *dst = ref_region_of_theta(src[s].theta) == REF_BELT ? belt : cap;
+    if (r > *dst) *dst = r;
+  }
+  free(c);
+  free(peak);
+  return ARKCOS_OK;
 }
 
 int ref_patch(const arkcos_geometry *g, const double *map, double theta,

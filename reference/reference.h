@@ -110,6 +110,12 @@ typedef struct ref_metrics {
 int ref_region_of_theta(double theta);
 void ref_compare(const arkcos_geometry *g, const double *a, const double *b,
                  ref_metrics *m);
+/* The same metrics at n listed pixels of a HEALPix map (a[i], b[i] the
+ * values at pixel pix[i]): plain means over the n values, each pixel in the
+ * region of its centre; NaN where a region has no pixel or rms(b) is 0. */
+void ref_compare_values(const arkcos_geometry *g, const int64_t *pix,
+                        const double *a, const double *b, int64_t n,
+                        ref_metrics *m);
 
 /* Largest |map| at angular distance > radius from (theta, phi), relative to
  * the largest |map| within radius. */
@@ -119,6 +125,17 @@ double ref_ringing(const arkcos_geometry *g, const double *map, double theta,
  * relative to the largest |map| within radius of any. */
 double ref_ringing_sources(const arkcos_geometry *g, const double *map,
                            const ref_source *src, int n, double radius);
+/* Ringing per source and by region (HEALPix): each source is placed at
+ * the centre of the pixel holding it, every pixel belongs to its nearest
+ * source; per source, the largest |map| of its pixels farther than radius
+ * (1 + 1e-9) relative to the largest within (sources with no nonzero pixel
+ * within are left out). belt / cap: the largest ratio over the sources
+ * whose given theta is in the belt / in either polar cap, -1 where there is
+ * none. ref_ringing and ref_ringing_sources share this walk (sources as
+ * given, no margin). ARKCOS_ENOMEM (belt = cap = -1) if out of memory. */
+int ref_ringing_by_region(const arkcos_geometry *g, const double *map,
+                          const ref_source *src, int n, double radius,
+                          double *belt, double *cap);
 
 /* Spectrum comparison of maps a and b (b the reference), both through
  * map2alm with `iter` Jacobi iterations up to lmax (>= 1): over the l in
@@ -137,6 +154,11 @@ int ref_compare_spectra(const arkcos_geometry *g, const double *a,
                         const double *b, int lmax, int iter, int threads,
                         double *cl_a, double *cl_b, double *cl_diff,
                         ref_spectra_metrics *sm, arkcos_error *err);
+/* The same metrics from given spectra (lmax + 1 entries each): cl_b the
+ * reference spectrum (e.g. the exact one of K_l a_lm), cl_diff that of the
+ * difference map. A NaN residual or ratio is kept (reported, not hidden). */
+void ref_compare_cl(int lmax, const double *cl_a, const double *cl_b,
+                    const double *cl_diff, ref_spectra_metrics *sm);
 
 /* Gnomonic projection around (theta, phi): n x n image (row-major, row 0 at
  * the bottom) of side `side` radians, nearest-pixel values. HEALPix only. */

@@ -555,6 +555,173 @@ TEST_GROUP(metrics) {
   arkcos_geometry_destroy(g);
 }
 
+/* Metrics at listed pixels against a plain computation here: chealpix
+ * for the pixel centres, z = cos(theta) against 2/3 for the regions. */
+TEST_GROUP(compare_values) {
+  const int nside = 8;
+  arkcos_geometry *g = healpix(nside);
+  int64_t n = 0, pix[200];
+  double a[200], b[200];
+  for (int64_t p = 3; p < g->npix && n < 200; p += 4) pix[n++] = p;
+  double sb2 = 0, sd2 = 0, dmax = 0, rd2[3] = {0}, rmax[3] = {0};
+  int64_t rn[3] = {0};
+  for (int64_t i = 0; i < n; i++) {
+    double th, ph;
+    pix2ang_ring(nside, pix[i], &th, &ph);
+    int r = cos(th) > 2.0 / 3.0 + 1e-12 ? 0 : cos(th) < -2.0 / 3.0 - 1e-12 ? 2 : 1;
+    b[i] = sin(0.37 * (double)pix[i]) + 0.5;
+    a[i] = b[i] + 0.01 * cos(1.3 * (double)pix[i]);
+    double d = a[i] - b[i];
+    sb2 += b[i] * b[i];
+    sd2 += d * d;
+    rd2[r] += d * d;
+    rn[r]++;
+    dmax = fmax(dmax, fabs(d));
+    rmax[r] = fmax(rmax[r], fabs(d));
+  }
+  double rms = sqrt(sb2 / (double)n);
+  ref_metrics m;
+  ref_compare_values(g, pix, a, b, n, &m);
+  double worst = fmax(fabs(m.frac_rms / (sqrt(sd2 / (double)n) / rms) - 1),
+                      fabs(m.max_rel / (dmax / rms) - 1));
+  int counts = 1;
+  for (int r = 0; r < REF_NREGIONS; r++) {
+    counts &= m.npix_region[r] == rn[r] && rn[r] > 0;
+    worst = fmax(worst, fabs(m.frac_rms_region[r] / (sqrt(rd2[r] / (double)rn[r]) / rms) - 1));
+    worst = fmax(worst, fabs(m.max_rel_region[r] / (rmax[r] / rms) - 1));
+  }
+  CHECK(counts, "region sizes %lld %lld %lld, want %lld %lld %lld",
+        (long long)m.npix_region[0], (long long)m.npix_region[1],
+        (long long)m.npix_region[2], (long long)rn[0], (long long)rn[1],
+        (long long)rn[2]);
+  /* measured 0 (the same sums in the same order); rounding allowed */
+  CHECK_LE("sampled metrics vs a plain computation, relative", worst, 1e-14);
+
+  /* every pixel in ring order: ref_compare's weights are all equal on
+   * HEALPix, so the two agree to rounding (measured 4.4e-16) */
+  double *fa = new_map(g), *fb = new_map(g);
+  int64_t *all = malloc((size_t)g->npix * sizeof *all);
+  for (int64_t p = 0; p < g->npix; p++) {
+    all[p] = p;
+    fb[p] = cos(0.21 * (double)p) - 0.3;
+    fa[p] = fb[p] + 1e-3 * sin(0.9 * (double)p);
+  }
+  ref_metrics mf;
+  ref_compare(g, fa, fb, &mf);
+  ref_compare_values(g, all, fa, fb, g->npix, &m);
+  worst = fmax(fabs(m.frac_rms / mf.frac_rms - 1), fabs(m.max_rel / mf.max_rel - 1));
+  for (int r = 0; r < REF_NREGIONS; r++)
+    worst = fmax(worst, fmax(fabs(m.frac_rms_region[r] / mf.frac_rms_region[r] - 1),
+                             fabs(m.max_rel_region[r] / mf.max_rel_region[r] - 1)));
+  printf("  all pixels: ref_compare_values vs ref_compare, largest relative "
+         "difference %.2e\n", worst);
+  CHECK_LE("all pixels: ref_compare_values vs ref_compare", worst, 1e-14);
+
+  /* belt pixels only: the caps are NaN, not 0; a zero reference is NaN */
+  int64_t belt[3] = {g->npix / 2, g->npix / 2 + 1, g->npix / 2 + 2};
+  ref_compare_values(g, belt, a, b, 3, &m);
+  CHECK(isnan(m.frac_rms_region[REF_NORTH]) && isnan(m.max_rel_region[REF_SOUTH]) &&
+            m.npix_region[REF_BELT] == 3 && !isnan(m.frac_rms_region[REF_BELT]),
+        "empty regions must be NaN");
+  double zero[3] = {0, 0, 0};
+  ref_compare_values(g, belt, a, zero, 3, &m);
+  CHECK(isnan(m.frac_rms) && isnan(m.max_rel), "zero reference must be NaN");
+  free(fa);
+  free(fb);
+  free(all);
+  arkcos_geometry_destroy(g);
+}
+
+/* Ringing per region against a brute force here: chealpix vectors, the
+ * angle by atan2, the nearest source by the smallest angle. */
+static void ringing_brute(int64_t nside, const double *map, const ref_source *src,
+                          int n, double radius, double *ratio) {
+  double c[4][3], peak[4] = {0}, ring[4] = {0};
+  for (int s = 0; s < n; s++) {
+    long p;
+    ang2pix_ring(nside, src[s].theta, src[s].phi, &p);
+    pix2vec_ring(nside, p, c[s]);
+  }
+  for (int64_t p = 0; p < 12 * nside * nside; p++) {
+    double v[3], best = 10;
+    int near = 0;
+    pix2vec_ring(nside, p, v);
+    for (int s = 0; s < n; s++) {
+      double x = v[1] * c[s][2] - v[2] * c[s][1], y = v[2] * c[s][0] - v[0] * c[s][2];
+      double z = v[0] * c[s][1] - v[1] * c[s][0];
+      double ang = atan2(sqrt(x * x + y * y + z * z),
+                         v[0] * c[s][0] + v[1] * c[s][1] + v[2] * c[s][2]);
+      if (ang < best) {
+        best = ang;
+        near = s;
+      }
+    }
+    double *dst = best <= radius ? peak : ring;
+    dst[near] = fmax(dst[near], fabs(map[p]));
+  }
+  for (int s = 0; s < n; s++) ratio[s] = peak[s] > 0 ? ring[s] / peak[s] : -1;
+}
+
+TEST_GROUP(ringing_by_region) {
+  const int nside = 16;
+  arkcos_geometry *g = healpix(nside);
+  double *map = new_map(g), belt, cap, want[3];
+  /* a belt source, a north-cap one and a south-cap one, off their pixel
+   * centres; a smooth background, a peak at each source */
+  ref_source src[3] = {{80 * DEG, 30 * DEG, 1}, {20 * DEG, 200 * DEG, 1},
+                       {150 * DEG, 300 * DEG, 1}};
+  for (int64_t p = 0; p < g->npix; p++) map[p] = 1e-3 * (1.5 + sin(0.7 * (double)p));
+  for (int s = 0; s < 3; s++)
+    map[arkcos_healpix_ang2pix_ring(nside, src[s].theta, src[s].phi)] = 2.0 + s;
+  const double radius = 10 * DEG;
+  CHECK(ref_ringing_by_region(g, map, src, 3, radius, &belt, &cap) == 0, "failed");
+  ringing_brute(nside, map, src, 3, radius, want);
+  printf("  ringing: belt %.6e (brute force %.6e), cap %.6e (brute force %.6e, %.6e)\n",
+         belt, want[0], cap, want[1], want[2]);
+  /* the same maxima of the same values: equal, not close */
+  CHECK(belt == want[0] && cap == fmax(want[1], want[2]) && belt > 0,
+        "belt %g cap %g", belt, cap);
+
+  /* the cap's source alone: no belt source -> -1; a zero map -> -1 */
+  CHECK(ref_ringing_by_region(g, map, src + 1, 1, radius, &belt, &cap) == 0 &&
+            belt == -1 && cap > 0, "belt %g cap %g", belt, cap);
+  memset(map, 0, (size_t)g->npix * sizeof *map);
+  CHECK(ref_ringing_by_region(g, map, src, 3, radius, &belt, &cap) == 0 &&
+            belt == -1 && cap == -1, "zero map: belt %g cap %g", belt, cap);
+  /* one pixel just past the radius from the belt source, at 1/4 of its
+   * peak: exactly 0.25 in the belt */
+  int64_t p0 = arkcos_healpix_ang2pix_ring(nside, src[0].theta, src[0].phi);
+  map[p0] = 4.0;
+  map[arkcos_healpix_ang2pix_ring(nside, src[0].theta + radius + 2 * DEG, src[0].phi)] = -1.0;
+  CHECK(ref_ringing_by_region(g, map, src, 3, radius, &belt, &cap) == 0 &&
+            belt == 0.25 && cap == -1, "belt %g cap %g", belt, cap);
+  free(map);
+  arkcos_geometry_destroy(g);
+}
+
+/* Spectrum metrics from given spectra, against values worked out by hand. */
+TEST_GROUP(compare_cl) {
+  /* l:               0    1    2    3    4     5    6 */
+  double cb[7]   = {1.0, 1.0, 2.0, 0.0, 4.0, -1.0, 5.0};
+  double ca[7]   = {9.0, 9.0, 2.5, 7.0, 3.0, 50.0, 5.5};
+  double cd[7]   = {9.0, 9.0, 0.2, 9.0, 2.0, 90.0, 0.5};
+  ref_spectra_metrics sm;
+  ref_compare_cl(6, ca, cb, cd, &sm);
+  /* compared l = 2, 4, 6: residuals 0.25, 0.25, 0.1; ratios 0.1, 0.5, 0.1 */
+  double rms = sqrt((0.25 * 0.25 + 0.25 * 0.25 + 0.1 * 0.1) / 3);
+  CHECK(sm.nl == 3 && sm.lmax == 6, "nl %d lmax %d", sm.nl, sm.lmax);
+  CHECK(sm.max_rel_residual == 0.25 && sm.max_diff_ratio == 0.5,
+        "max residual %g, max ratio %g", sm.max_rel_residual, sm.max_diff_ratio);
+  CHECK(fabs(sm.rms_rel_residual - rms) < 1e-15 &&
+            fabs(sm.mean_diff_ratio - 0.7 / 3) < 1e-15,
+        "rms %.17g mean %.17g", sm.rms_rel_residual, sm.mean_diff_ratio);
+  ca[4] = NAN; /* a NaN spectrum value is reported, not hidden */
+  ref_compare_cl(6, ca, cb, cd, &sm);
+  CHECK(isnan(sm.max_rel_residual) && sm.max_diff_ratio == 0.5, "NaN lost");
+  ref_compare_cl(1, ca, cb, cd, &sm);
+  CHECK(sm.nl == 0 && sm.max_rel_residual == 0, "l < 2 compared");
+}
+
 TEST_GROUP(patch) {
   const int nside = 32, n = 21; /* odd n: the centre image pixel is (0, 0) */
   arkcos_geometry *g = healpix(nside);
@@ -747,4 +914,4 @@ TEST_GROUP(ringing) {
 
 TEST_MAIN(TG(sht_roundtrip), TG(spectra), TG(direct_vs_brute_force),
           TG(direct_ecp), TG(direct_sampled), TG(direct_constant), TG(fsht_vs_direct),
-          TG(metrics), TG(patch), TG(arkcos_vs_fsht), TG(ringing))
+          TG(metrics), TG(compare_values), TG(ringing_by_region), TG(compare_cl), TG(patch), TG(arkcos_vs_fsht), TG(ringing))

@@ -1,0 +1,429 @@
+/*
+ * sweep.c -- `arkcos run CONFIG.json [--out DIR] [--resume] [--force]`:
+ * runs every case of a sweep (nside x kernel x method x threads), times it,
+ * measures its accuracy against the configured reference and records it in
+ * results.json / summary.csv, rewritten after every case.
+ *
+ * Order: per nside, per kernel, the reference method first (its map is kept
+ * for the other methods' metrics), then the other methods, each over the
+ * thread counts. Input maps are made once per nside and are not timed.
+ * One case: sweep_case.c; the rest of the pieces: sweep.h.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arkcos/arkcos.h"
+#include "harness/commands.h"
+#include "harness/fitsio.h"
+#include "harness/meta.h"
+#include "harness/sweep.h"
+#include "harness/util.h"
+
+#define DEG (M_PI / 180.0)
+
+typedef struct run_args {
+  const char *cfgpath, *out;
+  int resume, force;
+} run_args;
+
+static int usage(FILE *f, int status) {
+  fprintf(f,
+          "usage: arkcos run CONFIG.json [--out DIR] [--resume] [--force]\n"
+          "  Runs every case of a JSON sweep (configs/README.md documents the schema)\n"
+          "  and writes DIR/results.json and DIR/summary.csv after each case.\n"
+          "  --out DIR   output folder (default results/<name>/<UTC timestamp>/)\n"
+          "  --resume    continue the run in DIR (default: the newest run of this\n"
+          "              config's name): recorded cases are kept, failed ones retried;\n"
+          "              refused (exit 2) when the config differs from the recorded one\n"
+          "  --force     start over in DIR even if it holds a results.json\n"
+          "Exit status: 0 every case ran or was skipped, 1 a case failed, 2 bad config.\n");
+  return status;
+}
+
+/* -1 when the arguments are good, else the exit status. */
+static int parse_args(int argc, char **argv, run_args *a) {
+  memset(a, 0, sizeof *a);
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(stdout, 0);
+    if (!strcmp(argv[i], "--out") || !strcmp(argv[i], "-o")) {
+      if (++i >= argc) {
+        fprintf(stderr, "arkcos run: --out needs a folder\n");
+        return 2;
+      }
+      a->out = argv[i];
+    } else if (!strncmp(argv[i], "--out=", 6)) {
+      a->out = argv[i] + 6;
+    } else if (!strcmp(argv[i], "--resume")) {
+      a->resume = 1;
+    } else if (!strcmp(argv[i], "--force")) {
+      a->force = 1;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "arkcos run: unknown option '%s'\n", argv[i]);
+      return usage(stderr, 2);
+    } else if (!a->cfgpath) {
+      a->cfgpath = argv[i];
+    } else {
+      fprintf(stderr, "arkcos run: unexpected argument '%s'\n", argv[i]);
+      return usage(stderr, 2);
+    }
+  }
+  if (!a->cfgpath) return usage(stderr, 2);
+  if (a->resume && a->force) {
+    fprintf(stderr, "arkcos run: --resume and --force exclude each other\n");
+    return 2;
+  }
+  return -1;
+}
+
+/* Everything that can be checked is checked before the first case runs:
+ * kernels are built, a FITS input is read. 0, or 2 with a message. */
+static int prepare(run_ctx *c, const char *cfgpath) {
+  const run_config *cfg = c->cfg;
+  c->kernels = calloc((size_t)cfg->nkernels, sizeof *c->kernels);
+  for (int i = 0; i < cfg->nkernels; i++) {
+    const cfg_kernel *kc = &cfg->kernels[i];
+    arkcos_error kerr = {0, ""};
+    if (kc->type == CFG_KERNEL_FILE) {
+      c->kernels[i] = arkcos_kernel_from_file(kc->path, kc->cutoff_deg * DEG, kc->cutoff_rel, &kerr);
+    } else {
+      arkcos_kernel_spec s;
+      memset(&s, 0, sizeof s);
+      s.type = kc->type == CFG_KERNEL_GAUSSIAN ? ARKCOS_KERNEL_GAUSSIAN : ARKCOS_KERNEL_TOPHAT;
+      s.fwhm = kc->fwhm_arcmin / 60.0 * DEG;
+      s.cutoff = kc->cutoff_deg * DEG;
+      s.cutoff_rel = kc->cutoff_rel;
+      c->kernels[i] = arkcos_kernel_create(&s, &kerr);
+    }
+    if (!c->kernels[i]) {
+      fprintf(stderr, "arkcos: %s: kernels[%d]: %s\n", cfgpath, i, kerr.msg);
+      return 2;
+    }
+  }
+  if (cfg->input.type == CFG_INPUT_FITS) {
+    hpx_map_info info;
+    arkcos_error err = {0, ""};
+    if (hpx_read_map(cfg->input.path, &c->fits_map, &info, &err)) {
+      fprintf(stderr, "arkcos: %s: input.path: %s\n", cfgpath, err.msg);
+      return 2;
+    }
+    c->fits_nside = info.nside;
+  }
+  c->max_threads = 1;
+  for (int i = 0; i < cfg->nthreads; i++)
+    if (sweep_threads(cfg->threads[i]) > c->max_threads) c->max_threads = sweep_threads(cfg->threads[i]);
+  c->memory_limit = cfg->memory_bytes > 0 ? cfg->memory_bytes : 0.9 * meta_memory_bytes();
+  c->gpu_ok = arkcos_gpu_available(c->gpu_why, sizeof c->gpu_why);
+  return 0;
+}
+
+/* The JSON path of the first difference between two normalized configs. */
+static void first_difference(const json_t *a, const json_t *b, const char *path,
+                             char *out, size_t len) {
+  char sub[512];
+  if (json_is_object(a) && json_is_object(b)) {
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)a, k, v) {
+      snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", k);
+      json_t *w = json_object_get(b, k);
+      if (!w) {
+        snprintf(out, len, "%s", sub);
+        return;
+      }
+      if (!config_equal(v, w)) {
+        first_difference(v, w, sub, out, len);
+        return;
+      }
+    }
+    json_object_foreach((json_t *)b, k, v) {
+      if (!json_object_get(a, k)) {
+        snprintf(out, len, "%s%s%s", path, *path ? "." : "", k);
+        return;
+      }
+    }
+  } else if (json_is_array(a) && json_is_array(b) && json_array_size(a) == json_array_size(b)) {
+    for (size_t i = 0; i < json_array_size(a); i++)
+      if (!config_equal(json_array_get(a, i), json_array_get(b, i))) {
+        snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+        first_difference(json_array_get(a, i), json_array_get(b, i), sub, out, len);
+        return;
+      }
+  }
+  snprintf(out, len, "%s", *path ? path : "(top level)");
+}
+
+/* The newest results/<name>/<timestamp>/ that holds a results.json. */
+static int latest_run_dir(const char *name, char *out, size_t len) {
+  char base[1024];
+  snprintf(base, sizeof base, "results/%.900s", name);
+  DIR *d = opendir(base);
+  if (!d) return 0;
+  struct dirent *e;
+  char best[256] = "";
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char p[4600];
+    snprintf(p, sizeof p, "%s/%s/results.json", base, e->d_name);
+    if (access(p, R_OK) == 0 && strcmp(e->d_name, best) > 0)
+      snprintf(best, sizeof best, "%s", e->d_name);
+  }
+  closedir(d);
+  if (!best[0]) return 0;
+  snprintf(out, len, "%s/%s", base, best);
+  return 1;
+}
+
+/* The config recorded in an opened document equals this one (0), else a
+ * message and 2. */
+static int same_config(run_ctx *c, const char *cfgpath, const char *jpath) {
+  json_t *meta = json_object_get(c->doc.root, "meta");
+  run_config old;
+  arkcos_error oerr = {0, ""};
+  json_t *given = json_object_get(meta, "config");
+  if (!given || config_from_json(given, cfgpath, &old, &oerr)) {
+    fprintf(stderr, "arkcos: cannot resume %s: its recorded config is not valid%s%s\n",
+            jpath, oerr.msg[0] ? ": " : "", oerr.msg);
+    config_free(&old);
+    return 2;
+  }
+  int same = config_equal(old.normalized, c->cfg->normalized);
+  if (!same) {
+    char where[512];
+    first_difference(old.normalized, c->cfg->normalized, "", where, sizeof where);
+    fprintf(stderr,
+            "arkcos: cannot resume %s: %s differs from the config recorded there "
+            "(first difference: %s); use another --out, or --force to start over\n",
+            jpath, cfgpath, where);
+  }
+  config_free(&old);
+  return same ? 0 : 2;
+}
+
+/* Continues the run of dir: checks its config, adds this session to
+ * meta.resumed. 0, or the exit status. */
+static int resume_doc(run_ctx *c, const char *cfgpath, const char *dir, const char *jpath,
+                      int full_argc, char **full_argv) {
+  arkcos_error err = {0, ""};
+  if (results_doc_open(&c->doc, dir, &err)) {
+    report_error(&err);
+    return 2;
+  }
+  int rc = same_config(c, cfgpath, jpath);
+  if (rc) return rc;
+  json_t *meta = json_object_get(c->doc.root, "meta");
+  json_t *res = json_object_get(meta, "resumed");
+  if (!json_is_array(res)) {
+    res = json_array();
+    json_object_set_new(meta, "resumed", res);
+  }
+  json_t *now = meta_collect(full_argc, full_argv);
+  json_t *r = json_object();
+  json_object_set(r, "date", json_object_get(now, "date"));
+  json_object_set(r, "command", json_object_get(now, "command"));
+  json_object_set(r, "host", json_object_get(now, "host"));
+  json_object_set(r, "git_commit", json_object_get(now, "git_commit"));
+  json_array_append_new(res, r);
+  json_decref(now);
+  if (results_doc_save(&c->doc, &err)) {
+    report_error(&err);
+    return 1;
+  }
+  return 0;
+}
+
+/* A new document in dir (have_dir) or results/<name>/<UTC timestamp>/. */
+static int create_doc(run_ctx *c, const run_args *a, char *dir, size_t len, int have_dir,
+                      int full_argc, char **full_argv) {
+  const run_config *cfg = c->cfg;
+  arkcos_error err = {0, ""};
+  if (a->resume)
+    fprintf(stderr, "arkcos run: nothing to resume%s%s; starting a new run\n",
+            have_dir ? " in " : "", have_dir ? dir : "");
+  if (!have_dir) {
+    char stamp[64];
+    meta_utc_time(stamp, sizeof stamp, 1);
+    snprintf(dir, len, "results/%s/%s", cfg->name, stamp);
+    for (int k = 2; access(dir, F_OK) == 0 && k < 100; k++)
+      snprintf(dir, len, "results/%s/%s-%d", cfg->name, stamp, k);
+  }
+  json_t *meta = meta_collect(full_argc, full_argv);
+  json_object_set(meta, "config", cfg->given);
+  json_object_set_new(meta, "config_path", json_string(a->cfgpath));
+  if (results_doc_create(&c->doc, dir, meta, a->force, &err)) {
+    report_error(&err);
+    return arkcos_exit_status(err.code);
+  }
+  return 0;
+}
+
+/* The output folder and document: resumed or new. 0, or the exit status. */
+static int open_doc(run_ctx *c, const run_args *a, int full_argc, char **full_argv) {
+  char dir[4096], jpath[4200];
+  int have_dir = 0;
+  if (a->out) {
+    snprintf(dir, sizeof dir, "%s", a->out);
+    have_dir = 1;
+  } else if (a->resume) {
+    have_dir = latest_run_dir(c->cfg->name, dir, sizeof dir);
+  }
+  snprintf(jpath, sizeof jpath, "%s/results.json", have_dir ? dir : ".");
+  if (a->resume && have_dir && access(jpath, F_OK) == 0)
+    return resume_doc(c, a->cfgpath, dir, jpath, full_argc, full_argv);
+  return create_doc(c, a, dir, sizeof dir, have_dir, full_argc, full_argv);
+}
+
+/* A case still to run: not recorded, or recorded as failed. */
+static int to_run(run_ctx *c, int64_t nside, int ki, int mi, int threads, char *id, size_t len) {
+  sweep_case_id(c->cfg, nside, ki, mi, threads, id, len);
+  json_t *old = results_doc_find(&c->doc, id);
+  const char *st = json_string_value(json_object_get(old, "status"));
+  return !old || (st && !strcmp(st, "failed"));
+}
+
+static void count_work(run_ctx *c) {
+  const run_config *cfg = c->cfg;
+  c->total = cfg->nnside * cfg->nkernels * cfg->nmethods * cfg->nthreads;
+  for (int a = 0; a < cfg->nnside; a++)
+    for (int ki = 0; ki < cfg->nkernels; ki++)
+      for (int mi = 0; mi < cfg->nmethods; mi++)
+        for (int ti = 0; ti < cfg->nthreads; ti++) {
+          char id[2048];
+          c->to_run += to_run(c, cfg->nside[a], ki, mi, cfg->threads[ti], id, sizeof id);
+        }
+  c->progress = isatty(2);
+  const char *stop = getenv("ARKCOS_TEST_STOP_AFTER");
+  c->stop_after = stop ? atol(stop) : 0;
+  c->t_start = wall_time();
+}
+
+static void format_duration(double s, char *buf, size_t len) {
+  if (!(s >= 0) || !isfinite(s)) {
+    snprintf(buf, len, "?");
+    return;
+  }
+  long t = (long)(s + 0.5);
+  if (t >= 3600)
+    snprintf(buf, len, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+  else
+    snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
+}
+
+static void progress(run_ctx *c, const char *what) {
+  if (!c->progress) return;
+  double el = wall_time() - c->t_start;
+  char e[32], r[32];
+  format_duration(el, e, sizeof e);
+  if (c->ran_now > 0)
+    format_duration(el / c->ran_now * (c->to_run - c->ran_now), r, sizeof r);
+  else
+    snprintf(r, sizeof r, "?");
+  fprintf(stderr, "\r\033[K[%d/%d] %.100s  elapsed %s  remaining ~%s", c->index, c->total,
+          what, e, r);
+  fflush(stderr);
+}
+
+/* Every case of one (nside, kernel), the reference method first; the
+ * geometry is made at the first case that runs. 1 if it cannot be made. */
+static int run_kernel(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
+                      input_state *in) {
+  const run_config *cfg = c->cfg;
+  ref_state rs;
+  memset(&rs, 0, sizeof rs);
+  for (int step = -1; step < cfg->nmethods; step++) {
+    int mi = step < 0 ? cfg->reference : step;
+    if (mi < 0 || (step >= 0 && mi == cfg->reference)) continue;
+    for (int ti = 0; ti < cfg->nthreads; ti++) {
+      char id[2048], slug[512];
+      c->index++;
+      if (!to_run(c, nside, ki, mi, cfg->threads[ti], id, sizeof id)) continue;
+      arkcos_error err = {0, ""};
+      if (!*g && !(*g = arkcos_geometry_healpix(nside, &err))) {
+        if (c->progress) fputc('\n', stderr);
+        report_error(&err);
+        return 1;
+      }
+      sweep_case_slug(cfg, nside, ki, mi, cfg->threads[ti], slug, sizeof slug);
+      progress(c, slug);
+      sweep_run_case(c, *g, ki, mi, cfg->threads[ti], id, in, &rs);
+      if (++c->ran_now >= c->stop_after && c->stop_after > 0) {
+        if (c->progress) fputc('\n', stderr);
+        fprintf(stderr, "arkcos run: ARKCOS_TEST_STOP_AFTER=%ld: killing the run\n",
+                c->stop_after);
+        raise(SIGKILL);
+      }
+    }
+  }
+  sweep_ref_free(&rs);
+  return 0;
+}
+
+/* The summary line over the whole document (a resumed run included); the
+ * exit status: 1 if a case failed. */
+static int summary(run_ctx *c) {
+  int nok = 0, nskip = 0, nfail = 0;
+  json_t *cases = json_object_get(c->doc.root, "cases");
+  size_t i;
+  json_t *cj;
+  json_array_foreach(cases, i, cj) {
+    const char *st = json_string_value(json_object_get(cj, "status"));
+    if (st && !strcmp(st, "ok")) nok++;
+    else if (st && !strcmp(st, "skipped")) nskip++;
+    else nfail++;
+  }
+  printf("arkcos run: %zu cases (%d ok, %d skipped, %d failed; %d run now) in %.1f s -> %s\n",
+         json_array_size(cases), nok, nskip, nfail, c->ran_now, wall_time() - c->t_start,
+         c->doc.json_path);
+  return nfail ? 1 : 0;
+}
+
+static int run_all(run_ctx *c) {
+  const run_config *cfg = c->cfg;
+  count_work(c);
+  for (int a = 0; a < cfg->nnside; a++) {
+    arkcos_geometry *g = NULL;
+    input_state in;
+    memset(&in, 0, sizeof in);
+    for (int ki = 0; ki < cfg->nkernels; ki++)
+      if (run_kernel(c, cfg->nside[a], ki, &g, &in)) return 1;
+    sweep_input_free(&in);
+    arkcos_geometry_destroy(g);
+  }
+  if (c->progress) fprintf(stderr, "\r\033[K");
+  return summary(c);
+}
+
+int cmd_run(int argc, char **argv) {
+  run_args a;
+  int status = parse_args(argc, argv, &a);
+  if (status >= 0) return status;
+  run_config cfg;
+  arkcos_error err = {0, ""};
+  if (config_load(a.cfgpath, &cfg, &err)) {
+    config_free(&cfg);
+    return report_error(&err);
+  }
+  run_ctx c;
+  memset(&c, 0, sizeof c);
+  c.cfg = &cfg;
+  /* the command line as typed: "arkcos run ..." */
+  char **full_argv = malloc((size_t)(argc + 2) * sizeof *full_argv);
+  status = full_argv ? prepare(&c, a.cfgpath) : 2;
+  if (!status) {
+    full_argv[0] = "arkcos";
+    for (int i = 0; i <= argc; i++) full_argv[i + 1] = i < argc ? argv[i] : NULL;
+    status = open_doc(&c, &a, argc + 1, full_argv);
+  }
+  if (!status) status = run_all(&c);
+  free(full_argv);
+  results_doc_free(&c.doc);
+  for (int i = 0; c.kernels && i < cfg.nkernels; i++) arkcos_kernel_destroy(c.kernels[i]);
+  free(c.kernels);
+  free(c.fits_map);
+  config_free(&cfg);
+  return status;
+}

@@ -1,0 +1,119 @@
+/*
+ * sweep.h -- what the pieces of `arkcos run` share (internal to harness/):
+ *   sweep.c          the command: arguments, config, resume, the loop over
+ *                    nside x kernel x method x threads, progress, summary
+ *   sweep_case.c     one case: skip reasons, memory estimate, recording
+ *   sweep_method.c   one method run through method.h, timed
+ *   sweep_input.c    the input map (random field, point sources, FITS)
+ *   sweep_reference.c the reference of an (nside, kernel) and the metrics
+ *                    (computed by reference/, recorded here)
+ *   sweep_outputs.c  maps, patches and spectra files of a case
+ */
+#ifndef ARKCOS_HARNESS_SWEEP_H
+#define ARKCOS_HARNESS_SWEEP_H
+
+#include <complex.h>
+#include <stdint.h>
+
+#include "arkcos/arkcos.h"
+#include "harness/config.h"
+#include "harness/results.h"
+#include "reference/reference.h"
+
+/* A method's result: a full map, or the values at sampled pixels. */
+typedef struct method_out {
+  double *map;   /* npix values, or NULL */
+  int64_t *pix;  /* sampled pixels (sample order) */
+  double *vals;
+  int64_t n;
+} method_out;
+
+typedef struct timing {
+  double *samples;
+  int n;
+  double plan_time;              /* arkcos plan creation, seconds */
+  arkcos_stage_times *stages;    /* per sample (arkcos) */
+  int backend_used;              /* arkcos */
+  size_t plan_memory;            /* arkcos */
+  int lmax;                      /* fsht */
+} timing;
+
+/* The input map of one nside, made on first use. */
+typedef struct input_state {
+  int64_t nside;
+  int ready;
+  int lmax;              /* random: band limit */
+  double *cl;            /* random: input spectrum 0..lmax */
+  double complex *alm;   /* random */
+  double *map;
+} input_state;
+
+/* The reference of one (nside, kernel). */
+typedef struct ref_state {
+  int tried, available;
+  char why[1200];
+  method_out out;
+  int cl_lmax;           /* cached spectrum of the reference map */
+  double *cl;
+} ref_state;
+
+typedef struct run_ctx {
+  run_config *cfg;
+  arkcos_kernel **kernels;
+  results_doc doc;
+  double *fits_map;      /* fits input, read once */
+  int64_t fits_nside;
+  int max_threads;       /* for input generation and untimed references */
+  double memory_limit;
+  int gpu_ok;
+  char gpu_why[256];
+  /* progress */
+  int total, index, ran_now, to_run;
+  double t_start;
+  int progress;
+  long stop_after;       /* ARKCOS_TEST_STOP_AFTER: simulated kill */
+} run_ctx;
+
+/* sweep_case.c */
+void sweep_case_id(const run_config *cfg, int64_t nside, int ki, int mi, int threads,
+                   char *buf, size_t len);
+void sweep_case_slug(const run_config *cfg, int64_t nside, int ki, int mi, int threads,
+                     char *out, size_t len);
+int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
+                      const arkcos_kernel *k, char *why, size_t len);
+int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
+                   const char *id, input_state *in, ref_state *rs);
+
+/* sweep_method.c */
+int sweep_threads(int t); /* t, or the cores this process may use when t <= 0 */
+int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos_kernel *k,
+                     const double *in, int threads, int repeats, int warmup, timing *t,
+                     method_out *out, arkcos_error *err);
+void method_out_free(method_out *o);
+void timing_free(timing *t);
+
+/* sweep_input.c */
+int sweep_make_input(run_ctx *c, const arkcos_geometry *g, input_state *in,
+                     arkcos_error *err);
+void sweep_input_free(input_state *in);
+/* The configured point sources in radians (phi in [0, 2 pi)); NULL if out of memory. */
+ref_source *sweep_sources(const run_config *cfg);
+/* K_l a_lm of the random input up to in->lmax (the exact smoothed field). */
+double complex *sweep_exact_alm(const run_ctx *c, int ki, const input_state *in,
+                                arkcos_error *err);
+
+/* sweep_reference.c */
+void sweep_ensure_reference(run_ctx *c, const arkcos_geometry *g, int ki, input_state *in,
+                            ref_state *rs);
+json_t *sweep_metrics(run_ctx *c, const arkcos_geometry *g, int ki, input_state *in,
+                      ref_state *rs, const method_out *mine, json_t *cj);
+void sweep_ref_free(ref_state *r);
+void sweep_set_real(json_t *o, const char *key, double v); /* finite values only */
+double sweep_rms(const double *v, int64_t n);
+
+/* sweep_outputs.c */
+int sweep_write_outputs(run_ctx *c, const arkcos_geometry *g, int ki, int mi,
+                        const input_state *in, ref_state *rs, const method_out *o,
+                        const char *slug, json_t *cj, json_t *mj, arkcos_error *err);
+
+#endif

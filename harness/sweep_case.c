@@ -1,0 +1,294 @@
+/*
+ * sweep_case.c -- one case of a sweep: why it cannot run here (skip
+ * reasons, memory estimate), running it, and recording it in the results
+ * document (status, timing, memory, metrics, outputs).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/sweep.h"
+#include "harness/util.h"
+
+#define DEG (M_PI / 180.0)
+
+void sweep_case_id(const run_config *cfg, int64_t nside, int ki, int mi, int threads,
+                   char *buf, size_t len) {
+  snprintf(buf, len, "nside=%lld kernel=%s method=%s threads=%d", (long long)nside,
+           cfg->kernels[ki].id, cfg->methods[mi].id, threads);
+}
+
+/* The kernel part of a case slug, e.g. gaussian-fwhm60-cut2.5. */
+static void kernel_slug(const cfg_kernel *k, char *ks, size_t len) {
+  char n1[64];
+  const char *type = json_string_value(json_object_get(k->json, "type"));
+  snprintf(ks, len, "%s", type ? type : "kernel");
+  if (k->type == CFG_KERNEL_GAUSSIAN) {
+    config_format_number(k->fwhm_arcmin, n1, sizeof n1);
+    snprintf(ks + strlen(ks), len - strlen(ks), "-fwhm%s", n1);
+  }
+  if (k->type == CFG_KERNEL_FILE) {
+    const char *p = json_string_value(json_object_get(k->json, "path"));
+    const char *b = p ? strrchr(p, '/') : NULL;
+    uint64_t h = 1469598103934665603ULL; /* basenames may repeat: add a hash */
+    for (const char *c = p ? p : ""; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    snprintf(ks + strlen(ks), len - strlen(ks), "-%.60s-%06llx", b ? b + 1 : p ? p : "",
+             (unsigned long long)(h & 0xffffff));
+  }
+  if (k->cutoff_deg > 0) {
+    config_format_number(k->cutoff_deg, n1, sizeof n1);
+    snprintf(ks + strlen(ks), len - strlen(ks), "-cut%s", n1);
+  }
+  if (k->cutoff_rel > 0) {
+    config_format_number(k->cutoff_rel, n1, sizeof n1);
+    snprintf(ks + strlen(ks), len - strlen(ks), "-rel%s", n1);
+  }
+}
+
+/* A short file-name-safe name for a case's outputs, e.g.
+ * n512_gaussian-fwhm60-cut2.5_arkcos-cpu-enhanced-double_t2 (the case id
+ * itself is recorded beside every path in results.json). */
+void sweep_case_slug(const run_config *cfg, int64_t nside, int ki, int mi, int threads,
+                     char *out, size_t len) {
+  const cfg_method *m = &cfg->methods[mi];
+  char ks[400], ms[300], n2[64];
+  kernel_slug(&cfg->kernels[ki], ks, sizeof ks);
+  snprintf(ms, sizeof ms, "%s", m->label);
+  if (m->type == CFG_METHOD_FSHT) {
+    config_format_number(m->lmax_factor, n2, sizeof n2);
+    snprintf(ms + strlen(ms), sizeof ms - strlen(ms), "-lf%s", n2);
+  }
+  if (m->type == CFG_METHOD_DIRECT && m->sample > 0)
+    snprintf(ms + strlen(ms), sizeof ms - strlen(ms), "-s%lld", (long long)m->sample);
+  snprintf(out, len, "n%lld_%s_%s_t%d", (long long)nside, ks, ms, threads);
+  for (char *c = out; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+          *c == '.' || *c == '-' || *c == '_'))
+      *c = '_';
+}
+
+/* Rough peak memory of a case in bytes: the harness's maps (input, output,
+ * reference) plus what the method allocates. */
+static double estimate_memory(const run_ctx *c, const cfg_method *m, int64_t nside) {
+  double npix = 12.0 * (double)nside * (double)nside;
+  double map = 8.0 * npix;
+  double est = 3.0 * map;
+  if (c->cfg->input.type == CFG_INPUT_RANDOM) {
+    double l = config_lmax(c->cfg->input.lmax_factor, nside);
+    est += 16.0 * (l + 1) * (l + 2) / 2;
+  }
+  switch (m->type) {
+  case CFG_METHOD_ARKCOS: {
+    /* input and output ring spectra: (4 nside - 1) rings x (2 nside + 1) */
+    double spectra = 16.0 * (4.0 * (double)nside) * (2.0 * (double)nside + 1);
+    est += (m->precision == ARKCOS_SINGLE ? 0.5 : 1.0) * 2.0 * spectra + map;
+    break;
+  }
+  case CFG_METHOD_FSHT: {
+    double l = config_lmax(m->lmax_factor, nside);
+    est += 3.0 * 16.0 * (l + 1) * (l + 2) / 2 + 2.0 * map;
+    break;
+  }
+  case CFG_METHOD_DIRECT:
+    break;
+  }
+  if (c->cfg->outputs.spectra) est += 2.0 * map;
+  return est;
+}
+
+/* Why a case (or the untimed reference run) cannot run here; 0 if it can. */
+int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
+                      const arkcos_kernel *k, char *why, size_t len) {
+  if (c->cfg->input.type == CFG_INPUT_FITS && g->nside != c->fits_nside) {
+    snprintf(why, len, "input map %s has nside %lld, the case needs nside %lld",
+             c->cfg->input.path, (long long)c->fits_nside, (long long)g->nside);
+    return 1;
+  }
+  if (m->type == CFG_METHOD_ARKCOS && m->backend == ARKCOS_BACKEND_GPU && !c->gpu_ok) {
+    snprintf(why, len, "no GPU: %s", c->gpu_why);
+    return 1;
+  }
+  if (m->type == CFG_METHOD_DIRECT) {
+    int64_t nout = m->sample > 0 && m->sample < g->npix ? m->sample : g->npix;
+    double cost = ref_direct_cost(g, k, nout);
+    if (cost > c->cfg->direct_max_evals) {
+      snprintf(why, len,
+               "direct sum needs %.3g kernel evaluations, over limits.direct_max_evals = %.3g"
+               " (use \"sample\" to compute a subset of pixels)",
+               cost, c->cfg->direct_max_evals);
+      return 1;
+    }
+  }
+  double est = estimate_memory(c, m, g->nside);
+  if (c->memory_limit > 0 && est > c->memory_limit) {
+    snprintf(why, len, "estimated memory %.2f GiB exceeds the %.2f GiB available%s",
+             est / 1073741824.0, c->memory_limit / 1073741824.0,
+             c->cfg->memory_bytes > 0 ? " (limits.memory_bytes)" : "");
+    return 1;
+  }
+  return 0;
+}
+
+/* Peak resident memory of a case: the kernel's high-water mark is reset
+ * before the case (Linux /proc/self/clear_refs "5") and read after it; where
+ * that is not possible, the process peak since start. */
+static void peak_reset(void) {
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (!f) return;
+  fputs("5", f);
+  fclose(f);
+}
+
+static double peak_read(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  double v = -1;
+  if (f) {
+    char line[256];
+    while (fgets(line, sizeof line, f))
+      if (!strncmp(line, "VmHWM:", 6)) v = strtod(line + 6, NULL) * 1024.0;
+    fclose(f);
+  }
+  return v > 0 ? v : (double)peak_rss_bytes();
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static json_t *case_base(run_ctx *c, const char *id, int64_t nside, int ki, int mi,
+                         int threads) {
+  const run_config *cfg = c->cfg;
+  json_t *cj = json_object();
+  json_object_set_new(cj, "id", json_string(id));
+  json_object_set_new(cj, "nside", json_integer(nside));
+  json_t *kj = json_deep_copy(cfg->kernels[ki].json);
+  double cut = arkcos_kernel_cutoff(c->kernels[ki]) / DEG;
+  json_object_set_new(kj, "cutoff_deg", json_real(cut));
+  json_object_set_new(kj, "cutoff_rel", json_real(arkcos_kernel_cutoff_level(c->kernels[ki])));
+  json_object_set_new(kj, "support_deg", json_real(2 * cut));
+  json_object_set_new(cj, "kernel", kj);
+  json_object_set_new(cj, "method", json_deep_copy(cfg->methods[mi].json));
+  json_object_set_new(cj, "threads", json_integer(threads));
+  json_object_set_new(cj, "threads_used", json_integer(sweep_threads(threads)));
+  json_object_set_new(cj, "status", json_string("ok")); /* set for real later; keeps the key order */
+  return cj;
+}
+
+/* Stages of the repeat whose time is the (lower) median, plan time and
+ * memory, backend (arkcos). sorted: the samples in ascending order. */
+static void put_stages(json_t *cj, const timing *t, const double *sorted) {
+  int n = t->n, at = 0;
+  double med = sorted[(n - 1) / 2];
+  for (int i = 0; i < n; i++)
+    if (t->samples[i] == med) {
+      at = i;
+      break;
+    }
+  const arkcos_stage_times *s = &t->stages[at];
+  json_t *st = json_object();
+  json_object_set_new(st, "map_fft", json_real(s->map_fft));
+  json_object_set_new(st, "kernel_eval", json_real(s->kernel_eval));
+  json_object_set_new(st, "kernel_fft", json_real(s->kernel_fft));
+  json_object_set_new(st, "reduction", json_real(s->reduction));
+  json_object_set_new(st, "map_ifft", json_real(s->map_ifft));
+  json_object_set_new(st, "h2d", json_real(s->h2d));
+  json_object_set_new(st, "d2h", json_real(s->d2h));
+  json_object_set_new(st, "other", json_real(s->other));
+  json_object_set_new(cj, "stages", st);
+  json_object_set_new(cj, "plan_time", json_real(t->plan_time));
+  json_object_set_new(cj, "plan_memory", json_integer((json_int_t)t->plan_memory));
+  json_object_set_new(cj, "backend_used",
+                      json_string(t->backend_used == ARKCOS_BACKEND_GPU ? "gpu" : "cpu"));
+}
+
+static void put_timing(json_t *cj, const cfg_method *m, const timing *t) {
+  int n = t->n;
+  double *sorted = malloc((size_t)n * sizeof *sorted);
+  json_t *tj = json_object(), *sj = json_array();
+  for (int i = 0; i < n; i++) json_array_append_new(sj, json_real(t->samples[i]));
+  if (sorted && n > 0) {
+    memcpy(sorted, t->samples, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+    json_object_set_new(tj, "min", json_real(sorted[0]));
+    json_object_set_new(tj, "median",
+                        json_real(n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2])));
+    json_object_set_new(tj, "max", json_real(sorted[n - 1]));
+  }
+  json_object_set_new(tj, "samples", sj);
+  json_object_set_new(tj, "warmup", json_integer(m->warmup));
+  json_object_set_new(cj, "time", tj);
+  if (m->type == CFG_METHOD_ARKCOS && n > 0 && sorted) put_stages(cj, t, sorted);
+  if (m->type == CFG_METHOD_FSHT) json_object_set_new(cj, "lmax", json_integer(t->lmax));
+  free(sorted);
+}
+
+/* Records a case as skipped or failed (why: the reason); the reference
+ * method's first outcome also says why there is no reference (detail). */
+static void put_not_ok(run_ctx *c, json_t *cj, int mi, ref_state *rs, const char *status,
+                       const char *why, const char *detail) {
+  const cfg_method *m = &c->cfg->methods[mi];
+  json_object_set_new(cj, "status", json_string(status));
+  json_object_set_new(cj, "reason", json_string(why));
+  json_object_del(cj, "metrics");
+  json_object_del(cj, "outputs");
+  if (mi == c->cfg->reference && !rs->tried) {
+    rs->tried = 1;
+    snprintf(rs->why, sizeof rs->why, "reference %s %s: %s", m->label, status, detail);
+  }
+}
+
+/* Runs the case and records its results in cj; nonzero with err on failure. */
+static int run_and_record(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
+                          input_state *in, ref_state *rs, json_t *cj, arkcos_error *err) {
+  const cfg_method *m = &c->cfg->methods[mi];
+  method_out out = {0};
+  timing t = {0};
+  char slug[256];
+  sweep_case_slug(c->cfg, g->nside, ki, mi, threads, slug, sizeof slug);
+  int rc = sweep_make_input(c, g, in, err);
+  if (!rc) {
+    peak_reset();
+    rc = sweep_run_method(m, g, c->kernels[ki], in->map, sweep_threads(threads), m->repeats,
+                          m->warmup, &t, &out, err);
+  }
+  if (!rc) {
+    json_object_set_new(cj, "status", json_string("ok"));
+    put_timing(cj, m, &t);
+    json_object_set_new(cj, "peak_memory", json_integer((json_int_t)peak_read()));
+    if (mi == c->cfg->reference && !rs->tried) { /* keep the first reference output */
+      rs->tried = rs->available = 1;
+      rs->out = out;
+      memset(&out, 0, sizeof out);
+    }
+    const method_out *mine = out.map || out.vals ? &out : &rs->out;
+    json_t *mj = sweep_metrics(c, g, ki, in, rs, mine, cj);
+    rc = sweep_write_outputs(c, g, ki, mi, in, rs, mine, slug, cj, mj, err);
+  }
+  method_out_free(&out);
+  timing_free(&t);
+  return rc;
+}
+
+/* Runs (or skips) one case and records it. Returns 1 if the case failed. */
+int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
+                   const char *id, input_state *in, ref_state *rs) {
+  json_t *cj = case_base(c, id, g->nside, ki, mi, threads);
+  arkcos_error err = {0, ""};
+  char why[900];
+  int failed = 0;
+  if (sweep_skip_reason(c, &c->cfg->methods[mi], g, c->kernels[ki], why, sizeof why)) {
+    put_not_ok(c, cj, mi, rs, "skipped", why, why);
+  } else if (run_and_record(c, g, ki, mi, threads, in, rs, cj, &err)) {
+    failed = 1;
+    put_not_ok(c, cj, mi, rs, "failed", err.msg[0] ? err.msg : "unknown error", err.msg);
+  }
+  arkcos_error werr = {0, ""};
+  if (results_doc_put(&c->doc, cj, &werr)) {
+    if (c->progress) fputc('\n', stderr);
+    report_error(&werr);
+    exit(1); /* cannot record: stop rather than run unrecorded cases */
+  }
+  return failed;
+}

@@ -1,0 +1,186 @@
+/*
+ * sweep_method.c -- one method of a sweep case, run through method.h and
+ * timed: the plan is made (and timed as plan_time) before the samples, and
+ * only the apply calls are inside them. A direct sum with a "sample" gives
+ * the values at a fixed pseudo-random set of pixels.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "harness/method.h"
+#include "harness/sweep.h"
+#include "harness/util.h"
+
+static int machine_cores(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+int sweep_threads(int t) { return t > 0 ? t : machine_cores(); }
+
+static void set_threads(int t) {
+#ifdef _OPENMP
+  omp_set_num_threads(t);
+#else
+  (void)t;
+#endif
+}
+
+void method_out_free(method_out *o) {
+  free(o->map);
+  free(o->pix);
+  free(o->vals);
+  memset(o, 0, sizeof *o);
+}
+
+void timing_free(timing *t) {
+  free(t->samples);
+  free(t->stages);
+  memset(t, 0, sizeof *t);
+}
+
+static uint64_t splitmix64(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+/* The first n distinct pixels of a fixed pseudo-random sequence for this
+ * nside: uniform over the sphere (equal-area pixels), and a smaller sample
+ * is a prefix of a larger one, so two sampled methods share their first
+ * min(n1, n2) pixels. */
+static int64_t *sample_pixels(int64_t nside, int64_t n) {
+  int64_t npix = 12 * nside * nside;
+  if (n > npix) n = npix;
+  int64_t *pix = malloc((size_t)n * sizeof *pix);
+  size_t cap = 16;
+  while (cap < (size_t)n * 2) cap *= 2;
+  int64_t *set = malloc(cap * sizeof *set);
+  if (!pix || !set) {
+    free(pix);
+    free(set);
+    return NULL;
+  }
+  for (size_t i = 0; i < cap; i++) set[i] = -1;
+  uint64_t state = 0x5A3D1E5EEDULL ^ (uint64_t)nside * 0x9E3779B97F4A7C15ULL;
+  for (int64_t got = 0; got < n;) {
+    int64_t p = (int64_t)(splitmix64(&state) % (uint64_t)npix);
+    size_t h = (size_t)((uint64_t)p * 0x9E3779B97F4A7C15ULL >> 7) & (cap - 1);
+    while (set[h] >= 0 && set[h] != p) h = (h + 1) & (cap - 1);
+    if (set[h] == p) continue;
+    set[h] = p;
+    pix[got++] = p;
+  }
+  free(set);
+  return pix;
+}
+
+/* The output: sampled values for a direct sum with a sample smaller than
+ * the map, else a full map. */
+static int alloc_out(const cfg_method *m, const arkcos_geometry *g, method_out *out,
+                     arkcos_error *err) {
+  if (m->type == CFG_METHOD_DIRECT && m->sample > 0 && m->sample < g->npix) {
+    out->n = m->sample;
+    out->pix = sample_pixels(g->nside, out->n);
+    out->vals = malloc((size_t)out->n * sizeof(double));
+    if (!out->pix || !out->vals) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+  } else {
+    out->map = malloc((size_t)g->npix * sizeof(double));
+    if (!out->map) return arkcos_fail(err, ARKCOS_ENOMEM, "output map: out of memory");
+  }
+  return ARKCOS_OK;
+}
+
+/* The method of a config entry as a method.h spec (ring weights: later). */
+static void spec_of(const cfg_method *m, const arkcos_geometry *g, int threads,
+                    method_spec *s) {
+  method_spec_default(s);
+  s->threads = threads;
+  switch (m->type) {
+  case CFG_METHOD_ARKCOS:
+    s->kind = METHOD_ARKCOS;
+    s->arkcos.mode = m->mode;
+    s->arkcos.precision = m->precision;
+    s->arkcos.backend = m->backend;
+    s->arkcos.threads = threads;
+    s->arkcos.cache_kernel_spectra = m->cache_kernel_spectra;
+    s->arkcos.oversample = m->oversample;
+    break;
+  case CFG_METHOD_FSHT:
+    s->kind = METHOD_FSHT;
+    s->lmax = config_lmax(m->lmax_factor, g->nside);
+    s->iter = m->iter;
+    break;
+  case CFG_METHOD_DIRECT:
+    s->kind = METHOD_DIRECT;
+    break;
+  }
+}
+
+static int apply_once(smoother *sm, const double *in, method_out *out, arkcos_error *err) {
+  if (out->map) return smoother_apply(sm, in, out->map, err);
+  return smoother_apply_pixels(sm, in, out->pix, out->n, out->vals, err);
+}
+
+/* warmup untimed applies, then `repeats` timed ones (stages after each). */
+static int timed_applies(smoother *sm, const double *in, method_out *out, int repeats,
+                         int warmup, timing *t, arkcos_error *err) {
+  int rc = ARKCOS_OK;
+  for (int i = 0; i < warmup && !rc; i++) rc = apply_once(sm, in, out, err);
+  for (int i = 0; i < repeats && !rc; i++) {
+    double t0 = wall_time();
+    rc = apply_once(sm, in, out, err);
+    t->samples[i] = wall_time() - t0;
+    if (t->stages) smoother_stages(sm, &t->stages[i]);
+    t->n = i + 1;
+  }
+  return rc;
+}
+
+/* Runs method m on `in` with `threads` threads; t and out are filled (and
+ * freed by the caller, also on failure). */
+int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos_kernel *k,
+                     const double *in, int threads, int repeats, int warmup, timing *t,
+                     method_out *out, arkcos_error *err) {
+  memset(t, 0, sizeof *t);
+  set_threads(threads);
+  t->samples = calloc((size_t)repeats, sizeof(double));
+  if (!t->samples) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+  int rc = alloc_out(m, g, out, err);
+  if (rc) return rc;
+  method_spec s;
+  spec_of(m, g, threads, &s);
+  double *w = NULL;
+  if (m->type == CFG_METHOD_ARKCOS) {
+    t->stages = calloc((size_t)repeats, sizeof *t->stages);
+    if (!t->stages) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+  } else if (m->type == CFG_METHOD_FSHT) {
+    t->lmax = s.lmax;
+    if (m->ring_weights) { /* read outside the timed region */
+      w = malloc((size_t)g->nrings * sizeof *w);
+      if (!w) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+      rc = ref_read_ring_weights(m->ring_weights, g, w, err);
+      s.ring_weights = w;
+    }
+  }
+  smoother *sm = rc ? NULL : smoother_create(&s, g, k, err);
+  if (!rc && !sm) rc = err && err->code ? err->code : ARKCOS_ERUNTIME;
+  if (sm && m->type == CFG_METHOD_ARKCOS) {
+    t->plan_time = smoother_plan_time(sm);
+    t->backend_used = smoother_backend(sm);
+    t->plan_memory = smoother_plan_memory(sm);
+  }
+  if (!rc) rc = timed_applies(sm, in, out, repeats, warmup, t, err);
+  smoother_destroy(sm);
+  free(w);
+  return rc;
+}
