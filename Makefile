@@ -64,11 +64,11 @@ $(BUILD)/obj/arkcos/gpu.o: arkcos/gpu.cu $(wildcard arkcos/*.h)
 	$(NVCC) $(NVCCFLAGS) -I. -DARKCOS_WITH_CUDA -Xcompiler -fPIC,-Wall -c $< -o $@
 
 $(BUILD)/libarkcos.a: $(ENGINE_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 $(BUILD)/libarkref.a: $(REF_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 $(BUILD)/libarkharness.a: $(HARN_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/arkcos: $(BUILD)/obj/harness/main.o $(LIBS)
 	$(CC) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
