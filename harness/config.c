@@ -281,20 +281,165 @@ static json_t *check_int(errlist *e, const char *path, const field *f,
 
 static json_t *check_object(errlist *e, const char *path, const schema *s,
                             json_t *v);
+static json_t *check_value(errlist *e, const char *path, const field *f,
+                           json_t *v);
 
+static json_t *check_num(errlist *e, const char *path, const field *f,
+                         json_t *v) {
+  if (!json_is_number(v)) {
+    add_error(e, path, "must be a number");
+    return NULL;
+  }
+  if (!check_range(e, path, f, json_number_value(v))) return NULL;
+  return json_real(json_number_value(v));
+}
+
+/* One of the strings in f->choices ("a|b|c"). */
+static json_t *check_enum(errlist *e, const char *path, const field *f,
+                          json_t *v) {
+  const char *s = json_string_value(v);
+  if (s) {
+    size_t l = strlen(s);
+    for (const char *c = f->choices; *c;) {
+      const char *bar = strchr(c, '|');
+      size_t cl = bar ? (size_t)(bar - c) : strlen(c);
+      if (cl == l && !strncmp(c, s, l)) return json_incref(v);
+      c += cl + (bar ? 1 : 0);
+    }
+  }
+  char list[256];
+  snprintf(list, sizeof list, "%s", f->choices);
+  for (char *c = list; *c; c++)
+    if (*c == '|') *c = '/';
+  if (s)
+    add_error(e, path, "unknown value '%s' (expected %s)", s, list);
+  else
+    add_error(e, path, "must be a string (%s)", list);
+  return NULL;
+}
+
+/* Returns list a when ok, else frees it and returns NULL. */
+static json_t *list_or_null(json_t *a, int ok) {
+  if (!ok) {
+    json_decref(a);
+    return NULL;
+  }
+  return a;
+}
+
+/* An integer or a non-empty list of distinct integers, as a list. */
+static json_t *check_int_list(errlist *e, const char *path, const field *f,
+                              json_t *v) {
+  char sub[512];
+  if (!json_is_array(v)) {
+    json_t *one = check_int(e, path, f, v);
+    if (!one) return NULL;
+    json_t *a = json_array();
+    json_array_append_new(a, one);
+    return a;
+  }
+  if (json_array_size(v) == 0) {
+    add_error(e, path, "must not be empty");
+    return NULL;
+  }
+  json_t *a = json_array();
+  int ok = 1;
+  size_t i;
+  json_t *x;
+  json_array_foreach(v, i, x) {
+    snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+    json_t *c = check_int(e, sub, f, x);
+    if (!c) {
+      ok = 0;
+      continue;
+    }
+    for (size_t j = 0; j < json_array_size(a); j++)
+      if (json_integer_value(json_array_get(a, j)) == json_integer_value(c)) {
+        add_error(e, sub, "repeats the value %lld", (long long)json_integer_value(c));
+        ok = 0;
+      }
+    json_array_append_new(a, c);
+  }
+  return list_or_null(a, ok);
+}
+
+/* A non-empty list of objects checked against f->sub. */
+static json_t *check_obj_list(errlist *e, const char *path, const field *f,
+                              json_t *v) {
+  char sub[512];
+  if (!json_is_array(v)) {
+    add_error(e, path, "must be a list of objects");
+    return NULL;
+  }
+  if (json_array_size(v) == 0) {
+    add_error(e, path, "must not be empty");
+    return NULL;
+  }
+  json_t *a = json_array();
+  int ok = 1;
+  size_t i;
+  json_t *x;
+  json_array_foreach(v, i, x) {
+    snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+    json_t *c = check_object(e, sub, f->sub, x);
+    if (!c) ok = 0;
+    else json_array_append_new(a, c);
+  }
+  return list_or_null(a, ok);
+}
+
+/* One [theta_deg, phi_deg, amplitude] row at `sub`; appended to a even
+ * when some column is wrong (the caller drops a then). Returns 1 if fine. */
+static int check_source_row(errlist *e, const char *sub, json_t *x, json_t *a) {
+  static const field theta = {"", F_NUM, 0, 180, 0, NULL, NULL, NULL};
+  static const field phi = {"", F_NUM, -360, 360, 0, NULL, NULL, NULL};
+  static const field amp = {"", F_NUM, NOLIM_LO, NOLIM_HI, 0, NULL, NULL, NULL};
+  const field *cols[3] = {&theta, &phi, &amp};
+  int ok = 1;
+  json_t *row = json_array();
+  for (size_t c = 0; c < 3; c++) {
+    char cp[560];
+    snprintf(cp, sizeof cp, "%s[%zu]", sub, c);
+    json_t *n = check_value(e, cp, cols[c], json_array_get(x, c));
+    if (!n) ok = 0;
+    else json_array_append_new(row, n);
+  }
+  json_array_append_new(a, row);
+  return ok;
+}
+
+/* A non-empty list of [theta_deg, phi_deg, amplitude]. */
+static json_t *check_sources(errlist *e, const char *path, json_t *v) {
+  char sub[512];
+  if (!json_is_array(v) || json_array_size(v) == 0) {
+    add_error(e, path, "must be a non-empty list of [theta_deg, phi_deg, amplitude]");
+    return NULL;
+  }
+  json_t *a = json_array();
+  int ok = 1;
+  size_t i;
+  json_t *x;
+  json_array_foreach(v, i, x) {
+    snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+    if (!json_is_array(x) || json_array_size(x) != 3) {
+      add_error(e, sub, "must be [theta_deg, phi_deg, amplitude]");
+      ok = 0;
+      continue;
+    }
+    if (!check_source_row(e, sub, x, a)) ok = 0;
+  }
+  return list_or_null(a, ok);
+}
+
+/* Validates v against row f; returns the normalized value or NULL after
+ * recording errors. */
 static json_t *check_value(errlist *e, const char *path, const field *f,
                            json_t *v) {
-  char sub[512];
   switch (f->type) {
   case F_INT:
     return check_int(e, path, f, v);
   case F_NUM:
-    if (!json_is_number(v)) {
-      add_error(e, path, "must be a number");
-      return NULL;
-    }
-    if (!check_range(e, path, f, json_number_value(v))) return NULL;
-    return json_real(json_number_value(v));
+    return check_num(e, path, f, v);
   case F_BOOL:
     if (!json_is_boolean(v)) {
       add_error(e, path, "must be true or false");
@@ -307,126 +452,16 @@ static json_t *check_value(errlist *e, const char *path, const field *f,
       return NULL;
     }
     return json_incref(v);
-  case F_ENUM: {
-    const char *s = json_string_value(v);
-    if (s) {
-      size_t l = strlen(s);
-      for (const char *c = f->choices; *c;) {
-        const char *bar = strchr(c, '|');
-        size_t cl = bar ? (size_t)(bar - c) : strlen(c);
-        if (cl == l && !strncmp(c, s, l)) return json_incref(v);
-        c += cl + (bar ? 1 : 0);
-      }
-    }
-    char list[256];
-    snprintf(list, sizeof list, "%s", f->choices);
-    for (char *c = list; *c; c++)
-      if (*c == '|') *c = '/';
-    if (s)
-      add_error(e, path, "unknown value '%s' (expected %s)", s, list);
-    else
-      add_error(e, path, "must be a string (%s)", list);
-    return NULL;
-  }
-  case F_INT_LIST: {
-    if (!json_is_array(v)) {
-      json_t *one = check_int(e, path, f, v);
-      if (!one) return NULL;
-      json_t *a = json_array();
-      json_array_append_new(a, one);
-      return a;
-    }
-    if (json_array_size(v) == 0) {
-      add_error(e, path, "must not be empty");
-      return NULL;
-    }
-    json_t *a = json_array();
-    int ok = 1;
-    size_t i;
-    json_t *x;
-    json_array_foreach(v, i, x) {
-      snprintf(sub, sizeof sub, "%s[%zu]", path, i);
-      json_t *c = check_int(e, sub, f, x);
-      if (!c) {
-        ok = 0;
-        continue;
-      }
-      for (size_t j = 0; j < json_array_size(a); j++)
-        if (json_integer_value(json_array_get(a, j)) == json_integer_value(c)) {
-          add_error(e, sub, "repeats the value %lld", (long long)json_integer_value(c));
-          ok = 0;
-        }
-      json_array_append_new(a, c);
-    }
-    if (!ok) {
-      json_decref(a);
-      return NULL;
-    }
-    return a;
-  }
+  case F_ENUM:
+    return check_enum(e, path, f, v);
+  case F_INT_LIST:
+    return check_int_list(e, path, f, v);
   case F_OBJ:
     return check_object(e, path, f->sub, v);
-  case F_OBJ_LIST: {
-    if (!json_is_array(v)) {
-      add_error(e, path, "must be a list of objects");
-      return NULL;
-    }
-    if (json_array_size(v) == 0) {
-      add_error(e, path, "must not be empty");
-      return NULL;
-    }
-    json_t *a = json_array();
-    int ok = 1;
-    size_t i;
-    json_t *x;
-    json_array_foreach(v, i, x) {
-      snprintf(sub, sizeof sub, "%s[%zu]", path, i);
-      json_t *c = check_object(e, sub, f->sub, x);
-      if (!c) ok = 0;
-      else json_array_append_new(a, c);
-    }
-    if (!ok) {
-      json_decref(a);
-      return NULL;
-    }
-    return a;
-  }
-  case F_SOURCES: {
-    if (!json_is_array(v) || json_array_size(v) == 0) {
-      add_error(e, path, "must be a non-empty list of [theta_deg, phi_deg, amplitude]");
-      return NULL;
-    }
-    static const field theta = {"", F_NUM, 0, 180, 0, NULL, NULL, NULL};
-    static const field phi = {"", F_NUM, -360, 360, 0, NULL, NULL, NULL};
-    static const field amp = {"", F_NUM, NOLIM_LO, NOLIM_HI, 0, NULL, NULL, NULL};
-    const field *cols[3] = {&theta, &phi, &amp};
-    json_t *a = json_array();
-    int ok = 1;
-    size_t i;
-    json_t *x;
-    json_array_foreach(v, i, x) {
-      snprintf(sub, sizeof sub, "%s[%zu]", path, i);
-      if (!json_is_array(x) || json_array_size(x) != 3) {
-        add_error(e, sub, "must be [theta_deg, phi_deg, amplitude]");
-        ok = 0;
-        continue;
-      }
-      json_t *row = json_array();
-      for (size_t c = 0; c < 3; c++) {
-        char cp[560];
-        snprintf(cp, sizeof cp, "%s[%zu]", sub, c);
-        json_t *n = check_value(e, cp, cols[c], json_array_get(x, c));
-        if (!n) ok = 0;
-        else json_array_append_new(row, n);
-      }
-      json_array_append_new(a, row);
-    }
-    if (!ok) {
-      json_decref(a);
-      return NULL;
-    }
-    return a;
-  }
+  case F_OBJ_LIST:
+    return check_obj_list(e, path, f, v);
+  case F_SOURCES:
+    return check_sources(e, path, v);
   }
   return NULL;
 }
@@ -441,45 +476,40 @@ static void key_list(const field *fields, const char *extra, char *buf,
                              f->key);
 }
 
-/* Validates object v against s; returns the normalized object (keys in
- * table order, defaults filled in) or NULL after recording errors. */
-static json_t *check_object(errlist *e, const char *path, const schema *s,
-                            json_t *v) {
-  if (!json_is_object(v)) {
-    add_error(e, path, "must be an object");
+/* The field table of the variant that v's discriminator names; NULL after
+ * recording an error. */
+static const field *variant_fields(errlist *e, const char *path,
+                                   const schema *s, json_t *v) {
+  char sub[512];
+  child_path(sub, sizeof sub, path, s->discriminator);
+  json_t *d = json_object_get(v, s->discriminator);
+  char names[256] = "";
+  size_t used = 0;
+  for (const variant *x = s->variants; x->value; x++)
+    used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                             used ? ", " : "", x->value);
+  if (!d) {
+    add_error(e, sub, "required (%s: %s)", s->what, names);
+    return NULL;
+  }
+  if (!json_is_string(d)) {
+    add_error(e, sub, "must be a string (%s: %s)", s->what, names);
     return NULL;
   }
   const field *fields = s->fields;
-  json_t *out = json_object();
+  for (const variant *x = s->variants; x->value; x++)
+    if (!strcmp(x->value, json_string_value(d))) fields = x->fields;
+  if (!fields)
+    add_error(e, sub, "unknown %s '%s' (expected %s)", s->what,
+              json_string_value(d), names);
+  return fields;
+}
+
+/* Records an error for every key of v that is neither in fields nor the
+ * discriminator; returns 1 if there is none. */
+static int check_known_keys(errlist *e, const char *path, const schema *s,
+                            const field *fields, json_t *v) {
   char sub[512];
-  if (s->discriminator) {
-    child_path(sub, sizeof sub, path, s->discriminator);
-    json_t *d = json_object_get(v, s->discriminator);
-    char names[256] = "";
-    size_t used = 0;
-    for (const variant *x = s->variants; x->value; x++)
-      used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                               used ? ", " : "", x->value);
-    if (!d) {
-      add_error(e, sub, "required (%s: %s)", s->what, names);
-      json_decref(out);
-      return NULL;
-    }
-    if (!json_is_string(d)) {
-      add_error(e, sub, "must be a string (%s: %s)", s->what, names);
-      json_decref(out);
-      return NULL;
-    }
-    for (const variant *x = s->variants; x->value; x++)
-      if (!strcmp(x->value, json_string_value(d))) fields = x->fields;
-    if (!fields) {
-      add_error(e, sub, "unknown %s '%s' (expected %s)", s->what,
-                json_string_value(d), names);
-      json_decref(out);
-      return NULL;
-    }
-    json_object_set(out, s->discriminator, d);
-  }
   int ok = 1;
   const char *key;
   json_t *val;
@@ -495,6 +525,15 @@ static json_t *check_object(errlist *e, const char *path, const schema *s,
       ok = 0;
     }
   }
+  return ok;
+}
+
+/* Checks every row of fields against v (defaults for missing keys) and sets
+ * the normalized values in out, in table order; returns 1 if all are fine. */
+static int check_fields(errlist *e, const char *path, const field *fields,
+                        json_t *v, json_t *out) {
+  char sub[512];
+  int ok = 1;
   for (const field *f = fields; f->key; f++) {
     child_path(sub, sizeof sub, path, f->key);
     json_t *given = json_object_get(v, f->key);
@@ -517,6 +556,29 @@ static json_t *check_object(errlist *e, const char *path, const schema *s,
     }
     json_object_set_new(out, f->key, n);
   }
+  return ok;
+}
+
+/* Validates object v against s; returns the normalized object (keys in
+ * table order, defaults filled in) or NULL after recording errors. */
+static json_t *check_object(errlist *e, const char *path, const schema *s,
+                            json_t *v) {
+  if (!json_is_object(v)) {
+    add_error(e, path, "must be an object");
+    return NULL;
+  }
+  const field *fields = s->fields;
+  json_t *out = json_object();
+  if (s->discriminator) {
+    fields = variant_fields(e, path, s, v);
+    if (!fields) {
+      json_decref(out);
+      return NULL;
+    }
+    json_object_set(out, s->discriminator, json_object_get(v, s->discriminator));
+  }
+  int ok = check_known_keys(e, path, s, fields, v);
+  if (!check_fields(e, path, fields, v, out)) ok = 0;
   if (!ok) {
     json_decref(out);
     return NULL;
@@ -683,19 +745,9 @@ int config_lmax(double lmax_factor, int64_t nside) {
   return (int)l;
 }
 
-int config_from_json(json_t *root, const char *path, run_config *cfg,
-                     arkcos_error *err) {
-  memset(cfg, 0, sizeof *cfg);
-  cfg->reference = CFG_REF_NONE;
-  cfg->path = xstrdup(path);
-  cfg->given = json_incref(root);
-  errlist e = {.len = 0, .n = 0, .file = path};
-  e.text[0] = 0;
-  json_t *n = check_object(&e, "", &top_schema, root);
-  if (!n) return finish_errors(&e, err);
-  cfg->normalized = n;
-
-  /* name: given, else the config file's base name without extension */
+/* name: given, else the config file's base name without extension. */
+static void fill_name(errlist *e, const json_t *n, const char *path,
+                      run_config *cfg) {
   const char *name = str(n, "name");
   char base[256];
   if (!name) {
@@ -706,11 +758,11 @@ int config_from_json(json_t *root, const char *path, run_config *cfg,
     name = base;
   }
   if (!valid_name(name))
-    add_error(&e, "name", "'%s' is not usable as a folder name (letters, digits, '.', '_', '-')", name);
+    add_error(e, "name", "'%s' is not usable as a folder name (letters, digits, '.', '_', '-')", name);
   cfg->name = xstrdup(name);
-  cfg->repeats = (int)num(n, "repeats", 3);
-  cfg->warmup = (int)num(n, "warmup", 1);
+}
 
+static void fill_threads_and_nside(const json_t *n, run_config *cfg) {
   json_t *th = json_object_get(n, "threads");
   cfg->nthreads = (int)json_array_size(th);
   cfg->threads = calloc((size_t)cfg->nthreads, sizeof *cfg->threads);
@@ -722,89 +774,115 @@ int config_from_json(json_t *root, const char *path, run_config *cfg,
   cfg->nside = calloc((size_t)cfg->nnside, sizeof *cfg->nside);
   for (int i = 0; i < cfg->nnside; i++)
     cfg->nside[i] = json_integer_value(json_array_get(ns, (size_t)i));
+}
 
+static void fill_input(errlist *e, const char *cfgpath, const json_t *n,
+                       cfg_input *input) {
   json_t *in = json_object_get(n, "input");
   const char *itype = str(in, "type");
   if (!strcmp(itype, "random")) {
-    cfg->input.type = CFG_INPUT_RANDOM;
-    cfg->input.lmax_factor = num(in, "lmax_factor", 2);
-    cfg->input.seed = (uint64_t)num(in, "seed", 1);
-    cfg->input.cl_file = resolve_path(path, str(in, "cl_file"));
-    check_readable(&e, "input.cl_file", cfg->input.cl_file);
+    input->type = CFG_INPUT_RANDOM;
+    input->lmax_factor = num(in, "lmax_factor", 2);
+    input->seed = (uint64_t)num(in, "seed", 1);
+    input->cl_file = resolve_path(cfgpath, str(in, "cl_file"));
+    check_readable(e, "input.cl_file", input->cl_file);
   } else if (!strcmp(itype, "point_sources")) {
-    cfg->input.type = CFG_INPUT_POINT_SOURCES;
+    input->type = CFG_INPUT_POINT_SOURCES;
     json_t *src = json_object_get(in, "sources");
-    cfg->input.nsources = (int)json_array_size(src);
-    cfg->input.sources = calloc((size_t)cfg->input.nsources, sizeof(cfg_source));
-    for (int i = 0; i < cfg->input.nsources; i++) {
+    input->nsources = (int)json_array_size(src);
+    input->sources = calloc((size_t)input->nsources, sizeof(cfg_source));
+    for (int i = 0; i < input->nsources; i++) {
       json_t *r = json_array_get(src, (size_t)i);
-      cfg->input.sources[i].theta_deg = json_number_value(json_array_get(r, 0));
-      cfg->input.sources[i].phi_deg = json_number_value(json_array_get(r, 1));
-      cfg->input.sources[i].amplitude = json_number_value(json_array_get(r, 2));
+      input->sources[i].theta_deg = json_number_value(json_array_get(r, 0));
+      input->sources[i].phi_deg = json_number_value(json_array_get(r, 1));
+      input->sources[i].amplitude = json_number_value(json_array_get(r, 2));
     }
   } else {
-    cfg->input.type = CFG_INPUT_FITS;
-    cfg->input.path = resolve_path(path, str(in, "path"));
-    check_readable(&e, "input.path", cfg->input.path);
+    input->type = CFG_INPUT_FITS;
+    input->path = resolve_path(cfgpath, str(in, "path"));
+    check_readable(e, "input.path", input->path);
   }
+}
 
+static void fill_kernels(errlist *e, const char *cfgpath, const json_t *n,
+                         run_config *cfg) {
   json_t *ks = json_object_get(n, "kernels");
   cfg->nkernels = (int)json_array_size(ks);
   cfg->kernels = calloc((size_t)cfg->nkernels, sizeof(cfg_kernel));
   for (int i = 0; i < cfg->nkernels; i++) {
-    fill_kernel(&e, path, i, json_array_get(ks, (size_t)i), &cfg->kernels[i]);
+    fill_kernel(e, cfgpath, i, json_array_get(ks, (size_t)i), &cfg->kernels[i]);
     for (int j = 0; j < i; j++)
       if (cfg->kernels[j].id && cfg->kernels[i].id &&
           !strcmp(cfg->kernels[j].id, cfg->kernels[i].id)) {
         char p[64];
         snprintf(p, sizeof p, "kernels[%d]", i);
-        add_error(&e, p, "same kernel as kernels[%d]", j);
+        add_error(e, p, "same kernel as kernels[%d]", j);
       }
   }
+}
 
+static void fill_methods(errlist *e, const char *cfgpath, const json_t *n,
+                         run_config *cfg) {
   json_t *ms = json_object_get(n, "methods");
   cfg->nmethods = (int)json_array_size(ms);
   cfg->methods = calloc((size_t)cfg->nmethods, sizeof(cfg_method));
   for (int i = 0; i < cfg->nmethods; i++) {
     cfg_method *m = &cfg->methods[i];
-    fill_method(path, json_array_get(ms, (size_t)i), cfg->repeats, cfg->warmup, m);
+    fill_method(cfgpath, json_array_get(ms, (size_t)i), cfg->repeats, cfg->warmup, m);
     char p[64];
     snprintf(p, sizeof p, "methods[%d].ring_weights", i);
-    check_readable(&e, p, m->ring_weights);
+    check_readable(e, p, m->ring_weights);
     for (int j = 0; j < i; j++)
       if (!strcmp(cfg->methods[j].id, m->id)) {
         snprintf(p, sizeof p, "methods[%d]", i);
-        add_error(&e, p, "same method as methods[%d]", j);
+        add_error(e, p, "same method as methods[%d]", j);
       }
   }
+}
 
-  /* reference: "exact", "none", a method id ("direct sample=1000"), label
-   * ("fsht-iter3") or name ("fsht"), first match in that order; by default
-   * the first direct method, else the first fsht method, else none. */
+/* The first direct method, else the first fsht method, else none. */
+static int default_reference(const run_config *cfg) {
+  int ref = CFG_REF_NONE;
+  for (int t = CFG_METHOD_DIRECT; t >= CFG_METHOD_FSHT && ref < 0; t--)
+    for (int i = 0; i < cfg->nmethods; i++)
+      if ((int)cfg->methods[i].type == t) {
+        ref = i;
+        break;
+      }
+  return ref;
+}
+
+/* The method whose id, else label, else name is ref; CFG_REF_NONE if none. */
+static int find_method(const run_config *cfg, const char *ref) {
+  int found = CFG_REF_NONE;
+  for (int i = 0; i < cfg->nmethods && found < 0; i++)
+    if (!strcmp(cfg->methods[i].id, ref)) found = i;
+  for (int i = 0; i < cfg->nmethods && found < 0; i++)
+    if (!strcmp(cfg->methods[i].label, ref)) found = i;
+  for (int i = 0; i < cfg->nmethods && found < 0; i++)
+    if (!strcmp(str(cfg->methods[i].json, "name"), ref)) found = i;
+  return found;
+}
+
+/* reference: "exact", "none", a method id ("direct sample=1000"), label
+ * ("fsht-iter3") or name ("fsht"), first match in that order; by default
+ * the first direct method, else the first fsht method, else none. The
+ * normalized document names the choice by its id. */
+static void fill_reference(errlist *e, json_t *n, run_config *cfg) {
   const char *ref = str(n, "reference");
   if (!ref) {
-    for (int t = CFG_METHOD_DIRECT; t >= CFG_METHOD_FSHT && cfg->reference < 0; t--)
-      for (int i = 0; i < cfg->nmethods; i++)
-        if ((int)cfg->methods[i].type == t) {
-          cfg->reference = i;
-          break;
-        }
+    cfg->reference = default_reference(cfg);
   } else if (!strcmp(ref, "exact")) {
     cfg->reference = CFG_REF_EXACT;
     if (cfg->input.type != CFG_INPUT_RANDOM)
-      add_error(&e, "reference", "'exact' needs input.type \"random\" (it is alm2map of K_l a_lm)");
+      add_error(e, "reference", "'exact' needs input.type \"random\" (it is alm2map of K_l a_lm)");
   } else if (strcmp(ref, "none")) {
-    for (int i = 0; i < cfg->nmethods && cfg->reference < 0; i++)
-      if (!strcmp(cfg->methods[i].id, ref)) cfg->reference = i;
-    for (int i = 0; i < cfg->nmethods && cfg->reference < 0; i++)
-      if (!strcmp(cfg->methods[i].label, ref)) cfg->reference = i;
-    for (int i = 0; i < cfg->nmethods && cfg->reference < 0; i++)
-      if (!strcmp(str(cfg->methods[i].json, "name"), ref)) cfg->reference = i;
+    cfg->reference = find_method(cfg, ref);
     if (cfg->reference < 0) {
       char list[512] = "";
       for (int i = 0; i < cfg->nmethods; i++)
         append(list, sizeof list, "%s%s", i ? ", " : "", cfg->methods[i].label);
-      add_error(&e, "reference",
+      add_error(e, "reference",
                 "'%s' is none of the methods (%s), \"exact\" or \"none\"", ref, list);
     }
   }
@@ -812,7 +890,9 @@ int config_from_json(json_t *root, const char *path, run_config *cfg,
                       json_string(cfg->reference >= 0 ? cfg->methods[cfg->reference].id
                                   : cfg->reference == CFG_REF_EXACT ? "exact"
                                                                     : "none"));
+}
 
+static void fill_limits_and_outputs(const json_t *n, run_config *cfg) {
   json_t *lim = json_object_get(n, "limits");
   cfg->direct_max_evals = num(lim, "direct_max_evals", 1e10);
   cfg->memory_bytes = num(lim, "memory_bytes", 0);
@@ -837,6 +917,29 @@ int config_from_json(json_t *root, const char *path, run_config *cfg,
       c->log = json_is_true(json_object_get(p, "log"));
     }
   }
+}
+
+int config_from_json(json_t *root, const char *path, run_config *cfg,
+                     arkcos_error *err) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->reference = CFG_REF_NONE;
+  cfg->path = xstrdup(path);
+  cfg->given = json_incref(root);
+  errlist e = {.len = 0, .n = 0, .file = path};
+  e.text[0] = 0;
+  json_t *n = check_object(&e, "", &top_schema, root);
+  if (!n) return finish_errors(&e, err);
+  cfg->normalized = n;
+
+  fill_name(&e, n, path, cfg);
+  cfg->repeats = (int)num(n, "repeats", 3);
+  cfg->warmup = (int)num(n, "warmup", 1);
+  fill_threads_and_nside(n, cfg);
+  fill_input(&e, path, n, &cfg->input);
+  fill_kernels(&e, path, n, cfg);
+  fill_methods(&e, path, n, cfg);
+  fill_reference(&e, n, cfg);
+  fill_limits_and_outputs(n, cfg);
   return finish_errors(&e, err);
 }
 

@@ -2,10 +2,14 @@
  * config.h -- the JSON sweep definition read by `arkcos run`.
  *
  * Validation is table-driven: every object in the config is checked against
- * a table of {key, type, min, max, default} rows in one pass; unknown keys,
- * wrong types and out-of-range values are errors whose messages name the
- * JSON path (`grid.nside[1]: must be >= 1`); malformed JSON is reported
- * with the file, line and column. configs/README.md documents the schema.
+ * a table of {key, type, range, default} rows (a kernel against the table
+ * of its "type", a method against that of its "name"); unknown keys, wrong
+ * types and out-of-range values are errors whose messages name the JSON
+ * path (`grid.nside[1]: must be >= 1`). A document that passes the tables
+ * is then checked for what they cannot express (a kernel's cutoffs, repeated
+ * kernels or methods, unreadable files, the reference). Every error found
+ * is reported, not just the first; malformed JSON is reported with the file,
+ * line and column. configs/README.md documents the schema.
  *
  * Angles in the config are in degrees (cutoff_deg, theta_deg, ...) or
  * arcminutes (fwhm_arcmin); the structs below keep the same units.
@@ -45,7 +49,7 @@ typedef struct cfg_source {
 
 typedef struct cfg_input {
   cfg_input_type type;
-  double lmax_factor;   /* random: band limit lmax_of(lmax_factor, nside) */
+  double lmax_factor;   /* random: band limit config_lmax(lmax_factor, nside) */
   uint64_t seed;        /* random */
   char *cl_file;        /* random: resolved path, NULL = built-in CMB C_l */
   cfg_source *sources;  /* point_sources */
@@ -102,7 +106,7 @@ typedef struct run_config {
   int nmethods;
   int reference;       /* index into methods, CFG_REF_NONE or CFG_REF_EXACT */
   double direct_max_evals;
-  double memory_bytes; /* 0 = the machine's memory */
+  double memory_bytes; /* 0 = 90% of the machine's memory */
   struct {
     int maps, maps_float32, spectra, spectra_iter;
     double spectra_lmax_factor;
@@ -113,9 +117,10 @@ typedef struct run_config {
   json_t *normalized;  /* validated, with every default filled in */
 } run_config;
 
-/* Reads and validates a config file. On failure returns ARKCOS_EINVAL (or
- * ARKCOS_EIO when the file cannot be read) with every error found, one per
- * line, in err->msg, each prefixed by the file name. */
+/* Reads and validates a config file. On failure returns ARKCOS_EINVAL with
+ * every error found, one per line, in err->msg, each prefixed by the file
+ * name (as many as fit, then "... and N more"); a file that cannot be opened
+ * or is malformed JSON gives one message, also ARKCOS_EINVAL. */
 int config_load(const char *path, run_config *cfg, arkcos_error *err);
 
 /* Validates an already parsed document; relative paths in it are resolved
@@ -127,8 +132,9 @@ int config_from_json(json_t *root, const char *path, run_config *cfg,
 void config_free(run_config *cfg); /* safe on a zeroed or failed config */
 
 /* The spherical-harmonic band limit for a lmax_factor at nside:
- * floor(f * nside), at most 3 nside - 1 (HEALPix cannot resolve more; f = 3
- * gives healpy's default 3 nside - 1, f = 2 the paper's lmax = 2 nside). */
+ * floor(f * nside), at least 1 and at most 3 nside - 1 (HEALPix cannot
+ * resolve more; f = 3 gives healpy's default 3 nside - 1, f = 2 the
+ * paper's lmax = 2 nside). */
 int config_lmax(double lmax_factor, int64_t nside);
 
 /* 1 if two normalized configs describe the same sweep (numbers compared to

@@ -219,20 +219,33 @@ static json_t *cuda_version(int built, int v, int three) {
   return json_string(b);
 }
 
-json_t *meta_collect(int argc, char **argv) {
-  json_t *m = json_object();
-  char buf[4096];
+/* The command line, each argument quoted for the shell where needed. */
+static void command_text(int argc, char **argv, char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (int i = 0; i < argc && used < len - 1; i++) {
+    char q[1024];
+    shell_quote(argv[i], q, sizeof q);
+    used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " " : "", q);
+  }
+}
 
+/* Cores this process may run on (its affinity mask), else those online. */
+static int available_cores(void) {
+  int cores = 0;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+  if (cores <= 0) cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  return cores;
+}
+
+/* date, command, git, host, CPU, memory, OS and compiler. */
+static void collect_machine(json_t *m, int argc, char **argv) {
+  char buf[4096];
   meta_utc_time(buf, sizeof buf, 0);
   json_object_set_new(m, "date", json_string(buf));
 
-  size_t used = 0;
-  buf[0] = 0;
-  for (int i = 0; i < argc && used < sizeof buf - 1; i++) {
-    char q[1024];
-    shell_quote(argv[i], q, sizeof q);
-    used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? " " : "", q);
-  }
+  command_text(argc, argv, buf, sizeof buf);
   json_object_set_new(m, "command", json_string(buf));
 
   int dirty;
@@ -246,11 +259,7 @@ json_t *meta_collect(int argc, char **argv) {
 
   cpu_model(buf, sizeof buf);
   json_object_set_new(m, "cpu_model", json_string(buf));
-  int cores = 0;
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
-  if (cores <= 0) cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  json_object_set_new(m, "cores", json_integer(cores));
+  json_object_set_new(m, "cores", json_integer(available_cores()));
   json_object_set_new(m, "cores_online", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
   json_object_set_new(m, "memory_bytes", json_integer((json_int_t)meta_memory_bytes()));
 
@@ -260,45 +269,55 @@ json_t *meta_collect(int argc, char **argv) {
   json_object_set_new(m, "compiler", json_string(buf));
   compiler_flags(buf, sizeof buf);
   json_object_set_new(m, "cflags", json_string(buf));
+}
 
-  arkcos_gpu_info gi;
-  memset(&gi, 0, sizeof gi);
-  arkcos_gpu_query(&gi);
-
-  json_t *v = json_object();
-  json_object_set_new(v, "arkcos", json_string(ARKCOS_VERSION));
-  json_object_set_new(v, "fftw", json_string(fftw_version));
-  /* libsharp 1.0 has no version call: ask the package manager. */
+/* libsharp 1.0 has no version call: ask the package manager. */
+static void libsharp_version(char *buf, size_t len) {
   if (!command_line_output("dpkg-query -W -f='${Version}' libsharp-dev 2>/dev/null",
-                           buf, sizeof buf) &&
+                           buf, len) &&
       !command_line_output("dpkg-query -W -f='${Version}' libsharp0 2>/dev/null",
-                           buf, sizeof buf) &&
+                           buf, len) &&
       !command_line_output("pkg-config --modversion libsharp 2>/dev/null", buf,
-                           sizeof buf))
-    snprintf(buf, sizeof buf, "unknown");
-  json_object_set_new(v, "libsharp", json_string(buf));
+                           len))
+    snprintf(buf, len, "unknown");
+}
+
+static void cfitsio_version(char *buf, size_t len) {
   float fv = 0;
   fits_get_version(&fv);
   /* the library reports major + minor / 100; the header knows the micro */
   int fmaj = (int)fv, fmin = (int)((fv - (float)fmaj) * 100.0f + 0.5f);
-  snprintf(buf, sizeof buf, "%d.%d", fmaj, fmin);
+  snprintf(buf, len, "%d.%d", fmaj, fmin);
 #if defined(CFITSIO_MAJOR) && defined(CFITSIO_MINOR) && defined(CFITSIO_MICRO)
   if (fmaj == CFITSIO_MAJOR && fmin == CFITSIO_MINOR)
-    snprintf(buf, sizeof buf, "%d.%d.%d", fmaj, fmin, CFITSIO_MICRO);
+    snprintf(buf, len, "%d.%d.%d", fmaj, fmin, CFITSIO_MICRO);
 #endif
+}
+
+static json_t *library_versions(const arkcos_gpu_info *gi) {
+  char buf[4096];
+  json_t *v = json_object();
+  json_object_set_new(v, "arkcos", json_string(ARKCOS_VERSION));
+  json_object_set_new(v, "fftw", json_string(fftw_version));
+  libsharp_version(buf, sizeof buf);
+  json_object_set_new(v, "libsharp", json_string(buf));
+  cfitsio_version(buf, sizeof buf);
   json_object_set_new(v, "cfitsio", json_string(buf));
   json_object_set_new(v, "jansson", json_string(JANSSON_VERSION));
-  json_object_set_new(v, "cuda_runtime", cuda_version(gi.built_with_cuda, gi.runtime_version, 0));
-  json_object_set_new(v, "cuda_driver", cuda_version(gi.built_with_cuda, gi.driver_version, 0));
-  json_object_set_new(v, "cufft", cuda_version(gi.built_with_cuda, gi.cufft_version, 1));
-  json_object_set_new(m, "versions", v);
+  json_object_set_new(v, "cuda_runtime", cuda_version(gi->built_with_cuda, gi->runtime_version, 0));
+  json_object_set_new(v, "cuda_driver", cuda_version(gi->built_with_cuda, gi->driver_version, 0));
+  json_object_set_new(v, "cufft", cuda_version(gi->built_with_cuda, gi->cufft_version, 1));
+  return v;
+}
 
+static json_t *gpu_list(const arkcos_gpu_info *gi) {
+  char buf[32];
   json_t *gpus = json_array();
-  int nd = gi.ndevices;
-  if (nd > (int)(sizeof gi.devices / sizeof gi.devices[0]))
-    nd = (int)(sizeof gi.devices / sizeof gi.devices[0]);
+  int nd = gi->ndevices;
+  if (nd > (int)(sizeof gi->devices / sizeof gi->devices[0]))
+    nd = (int)(sizeof gi->devices / sizeof gi->devices[0]);
   for (int i = 0; i < nd; i++) {
-    const arkcos_gpu_device_info *d = &gi.devices[i];
+    const arkcos_gpu_device_info *d = &gi->devices[i];
     json_t *g = json_object();
     json_object_set_new(g, "name", json_string(d->name));
     json_object_set_new(g, "sm_count", json_integer(d->sm_count));
@@ -309,7 +328,18 @@ json_t *meta_collect(int argc, char **argv) {
     json_object_set_new(g, "compute_capability", json_string(buf));
     json_array_append_new(gpus, g);
   }
-  json_object_set_new(m, "gpus", gpus);
+  return gpus;
+}
+
+json_t *meta_collect(int argc, char **argv) {
+  json_t *m = json_object();
+  collect_machine(m, argc, argv);
+
+  arkcos_gpu_info gi;
+  memset(&gi, 0, sizeof gi);
+  arkcos_gpu_query(&gi);
+  json_object_set_new(m, "versions", library_versions(&gi));
+  json_object_set_new(m, "gpus", gpu_list(&gi));
   return m;
 }
 

@@ -87,14 +87,77 @@ static inline void ksum_add(ksum *s, double x) {
   s->sum = t;
 }
 
+/* The output pixel of a direct_one call, with its cutoff. */
+typedef struct {
+  double cp, sp, pp; /* cos and sin of its colatitude, its azimuth */
+  double cutoff, cc; /* the kernel cutoff and its cosine */
+  double dot_skip;   /* cos(alpha) below this is certainly beyond the cutoff */
+} out_pixel;
+
+/* Pixels lo..hi of ring r (cos and sin of its colatitude cq, sq; pixel
+ * width dphi_pix) that can lie inside the disc, from the law of cosines
+ * cos(alpha) = cp cq + sp sq cos(dphi) >= cos(cutoff), widened by a pixel on
+ * each side. Returns 1, leaving lo and hi unset, when the whole ring is to
+ * be visited. */
+static inline int ring_window(const out_pixel *o, const arkcos_ring *r,
+                              double cq, double sq, double dphi_pix,
+                              int64_t *lo, int64_t *hi) {
+  const double den = o->sp * sq;
+  if (den <= 0.0) return 1; /* the output pixel or the ring sits on a pole */
+  double c = (o->cc - o->cp * cq) / den;
+  if (c <= -1.0) return 1;
+  double half = c >= 1.0 ? 0.0 : acos(c);
+  /* pixel coordinate of pp in [0, nph): then lo > -nph, hi < 2 nph */
+  double rel = fmod(o->pp - r->phi0, TWO_PI);
+  if (rel < 0) rel += TWO_PI;
+  double x = rel / dphi_pix;
+  double hw = half / dphi_pix;
+  *lo = (int64_t)floor(x - hw) - 1;
+  *hi = (int64_t)ceil(x + hw) + 1;
+  return *hi - *lo + 1 >= r->nph;
+}
+
+/* Adds w K(alpha) v over the pixels lo..hi of ring r within the cutoff. */
+static inline void ring_accumulate(ksum *acc, const out_pixel *o,
+                                   const arkcos_kernel *k, const double *in,
+                                   const arkcos_ring *r, double cq, double sq,
+                                   double dphi_pix, int64_t lo, int64_t hi) {
+  const double cp = o->cp, sp = o->sp, pp = o->pp;
+  const int64_t nph = r->nph;
+  const double w = r->weight;
+  /* lo > -nph and hi < 2 nph: one conditional wrap is enough. */
+  for (int64_t i = lo; i <= hi; i++) {
+    const int64_t ii = i < 0 ? i + nph : (i >= nph ? i - nph : i);
+    const double v = in[r->ofs + ii];
+    if (v == 0.0) continue;
+    const double dphi = r->phi0 + dphi_pix * (double)ii - pp;
+    const double cd = cos(dphi), sd = sin(dphi);
+    /* a = (sp, 0, cp) (output pixel rotated to phi = 0),
+     * b = (sq cd, sq sd, cq). */
+    const double dot = sp * sq * cd + cp * cq;
+    if (dot < o->dot_skip) continue; /* well outside: skip atan2 */
+    const double x1 = -cp * sq * sd;
+    const double x2 = cp * sq * cd - sp * cq;
+    const double x3 = sp * sq * sd;
+    const double alpha = atan2(sqrt(x1 * x1 + x2 * x2 + x3 * x3), dot);
+    if (alpha > o->cutoff) continue;
+    ksum_add(acc, w * arkcos_kernel_value(k, alpha) * v);
+  }
+}
+
 /* Value at one output pixel (colatitude tp, azimuth pp). */
 static double direct_one(const arkcos_geometry *g, const arkcos_kernel *k,
                          double cutoff, const double *in, double tp,
                          double pp) {
-  const double cp = cos(tp), sp = sin(tp), cc = cos(cutoff);
-  /* cos(alpha) below this is certainly beyond the cutoff (the exact test
-   * below decides the rest); keeps atan2 off the disc's corners. */
-  const double dot_skip = cos(fmin(cutoff + 1e-6, M_PI)) - 1e-12;
+  out_pixel o;
+  o.cp = cos(tp);
+  o.sp = sin(tp);
+  o.pp = pp;
+  o.cutoff = cutoff;
+  o.cc = cos(cutoff);
+  /* the exact distance test decides beyond dot_skip; keeps atan2 off the
+   * disc's corners. */
+  o.dot_skip = cos(fmin(cutoff + 1e-6, M_PI)) - 1e-12;
   /* Rings intersecting the disc have |theta - tp| <= cutoff; a tiny margin
    * keeps rings at a rounding tie, the distance test settles them. */
   const double margin = 1e-12;
@@ -104,54 +167,13 @@ static double direct_one(const arkcos_geometry *g, const arkcos_kernel *k,
     const arkcos_ring *r = &g->rings[j];
     if (r->theta > tp + cutoff + margin) break;
     const double cq = cos(r->theta), sq = sin(r->theta);
-    const int64_t nph = r->nph;
-    const double dphi_pix = TWO_PI / (double)nph;
-    /* Law of cosines: cos(alpha) = cp cq + sp sq cos(dphi) >= cos(cutoff). */
+    const double dphi_pix = TWO_PI / (double)r->nph;
     int64_t lo, hi;
-    int whole = 0;
-    const double den = sp * sq;
-    if (den <= 0.0) {
-      whole = 1; /* the output pixel or the ring sits on a pole */
-    } else {
-      double c = (cc - cp * cq) / den;
-      double half;
-      if (c <= -1.0)
-        whole = 1;
-      else {
-        half = c >= 1.0 ? 0.0 : acos(c);
-        /* pixel coordinate of pp in [0, nph): then lo > -nph, hi < 2 nph */
-        double rel = fmod(pp - r->phi0, TWO_PI);
-        if (rel < 0) rel += TWO_PI;
-        double x = rel / dphi_pix;
-        double hw = half / dphi_pix;
-        lo = (int64_t)floor(x - hw) - 1;
-        hi = (int64_t)ceil(x + hw) + 1;
-        if (hi - lo + 1 >= nph) whole = 1;
-      }
-    }
-    if (whole) {
+    if (ring_window(&o, r, cq, sq, dphi_pix, &lo, &hi)) {
       lo = 0;
-      hi = nph - 1;
+      hi = r->nph - 1;
     }
-    const double w = r->weight;
-    /* lo > -nph and hi < 2 nph: one conditional wrap is enough. */
-    for (int64_t i = lo; i <= hi; i++) {
-      const int64_t ii = i < 0 ? i + nph : (i >= nph ? i - nph : i);
-      const double v = in[r->ofs + ii];
-      if (v == 0.0) continue;
-      const double dphi = r->phi0 + dphi_pix * (double)ii - pp;
-      const double cd = cos(dphi), sd = sin(dphi);
-      /* a = (sp, 0, cp) (output pixel rotated to phi = 0),
-       * b = (sq cd, sq sd, cq). */
-      const double dot = sp * sq * cd + cp * cq;
-      if (dot < dot_skip) continue; /* well outside: skip atan2 */
-      const double x1 = -cp * sq * sd;
-      const double x2 = cp * sq * cd - sp * cq;
-      const double x3 = sp * sq * sd;
-      const double alpha = atan2(sqrt(x1 * x1 + x2 * x2 + x3 * x3), dot);
-      if (alpha > cutoff) continue;
-      ksum_add(&acc, w * arkcos_kernel_value(k, alpha) * v);
-    }
+    ring_accumulate(&acc, &o, k, in, r, cq, sq, dphi_pix, lo, hi);
   }
   return acc.sum + acc.comp;
 }

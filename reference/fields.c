@@ -52,6 +52,56 @@ static const char *parse_number(const char *s, double *v) {
   return end;
 }
 
+/* Reads `l C_l` from the start of p (further columns ignored) and checks
+ * both values; line number lineno is for messages. */
+static int parse_cl_pair(const char *path, long lineno, const char *p,
+                         double *lv, double *c, arkcos_error *err) {
+  const char *q = parse_number(p, lv);
+  if (!q)
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s:%ld: l is not a number", path,
+                       lineno);
+  while (isspace((unsigned char)*q) || *q == ',') q++;
+  if (!*q)
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s:%ld: expected two columns `l C_l`", path, lineno);
+  if (!parse_number(q, c))
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s:%ld: C_l is not a number",
+                       path, lineno);
+  if (*lv < 0 || *lv != floor(*lv) || *lv > 1e9)
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s:%ld: l = %g is not a non-negative integer", path,
+                       lineno, *lv);
+  if (*c < 0)
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s:%ld: negative C_l = %g", path,
+                       lineno, *c);
+  return ARKCOS_OK;
+}
+
+/* One line of a C_l file: comments and blank lines are skipped, an `l C_l`
+ * pair counted in *nvalues and, for l <= lmax, stored in cl (seen marks the
+ * l already given). */
+static int read_cl_line(const char *path, long lineno, char *line, int lmax,
+                        double *cl, unsigned char *seen, long *nvalues,
+                        arkcos_error *err) {
+  char *hash = strchr(line, '#');
+  if (hash) *hash = '\0';
+  const char *p = line;
+  while (isspace((unsigned char)*p)) p++;
+  if (!*p) return ARKCOS_OK;
+  double lv = 0.0, c = 0.0;
+  int rc = parse_cl_pair(path, lineno, p, &lv, &c, err);
+  if (rc) return rc;
+  (*nvalues)++;
+  if (lv > lmax) return ARKCOS_OK;
+  int l = (int)lv;
+  if (seen[l])
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s:%ld: l = %d appears twice",
+                       path, lineno, l);
+  seen[l] = 1;
+  cl[l] = c;
+  return ARKCOS_OK;
+}
+
 /* `l C_l` per line; '#' starts a comment; blank lines are skipped; further
  * numeric columns (e.g. EE, BB of a CAMB file) are ignored. l must be a
  * non-negative integer, C_l finite and >= 0, each l at most once. l above
@@ -73,53 +123,8 @@ int ref_cl_read(const char *path, int lmax, double *cl, arkcos_error *err) {
   size_t cap = 0;
   long lineno = 0, nvalues = 0;
   int rc = ARKCOS_OK;
-  while (getline(&line, &cap, f) >= 0) {
-    lineno++;
-    char *hash = strchr(line, '#');
-    if (hash) *hash = '\0';
-    const char *p = line;
-    while (isspace((unsigned char)*p)) p++;
-    if (!*p) continue;
-    double lv, c;
-    const char *q = parse_number(p, &lv);
-    if (!q) {
-      rc = arkcos_fail(err, ARKCOS_EINVAL, "%s:%ld: l is not a number", path,
-                       lineno);
-      break;
-    }
-    while (isspace((unsigned char)*q) || *q == ',') q++;
-    if (!*q) {
-      rc = arkcos_fail(err, ARKCOS_EINVAL,
-                       "%s:%ld: expected two columns `l C_l`", path, lineno);
-      break;
-    }
-    if (!parse_number(q, &c)) {
-      rc = arkcos_fail(err, ARKCOS_EINVAL, "%s:%ld: C_l is not a number",
-                       path, lineno);
-      break;
-    }
-    if (lv < 0 || lv != floor(lv) || lv > 1e9) {
-      rc = arkcos_fail(err, ARKCOS_EINVAL,
-                       "%s:%ld: l = %g is not a non-negative integer", path,
-                       lineno, lv);
-      break;
-    }
-    if (c < 0) {
-      rc = arkcos_fail(err, ARKCOS_EINVAL, "%s:%ld: negative C_l = %g", path,
-                       lineno, c);
-      break;
-    }
-    nvalues++;
-    if (lv > lmax) continue;
-    int l = (int)lv;
-    if (seen[l]) {
-      rc = arkcos_fail(err, ARKCOS_EINVAL, "%s:%ld: l = %d appears twice",
-                       path, lineno, l);
-      break;
-    }
-    seen[l] = 1;
-    cl[l] = c;
-  }
+  while (!rc && getline(&line, &cap, f) >= 0)
+    rc = read_cl_line(path, ++lineno, line, lmax, cl, seen, &nvalues, err);
   if (!rc && ferror(f))
     rc = arkcos_fail(err, ARKCOS_EIO, "%s: read error", path);
   if (!rc && nvalues == 0)

@@ -226,6 +226,68 @@ done:
 
 /* ------------------------------------------------------- ring weights */
 
+/* The ring-weight table is the second HDU, a binary table whose NSIDE key
+ * (when there is one) matches the map's. */
+static int check_weight_hdu(fitsfile *f, const char *path,
+                            const arkcos_geometry *g, arkcos_error *err) {
+  int status = 0, hdutype = 0;
+  if (fits_movabs_hdu(f, 2, &hdutype, &status) || hdutype != BINARY_TBL)
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s: no binary table extension (not a ring-weight file)",
+                       path);
+  long nside = 0;
+  if (fits_read_key(f, TLONG, "NSIDE", &nside, NULL, &status)) {
+    status = 0;
+    nside = 0; /* older files: rely on check_weight_count */
+  }
+  if (nside && nside != g->nside)
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s: ring weights for nside %ld, map has nside %lld",
+                       path, nside, (long long)g->nside);
+  return ARKCOS_OK;
+}
+
+/* The table holds at least nnorth values. */
+static int check_weight_count(fitsfile *f, const char *path, int64_t nnorth,
+                              arkcos_error *err) {
+  int status = 0;
+  char msg[FLEN_STATUS];
+  long nrows = 0;
+  int repeat_type = 0;
+  long repeat = 0, width = 0;
+  if (fits_get_num_rows(f, &nrows, &status) ||
+      fits_get_coltype(f, 1, &repeat_type, &repeat, &width, &status)) {
+    fits_get_errstatus(status, msg);
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s: cannot read the table: %s",
+                       path, msg);
+  }
+  if ((int64_t)nrows * repeat < nnorth)
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s: %lld weights, expected %lld (2 nside)", path,
+                       (long long)nrows * repeat, (long long)nnorth);
+  return ARKCOS_OK;
+}
+
+/* Reads the first nnorth values of column 1 into w; each must be a
+ * correction in (-1, 1). */
+static int read_weight_column(fitsfile *f, const char *path, int64_t nnorth,
+                              double *w, arkcos_error *err) {
+  int status = 0, anynul = 0;
+  char msg[FLEN_STATUS];
+  if (fits_read_col(f, TDOUBLE, 1, 1, 1, (LONGLONG)nnorth, NULL, w, &anynul,
+                    &status)) {
+    fits_get_errstatus(status, msg);
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s: cannot read weights: %s", path,
+                       msg);
+  }
+  for (int64_t i = 0; i < nnorth; i++)
+    if (!(w[i] > -1.0 && w[i] < 1.0))
+      return arkcos_fail(err, ARKCOS_EINVAL,
+                         "%s: row %lld: weight %g is not a correction in (-1, 1)",
+                         path, (long long)i + 1, w[i]);
+  return ARKCOS_OK;
+}
+
 /* healpy-data's weight_ring_n<nside>.fits (QUAD_RING): a binary table with
  * 2 nside rows, one per ring of the northern hemisphere including the
  * equator, column 1 "TEMPERATURE WEIGHTS" holding D_weight; each ring is to
@@ -240,75 +302,24 @@ int ref_read_ring_weights(const char *path, const arkcos_geometry *g,
                        "%s: ring weights apply to HEALPix geometries only",
                        path);
   fitsfile *f = NULL;
-  int status = 0, hdutype = 0, rc = ARKCOS_OK;
+  int status = 0;
   char msg[FLEN_STATUS];
   if (fits_open_file(&f, path, READONLY, &status)) {
     fits_get_errstatus(status, msg);
     return arkcos_fail(err, ARKCOS_EIO, "%s: cannot open: %s", path, msg);
   }
-  if (fits_movabs_hdu(f, 2, &hdutype, &status) || hdutype != BINARY_TBL) {
-    rc = arkcos_fail(err, ARKCOS_EINVAL,
-                     "%s: no binary table extension (not a ring-weight file)",
-                     path);
-    goto done;
-  }
-  long nside = 0;
-  if (fits_read_key(f, TLONG, "NSIDE", &nside, NULL, &status)) {
-    status = 0;
-    nside = 0; /* older files: rely on the length check below */
-  }
-  if (nside && nside != g->nside) {
-    rc = arkcos_fail(err, ARKCOS_EINVAL,
-                     "%s: ring weights for nside %ld, map has nside %lld",
-                     path, nside, (long long)g->nside);
-    goto done;
-  }
-  long nrows = 0;
-  int repeat_type = 0;
-  long repeat = 0, width = 0;
-  if (fits_get_num_rows(f, &nrows, &status) ||
-      fits_get_coltype(f, 1, &repeat_type, &repeat, &width, &status)) {
-    fits_get_errstatus(status, msg);
-    rc = arkcos_fail(err, ARKCOS_EINVAL, "%s: cannot read the table: %s",
-                     path, msg);
-    goto done;
-  }
   const int64_t nnorth = 2 * g->nside;
-  if ((int64_t)nrows * repeat < nnorth) {
-    rc = arkcos_fail(err, ARKCOS_EINVAL,
-                     "%s: %lld weights, expected %lld (2 nside)", path,
-                     (long long)nrows * repeat, (long long)nnorth);
-    goto done;
-  }
-  double *w = malloc((size_t)nnorth * sizeof *w);
-  if (!w) {
+  double *w = NULL;
+  int rc = check_weight_hdu(f, path, g, err);
+  if (!rc) rc = check_weight_count(f, path, nnorth, err);
+  if (!rc && !(w = malloc((size_t)nnorth * sizeof *w)))
     rc = arkcos_fail(err, ARKCOS_ENOMEM, "ring weights: out of memory");
-    goto done;
-  }
-  int anynul = 0;
-  if (fits_read_col(f, TDOUBLE, 1, 1, 1, (LONGLONG)nnorth, NULL, w, &anynul,
-                    &status)) {
-    fits_get_errstatus(status, msg);
-    rc = arkcos_fail(err, ARKCOS_EINVAL, "%s: cannot read weights: %s", path,
-                     msg);
-    free(w);
-    goto done;
-  }
-  for (int64_t i = 0; i < nnorth; i++) {
-    if (!(w[i] > -1.0 && w[i] < 1.0)) {
-      rc = arkcos_fail(err, ARKCOS_EINVAL,
-                       "%s: row %lld: weight %g is not a correction in (-1, 1)",
-                       path, (long long)i + 1, w[i]);
-      free(w);
-      goto done;
-    }
-  }
-  for (int i = 0; i < g->nrings; i++) {
+  if (!rc) rc = read_weight_column(f, path, nnorth, w, err);
+  for (int i = 0; !rc && i < g->nrings; i++) {
     int64_t north = i < nnorth ? i : (int64_t)g->nrings - 1 - i;
     ring_weights[i] = 1.0 + w[north];
   }
   free(w);
-done:
   status = 0;
   fits_close_file(f, &status);
   return rc;
