@@ -34,6 +34,7 @@ static inline void SFX(store_vd)(R *dst, arkcos_vd v) {
  * hi == NULL asks for the real spectrum G[m] = e^{-i m delta} H[m] of the
  * samples' absolute positions (the rotated frame, see pair_real): H itself
  * for kind 1, cos(t/2) S for kinds +-2; kind 0 has no real form. */
+/* Long on purpose: one register-resident recurrence per block of modes; split, its state would spill. */
 static void SFX(kernel_clenshaw)(const SFX(kgrid_t) *s, int64_t nm, int kind, const double *a,
                                  const double *b, int K, R *hr, R *hi) {
   enum { VL = ARKCOS_VL, NV = ARKCOS_NV };

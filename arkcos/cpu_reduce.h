@@ -37,6 +37,7 @@ static void SFX(slot_zero)(const arkcos_plan *p, const SFX(cpu_state) *s, R *a, 
 /* One pair (i, j) of task t, j in task u >= t, G in kr (len modes): adds
  * to task t's slot A (own, unless a prologue) and, for u > t, to task u's
  * slot B (far, unless u is past the chunk). */
+/* Long on purpose: six straight vectorised loops, one per (own, far, mirror) case, chosen once per pair. */
 static void SFX(pair_reduce)(const arkcos_plan *p, const SFX(cpu_state) *s, int t, int j, int u, const R *kr,
                              int64_t len, R *A, R *B, int own, int far) {
   const size_t nmp = (size_t)s->nmp;

@@ -134,6 +134,7 @@ static void SFX(ring_ffts_in)(const arkcos_plan *p, const SFX(cpu_state) *s, con
 
 /* Output ring io from its accumulated spectrum (ar, ai; amax modes; ar
  * and ai are modified): fold, inverse FFT, into out (enhanced mode). */
+/* Long on purpose: one pass over the accumulated rows (fold by periods, rotate, pack, c2r) with its scratch. */
 static void SFX(fold_out)(const arkcos_plan *p, const SFX(cpu_state) *s, R *ws, int io, R *ar, R *ai,
                           int64_t amax, double *out) {
   const arkcos_ring *rg = p->geom->rings;

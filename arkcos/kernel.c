@@ -282,6 +282,7 @@ arkcos_kernel *arkcos_kernel_create(const arkcos_kernel_spec *s, arkcos_error *e
   return k;
 }
 
+/* Long on purpose: a line parser whose length is its error messages, one per way a line can be wrong. */
 arkcos_kernel *arkcos_kernel_from_file(const char *path, double cutoff, double cutoff_rel,
                                        arkcos_error *err) {
   FILE *fp = fopen(path, "r");
