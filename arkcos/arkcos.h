@@ -146,16 +146,12 @@ arkcos_kernel *arkcos_kernel_from_file(const char *path, double cutoff,
 
 void arkcos_kernel_destroy(arkcos_kernel *k); /* NULL is a no-op */
 
-arkcos_kernel_type arkcos_kernel_get_type(const arkcos_kernel *k);
 double arkcos_kernel_cutoff(const arkcos_kernel *k);   /* radians */
-double arkcos_kernel_fwhm(const arkcos_kernel *k);     /* GAUSSIAN, else 0 */
 /* Relative level K(cutoff)/K(0) at the truncation (0 for a top-hat edge is
  * reported as 1: the kernel jumps by its full height). */
 double arkcos_kernel_cutoff_level(const arkcos_kernel *k);
 /* Normalised kernel value at angle alpha (0 beyond the cutoff). */
 double arkcos_kernel_value(const arkcos_kernel *k, double alpha);
-/* Integral of the normalised kernel over the sphere (1 to ~1e-13). */
-double arkcos_kernel_integral(const arkcos_kernel *k);
 /* Legendre coefficients K_l, l = 0..lmax, of the truncated, normalised
  * kernel (paper Eq. 2). kl has lmax + 1 entries. */
 int arkcos_kernel_legendre(const arkcos_kernel *k, int lmax, double *kl,

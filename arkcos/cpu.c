@@ -1,4 +1,5 @@
-/* cpu.c -- instantiates the CPU backend (cpu_impl.h) in double and single
+/* cpu.c -- instantiates the CPU backend (cpu_impl.h and its stage files
+ * cpu_ringfft.h, cpu_pairspec.h, cpu_reduce.h, cpu_setup.h) in double and single
  * precision, and keeps FFTW's wisdom on disk so that the slow planning of
  * awkward ring lengths is paid once per machine. */
 #include <complex.h> /* keeps fftw_complex a C99 type; arithmetic is done by hand */

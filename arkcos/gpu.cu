@@ -485,17 +485,13 @@ int cuda_device_count(char *why, size_t len) {
 
 /* ----------------------------------------------------------- execution */
 
-template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double *in, double *out,
-                                    arkcos_error *err, double t_start) {
-  typedef typename cx<R>::T C;
-  const host_plan &h = st->h;
+/* 1. h2d: host conversion of chunk c overlaps the copy of chunk c - 1 */
+template <class R> int upload_map(gpu_state *st, const double *in, arkcos_error *err) {
   cudaStream_t s0 = st->s[0];
-  const int64_t npix = h.npix, ch = st->chunk;
+  const int64_t npix = st->h.npix, ch = st->chunk;
   const int64_t nch = (npix + ch - 1) / ch;
-  const int conv_in = sizeof(R) == sizeof(double) ? 0 : 1, conv_out = sizeof(R) == sizeof(double) ? 0 : 2;
+  const int conv_in = sizeof(R) == sizeof(double) ? 0 : 1;
   const int64_t unit_in = conv_in == 0 ? (int64_t)sizeof(double) : 1; /* memcpy counts bytes */
-
-  /* 1. h2d: host conversion of chunk c overlaps the copy of chunk c - 1 */
   CUDA_CHECK(cudaEventRecord(st->ev_start, s0));
   for (int64_t c = 0; c < nch; c++) {
     const int k = (int)(c % st->nslot);
@@ -506,16 +502,15 @@ template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double 
     CUDA_CHECK(cudaEventRecord(st->ev_slot[k], s0));
   }
   CUDA_CHECK(cudaEventRecord(st->ev_h2d, s0));
+  return 0;
+}
 
-  /* 2. ring spectra */
-  if (st->gfwd) {
-    CUDA_CHECK(cudaGraphLaunch(st->gfwd, s0));
-  } else {
-    int rc = issue_forward<R>(st, err);
-    if (rc) return rc;
-  }
-
-  /* 3. blocks of output rings */
+/* 3. blocks of output rings: kernel samples, their FFTs, the reduction and
+ * the fold, with an event before each stage */
+template <class R> int run_blocks(gpu_state *st, arkcos_error *err) {
+  typedef typename cx<R>::T C;
+  const host_plan &h = st->h;
+  cudaStream_t s0 = st->s[0];
   const double twopi_L = 2 * ARKCOS_PI / (double)h.L, invL = 1.0 / (double)h.L;
   const unsigned my = grid_reduce_y(h), fy = grid_fold_y(h);
   CUDA_CHECK(cudaEventRecord(st->ev_blk[0], s0));
@@ -546,18 +541,17 @@ template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double 
     LAUNCH_CHECK("k_fold");
     CUDA_CHECK(cudaEventRecord(e[4], s0));
   }
+  return 0;
+}
 
-  /* 4. output rings */
-  if (st->ginv) {
-    CUDA_CHECK(cudaGraphLaunch(st->ginv, s0));
-  } else {
-    int rc = issue_inverse<R>(st, err);
-    if (rc) return rc;
-  }
-  CUDA_CHECK(cudaEventRecord(st->ev_ifft, s0));
-
-  /* 5. d2h: the first slots' copies are queued behind the compute; host
-   * conversion of chunk c overlaps the copies of the next ones */
+/* 5. d2h: the first slots' copies are queued behind the compute; host
+ * conversion of chunk c overlaps the copies of the next ones. *t_d2h: when
+ * the compute was done. */
+template <class R> int download_map(gpu_state *st, double *out, arkcos_error *err, double *t_d2h) {
+  cudaStream_t s0 = st->s[0];
+  const int64_t npix = st->h.npix, ch = st->chunk;
+  const int64_t nch = (npix + ch - 1) / ch;
+  const int conv_out = sizeof(R) == sizeof(double) ? 0 : 2;
   const int64_t unit_out = conv_out == 0 ? (int64_t)sizeof(double) : 1;
   for (int64_t c = 0; c < nch && c < st->nslot; c++) {
     const int64_t a = c * ch, n = std::min(ch, npix - a);
@@ -565,7 +559,7 @@ template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double 
     CUDA_CHECK(cudaEventRecord(st->ev_slot[c], s0));
   }
   CUDA_CHECK(cudaEventSynchronize(st->ev_ifft));
-  const double t_d2h = wall_seconds();
+  *t_d2h = wall_seconds();
   for (int64_t c = 0; c < nch; c++) {
     const int k = (int)(c % st->nslot);
     const int64_t a = c * ch, n = std::min(ch, npix - a);
@@ -579,9 +573,12 @@ template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double 
       CUDA_CHECK(cudaEventRecord(st->ev_slot[k], s0));
     }
   }
-  const double t_end = wall_seconds();
+  return 0;
+}
 
-  /* stage times from the events (all complete now) */
+/* Stage times from the events (all complete now) */
+int record_times(arkcos_plan *p, gpu_state *st, double t_start, double t_d2h, double t_end, arkcos_error *err) {
+  const host_plan &h = st->h;
   arkcos_stage_times *T = &p->last;
   memset(T, 0, sizeof *T);
   float ms = 0;
@@ -610,6 +607,31 @@ template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double 
   return 0;
 }
 
+template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double *in, double *out,
+                                    arkcos_error *err, double t_start) {
+  cudaStream_t s0 = st->s[0];
+  int rc;
+  if ((rc = upload_map<R>(st, in, err))) return rc;
+  /* 2. ring spectra */
+  if (st->gfwd) {
+    CUDA_CHECK(cudaGraphLaunch(st->gfwd, s0));
+  } else if ((rc = issue_forward<R>(st, err))) {
+    return rc;
+  }
+  if ((rc = run_blocks<R>(st, err))) return rc;
+  /* 4. output rings */
+  if (st->ginv) {
+    CUDA_CHECK(cudaGraphLaunch(st->ginv, s0));
+  } else if ((rc = issue_inverse<R>(st, err))) {
+    return rc;
+  }
+  CUDA_CHECK(cudaEventRecord(st->ev_ifft, s0));
+  double t_d2h = 0;
+  if ((rc = download_map<R>(st, out, err, &t_d2h))) return rc;
+  const double t_end = wall_seconds();
+  return record_times(p, st, t_start, t_d2h, t_end, err);
+}
+
 template <class R> int execute_t(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
   gpu_state *st = (gpu_state *)p->impl;
   if (!st) return arkcos_fail(err, ARKCOS_EINVAL, "execute: GPU plan is not initialised");
@@ -634,56 +656,70 @@ int64_t env_int(const char *name, int64_t dflt) {
   return (*end == 0 && x >= 0) ? (int64_t)x : dflt;
 }
 
-template <class R> int create_t(arkcos_plan *p, gpu_state *st, arkcos_error *err) {
+/* Device memory the plan needs outside the block arena, in bytes */
+struct dev_sizes {
+  size_t map_b, fmap_b, spec_b, ospec_b, tw_b, tab_b, spline_b;
+  size_t fixed;     /* all of the above, each 256-byte aligned */
+  size_t reserve;   /* left free: context, cuFFT, fragmentation */
+  size_t min_arena; /* the smallest block arena */
+};
+
+template <class R> dev_sizes plan_sizes(const arkcos_plan *p, const host_plan &h) {
   typedef typename cx<R>::T C;
-  host_plan &h = st->h;
   const size_t rs = sizeof(R), cs = sizeof(C);
-  st->rsize = rs;
-
-  /* host side: rings, pairs, FFT batches */
-  hp_build(p, &h, env_int("ARKCOS_GPU_DIRECT_MAX", DIRECT_MAX));
-
-  /* memory: everything but the block arena must fit, else ENOMEM */
-  const size_t map_b = (size_t)h.npix * rs, fmap_b = h.padded ? (size_t)h.fsize * rs : 0;
-  const size_t spec_b = (size_t)h.nr * (size_t)h.nmp * cs, ospec_b = (size_t)h.osz * cs, tw_b = (size_t)h.L * cs;
-  size_t tab_b = 0; /* the tables' image: a dry run of its layout */
+  dev_sizes z = {};
+  z.map_b = (size_t)h.npix * rs;
+  z.fmap_b = h.padded ? (size_t)h.fsize * rs : 0;
+  z.spec_b = (size_t)h.nr * (size_t)h.nmp * cs;
+  z.ospec_b = (size_t)h.osz * cs;
+  z.tw_b = (size_t)h.L * cs;
+  z.tab_b = 0; /* the tables' image: a dry run of its layout */
   hp_tables(h, [&](const void *, size_t bytes) -> const void * {
-    tab_b += align256(bytes);
+    z.tab_b += align256(bytes);
     return nullptr;
   });
-  const size_t spline_b = p->kf.type == ARKCOS_KERNEL_TABLE ? sizeof(double) * 5 * (size_t)p->kf.nknots : 0;
-  const size_t fixed = align256(map_b) + align256(fmap_b) + align256(spec_b) + align256(ospec_b) +
-                       align256(tw_b) + tab_b + align256(spline_b);
+  z.spline_b = p->kf.type == ARKCOS_KERNEL_TABLE ? sizeof(double) * 5 * (size_t)p->kf.nknots : 0;
+  z.fixed = align256(z.map_b) + align256(z.fmap_b) + align256(z.spec_b) + align256(z.ospec_b) + align256(z.tw_b) +
+            z.tab_b + align256(z.spline_b);
+  z.min_arena = hp_min_arena(&h, rs);
+  return z;
+}
+
+/* Everything but the block arena must fit, else ENOMEM; sets z->reserve */
+int check_memory(const arkcos_plan *p, gpu_state *st, dev_sizes *z, arkcos_error *err) {
   size_t free0 = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&free0, &total));
-  const size_t reserve = std::max((size_t)256 << 20, total / 50); /* context, cuFFT, fragmentation */
-  const size_t min_arena = hp_min_arena(&h, rs);
-  if (fixed + min_arena + reserve > free0) {
-    char what[64];
-    if (p->geom->kind == ARKCOS_GEOM_HEALPIX)
-      snprintf(what, sizeof what, "nside %lld", (long long)p->geom->nside);
-    else
-      snprintf(what, sizeof what, "this %lld-pixel map", (long long)h.npix);
-    return arkcos_fail(err, ARKCOS_ENOMEM,
-                       "GPU: not enough device memory for %s in %s precision: the map and its ring "
-                       "spectra need %.2f GB (+%.2f GB reserve), but only %.2f GB of %.2f GB are free on "
-                       "device %d (%s)",
-                       what, st->single ? "single" : "double", (fixed + min_arena) / 1e9, reserve / 1e9,
-                       free0 / 1e9, total / 1e9, st->dev, st->devname);
-  }
-  int rc;
-  if ((rc = dalloc(st, &st->map, map_b, "the map", err))) return rc;
-  st->fmap = st->map;
-  if (h.padded && (rc = dalloc(st, &st->fmap, fmap_b, "the map's FFT layout", err))) return rc;
-  if ((rc = dalloc(st, &st->spec, spec_b, "the ring spectra", err))) return rc;
-  if ((rc = dalloc(st, &st->ospec, ospec_b, "the output spectra", err))) return rc;
-  if ((rc = dalloc(st, &st->tw, tw_b, "the twiddle table", err))) return rc;
+  z->reserve = std::max((size_t)256 << 20, total / 50); /* context, cuFFT, fragmentation */
+  if (z->fixed + z->min_arena + z->reserve <= free0) return 0;
+  char what[64];
+  if (p->geom->kind == ARKCOS_GEOM_HEALPIX)
+    snprintf(what, sizeof what, "nside %lld", (long long)p->geom->nside);
+  else
+    snprintf(what, sizeof what, "this %lld-pixel map", (long long)st->h.npix);
+  return arkcos_fail(err, ARKCOS_ENOMEM,
+                     "GPU: not enough device memory for %s in %s precision: the map and its ring "
+                     "spectra need %.2f GB (+%.2f GB reserve), but only %.2f GB of %.2f GB are free on "
+                     "device %d (%s)",
+                     what, st->single ? "single" : "double", (z->fixed + z->min_arena) / 1e9, z->reserve / 1e9,
+                     free0 / 1e9, total / 1e9, st->dev, st->devname);
+}
 
-  /* tables: one host image, one copy */
+/* The map, spectra and twiddles; the tables (one host image, one copy);
+ * the kernel profile with its spline points on the device */
+template <class R> int alloc_fixed(const arkcos_plan *p, gpu_state *st, const dev_sizes &z, arkcos_error *err) {
+  typedef typename cx<R>::T C;
+  const host_plan &h = st->h;
+  int rc;
+  if ((rc = dalloc(st, &st->map, z.map_b, "the map", err))) return rc;
+  st->fmap = st->map;
+  if (h.padded && (rc = dalloc(st, &st->fmap, z.fmap_b, "the map's FFT layout", err))) return rc;
+  if ((rc = dalloc(st, &st->spec, z.spec_b, "the ring spectra", err))) return rc;
+  if ((rc = dalloc(st, &st->ospec, z.ospec_b, "the output spectra", err))) return rc;
+  if ((rc = dalloc(st, &st->tw, z.tw_b, "the twiddle table", err))) return rc;
   {
-    std::vector<char> img(tab_b);
+    std::vector<char> img(z.tab_b);
     void *dtab;
-    if ((rc = dalloc(st, &dtab, tab_b, "the ring-pair tables", err))) return rc;
+    if ((rc = dalloc(st, &dtab, z.tab_b, "the ring-pair tables", err))) return rc;
     size_t off = 0;
     auto put = [&](const void *src, size_t bytes) -> const void * {
       if (bytes) memcpy(img.data() + off, src, bytes);
@@ -696,29 +732,37 @@ template <class R> int create_t(arkcos_plan *p, gpu_state *st, arkcos_error *err
   }
   {
     const std::vector<C> tw = hp_twiddles<R>(h.L);
-    CUDA_CHECK(cudaMemcpy(st->tw, tw.data(), tw_b, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(st->tw, tw.data(), z.tw_b, cudaMemcpyHostToDevice));
   }
   st->kf = p->kf;
-  if (spline_b) {
+  if (z.spline_b) {
     void *dsp;
-    if ((rc = dalloc(st, &dsp, spline_b, "the kernel table", err))) return rc;
-    CUDA_CHECK(cudaMemcpy(dsp, p->kf.spline, spline_b, cudaMemcpyHostToDevice));
+    if ((rc = dalloc(st, &dsp, z.spline_b, "the kernel table", err))) return rc;
+    CUDA_CHECK(cudaMemcpy(dsp, p->kf.spline, z.spline_b, cudaMemcpyHostToDevice));
     st->kf.spline = (const double *)dsp; /* the device copy of the profile points here */
   } else {
     st->kf.spline = nullptr;
   }
+  return 0;
+}
 
-  /* streams and events */
-  st->nstreams = 1 + h.naux;
+/* Streams (stream 0 and the auxiliary ones) and the timing events */
+int create_streams(gpu_state *st, arkcos_error *err) {
+  st->nstreams = 1 + st->h.naux;
   for (int k = 0; k < st->nstreams; k++) CUDA_CHECK(cudaStreamCreateWithFlags(&st->s[k], cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreate(&st->ev_start));
   CUDA_CHECK(cudaEventCreate(&st->ev_h2d));
   CUDA_CHECK(cudaEventCreate(&st->ev_ifft));
   CUDA_CHECK(cudaEventCreateWithFlags(&st->ev_fork, cudaEventDisableTiming));
-  for (int k = 0; k < h.naux; k++) CUDA_CHECK(cudaEventCreateWithFlags(&st->ev_join[k], cudaEventDisableTiming));
+  for (int k = 0; k < st->h.naux; k++) CUDA_CHECK(cudaEventCreateWithFlags(&st->ev_join[k], cudaEventDisableTiming));
+  return 0;
+}
 
-  /* cuFFT plans without their own work areas: one area per stream */
-  size_t free1 = 0;
+/* cuFFT plans without their own work areas: one area per stream */
+template <class R> int make_fft_plans(gpu_state *st, arkcos_error *err) {
+  const host_plan &h = st->h;
+  int rc;
+  size_t free1 = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&free1, &total));
   size_t wsize[1 + NAUX] = {};
   st->plan.reserve(h.desc.size());
@@ -747,44 +791,58 @@ template <class R> int create_t(arkcos_plan *p, gpu_state *st, arkcos_error *err
     CUFFT_CHECK(cufftSetStream(st->plan[d], st->s[k]));
     if (st->work[k]) CUFFT_CHECK(cufftSetWorkArea(st->plan[d], st->work[k]));
   }
+  return 0;
+}
 
-  /* blocks of output rings sized to what is left */
-  size_t free3 = 0;
+/* Blocks of output rings sized to the memory that is left, their arena
+ * and events */
+int make_blocks(gpu_state *st, const dev_sizes &z, arkcos_error *err) {
+  host_plan &h = st->h;
+  int rc;
+  size_t free3 = 0, total = 0;
   CUDA_CHECK(cudaMemGetInfo(&free3, &total));
-  size_t budget = free3 > reserve ? free3 - reserve : 0;
+  size_t budget = free3 > z.reserve ? free3 - z.reserve : 0;
   budget = std::min(budget, ARENA_MAX);
   const int64_t cap = env_int("ARKCOS_GPU_ARENA_BYTES", 0); /* tests force small blocks */
   if (cap > 0) budget = std::min(budget, (size_t)cap);
-  if (hp_blocks(&h, rs, budget) != 0)
+  if (hp_blocks(&h, st->rsize, budget) != 0)
     return arkcos_fail(err, ARKCOS_ENOMEM,
                        "GPU: not enough device memory for one kernel row: %.3f GB free for blocks of output "
                        "rings on device %d (%s), %.3f GB needed",
-                       budget / 1e9, st->dev, st->devname, min_arena / 1e9);
+                       budget / 1e9, st->dev, st->devname, z.min_arena / 1e9);
   if ((rc = dalloc(st, &st->arena, h.arena, "the blocks of output rings", err))) return rc;
   st->ev_blk.assign(4 * h.blocks.size() + 1, nullptr);
   for (cudaEvent_t &e : st->ev_blk) CUDA_CHECK(cudaEventCreate(&e));
   /* the per-pair prefix arrays served the block layout only */
   std::vector<int64_t>().swap(h.fpre);
   std::vector<int64_t>().swap(h.dpre);
+  return 0;
+}
 
-  /* pinned staging and the host copy helpers */
+/* Pinned staging and the host copy helpers */
+int setup_staging(const arkcos_plan *p, gpu_state *st, arkcos_error *err) {
+  const host_plan &h = st->h;
   st->chunk = std::min<int64_t>(STAGE_CHUNK, std::max<int64_t>(h.npix, 1));
   const int64_t nch = (h.npix + st->chunk - 1) / st->chunk;
   st->nslot = (int)std::min<int64_t>(NSLOT, std::max<int64_t>(nch, 1));
   for (int k = 0; k < st->nslot; k++) {
-    CUDA_CHECK(cudaHostAlloc(&st->stage[k], (size_t)st->chunk * rs, cudaHostAllocDefault));
+    CUDA_CHECK(cudaHostAlloc(&st->stage[k], (size_t)st->chunk * st->rsize, cudaHostAllocDefault));
     CUDA_CHECK(cudaEventCreateWithFlags(&st->ev_slot[k], cudaEventDisableTiming));
   }
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const int nthreads = p->opt.threads > 0 ? p->opt.threads : (int)std::min(8u, hw);
   st->pool = new host_pool();
   st->pool->start(nthreads);
+  return 0;
+}
 
-  /* one direct run on a zero map loads every module and checks the plans;
-   * then the two transform sequences are captured as graphs */
-  CUDA_CHECK(cudaMemsetAsync(st->map, 0, map_b, st->s[0]));
-  if (h.padded) CUDA_CHECK(cudaMemsetAsync(st->fmap, 0, fmap_b, st->s[0]));
-  CUDA_CHECK(cudaMemsetAsync(st->ospec, 0, ospec_b, st->s[0]));
+/* One direct run on a zero map loads every module and checks the plans;
+ * then the two transform sequences are captured as graphs */
+template <class R> int warm_and_capture(gpu_state *st, const dev_sizes &z, arkcos_error *err) {
+  int rc;
+  CUDA_CHECK(cudaMemsetAsync(st->map, 0, z.map_b, st->s[0]));
+  if (st->h.padded) CUDA_CHECK(cudaMemsetAsync(st->fmap, 0, z.fmap_b, st->s[0]));
+  CUDA_CHECK(cudaMemsetAsync(st->ospec, 0, z.ospec_b, st->s[0]));
   if ((rc = issue_forward<R>(st, err))) return rc;
   if ((rc = issue_inverse<R>(st, err))) return rc;
   CUDA_CHECK(cudaStreamSynchronize(st->s[0]));
@@ -797,6 +855,22 @@ template <class R> int create_t(arkcos_plan *p, gpu_state *st, arkcos_error *err
       return arkcos_fail(err, ARKCOS_ERUNTIME, "GPU: stream %d left in capture mode (%s:%d)", k, __FILE__,
                          __LINE__);
   }
+  return 0;
+}
+
+template <class R> int create_t(arkcos_plan *p, gpu_state *st, arkcos_error *err) {
+  st->rsize = sizeof(R);
+  /* host side: rings, pairs, FFT batches */
+  hp_build(p, &st->h, env_int("ARKCOS_GPU_DIRECT_MAX", DIRECT_MAX));
+  dev_sizes z = plan_sizes<R>(p, st->h);
+  int rc;
+  if ((rc = check_memory(p, st, &z, err))) return rc;
+  if ((rc = alloc_fixed<R>(p, st, z, err))) return rc;
+  if ((rc = create_streams(st, err))) return rc;
+  if ((rc = make_fft_plans<R>(st, err))) return rc;
+  if ((rc = make_blocks(st, z, err))) return rc;
+  if ((rc = setup_staging(p, st, err))) return rc;
+  if ((rc = warm_and_capture<R>(st, z, err))) return rc;
   p->bytes = st->dbytes + st->plan_bytes;
   return 0;
 }

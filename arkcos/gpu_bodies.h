@@ -171,6 +171,7 @@ ARKCOS_HD inline void body_eval(const dtables &t, const blockp &b, const arkcos_
  * block's pairs of the task in increasing j, continued from the block
  * before when the task started there. */
 template <class R>
+/* Long on purpose: one device thread's whole reduction loop; helpers would cost registers on the GPU. */
 ARKCOS_HD inline void body_reduce(const dtables &t, const blockp &b, const typename cx<R>::T *spec,
                                   const typename cx<R>::T *tw, int64_t nm, int64_t nmp, int64_t L,
                                   double invL, int64_t bx, int64_t m) {

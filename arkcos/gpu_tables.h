@@ -104,12 +104,61 @@ inline void hp_pairs(const arkcos_plan *p, host_plan *h) {
   h->dpre.push_back(ndir);
 }
 
+typedef std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, int> fft_shapes;
+
+/* The batch of map FFTs that starts at order[k], k < g1 (rings of length N
+ * from k to g1 - 1): its rows and input / output steps. */
+template <class In, class Out>
+inline void hp_run_rows(const std::vector<int> &order, size_t k, size_t g1, int64_t in_min, int64_t out_min,
+                        int64_t run_max, In in_off, Out out_off, int64_t *rows, int64_t *istep, int64_t *ostep) {
+  *rows = 1;
+  *istep = in_min;
+  *ostep = out_min;
+  if (k + 1 < g1) {
+    int64_t is = in_off(order[k + 1]) - in_off(order[k]);
+    int64_t os = out_off(order[k + 1]) - out_off(order[k]);
+    if (is >= in_min && os >= out_min) {
+      *istep = is;
+      *ostep = os;
+      while (k + *rows < g1 && *rows < run_max &&
+             in_off(order[k + *rows]) - in_off(order[k + *rows - 1]) == is &&
+             out_off(order[k + *rows]) - out_off(order[k + *rows - 1]) == os)
+        (*rows)++;
+    }
+  }
+  if (*rows == 1) {
+    *istep = in_min;
+    *ostep = out_min;
+  }
+}
+
+/* The plan of a map FFT batch of this shape: found, or added to h->desc */
+inline int hp_map_desc(host_plan *h, int dir, int64_t N, int64_t rows, int64_t istep, int64_t ostep,
+                       fft_shapes *seen, int *rr) {
+  auto key = std::make_tuple(dir, N, rows, istep, ostep);
+  auto it = seen->find(key);
+  if (it != seen->end()) return it->second;
+  fft_desc fd;
+  fd.kind = dir;
+  fd.N = N;
+  fd.rows = rows;
+  fd.idist = istep;
+  fd.odist = ostep;
+  /* long batches on the main stream, the many small cap pairs spread
+   * over the auxiliary streams so that they run concurrently */
+  fd.stream = rows >= 3 ? 0 : 1 + ((*rr)++ % NAUX);
+  const int d = (int)h->desc.size();
+  h->desc.push_back(fd);
+  (*seen)[key] = d;
+  if (fd.stream > h->naux) h->naux = fd.stream;
+  return d;
+}
+
 /* Map FFTs: rings of equal length whose map offsets and spectrum offsets
  * both advance by constant steps form one batched transform (the belt; a
  * north/south cap pair), at most RUN_ELEMS points per batch. dir 0: r2c
  * map -> spec rows; dir 1: c2r ospec -> map. Equal shapes share a plan. */
-inline void hp_runs(host_plan *h, int dir,
-                    std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, int> *seen, int *rr) {
+inline void hp_runs(host_plan *h, int dir, fft_shapes *seen, int *rr) {
   std::vector<int> order((size_t)h->nr);
   for (int r = 0; r < h->nr; r++) order[r] = r;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return h->nph[a] < h->nph[b]; });
@@ -125,45 +174,10 @@ inline void hp_runs(host_plan *h, int dir,
     const int64_t run_max = std::max<int64_t>(1, RUN_ELEMS / N);
     size_t k = g0;
     while (k < g1) {
-      int64_t rows = 1, istep = in_min, ostep = out_min;
-      if (k + 1 < g1) {
-        int64_t is = in_off(order[k + 1]) - in_off(order[k]);
-        int64_t os = out_off(order[k + 1]) - out_off(order[k]);
-        if (is >= in_min && os >= out_min) {
-          istep = is;
-          ostep = os;
-          while (k + rows < g1 && rows < run_max &&
-                 in_off(order[k + rows]) - in_off(order[k + rows - 1]) == is &&
-                 out_off(order[k + rows]) - out_off(order[k + rows - 1]) == os)
-            rows++;
-        }
-      }
-      if (rows == 1) {
-        istep = in_min;
-        ostep = out_min;
-      }
-      auto key = std::make_tuple(dir, N, rows, istep, ostep);
-      auto it = seen->find(key);
-      int d;
-      if (it != seen->end()) {
-        d = it->second;
-      } else {
-        fft_desc fd;
-        fd.kind = dir;
-        fd.N = N;
-        fd.rows = rows;
-        fd.idist = istep;
-        fd.odist = ostep;
-        /* long batches on the main stream, the many small cap pairs spread
-         * over the auxiliary streams so that they run concurrently */
-        fd.stream = rows >= 3 ? 0 : 1 + ((*rr)++ % NAUX);
-        d = (int)h->desc.size();
-        h->desc.push_back(fd);
-        (*seen)[key] = d;
-        if (fd.stream > h->naux) h->naux = fd.stream;
-      }
+      int64_t rows, istep, ostep;
+      hp_run_rows(order, k, g1, in_min, out_min, run_max, in_off, out_off, &rows, &istep, &ostep);
       fft_item it2;
-      it2.desc = d;
+      it2.desc = hp_map_desc(h, dir, N, rows, istep, ostep, seen, rr);
       it2.in_off = in_off(order[k]);
       it2.out_off = out_off(order[k]);
       (dir == 0 ? h->fwd : h->inv).push_back(it2);
@@ -173,21 +187,11 @@ inline void hp_runs(host_plan *h, int dir,
   }
 }
 
-/* The host plan: tables, pairs, FFT batches and kernel-grid batch plans. */
-inline void hp_build(const arkcos_plan *p, host_plan *h, int64_t direct_max) {
+/* Per-ring tables (lengths, offsets, weights, phases, mirrors), the output
+ * spectra's offsets and the map's FFT layout */
+inline void hp_rings(const arkcos_plan *p, host_plan *h) {
   const arkcos_geometry *g = p->geom;
   const int nr = g->nrings;
-  h->nr = nr;
-  h->ntasks = p->ntasks;
-  h->paper = p->opt.mode == ARKCOS_MODE_PAPER;
-  h->npix = g->npix;
-  h->L = p->L;
-  h->nm = p->nm;
-  h->direct_max = std::min(direct_max, p->L); /* at most every sample */
-  const size_t csize = p->opt.precision == ARKCOS_SINGLE ? sizeof(cx<float>::T) : sizeof(cx<double>::T);
-  const int64_t per = 128 / (int64_t)csize; /* rows aligned to 128 bytes */
-  h->nmp = (h->nm + per - 1) / per * per;
-  h->Lp = (h->L + 3) / 4 * 4; /* kernel-grid rows 16-byte aligned */
   h->nph.resize(nr);
   h->ofs.resize(nr);
   h->oofs.resize(nr);
@@ -218,12 +222,10 @@ inline void hp_build(const arkcos_plan *p, host_plan *h, int64_t direct_max) {
   } else {
     h->pofs = h->ofs;
   }
-  h->task.assign(p->task, p->task + p->ntasks);
-  hp_pairs(p, h);
-  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, int> seen;
-  int rr = 0;
-  hp_runs(h, 0, &seen, &rr);
-  hp_runs(h, 1, &seen, &rr);
+}
+
+/* Kernel-grid FFT batches of 1, 2, 4, ... rows, up to the dense pairs' count */
+inline void hp_kernel_plans(host_plan *h) {
   const int64_t nfft = h->fpre[(size_t)h->P];
   h->nkdesc = 0;
   for (int k = 0; k < KPLANS && ((int64_t)1 << k) <= nfft; k++) {
@@ -238,6 +240,30 @@ inline void hp_build(const arkcos_plan *p, host_plan *h, int64_t direct_max) {
     h->desc.push_back(fd);
     h->nkdesc = k + 1;
   }
+}
+
+/* The host plan: tables, pairs, FFT batches and kernel-grid batch plans. */
+inline void hp_build(const arkcos_plan *p, host_plan *h, int64_t direct_max) {
+  const arkcos_geometry *g = p->geom;
+  h->nr = g->nrings;
+  h->ntasks = p->ntasks;
+  h->paper = p->opt.mode == ARKCOS_MODE_PAPER;
+  h->npix = g->npix;
+  h->L = p->L;
+  h->nm = p->nm;
+  h->direct_max = std::min(direct_max, p->L); /* at most every sample */
+  const size_t csize = p->opt.precision == ARKCOS_SINGLE ? sizeof(cx<float>::T) : sizeof(cx<double>::T);
+  const int64_t per = 128 / (int64_t)csize; /* rows aligned to 128 bytes */
+  h->nmp = (h->nm + per - 1) / per * per;
+  h->Lp = (h->L + 3) / 4 * 4; /* kernel-grid rows 16-byte aligned */
+  hp_rings(p, h);
+  h->task.assign(p->task, p->task + p->ntasks);
+  hp_pairs(p, h);
+  fft_shapes seen;
+  int rr = 0;
+  hp_runs(h, 0, &seen, &rr);
+  hp_runs(h, 1, &seen, &rr);
+  hp_kernel_plans(h);
 }
 
 /* Arena layout of a block with T tasks, F dense pairs and S sparse samples. */

@@ -156,21 +156,116 @@ static double profile(const arkcos_kfun *f, double alpha) { /* un-normalised */
   return arkcos_kfun_alpha(&g, alpha);
 }
 
+/* Checks the spec's cutoff angle or level; 0 when it is usable. */
+static int check_cutoff(const arkcos_kernel_spec *s, arkcos_error *err) {
+  if (!s) return arkcos_fail(err, ARKCOS_EINVAL, "kernel: no specification");
+  if (s->cutoff != 0 && !(s->cutoff > 0 && s->cutoff <= M_PI))
+    return arkcos_fail(err, ARKCOS_EINVAL, "kernel: cutoff must be in (0, 180] degrees, got %g deg",
+                       s->cutoff * 180 / M_PI);
+  if (s->cutoff == 0 && s->cutoff_rel != 0 && !(s->cutoff_rel > 0 && s->cutoff_rel < 1))
+    return arkcos_fail(err, ARKCOS_EINVAL, "kernel: relative cutoff must be in (0, 1), got %g",
+                       s->cutoff_rel);
+  return ARKCOS_OK;
+}
+
+/* GAUSSIAN: its width; *cut from the relative level when no angle is given */
+static int setup_gaussian(arkcos_kernel *k, const arkcos_kernel_spec *s, double *cut, arkcos_error *err) {
+  if (!(s->fwhm > 0) || !isfinite(s->fwhm))
+    return arkcos_fail(err, ARKCOS_EINVAL, "kernel: FWHM must be positive, got %g arcmin",
+                       s->fwhm * 10800 / M_PI);
+  double sigma = s->fwhm / sqrt(8 * log(2.0));
+  k->f.inv2s2 = 0.5 / (sigma * sigma);
+  if (*cut == 0) {
+    if (s->cutoff_rel == 0) return arkcos_fail(err, ARKCOS_EINVAL, "kernel: a Gaussian needs a cutoff angle or level");
+    *cut = sigma * sqrt(2 * log(1 / s->cutoff_rel));
+    if (*cut > M_PI) *cut = M_PI;
+  }
+  return ARKCOS_OK;
+}
+
+/* TABLE: checks the points: finite, angles >= 0, increasing, up to pi */
+static int check_table(const arkcos_kernel_spec *s, arkcos_error *err) {
+  int n = s->ntable;
+  if (n < 2 || !s->alpha || !s->value) return arkcos_fail(err, ARKCOS_EINVAL, "kernel table: need at least 2 points");
+  for (int i = 0; i < n; i++) {
+    if (!isfinite(s->alpha[i]) || !isfinite(s->value[i]) || s->alpha[i] < 0)
+      return arkcos_fail(err, ARKCOS_EINVAL, "kernel table: point %d: angles must be finite and >= 0", i + 1);
+    if (i && s->alpha[i] <= s->alpha[i - 1])
+      return arkcos_fail(err, ARKCOS_EINVAL, "kernel table: point %d: angles must increase", i + 1);
+  }
+  if (s->alpha[n - 1] > M_PI + 1e-12) return arkcos_fail(err, ARKCOS_EINVAL, "kernel table: angles beyond pi");
+  return ARKCOS_OK;
+}
+
+/* TABLE: the first crossing of |K| < eps K(0) on a fine grid, refined by
+ * bisection; the table's extent when there is none */
+static double table_level_cutoff(const arkcos_kernel *k, double eps) {
+  double k0 = fabs(profile(&k->f, 0)), lim = eps * k0;
+  int steps = 100000;
+  double cut = k->extent;
+  for (int i = 1; i <= steps; i++) {
+    double a = k->extent * i / steps;
+    if (fabs(profile(&k->f, a)) < lim) {
+      double lo = k->extent * (i - 1) / steps, hi = a;
+      for (int it = 0; it < 60; it++) {
+        double mid = 0.5 * (lo + hi);
+        if (fabs(profile(&k->f, mid)) < lim) hi = mid; else lo = mid;
+      }
+      cut = hi;
+      break;
+    }
+  }
+  return cut;
+}
+
+/* TABLE: the spline through the points; *cut from the relative level (or
+ * the table's extent) when no angle is given, at most the extent */
+static int setup_table(arkcos_kernel *k, const arkcos_kernel_spec *s, double *cut, arkcos_error *err) {
+  int rc = check_table(s, err);
+  if (rc != ARKCOS_OK) return rc;
+  int n = s->ntable;
+  k->spline = make_spline(s->alpha, s->value, n);
+  if (!k->spline) return arkcos_fail(err, ARKCOS_ENOMEM, "kernel: out of memory");
+  k->f.spline = k->spline;
+  k->f.nknots = n;
+  k->extent = s->alpha[n - 1];
+  if (profile(&k->f, 0) == 0) return arkcos_fail(err, ARKCOS_EINVAL, "kernel table: K(0) must not be 0");
+  if (*cut == 0 && s->cutoff_rel > 0) *cut = table_level_cutoff(k, s->cutoff_rel);
+  else if (*cut == 0) *cut = k->extent;
+  if (*cut > k->extent) *cut = k->extent;
+  return ARKCOS_OK;
+}
+
+/* The profile by type; *cut: the truncation angle */
+static int setup_profile(arkcos_kernel *k, const arkcos_kernel_spec *s, double *cut, arkcos_error *err) {
+  switch (s->type) {
+    case ARKCOS_KERNEL_GAUSSIAN:
+      return setup_gaussian(k, s, cut, err);
+    case ARKCOS_KERNEL_TOPHAT:
+      if (*cut == 0) return arkcos_fail(err, ARKCOS_EINVAL, "kernel: a top-hat needs its radius as cutoff angle");
+      return ARKCOS_OK;
+    case ARKCOS_KERNEL_TABLE:
+      return setup_table(k, s, cut, err);
+    default:
+      return arkcos_fail(err, ARKCOS_EINVAL, "kernel: unknown type %d", (int)s->type);
+  }
+}
+
+/* Truncation at cut and normalisation to unit integral over the sphere */
+static int truncate_normalise(arkcos_kernel *k, const arkcos_kernel_spec *s, double cut, arkcos_error *err) {
+  k->f.cutoff = cut;
+  k->f.cut_d2 = 4 * pow(sin(0.5 * cut), 2);
+  double k0 = profile(&k->f, 0);
+  k->cutoff_rel = s->type == ARKCOS_KERNEL_TOPHAT ? 1.0 : profile(&k->f, cut) / k0;
+  double I = integral(&k->f);
+  if (!(isfinite(I) && fabs(I) > 0))
+    return arkcos_fail(err, ARKCOS_EINVAL, "kernel: integral over the sphere is %g; cannot normalise", I);
+  k->f.norm = 1 / I;
+  return ARKCOS_OK;
+}
+
 arkcos_kernel *arkcos_kernel_create(const arkcos_kernel_spec *s, arkcos_error *err) {
-  if (!s) {
-    arkcos_fail(err, ARKCOS_EINVAL, "kernel: no specification");
-    return NULL;
-  }
-  if (s->cutoff != 0 && !(s->cutoff > 0 && s->cutoff <= M_PI)) {
-    arkcos_fail(err, ARKCOS_EINVAL, "kernel: cutoff must be in (0, 180] degrees, got %g deg",
-                s->cutoff * 180 / M_PI);
-    return NULL;
-  }
-  if (s->cutoff == 0 && s->cutoff_rel != 0 && !(s->cutoff_rel > 0 && s->cutoff_rel < 1)) {
-    arkcos_fail(err, ARKCOS_EINVAL, "kernel: relative cutoff must be in (0, 1), got %g",
-                s->cutoff_rel);
-    return NULL;
-  }
+  if (check_cutoff(s, err) != ARKCOS_OK) return NULL;
   arkcos_kernel *k = calloc(1, sizeof *k);
   if (!k) {
     arkcos_fail(err, ARKCOS_ENOMEM, "kernel: out of memory");
@@ -180,107 +275,14 @@ arkcos_kernel *arkcos_kernel_create(const arkcos_kernel_spec *s, arkcos_error *e
   k->f.norm = 1;
   k->extent = M_PI;
   double cut = s->cutoff;
-  switch (s->type) {
-    case ARKCOS_KERNEL_GAUSSIAN: {
-      if (!(s->fwhm > 0) || !isfinite(s->fwhm)) {
-        arkcos_fail(err, ARKCOS_EINVAL, "kernel: FWHM must be positive, got %g arcmin",
-                    s->fwhm * 10800 / M_PI);
-        goto fail;
-      }
-      double sigma = s->fwhm / sqrt(8 * log(2.0));
-      k->fwhm = s->fwhm;
-      k->f.inv2s2 = 0.5 / (sigma * sigma);
-      if (cut == 0) {
-        if (s->cutoff_rel == 0) {
-          arkcos_fail(err, ARKCOS_EINVAL, "kernel: a Gaussian needs a cutoff angle or level");
-          goto fail;
-        }
-        cut = sigma * sqrt(2 * log(1 / s->cutoff_rel));
-        if (cut > M_PI) cut = M_PI;
-      }
-      break;
-    }
-    case ARKCOS_KERNEL_TOPHAT:
-      if (cut == 0) {
-        arkcos_fail(err, ARKCOS_EINVAL, "kernel: a top-hat needs its radius as cutoff angle");
-        goto fail;
-      }
-      break;
-    case ARKCOS_KERNEL_TABLE: {
-      int n = s->ntable;
-      if (n < 2 || !s->alpha || !s->value) {
-        arkcos_fail(err, ARKCOS_EINVAL, "kernel table: need at least 2 points");
-        goto fail;
-      }
-      for (int i = 0; i < n; i++) {
-        if (!isfinite(s->alpha[i]) || !isfinite(s->value[i]) || s->alpha[i] < 0) {
-          arkcos_fail(err, ARKCOS_EINVAL, "kernel table: point %d: angles must be finite and >= 0", i + 1);
-          goto fail;
-        }
-        if (i && s->alpha[i] <= s->alpha[i - 1]) {
-          arkcos_fail(err, ARKCOS_EINVAL, "kernel table: point %d: angles must increase", i + 1);
-          goto fail;
-        }
-      }
-      if (s->alpha[n - 1] > M_PI + 1e-12) {
-        arkcos_fail(err, ARKCOS_EINVAL, "kernel table: angles beyond pi");
-        goto fail;
-      }
-      k->spline = make_spline(s->alpha, s->value, n);
-      if (!k->spline) {
-        arkcos_fail(err, ARKCOS_ENOMEM, "kernel: out of memory");
-        goto fail;
-      }
-      k->f.spline = k->spline;
-      k->f.nknots = n;
-      k->extent = s->alpha[n - 1];
-      if (profile(&k->f, 0) == 0) {
-        arkcos_fail(err, ARKCOS_EINVAL, "kernel table: K(0) must not be 0");
-        goto fail;
-      }
-      if (cut == 0 && s->cutoff_rel > 0) {
-        /* first crossing of |K| < eps K(0) on a fine grid, refined by bisection */
-        double k0 = fabs(profile(&k->f, 0)), lim = s->cutoff_rel * k0;
-        int steps = 100000;
-        cut = k->extent;
-        for (int i = 1; i <= steps; i++) {
-          double a = k->extent * i / steps;
-          if (fabs(profile(&k->f, a)) < lim) {
-            double lo = k->extent * (i - 1) / steps, hi = a;
-            for (int it = 0; it < 60; it++) {
-              double mid = 0.5 * (lo + hi);
-              if (fabs(profile(&k->f, mid)) < lim) hi = mid; else lo = mid;
-            }
-            cut = hi;
-            break;
-          }
-        }
-      } else if (cut == 0) {
-        cut = k->extent;
-      }
-      if (cut > k->extent) cut = k->extent;
-      break;
-    }
-    default:
-      arkcos_fail(err, ARKCOS_EINVAL, "kernel: unknown type %d", (int)s->type);
-      goto fail;
+  if (setup_profile(k, s, &cut, err) != ARKCOS_OK || truncate_normalise(k, s, cut, err) != ARKCOS_OK) {
+    arkcos_kernel_destroy(k);
+    return NULL;
   }
-  k->f.cutoff = cut;
-  k->f.cut_d2 = 4 * pow(sin(0.5 * cut), 2);
-  double k0 = profile(&k->f, 0);
-  k->cutoff_rel = s->type == ARKCOS_KERNEL_TOPHAT ? 1.0 : profile(&k->f, cut) / k0;
-  double I = integral(&k->f);
-  if (!(isfinite(I) && fabs(I) > 0)) {
-    arkcos_fail(err, ARKCOS_EINVAL, "kernel: integral over the sphere is %g; cannot normalise", I);
-    goto fail;
-  }
-  k->f.norm = 1 / I;
   return k;
-fail:
-  arkcos_kernel_destroy(k);
-  return NULL;
 }
 
+/* Long on purpose: a line parser whose length is its error messages, one per way a line can be wrong. */
 arkcos_kernel *arkcos_kernel_from_file(const char *path, double cutoff, double cutoff_rel,
                                        arkcos_error *err) {
   FILE *fp = fopen(path, "r");
@@ -373,12 +375,9 @@ void arkcos_kernel_destroy(arkcos_kernel *k) {
   free(k);
 }
 
-arkcos_kernel_type arkcos_kernel_get_type(const arkcos_kernel *k) { return (arkcos_kernel_type)k->f.type; }
 double arkcos_kernel_cutoff(const arkcos_kernel *k) { return k->f.cutoff; }
-double arkcos_kernel_fwhm(const arkcos_kernel *k) { return k->fwhm; }
 double arkcos_kernel_cutoff_level(const arkcos_kernel *k) { return k->cutoff_rel; }
 double arkcos_kernel_value(const arkcos_kernel *k, double alpha) { return arkcos_kfun_alpha(&k->f, alpha); }
-double arkcos_kernel_integral(const arkcos_kernel *k) { return integral(&k->f); }
 
 /* K_l = 2 pi int f(alpha) P_l(cos alpha) sin(alpha) dalpha, l = 0..lmax, for
  * profile f (normalised). Nodes at most a quarter of the shortest Legendre

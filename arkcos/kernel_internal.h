@@ -7,7 +7,6 @@
 struct arkcos_kernel {
   arkcos_kfun f;      /* truncated, normalised profile */
   double *spline;     /* TABLE: owned coefficient array (f.spline points here) */
-  double fwhm;        /* GAUSSIAN */
   double extent;      /* where the untruncated profile ends (pi or last knot) */
   double cutoff_rel;  /* K(cutoff) / K(0) */
 };
