@@ -82,36 +82,28 @@ static int create_backend(arkcos_plan *p, arkcos_error *err) {
                                            : arkcos_cpu_create_float(p, err);
 }
 
-arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k,
-                                const arkcos_options *o, arkcos_error *err) {
-  if (!g || !k) {
-    arkcos_fail(err, ARKCOS_EINVAL, "plan: geometry and kernel are required");
-    return NULL;
-  }
-  arkcos_plan *p = calloc(1, sizeof *p);
-  if (!p) {
-    arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-    return NULL;
-  }
+/* Options: the caller's, or the defaults; unknown enums refused. */
+static int plan_options(arkcos_plan *p, const arkcos_options *o, arkcos_error *err) {
   if (o) p->opt = *o; else arkcos_options_default(&p->opt);
-  if (p->opt.mode != ARKCOS_MODE_ENHANCED && p->opt.mode != ARKCOS_MODE_PAPER) {
-    arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown mode %d", (int)p->opt.mode);
-    goto fail;
-  }
-  if (p->opt.precision != ARKCOS_DOUBLE && p->opt.precision != ARKCOS_SINGLE) {
-    arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown precision %d", (int)p->opt.precision);
-    goto fail;
-  }
+  if (p->opt.mode != ARKCOS_MODE_ENHANCED && p->opt.mode != ARKCOS_MODE_PAPER)
+    return arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown mode %d", (int)p->opt.mode);
+  if (p->opt.precision != ARKCOS_DOUBLE && p->opt.precision != ARKCOS_SINGLE)
+    return arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown precision %d", (int)p->opt.precision);
+  return ARKCOS_OK;
+}
+
+/* Private copies of the geometry and the kernel profile (its spline), and
+ * the per-ring arrays. */
+static int plan_alloc(arkcos_plan *p, const arkcos_geometry *g, const arkcos_kernel *k,
+                      arkcos_error *err) {
   int n = g->nrings;
-  {
-    arkcos_geometry *c = calloc(1, sizeof *c);
-    if (c) {
-      *c = *g;
-      c->rings = malloc(sizeof(arkcos_ring) * (size_t)n);
-      if (c->rings) memcpy(c->rings, g->rings, sizeof(arkcos_ring) * (size_t)n);
-    }
-    p->geom = c;
+  arkcos_geometry *c = calloc(1, sizeof *c);
+  if (c) {
+    *c = *g;
+    c->rings = malloc(sizeof(arkcos_ring) * (size_t)n);
+    if (c->rings) memcpy(c->rings, g->rings, sizeof(arkcos_ring) * (size_t)n);
   }
+  p->geom = c;
   p->kf = arkcos_kernel_fun(k)[0];
   if (p->kf.type == ARKCOS_KERNEL_TABLE) {
     p->spline = malloc(sizeof(double) * 5 * (size_t)p->kf.nknots);
@@ -124,10 +116,16 @@ arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k
   p->task = malloc(sizeof(int) * n);
   p->sin_theta = malloc(sizeof(double) * n);
   if (!p->geom || !p->geom->rings || !p->jlo || !p->jhi || !p->mirror || !p->task ||
-      !p->sin_theta || (p->kf.type == ARKCOS_KERNEL_TABLE && !p->spline)) {
-    arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-    goto fail;
-  }
+      !p->sin_theta || (p->kf.type == ARKCOS_KERNEL_TABLE && !p->spline))
+    return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  return ARKCOS_OK;
+}
+
+/* Kernel grid length (the longest ring) and, per output ring, the input
+ * rings whose latitude is within the cutoff: the same chord test as
+ * arkcos_dphi_window, so no ring with kernel samples is missed. */
+static void plan_ring_ranges(arkcos_plan *p, const arkcos_geometry *g) {
+  const int n = g->nrings;
   const arkcos_ring *r = g->rings;
   p->L = 0;
   for (int i = 0; i < n; i++) {
@@ -135,8 +133,6 @@ arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k
     p->sin_theta[i] = sin(r[i].theta);
   }
   p->nm = p->L / 2 + 1;
-  /* input rings whose latitude is within the cutoff: the same chord test as
-   * arkcos_dphi_window, so no ring with kernel samples is missed */
   int lo = 0, hi = 0;
   for (int i = 0; i < n; i++) {
     while (lo < n && 0.25 * p->kf.cut_d2 - pow(sin(0.5 * (r[i].theta - r[lo].theta)), 2) < 0 &&
@@ -148,13 +144,33 @@ arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k
     p->jlo[i] = lo;
     p->jhi[i] = hi;
   }
-  int sym = geometry_symmetric(g);
+}
+
+/* Output tasks: a ring and its north/south mirror together when the
+ * geometry is symmetric, else one ring each. */
+static void plan_tasks(arkcos_plan *p, const arkcos_geometry *g) {
+  const int n = g->nrings, sym = geometry_symmetric(g);
   p->ntasks = 0;
   for (int i = 0; i < n; i++) {
     p->mirror[i] = sym ? n - 1 - i : -1;
     if (!sym || i <= n - 1 - i) p->task[p->ntasks++] = i;
   }
+}
 
+arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k,
+                                const arkcos_options *o, arkcos_error *err) {
+  if (!g || !k) {
+    arkcos_fail(err, ARKCOS_EINVAL, "plan: geometry and kernel are required");
+    return NULL;
+  }
+  arkcos_plan *p = calloc(1, sizeof *p);
+  if (!p) {
+    arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+    return NULL;
+  }
+  if (plan_options(p, o, err) || plan_alloc(p, g, k, err)) goto fail;
+  plan_ring_ranges(p, g);
+  plan_tasks(p, g);
   if (create_backend(p, err)) goto fail;
   return p;
 fail:
