@@ -17,7 +17,7 @@
 
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
-#include "harness/fitsio.h"
+#include "harness/mapio.h"
 #include "harness/util.h"
 #include "reference/reference.h"
 

@@ -27,7 +27,7 @@
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
 #include "harness/config.h"
-#include "harness/fitsio.h"
+#include "harness/mapio.h"
 #include "harness/meta.h"
 #include "harness/results.h"
 #include "harness/util.h"

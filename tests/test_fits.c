@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/fitsio.h"
+#include "harness/mapio.h"
 #include "tests/testlib.h"
 
 static char tmpdir[256];

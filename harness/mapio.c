@@ -1,5 +1,5 @@
 /*
- * fitsio.c -- HEALPix maps in FITS binary tables, as healpy writes them.
+ * mapio.c -- HEALPix maps in FITS binary tables, as healpy writes them.
  *
  * Reading accepts what healpy (and the HEALPix Fortran/IDL tools) write:
  * the first binary-table extension with PIXTYPE = 'HEALPIX' (or, failing
@@ -14,7 +14,7 @@
  * "!x.fits" means exactly that file.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "harness/fitsio.h"
+#include "harness/mapio.h"
 
 #include <ctype.h>
 #include <errno.h>

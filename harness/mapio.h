@@ -1,11 +1,11 @@
 /*
- * fitsio.h -- HEALPix maps in FITS files as healpy writes and reads them:
+ * mapio.h -- HEALPix maps in FITS files as healpy writes and reads them:
  * a binary-table extension with PIXTYPE = 'HEALPIX', ORDERING = 'RING' or
  * 'NESTED', NSIDE, INDXSCHM = 'IMPLICIT'; float32 or float64 columns, either
  * 1024-element rows or one value per row. Maps in memory are RING ordered.
  */
-#ifndef ARKCOS_HARNESS_FITSIO_H
-#define ARKCOS_HARNESS_FITSIO_H
+#ifndef ARKCOS_HARNESS_MAPIO_H
+#define ARKCOS_HARNESS_MAPIO_H
 
 #include <stdint.h>
 
