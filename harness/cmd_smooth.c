@@ -439,11 +439,15 @@ static int smooth_one(smooth_state *s, const char *in, const char *out,
   int ncols = 0, rc;
 
   double t_read = wall_time();
-  if ((rc = hpx_read_info(in, &info, NULL, 0, NULL, err))) return rc;
-  cols = calloc((size_t)info.ncols, sizeof *cols);
-  if (!cols) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
-  if ((rc = hpx_read_info(in, &info, cols, info.ncols, coordsys, err))) goto done;
-  if ((rc = hpx_read_maps(in, &maps, &ncols, &info, err))) goto done;
+  hpx_header h;
+  if ((rc = hpx_read_header(in, &h, err))) return rc;
+  cols = h.cols;
+  h.cols = NULL;
+  snprintf(coordsys, sizeof coordsys, "%s", h.coordsys);
+  hpx_header_info(&h, &info);
+  rc = hpx_read_columns(&h, &maps, &ncols, &info.nbad, err);
+  hpx_header_free(&h);
+  if (rc) goto done;
   t_read = wall_time() - t_read;
 
   double plan_time0 = s->plan_time;
@@ -591,16 +595,17 @@ int cmd_smooth(int argc, char **argv) {
 
   /* Check every input and output before any work. */
   for (int i = 0; i < nin; i++) {
-    hpx_map_info info;
-    if ((rc = hpx_read_info(a.pos[i], &info, NULL, 0, NULL, &err))) {
+    hpx_header info;
+    if ((rc = hpx_read_header(a.pos[i], &info, &err))) {
       status = report_error(&err);
       goto out;
     }
     s.input_nside[i] = info.nside;
     s.input_ncols[i] = info.ncols;
-    if (a.has_lmax && a.lmax > 4 * info.nside) {
+    hpx_header_free(&info);
+    if (a.has_lmax && a.lmax > 4 * s.input_nside[i]) {
       fprintf(stderr, "arkcos smooth: --lmax %ld is above 4 nside = %lld for %s\n",
-              a.lmax, (long long)(4 * info.nside), a.pos[i]);
+              a.lmax, (long long)(4 * s.input_nside[i]), a.pos[i]);
       status = 2;
       goto out;
     }

@@ -93,19 +93,6 @@ static int is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 /* ---------------------------------------------------------------- header */
 
-typedef struct hpx_table {
-  fitsfile *fp;         /* positioned at the HEALPix HDU */
-  int64_t nside, npix;
-  int nested;
-  int explicit_index;   /* partial sky: column 1 holds pixel indices */
-  int first_map_col;    /* 1-based FITS column of the first map */
-  int nmapcols;
-  int64_t nrows;        /* table rows */
-  long long nvalues;    /* values per column (rows x repeat) */
-  int first_is_float32;
-  char coordsys[FLEN_VALUE];
-} hpx_table;
-
 static int numeric_type(int t) {
   switch (t) {
     case TBYTE: case TSBYTE: case TSHORT: case TUSHORT: case TINT: case TUINT:
@@ -118,8 +105,9 @@ static int numeric_type(int t) {
 }
 
 /* Moves to the HEALPix table: the first binary table with PIXTYPE = HEALPIX,
- * else the first with an NSIDE keyword (some older writers omit PIXTYPE). */
-static int find_healpix_hdu(fitsfile *fp, const char *path,
+ * else the first with an NSIDE keyword (some older writers omit PIXTYPE).
+ * *hdu receives its 1-based number. */
+static int find_healpix_hdu(fitsfile *fp, const char *path, int *hdu,
                             arkcos_error *err) {
   int status = 0, nhdu = 0, fallback = 0;
   if (fits_get_num_hdus(fp, &nhdu, &status))
@@ -133,7 +121,10 @@ static int find_healpix_hdu(fitsfile *fp, const char *path,
     if (read_str_key(fp, "PIXTYPE", pixtype, &status) < 0)
       return fits_fail(err, ARKCOS_EINVAL, path, status, "cannot read PIXTYPE");
     upper_trim(up, pixtype, sizeof up);
-    if (!strcmp(up, "HEALPIX")) return ARKCOS_OK;
+    if (!strcmp(up, "HEALPIX")) {
+      *hdu = i;
+      return ARKCOS_OK;
+    }
     if (!fallback && !pixtype[0]) {
       char card[FLEN_CARD];
       if (fits_read_card(fp, "NSIDE", card, &status) == 0) fallback = i;
@@ -145,6 +136,7 @@ static int find_healpix_hdu(fitsfile *fp, const char *path,
     int type;
     if (fits_movabs_hdu(fp, fallback, &type, &status))
       return fits_fail(err, ARKCOS_EINVAL, path, status, "cannot read HDU");
+    *hdu = fallback;
     return ARKCOS_OK;
   }
   return arkcos_fail(err, ARKCOS_EINVAL,
@@ -159,9 +151,9 @@ static void close_quietly(fitsfile *fp) {
   fits_clear_errmsg();
 }
 
-/* Opens path and validates the HEALPix header and column layout. */
-static int open_table(const char *path, hpx_table *t, arkcos_error *err) {
-  memset(t, 0, sizeof *t);
+/* The checks CFITSIO's own messages would make obscure: a missing,
+ * unreadable or directory path. */
+static int check_input_path(const char *path, arkcos_error *err) {
   struct stat st;
   if (!path || !*path)
     return arkcos_fail(err, ARKCOS_EINVAL, "empty input file name");
@@ -174,194 +166,195 @@ static int open_table(const char *path, hpx_table *t, arkcos_error *err) {
   if (access(path, R_OK) != 0)
     return arkcos_fail(err, ARKCOS_EINVAL, "%s: cannot read: %s", path,
                        strerror(errno));
+  return ARKCOS_OK;
+}
 
+/* NSIDE: mandatory. healpy itself infers nside from the data length, but a
+ * table without NSIDE is not what DESIGN.md calls a HEALPix map, and the
+ * length check needs an independent value. */
+static int read_nside(fitsfile *fp, hpx_header *h, arkcos_error *err) {
   int status = 0;
-  if (fits_open_diskfile(&t->fp, path, READONLY, &status)) {
-    t->fp = NULL;
-    return fits_fail(err, ARKCOS_EINVAL, path, status, "not a FITS file");
-  }
-  int rc = find_healpix_hdu(t->fp, path, err);
-  if (rc) goto fail;
-
-  /* NSIDE: mandatory. healpy itself infers nside from the data length, but
-   * a table without NSIDE is not what DESIGN.md calls a HEALPix map, and the
-   * length check below needs an independent value. */
   long long nside = 0;
-  fits_read_key(t->fp, TLONGLONG, "NSIDE", &nside, NULL, &status);
+  fits_read_key(fp, TLONGLONG, "NSIDE", &nside, NULL, &status);
   if (status == KEY_NO_EXIST) {
     fits_clear_errmsg();
-    rc = arkcos_fail(err, ARKCOS_EINVAL,
-                     "%s: not a HEALPix map (NSIDE keyword missing)", path);
-    goto fail;
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s: not a HEALPix map (NSIDE keyword missing)", h->path);
   }
-  if (status) {
-    rc = fits_fail(err, ARKCOS_EINVAL, path, status,
-                   "NSIDE is not an integer");
-    goto fail;
-  }
-  if (nside < 1 || nside > HPX_NSIDE_MAX) {
-    rc = arkcos_fail(err, ARKCOS_EINVAL,
-                     "%s: NSIDE = %lld is outside [1, %lld]", path, nside,
-                     (long long)HPX_NSIDE_MAX);
-    goto fail;
-  }
-  t->nside = nside;
-  t->npix = 12 * t->nside * t->nside;
+  if (status)
+    return fits_fail(err, ARKCOS_EINVAL, h->path, status,
+                     "NSIDE is not an integer");
+  if (nside < 1 || nside > HPX_NSIDE_MAX)
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s: NSIDE = %lld is outside [1, %lld]",
+                       h->path, nside, (long long)HPX_NSIDE_MAX);
+  h->nside = nside;
+  h->npix = 12 * h->nside * h->nside;
+  return ARKCOS_OK;
+}
 
-  /* ORDERING: healpy assumes RING when it is absent, and so do we. */
+/* ORDERING: healpy assumes RING when it is absent, and so do we. */
+static int read_ordering(fitsfile *fp, hpx_header *h, arkcos_error *err) {
+  int status = 0;
   char val[FLEN_VALUE], up[FLEN_VALUE];
-  if (read_str_key(t->fp, "ORDERING", val, &status) < 0) {
-    rc = fits_fail(err, ARKCOS_EINVAL, path, status, "cannot read ORDERING");
-    goto fail;
-  }
+  if (read_str_key(fp, "ORDERING", val, &status) < 0)
+    return fits_fail(err, ARKCOS_EINVAL, h->path, status, "cannot read ORDERING");
   upper_trim(up, val, sizeof up);
   if (!up[0] || !strcmp(up, "RING")) {
-    t->nested = 0;
-  } else if (!strcmp(up, "NESTED") || !strcmp(up, "NEST")) {
-    t->nested = 1;
-    if (!is_power_of_two(t->nside)) {
-      rc = arkcos_fail(err, ARKCOS_EINVAL,
+    h->nested = 0;
+    return ARKCOS_OK;
+  }
+  if (strcmp(up, "NESTED") && strcmp(up, "NEST"))
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s: unknown ORDERING '%s' (expected RING or NESTED)",
+                       h->path, val);
+  h->nested = 1;
+  if (!is_power_of_two(h->nside))
+    return arkcos_fail(err, ARKCOS_EINVAL,
                        "%s: ORDERING = NESTED needs a power-of-two NSIDE, "
                        "got %lld",
-                       path, (long long)t->nside);
-      goto fail;
-    }
-  } else {
-    rc = arkcos_fail(err, ARKCOS_EINVAL,
-                     "%s: unknown ORDERING '%s' (expected RING or NESTED)",
-                     path, val);
-    goto fail;
-  }
+                       h->path, (long long)h->nside);
+  return ARKCOS_OK;
+}
 
-  /* Partial-sky maps: INDXSCHM = EXPLICIT (or OBJECT = PARTIAL, as healpy
-   * also accepts) means column 1 lists the pixels present. */
-  if (read_str_key(t->fp, "INDXSCHM", val, &status) < 0) {
-    rc = fits_fail(err, ARKCOS_EINVAL, path, status, "cannot read INDXSCHM");
-    goto fail;
-  }
+/* Partial-sky maps: INDXSCHM = EXPLICIT (or OBJECT = PARTIAL, as healpy also
+ * accepts) means column 1 lists the pixels present. */
+static int read_index_scheme(fitsfile *fp, hpx_header *h, arkcos_error *err) {
+  int status = 0;
+  char val[FLEN_VALUE], up[FLEN_VALUE];
+  if (read_str_key(fp, "INDXSCHM", val, &status) < 0)
+    return fits_fail(err, ARKCOS_EINVAL, h->path, status, "cannot read INDXSCHM");
   upper_trim(up, val, sizeof up);
-  t->explicit_index = !strcmp(up, "EXPLICIT");
+  h->explicit_index = !strcmp(up, "EXPLICIT");
   if (!up[0]) {
-    if (read_str_key(t->fp, "OBJECT", val, &status) < 0) {
-      rc = fits_fail(err, ARKCOS_EINVAL, path, status, "cannot read OBJECT");
-      goto fail;
-    }
+    if (read_str_key(fp, "OBJECT", val, &status) < 0)
+      return fits_fail(err, ARKCOS_EINVAL, h->path, status, "cannot read OBJECT");
     upper_trim(up, val, sizeof up);
-    t->explicit_index = !strcmp(up, "PARTIAL");
-  } else if (!t->explicit_index && strcmp(up, "IMPLICIT")) {
-    rc = arkcos_fail(err, ARKCOS_EINVAL,
-                     "%s: unknown INDXSCHM '%s' (expected IMPLICIT or "
-                     "EXPLICIT)",
-                     path, val);
-    goto fail;
+    h->explicit_index = !strcmp(up, "PARTIAL");
+  } else if (!h->explicit_index && strcmp(up, "IMPLICIT")) {
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s: unknown INDXSCHM '%s' (expected IMPLICIT or "
+                       "EXPLICIT)",
+                       h->path, val);
   }
-  if (read_str_key(t->fp, "COORDSYS", t->coordsys, &status) < 0) {
-    rc = fits_fail(err, ARKCOS_EINVAL, path, status, "cannot read COORDSYS");
-    goto fail;
-  }
+  return ARKCOS_OK;
+}
 
-  int ncols = 0;
-  long long nrows = 0;
-  if (fits_get_num_cols(t->fp, &ncols, &status) ||
-      fits_get_num_rowsll(t->fp, &nrows, &status)) {
-    rc = fits_fail(err, ARKCOS_EINVAL, path, status, "cannot read table size");
-    goto fail;
-  }
-  t->nrows = nrows;
-  t->first_map_col = t->explicit_index ? 2 : 1;
-  t->nmapcols = ncols - t->first_map_col + 1;
-  if (t->nmapcols < 1) {
-    rc = arkcos_fail(err, ARKCOS_EINVAL, "%s: HEALPix table has no map column",
-                     path);
-    goto fail;
-  }
-  /* Every column used must be numeric, fixed-length, and hold one value per
-   * pixel (implicit) or one per listed pixel (explicit). */
-  for (int c = t->explicit_index ? 1 : t->first_map_col; c <= ncols; c++) {
-    int type = 0;
-    long repeat = 0, width = 0;
-    if (fits_get_eqcoltype(t->fp, c, &type, &repeat, &width, &status)) {
-      rc = fits_fail(err, ARKCOS_EINVAL, path, status,
+/* Column c must be numeric, fixed-length, and hold one value per pixel
+ * (implicit) or one per listed pixel (explicit). */
+static int check_column(fitsfile *fp, int c, hpx_header *h, arkcos_error *err) {
+  int type = 0, status = 0;
+  long repeat = 0, width = 0;
+  if (fits_get_eqcoltype(fp, c, &type, &repeat, &width, &status))
+    return fits_fail(err, ARKCOS_EINVAL, h->path, status,
                      "cannot read column type");
-      goto fail;
-    }
-    if (!numeric_type(type)) {
-      rc = arkcos_fail(err, ARKCOS_EINVAL,
+  if (!numeric_type(type))
+    return arkcos_fail(err, ARKCOS_EINVAL,
                        "%s: column %d is not a fixed-length numeric column "
                        "(FITS type code %d)",
-                       path, c, type);
-      goto fail;
-    }
-    long long nvalues = (long long)repeat * nrows;
-    if (c == (t->explicit_index ? 1 : t->first_map_col)) t->nvalues = nvalues;
-    if (c == t->first_map_col) t->first_is_float32 = type == TFLOAT;
-    if (t->explicit_index) {
-      if (nvalues != t->nvalues || nvalues > t->npix) {
-        rc = arkcos_fail(err, ARKCOS_EINVAL,
+                       h->path, c, type);
+  long long nvalues = (long long)repeat * h->nrows;
+  if (c == (h->explicit_index ? 1 : h->first_col)) h->nvalues = nvalues;
+  if (c == h->first_col) h->is_float32 = type == TFLOAT;
+  if (h->explicit_index) {
+    if (nvalues != h->nvalues || nvalues > h->npix)
+      return arkcos_fail(err, ARKCOS_EINVAL,
                          "%s: partial-sky column %d has %lld values; expected "
                          "%lld, at most 12 nside^2 = %lld (NSIDE = %lld)",
-                         path, c, nvalues, t->nvalues, (long long)t->npix,
-                         (long long)t->nside);
-        goto fail;
-      }
-    } else if (nvalues != t->npix) {
-      rc = arkcos_fail(err, ARKCOS_EINVAL,
+                         h->path, c, nvalues, h->nvalues, (long long)h->npix,
+                         (long long)h->nside);
+  } else if (nvalues != h->npix) {
+    return arkcos_fail(err, ARKCOS_EINVAL,
                        "%s: column %d has %lld values, but 12 nside^2 = %lld "
                        "for NSIDE = %lld",
-                       path, c, nvalues, (long long)t->npix,
-                       (long long)t->nside);
-      goto fail;
-    }
+                       h->path, c, nvalues, (long long)h->npix,
+                       (long long)h->nside);
   }
   return ARKCOS_OK;
-
-fail:
-  close_quietly(t->fp);
-  t->fp = NULL;
-  return rc;
 }
 
-static int read_columns_meta(const hpx_table *t, const char *path,
-                             hpx_column *cols, int maxcols,
-                             arkcos_error *err) {
+/* Table size and the type and length of every column used. */
+static int read_layout(fitsfile *fp, hpx_header *h, arkcos_error *err) {
+  int status = 0, ncols = 0;
+  long long nrows = 0;
+  if (fits_get_num_cols(fp, &ncols, &status) ||
+      fits_get_num_rowsll(fp, &nrows, &status))
+    return fits_fail(err, ARKCOS_EINVAL, h->path, status, "cannot read table size");
+  h->nrows = nrows;
+  h->first_col = h->explicit_index ? 2 : 1;
+  h->ncols = ncols - h->first_col + 1;
+  if (h->ncols < 1)
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s: HEALPix table has no map column",
+                       h->path);
+  for (int c = h->explicit_index ? 1 : h->first_col; c <= ncols; c++) {
+    int rc = check_column(fp, c, h, err);
+    if (rc) return rc;
+  }
+  return ARKCOS_OK;
+}
+
+static int read_coordsys(fitsfile *fp, hpx_header *h, arkcos_error *err) {
   int status = 0;
-  for (int c = 0; c < maxcols && c < t->nmapcols; c++) {
+  if (read_str_key(fp, "COORDSYS", h->coordsys, &status) < 0)
+    return fits_fail(err, ARKCOS_EINVAL, h->path, status, "cannot read COORDSYS");
+  return ARKCOS_OK;
+}
+
+/* The names and units of the map columns. */
+static int read_column_labels(fitsfile *fp, hpx_header *h, arkcos_error *err) {
+  int status = 0;
+  h->cols = calloc((size_t)h->ncols, sizeof *h->cols);
+  if (!h->cols)
+    return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", h->path);
+  for (int c = 0; c < h->ncols; c++) {
     char key[FLEN_KEYWORD];
-    int col = t->first_map_col + c;
+    int col = h->first_col + c;
     snprintf(key, sizeof key, "TTYPE%d", col);
-    if (read_str_key(t->fp, key, cols[c].name, &status) < 0)
-      return fits_fail(err, ARKCOS_EINVAL, path, status, "cannot read TTYPE");
+    if (read_str_key(fp, key, h->cols[c].name, &status) < 0)
+      return fits_fail(err, ARKCOS_EINVAL, h->path, status, "cannot read TTYPE");
     snprintf(key, sizeof key, "TUNIT%d", col);
-    if (read_str_key(t->fp, key, cols[c].unit, &status) < 0)
-      return fits_fail(err, ARKCOS_EINVAL, path, status, "cannot read TUNIT");
+    if (read_str_key(fp, key, h->cols[c].unit, &status) < 0)
+      return fits_fail(err, ARKCOS_EINVAL, h->path, status, "cannot read TUNIT");
   }
   return ARKCOS_OK;
 }
 
-static void fill_info(const hpx_table *t, hpx_map_info *info, int ncols) {
-  info->nside = t->nside;
-  info->nested = t->nested;
-  info->ncols = ncols;
-  info->nbad = 0;
-  info->is_float32 = t->first_is_float32;
+void hpx_header_free(hpx_header *h) {
+  if (!h) return;
+  free(h->path);
+  free(h->cols);
+  memset(h, 0, sizeof *h);
 }
 
-int hpx_read_info(const char *path, hpx_map_info *info, hpx_column *cols,
-                  int maxcols, char *coordsys, arkcos_error *err) {
-  hpx_table t;
-  int rc = open_table(path, &t, err);
+int hpx_read_header(const char *path, hpx_header *h, arkcos_error *err) {
+  memset(h, 0, sizeof *h);
+  int rc = check_input_path(path, err);
   if (rc) return rc;
-  if (cols && maxcols > 0) {
-    memset(cols, 0, sizeof *cols * (size_t)maxcols);
-    rc = read_columns_meta(&t, path, cols, maxcols, err);
+  if (!(h->path = strdup(path)))
+    return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", path);
+  fitsfile *fp = NULL;
+  int status = 0;
+  if (fits_open_diskfile(&fp, path, READONLY, &status)) {
+    fp = NULL;
+    rc = fits_fail(err, ARKCOS_EINVAL, path, status, "not a FITS file");
   }
-  if (!rc) {
-    hpx_map_info tmp;
-    fill_info(&t, info ? info : &tmp, t.nmapcols);
-    if (coordsys) snprintf(coordsys, HPX_NAME_LEN, "%s", t.coordsys);
-  }
-  close_quietly(t.fp);
+  if (!rc) rc = find_healpix_hdu(fp, path, &h->hdu, err);
+  if (!rc) rc = read_nside(fp, h, err);
+  if (!rc) rc = read_ordering(fp, h, err);
+  if (!rc) rc = read_index_scheme(fp, h, err);
+  if (!rc) rc = read_coordsys(fp, h, err);
+  if (!rc) rc = read_layout(fp, h, err);
+  if (!rc) rc = read_column_labels(fp, h, err);
+  close_quietly(fp);
+  if (rc) hpx_header_free(h);
   return rc;
+}
+
+void hpx_header_info(const hpx_header *h, hpx_map_info *info) {
+  info->nside = h->nside;
+  info->nested = h->nested;
+  info->ncols = h->ncols;
+  info->nbad = 0;
+  info->is_float32 = h->is_float32;
 }
 
 /* ------------------------------------------------------------------ read */
@@ -410,108 +403,158 @@ static int read_flat(fitsfile *fp, int col, long long first, long long n,
                        n, &nulval, dst, &anynul, status);
 }
 
-int hpx_read_maps(const char *path, double ***maps_out, int *ncols,
-                  hpx_map_info *info, arkcos_error *err) {
-  *maps_out = NULL;
-  hpx_table t;
-  int rc = open_table(path, &t, err);
-  if (rc) return rc;
+/* What reading the columns of one file needs besides the maps. */
+typedef struct col_reader {
+  const hpx_header *h;
+  fitsfile *fp;      /* at the HEALPix table */
+  double *buf;       /* values in file order (NESTED or partial sky) */
+  long long *pixel;  /* partial sky: pixel index per row */
+  int status;        /* CFITSIO status of the last read */
+} col_reader;
 
-  int want = *ncols <= 0 ? t.nmapcols : *ncols;
-  if (want > t.nmapcols) {
-    rc = arkcos_fail(err, ARKCOS_EINVAL,
-                     "%s: has %d map column(s), %d requested", path,
-                     t.nmapcols, want);
-    close_quietly(t.fp);
-    return rc;
+/* Opens the file again at the table the header found (no header parsing). */
+static int reopen_table(col_reader *r, arkcos_error *err) {
+  int type = 0;
+  if (fits_open_diskfile(&r->fp, r->h->path, READONLY, &r->status)) {
+    r->fp = NULL;
+    return fits_fail(err, ARKCOS_EINVAL, r->h->path, r->status, "not a FITS file");
   }
+  if (fits_movabs_hdu(r->fp, r->h->hdu, &type, &r->status))
+    return fits_fail(err, ARKCOS_EINVAL, r->h->path, r->status, "cannot read HDU");
+  return ARKCOS_OK;
+}
 
-  double **maps = calloc((size_t)want, sizeof *maps);
-  double *buf = NULL;         /* values in file order (NESTED or partial) */
-  long long *pixel = NULL;    /* partial sky: pixel index per row */
-  int64_t nbad = 0;
-  int status = 0;
-  if (!maps) goto nomem;
-  if (t.explicit_index || t.nested) {
-    long long nbuf = t.explicit_index ? t.nvalues
-                     : t.nvalues < HPX_CHUNK ? t.nvalues
-                                             : HPX_CHUNK;
-    buf = malloc(sizeof *buf * (size_t)(nbuf > 0 ? nbuf : 1));
-    if (!buf) goto nomem;
-  }
-  if (t.explicit_index) {
-    pixel = malloc(sizeof *pixel * (size_t)(t.nvalues > 0 ? t.nvalues : 1));
-    if (!pixel) goto nomem;
-    long long nul = 0;
-    int anynul = 0;
-    if (t.nvalues > 0 &&
-        fits_read_col(t.fp, TLONGLONG, 1, 1, 1, t.nvalues, &nul, pixel,
-                      &anynul, &status)) {
-      rc = fits_fail(err, ARKCOS_EINVAL, path, status,
+/* Partial sky: reads and checks the PIXEL column. */
+static int read_pixel_index(col_reader *r, arkcos_error *err) {
+  const hpx_header *h = r->h;
+  long long nul = 0;
+  int anynul = 0;
+  if (h->nvalues > 0 &&
+      fits_read_col(r->fp, TLONGLONG, 1, 1, 1, h->nvalues, &nul, r->pixel,
+                    &anynul, &r->status))
+    return fits_fail(err, ARKCOS_EINVAL, h->path, r->status,
                      "cannot read the PIXEL column");
-      goto fail;
-    }
-    for (long long i = 0; i < t.nvalues; i++)
-      if (pixel[i] < 0 || pixel[i] >= t.npix) {
-        rc = arkcos_fail(err, ARKCOS_EINVAL,
+  for (long long i = 0; i < h->nvalues; i++)
+    if (r->pixel[i] < 0 || r->pixel[i] >= h->npix)
+      return arkcos_fail(err, ARKCOS_EINVAL,
                          "%s: partial-sky row %lld lists pixel %lld outside "
                          "[0, %lld)",
-                         path, i + 1, pixel[i], (long long)t.npix);
-        goto fail;
-      }
-  }
+                         h->path, i + 1, r->pixel[i], (long long)h->npix);
+  return ARKCOS_OK;
+}
 
-  for (int c = 0; c < want; c++) {
-    const int col = t.first_map_col + c;
-    double *m = maps[c] = malloc(sizeof **maps * (size_t)t.npix);
-    if (!m) goto nomem;
-    if (t.explicit_index) {
-      /* Pixels not listed are unobserved: UNSEEN in healpy, 0 and counted
-       * as bad here. Listed pixels are in the file's ORDERING. */
-      if (t.nvalues > 0 && read_flat(t.fp, col, 0, t.nvalues, buf, &status))
-        goto read_failed;
-      for (int64_t p = 0; p < t.npix; p++) m[p] = NAN;
-      for (long long i = 0; i < t.nvalues; i++)
-        m[t.nested ? arkcos_healpix_nest2ring(t.nside, pixel[i]) : pixel[i]] =
-            buf[i];
-      nbad += zero_bad(m, t.npix);
-    } else if (t.nested) {
-      const int64_t nside = t.nside;
-      for (long long q0 = 0; q0 < t.npix; q0 += HPX_CHUNK) {
-        long long n = t.npix - q0 < HPX_CHUNK ? t.npix - q0 : HPX_CHUNK;
-        if (read_flat(t.fp, col, q0, n, buf, &status)) goto read_failed;
-        nbad += zero_bad(buf, n);
-#pragma omp parallel for schedule(static)
-        for (long long i = 0; i < n; i++)
-          m[arkcos_healpix_nest2ring(nside, q0 + i)] = buf[i];
-      }
-    } else {
-      if (read_flat(t.fp, col, 0, t.npix, m, &status)) goto read_failed;
-      nbad += zero_bad(m, t.npix);
-    }
+/* The buffers the file's layout needs (none for a full-sky RING map), and
+ * the pixel index of a partial-sky map. 1 if out of memory. */
+static int prepare_reader(col_reader *r, arkcos_error *err) {
+  const hpx_header *h = r->h;
+  if (h->explicit_index || h->nested) {
+    long long nbuf = h->explicit_index ? h->nvalues
+                     : h->nvalues < HPX_CHUNK ? h->nvalues
+                                              : HPX_CHUNK;
+    r->buf = malloc(sizeof *r->buf * (size_t)(nbuf > 0 ? nbuf : 1));
+    if (!r->buf) return 1;
   }
-  close_quietly(t.fp);
-  free(buf);
-  free(pixel);
-  fill_info(&t, info, want);
-  info->nbad = nbad;
+  if (!h->explicit_index) return ARKCOS_OK;
+  r->pixel = malloc(sizeof *r->pixel * (size_t)(h->nvalues > 0 ? h->nvalues : 1));
+  if (!r->pixel) return 1;
+  return read_pixel_index(r, err);
+}
+
+/* One map column into m (npix values, RING order); returns the number of
+ * bad values, or -1 on a read error (r->status set). */
+static int64_t read_one_column(col_reader *r, int col, double *m) {
+  const hpx_header *h = r->h;
+  if (h->explicit_index) {
+    /* Pixels not listed are unobserved: UNSEEN in healpy, 0 and counted as
+     * bad here. Listed pixels are in the file's ORDERING. */
+    if (h->nvalues > 0 && read_flat(r->fp, col, 0, h->nvalues, r->buf, &r->status))
+      return -1;
+    for (int64_t p = 0; p < h->npix; p++) m[p] = NAN;
+    for (long long i = 0; i < h->nvalues; i++)
+      m[h->nested ? arkcos_healpix_nest2ring(h->nside, r->pixel[i]) : r->pixel[i]] =
+          r->buf[i];
+    return zero_bad(m, h->npix);
+  }
+  if (!h->nested) {
+    if (read_flat(r->fp, col, 0, h->npix, m, &r->status)) return -1;
+    return zero_bad(m, h->npix);
+  }
+  const int64_t nside = h->nside;
+  int64_t nbad = 0;
+  double *buf = r->buf;
+  for (long long q0 = 0; q0 < h->npix; q0 += HPX_CHUNK) {
+    long long n = h->npix - q0 < HPX_CHUNK ? h->npix - q0 : HPX_CHUNK;
+    if (read_flat(r->fp, col, q0, n, buf, &r->status)) return -1;
+    nbad += zero_bad(buf, n);
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < n; i++)
+      m[arkcos_healpix_nest2ring(nside, q0 + i)] = buf[i];
+  }
+  return nbad;
+}
+
+/* Reads the first want map columns into maps (allocated here). */
+static int read_all_columns(col_reader *r, double **maps, int want,
+                            int64_t *nbad, arkcos_error *err) {
+  const hpx_header *h = r->h;
+  for (int c = 0; c < want; c++) {
+    if (!(maps[c] = malloc(sizeof **maps * (size_t)h->npix)))
+      return arkcos_fail(err, ARKCOS_ENOMEM,
+                         "%s: out of memory reading %d map(s) of %lld pixels",
+                         h->path, want, (long long)h->npix);
+    int64_t n = read_one_column(r, h->first_col + c, maps[c]);
+    if (n < 0)
+      return fits_fail(err, ARKCOS_EINVAL, h->path, r->status,
+                       "cannot read map data (truncated file?)");
+    *nbad += n;
+  }
+  return ARKCOS_OK;
+}
+
+int hpx_read_columns(const hpx_header *h, double ***maps_out, int *ncols,
+                     int64_t *nbad, arkcos_error *err) {
+  *maps_out = NULL;
+  *nbad = 0;
+  int want = *ncols <= 0 ? h->ncols : *ncols;
+  if (want > h->ncols)
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s: has %d map column(s), %d requested", h->path,
+                       h->ncols, want);
+  col_reader r = {.h = h};
+  double **maps = calloc((size_t)want, sizeof *maps);
+  int rc = reopen_table(&r, err);
+  if (!rc && (!maps || prepare_reader(&r, err) == 1))
+    rc = arkcos_fail(err, ARKCOS_ENOMEM,
+                     "%s: out of memory reading %d map(s) of %lld pixels",
+                     h->path, want, (long long)h->npix);
+  if (!rc) rc = read_all_columns(&r, maps, want, nbad, err);
+  close_quietly(r.fp);
+  free(r.buf);
+  free(r.pixel);
+  if (rc) {
+    hpx_free_maps(maps, want);
+    *nbad = 0;
+    return rc;
+  }
   *ncols = want;
   *maps_out = maps;
   return ARKCOS_OK;
+}
 
-read_failed:
-  rc = fits_fail(err, ARKCOS_EINVAL, path, status,
-                 "cannot read map data (truncated file?)");
-  goto fail;
-nomem:
-  rc = arkcos_fail(err, ARKCOS_ENOMEM,
-                   "%s: out of memory reading %d map(s) of %lld pixels", path,
-                   want, (long long)t.npix);
-fail:
-  close_quietly(t.fp);
-  free(buf);
-  free(pixel);
-  hpx_free_maps(maps, want);
+int hpx_read_maps(const char *path, double ***maps, int *ncols,
+                  hpx_map_info *info, arkcos_error *err) {
+  *maps = NULL;
+  hpx_header h;
+  int rc = hpx_read_header(path, &h, err);
+  if (rc) return rc;
+  int64_t nbad = 0;
+  rc = hpx_read_columns(&h, maps, ncols, &nbad, err);
+  if (!rc) {
+    hpx_header_info(&h, info);
+    info->ncols = *ncols;
+    info->nbad = nbad;
+  }
+  hpx_header_free(&h);
   return rc;
 }
 

@@ -21,18 +21,6 @@ typedef struct hpx_map_info {
   int is_float32;  /* first column stored as float32 */
 } hpx_map_info;
 
-/* Reads columns [0, ncols) of a HEALPix map (all columns if *ncols <= 0;
- * on return *ncols is the number read) into maps[c] (malloc'd, RING order).
- * UNSEEN and NaN pixels become 0 and are counted in info->nbad. Errors
- * (EIO/EINVAL) name the file and the problem: missing, not FITS, not a
- * HEALPix map, length not 12 nside^2, unknown ORDERING. */
-int hpx_read_maps(const char *path, double ***maps, int *ncols,
-                  hpx_map_info *info, arkcos_error *err);
-/* Convenience: first column only. */
-int hpx_read_map(const char *path, double **map, hpx_map_info *info,
-                 arkcos_error *err);
-void hpx_free_maps(double **maps, int ncols);
-
 /* Column name and unit as stored in TTYPEn / TUNITn ("" when absent). */
 #define HPX_NAME_LEN 72
 typedef struct hpx_column {
@@ -40,13 +28,51 @@ typedef struct hpx_column {
   char unit[HPX_NAME_LEN];
 } hpx_column;
 
-/* Header only (no pixel data read, so cheap for large maps): validates the
- * file exactly as hpx_read_maps does and fills info (nbad is 0). cols (may be
- * NULL) receives the names and units of the first maxcols map columns;
- * coordsys (may be NULL, HPX_NAME_LEN bytes) the COORDSYS value or "". Lets
- * a command check every input before it starts the expensive work. */
-int hpx_read_info(const char *path, hpx_map_info *info, hpx_column *cols,
-                  int maxcols, char *coordsys, arkcos_error *err);
+/* Everything the header of a HEALPix FITS file says, read and validated
+ * once by hpx_read_header; the pixel reader works from it without parsing
+ * the header again. */
+typedef struct hpx_header {
+  char *path;          /* the file (malloc'd copy) */
+  int64_t nside, npix;
+  int nested;          /* ORDERING is NESTED (maps are converted to RING) */
+  int ncols;           /* map columns */
+  int is_float32;      /* first map column stored as float32 */
+  hpx_column *cols;    /* ncols names and units (malloc'd) */
+  char coordsys[HPX_NAME_LEN]; /* COORDSYS value or "" */
+  /* layout of the table */
+  int hdu;             /* 1-based HDU of the HEALPix table */
+  int explicit_index;  /* partial sky: FITS column 1 lists the pixels */
+  int first_col;       /* 1-based FITS column of the first map */
+  int64_t nrows;       /* table rows */
+  long long nvalues;   /* values per column (rows x repeat) */
+} hpx_header;
+
+/* Reads and validates the header of path (no pixel data: cheap for large
+ * maps), so that a command can check every input before the expensive work.
+ * Errors (EINVAL) name the file and the problem: missing, not FITS, not a
+ * HEALPix map, bad NSIDE, length not 12 nside^2, unknown ORDERING. On
+ * failure h holds nothing to free. */
+int hpx_read_header(const char *path, hpx_header *h, arkcos_error *err);
+void hpx_header_free(hpx_header *h); /* zeroes h; a zeroed h is a no-op */
+/* info as hpx_read_maps fills it for all columns of h (nbad 0). */
+void hpx_header_info(const hpx_header *h, hpx_map_info *info);
+
+/* Reads map columns [0, *ncols) of the file h describes (all if *ncols <= 0;
+ * on return *ncols is the number read) into maps[c] (malloc'd, RING order).
+ * UNSEEN and NaN pixels become 0 and are counted in *nbad. The file is
+ * opened again at the table h found; its header is not parsed again. */
+int hpx_read_columns(const hpx_header *h, double ***maps, int *ncols,
+                     int64_t *nbad, arkcos_error *err);
+
+/* Convenience on top of the two above: header and columns [0, ncols) of a
+ * map (all columns if *ncols <= 0; on return *ncols is the number read),
+ * with info->nbad the UNSEEN/NaN count. */
+int hpx_read_maps(const char *path, double ***maps, int *ncols,
+                  hpx_map_info *info, arkcos_error *err);
+/* Convenience: first column only. */
+int hpx_read_map(const char *path, double **map, hpx_map_info *info,
+                 arkcos_error *err);
+void hpx_free_maps(double **maps, int ncols);
 
 /* Writes nmaps RING-ordered maps as one HEALPix table (float64 columns,
  * float32 if as_float32), in NESTED order if nested. Atomic: written to a
