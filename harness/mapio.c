@@ -595,10 +595,8 @@ static int fsync_path(const char *path) {
   return rc;
 }
 
-int hpx_write_maps_ex(const char *path, const double *const *maps, int nmaps,
-                      int64_t nside, int nested, int as_float32, int force,
-                      const hpx_column *cols, const char *coordsys,
-                      arkcos_error *err) {
+static int check_write_args(const char *path, int nmaps, const void *maps,
+                            int64_t nside, int nested, arkcos_error *err) {
   if (nmaps < 1 || nmaps > 999 || !maps)
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "%s: cannot write %d maps (1 to 999 columns)", path,
@@ -611,145 +609,180 @@ int hpx_write_maps_ex(const char *path, const double *const *maps, int nmaps,
                        "%s: NESTED ordering needs a power-of-two NSIDE, got "
                        "%lld",
                        path, (long long)nside);
-  const int64_t npix = 12 * nside * nside;
+  return ARKCOS_OK;
+}
 
-  char tmp[4096];
-  int rc = atomic_begin(path, force, tmp, sizeof tmp, err);
+/* One table being written: its layout and the buffers that go with it. */
+typedef struct map_writer {
+  const char *path;      /* the output as the user named it (messages) */
+  fitsfile *fp;
+  int nmaps, nested;
+  int64_t nside, npix;
+  long repeat;           /* values per row */
+  long long nrows;
+  char tform[32];
+  char **ttype, **tforms, **tunit;  /* per column, for fits_create_tbl */
+  char (*names)[HPX_NAME_LEN];
+  double *nestbuf;       /* NESTED: one chunk in file order */
+  int status;            /* CFITSIO status */
+} map_writer;
+
+/* Rows of 1024 values as healpy/HEALPix write them when they fit evenly
+ * (the classic IDL-compatible layout), else one value per row; column
+ * names (cols', else healpy's) and units. 1 if out of memory. */
+static int prepare_writer(map_writer *w, int as_float32, const hpx_column *cols) {
+  w->npix = 12 * w->nside * w->nside;
+  w->repeat = w->npix % 1024 == 0 ? 1024 : 1;
+  w->nrows = w->npix / w->repeat;
+  snprintf(w->tform, sizeof w->tform, "%ld%c", w->repeat, as_float32 ? 'E' : 'D');
+  const size_t n = (size_t)w->nmaps;
+  w->ttype = calloc(n, sizeof *w->ttype);
+  w->tforms = calloc(n, sizeof *w->tforms);
+  w->tunit = calloc(n, sizeof *w->tunit);
+  w->names = calloc(n, sizeof *w->names);
+  if (!w->ttype || !w->tforms || !w->tunit || !w->names) return 1;
+  for (int c = 0; c < w->nmaps; c++) {
+    const char *name = cols && cols[c].name[0]
+                           ? cols[c].name
+                           : standard_name(w->nmaps, c, w->names[c], HPX_NAME_LEN);
+    if (name != w->names[c]) snprintf(w->names[c], HPX_NAME_LEN, "%s", name);
+    w->ttype[c] = w->names[c];
+    w->tforms[c] = w->tform;
+    w->tunit[c] = cols && cols[c].unit[0] ? (char *)cols[c].unit : (char *)"";
+  }
+  if (w->nested) {
+    w->nestbuf = malloc(sizeof *w->nestbuf *
+                        (size_t)(w->npix < HPX_CHUNK ? w->npix : HPX_CHUNK));
+    if (!w->nestbuf) return 1;
+  }
+  return 0;
+}
+
+static void free_writer(map_writer *w) {
+  free(w->ttype);
+  free(w->tforms);
+  free(w->tunit);
+  free(w->names);
+  free(w->nestbuf);
+}
+
+/* Creates tmp with the table and healpy's HEALPix keywords. */
+static int create_table(map_writer *w, const char *tmp, const char *coordsys,
+                        arkcos_error *err) {
+  int *st = &w->status;
+  if (fits_create_diskfile(&w->fp, tmp, st)) {
+    w->fp = NULL;
+    return fits_fail(err, ARKCOS_EIO, w->path, *st, "cannot create");
+  }
+  /* On an empty file fits_create_tbl first writes the null primary HDU
+   * (with EXTEND = T) that healpy also writes. */
+  fits_create_tbl(w->fp, BINARY_TBL, w->nrows, w->nmaps, w->ttype, w->tforms,
+                  w->tunit, "xtension", st);
+  long long nside_ll = w->nside, first = 0, last = w->npix - 1;
+  fitsfile *fp = w->fp;
+  fits_write_key(fp, TSTRING, "PIXTYPE", "HEALPIX", "HEALPIX pixelisation", st);
+  fits_write_key(fp, TSTRING, "ORDERING", w->nested ? "NESTED" : "RING",
+                 "Pixel ordering scheme, either RING or NESTED", st);
+  if (coordsys && coordsys[0])
+    fits_write_key(fp, TSTRING, "COORDSYS", (void *)coordsys,
+                   "Ecliptic, Galactic or Celestial (equatorial)", st);
+  fits_write_key(fp, TLONGLONG, "NSIDE", &nside_ll,
+                 "Resolution parameter of HEALPIX", st);
+  fits_write_key(fp, TLONGLONG, "FIRSTPIX", &first, "First pixel # (0 based)", st);
+  fits_write_key(fp, TLONGLONG, "LASTPIX", &last, "Last pixel # (0 based)", st);
+  fits_write_key(fp, TSTRING, "INDXSCHM", "IMPLICIT",
+                 "Indexing: IMPLICIT or EXPLICIT", st);
+  fits_write_key(fp, TSTRING, "OBJECT", "FULLSKY",
+                 "Sky coverage, either FULLSKY or PARTIAL", st);
+  fits_write_key(fp, TSTRING, "CREATOR", "arkcos " ARKCOS_VERSION,
+                 "Software creating the FITS file", st);
+  if (*st) return fits_fail(err, ARKCOS_EIO, w->path, *st, "cannot write header");
+  return ARKCOS_OK;
+}
+
+/* CFITSIO casts doubles beyond the float range to inf without an error; a
+ * corrupted pixel must not pass silently. */
+static int check_float32_range(const map_writer *w, int c, const double *m,
+                               arkcos_error *err) {
+  int64_t bad = -1;
+  for (int64_t p = 0; p < w->npix && bad < 0; p++)
+    if (fabs(m[p]) > FLT_MAX && isfinite(m[p])) bad = p;
+  if (bad < 0) return ARKCOS_OK;
+  return arkcos_fail(err, ARKCOS_EINVAL,
+                     "%s: column %d pixel %lld = %g does not fit in float32",
+                     w->path, c + 1, (long long)bad, m[bad]);
+}
+
+/* Map m (RING) into column c + 1; nonzero CFITSIO status on failure. */
+static int write_column(map_writer *w, int c, const double *m) {
+  if (!w->nested)
+    /* One call spanning all rows: CFITSIO treats the column as a flat
+     * sequence of nrows x repeat values (and converts to float32). */
+    return fits_write_col(w->fp, TDOUBLE, c + 1, 1, 1, w->npix, (void *)m,
+                          &w->status);
+  /* NESTED: chunks gathered through nest2ring (sequential writes, and
+   * nest2ring is cheaper than ring2nest), written where they belong. */
+  const int64_t nside = w->nside;
+  double *buf = w->nestbuf;
+  for (long long q0 = 0; q0 < w->npix; q0 += HPX_CHUNK) {
+    long long n = w->npix - q0 < HPX_CHUNK ? w->npix - q0 : HPX_CHUNK;
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < n; i++)
+      buf[i] = m[arkcos_healpix_nest2ring(nside, q0 + i)];
+    if (fits_write_col(w->fp, TDOUBLE, c + 1, q0 / w->repeat + 1,
+                       q0 % w->repeat + 1, n, buf, &w->status))
+      return w->status;
+  }
+  return 0;
+}
+
+static int write_all_columns(map_writer *w, const double *const *maps,
+                             int as_float32, arkcos_error *err) {
+  for (int c = 0; c < w->nmaps; c++) {
+    int rc = as_float32 ? check_float32_range(w, c, maps[c], err) : ARKCOS_OK;
+    if (rc) return rc;
+    if (write_column(w, c, maps[c]))
+      return fits_fail(err, ARKCOS_EIO, w->path, w->status,
+                       "cannot write map data");
+  }
+  return ARKCOS_OK;
+}
+
+/* Closes the file and flushes it to disk. */
+static int finish_file(map_writer *w, const char *tmp, arkcos_error *err) {
+  fitsfile *fp = w->fp;
+  w->fp = NULL;
+  if (fits_close_file(fp, &w->status))
+    return fits_fail(err, ARKCOS_EIO, w->path, w->status, "cannot finish writing");
+  if (fsync_path(tmp) != 0)
+    return arkcos_fail(err, ARKCOS_EIO, "%s: cannot flush output: %s", w->path,
+                       strerror(errno));
+  return ARKCOS_OK;
+}
+
+int hpx_write_maps_ex(const char *path, const double *const *maps, int nmaps,
+                      int64_t nside, int nested, int as_float32, int force,
+                      const hpx_column *cols, const char *coordsys,
+                      arkcos_error *err) {
+  int rc = check_write_args(path, nmaps, maps, nside, nested, err);
   if (rc) return rc;
+  char tmp[4096];
+  if ((rc = atomic_begin(path, force, tmp, sizeof tmp, err))) return rc;
   /* atomic_begin reserved the name with an empty file; CFITSIO refuses to
    * create over an existing file, so free the name for it. */
   unlink(tmp);
 
-  /* Rows of 1024 values as healpy/HEALPix write them when they fit evenly
-   * (the classic IDL-compatible layout), else one value per row. */
-  const long repeat = npix % 1024 == 0 ? 1024 : 1;
-  const long long nrows = npix / repeat;
-  char tform_s[32];
-  snprintf(tform_s, sizeof tform_s, "%ld%c", repeat, as_float32 ? 'E' : 'D');
-
-  char **ttype = calloc((size_t)nmaps, sizeof *ttype);
-  char **tform = calloc((size_t)nmaps, sizeof *tform);
-  char **tunit = calloc((size_t)nmaps, sizeof *tunit);
-  char (*namebuf)[HPX_NAME_LEN] = calloc((size_t)nmaps, sizeof *namebuf);
-  double *nestbuf = NULL;
-  fitsfile *fp = NULL;
-  int status = 0;
-  if (!ttype || !tform || !tunit || !namebuf) goto nomem;
-  for (int c = 0; c < nmaps; c++) {
-    const char *name = cols && cols[c].name[0]
-                           ? cols[c].name
-                           : standard_name(nmaps, c, namebuf[c], HPX_NAME_LEN);
-    if (name != namebuf[c]) snprintf(namebuf[c], HPX_NAME_LEN, "%s", name);
-    ttype[c] = namebuf[c];
-    tform[c] = tform_s;
-    tunit[c] = cols && cols[c].unit[0] ? (char *)cols[c].unit : (char *)"";
-  }
-  if (nested) {
-    nestbuf = malloc(sizeof *nestbuf * (size_t)(npix < HPX_CHUNK ? npix : HPX_CHUNK));
-    if (!nestbuf) goto nomem;
-  }
-
-  if (fits_create_diskfile(&fp, tmp, &status)) {
-    fp = NULL;
-    rc = fits_fail(err, ARKCOS_EIO, path, status, "cannot create");
-    goto fail;
-  }
-  /* On an empty file fits_create_tbl first writes the null primary HDU
-   * (with EXTEND = T) that healpy also writes. */
-  fits_create_tbl(fp, BINARY_TBL, nrows, nmaps, ttype, tform, tunit,
-                  "xtension", &status);
-  long long nside_ll = nside, first = 0, last = npix - 1;
-  fits_write_key(fp, TSTRING, "PIXTYPE", "HEALPIX", "HEALPIX pixelisation",
-                 &status);
-  fits_write_key(fp, TSTRING, "ORDERING", nested ? "NESTED" : "RING",
-                 "Pixel ordering scheme, either RING or NESTED", &status);
-  if (coordsys && coordsys[0])
-    fits_write_key(fp, TSTRING, "COORDSYS", (void *)coordsys,
-                   "Ecliptic, Galactic or Celestial (equatorial)", &status);
-  fits_write_key(fp, TLONGLONG, "NSIDE", &nside_ll,
-                 "Resolution parameter of HEALPIX", &status);
-  fits_write_key(fp, TLONGLONG, "FIRSTPIX", &first, "First pixel # (0 based)",
-                 &status);
-  fits_write_key(fp, TLONGLONG, "LASTPIX", &last, "Last pixel # (0 based)",
-                 &status);
-  fits_write_key(fp, TSTRING, "INDXSCHM", "IMPLICIT",
-                 "Indexing: IMPLICIT or EXPLICIT", &status);
-  fits_write_key(fp, TSTRING, "OBJECT", "FULLSKY",
-                 "Sky coverage, either FULLSKY or PARTIAL", &status);
-  fits_write_key(fp, TSTRING, "CREATOR", "arkcos " ARKCOS_VERSION,
-                 "Software creating the FITS file", &status);
-  if (status) {
-    rc = fits_fail(err, ARKCOS_EIO, path, status, "cannot write header");
-    goto fail;
-  }
-
-  for (int c = 0; c < nmaps; c++) {
-    const double *m = maps[c];
-    if (as_float32) {
-      /* CFITSIO casts doubles beyond the float range to inf without an
-       * error; a corrupted pixel must not pass silently. */
-      int64_t bad = -1;
-      for (int64_t p = 0; p < npix && bad < 0; p++)
-        if (fabs(m[p]) > FLT_MAX && isfinite(m[p])) bad = p;
-      if (bad >= 0) {
-        rc = arkcos_fail(err, ARKCOS_EINVAL,
-                         "%s: column %d pixel %lld = %g does not fit in "
-                         "float32",
-                         path, c + 1, (long long)bad, m[bad]);
-        goto fail;
-      }
-    }
-    if (!nested) {
-      /* One call spanning all rows: CFITSIO treats the column as a flat
-       * sequence of nrows x repeat values (and converts to float32). */
-      if (fits_write_col(fp, TDOUBLE, c + 1, 1, 1, npix, (void *)m, &status))
-        goto write_failed;
-      continue;
-    }
-    /* NESTED: chunks gathered through nest2ring (sequential writes, and
-     * nest2ring is cheaper than ring2nest), written where they belong. */
-    for (long long q0 = 0; q0 < npix; q0 += HPX_CHUNK) {
-      long long n = npix - q0 < HPX_CHUNK ? npix - q0 : HPX_CHUNK;
-#pragma omp parallel for schedule(static)
-      for (long long i = 0; i < n; i++)
-        nestbuf[i] = m[arkcos_healpix_nest2ring(nside, q0 + i)];
-      if (fits_write_col(fp, TDOUBLE, c + 1, q0 / repeat + 1, q0 % repeat + 1,
-                         n, nestbuf, &status))
-        goto write_failed;
-    }
-  }
-  if (fits_close_file(fp, &status)) {
-    fp = NULL;
-    rc = fits_fail(err, ARKCOS_EIO, path, status, "cannot finish writing");
-    goto fail;
-  }
-  fp = NULL;
-  if (fsync_path(tmp) != 0) {
-    rc = arkcos_fail(err, ARKCOS_EIO, "%s: cannot flush output: %s", path,
-                     strerror(errno));
-    goto fail;
-  }
-  free(ttype);
-  free(tform);
-  free(tunit);
-  free(namebuf);
-  free(nestbuf);
-  return atomic_commit(tmp, path, err);
-
-write_failed:
-  rc = fits_fail(err, ARKCOS_EIO, path, status, "cannot write map data");
-  goto fail;
-nomem:
-  rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory writing %d map(s)",
-                   path, nmaps);
-fail:
-  close_quietly(fp);
+  map_writer w = {.path = path, .nmaps = nmaps, .nested = nested, .nside = nside};
+  if (prepare_writer(&w, as_float32, cols))
+    rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory writing %d map(s)",
+                     path, nmaps);
+  if (!rc) rc = create_table(&w, tmp, coordsys, err);
+  if (!rc) rc = write_all_columns(&w, maps, as_float32, err);
+  if (!rc) rc = finish_file(&w, tmp, err);
+  free_writer(&w);
+  if (!rc) return atomic_commit(tmp, path, err);
+  close_quietly(w.fp);
   atomic_abort(tmp);
-  free(ttype);
-  free(tform);
-  free(tunit);
-  free(namebuf);
-  free(nestbuf);
   return rc;
 }
 
