@@ -1,5 +1,5 @@
 /*
- * test_fits.c -- harness/fitsio.c at the C level: round trips (RING and
+ * test_fits.c -- harness/mapio.c at the C level: round trips (RING and
  * NESTED, float32 and float64, nside powers of two and not, several
  * columns), the healpy header layout, UNSEEN/NaN handling, partial-sky
  * tables, and the failures a user can cause. healpy's view of the same files
