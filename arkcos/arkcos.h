@@ -56,9 +56,6 @@ int arkcos_fail(arkcos_error *err, int code, const char *fmt, ...)
 #endif
     ;
 
-/* Process exit status for an error code: 2 for EINVAL and ENODEV (bad usage
- * or input), 1 otherwise. */
-int arkcos_exit_status(int code);
 
 /* -------------------------------------------------------------- geometry */
 

@@ -13,9 +13,3 @@ int arkcos_fail(arkcos_error *err, int code, const char *fmt, ...) {
   }
   return code;
 }
-
-int arkcos_exit_status(int code) {
-  if (code == ARKCOS_OK) return 0;
-  /* asking for a GPU where there is none is a usage error, like bad input */
-  return (code == ARKCOS_EINVAL || code == ARKCOS_ENODEV) ? 2 : 1;
-}

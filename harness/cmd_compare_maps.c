@@ -17,7 +17,7 @@
 
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
-#include "harness/fitsio.h"
+#include "harness/mapio.h"
 #include "harness/util.h"
 #include "reference/reference.h"
 
@@ -79,84 +79,101 @@ static const char *option_value(int argc, char **argv, int *i, const char *opt,
   return argv[++*i];
 }
 
-int cmd_compare_maps(int argc, char **argv) {
-  const char *pos[2] = {NULL, NULL};
-  int npos = 0;
-  long lmax = 0, iter = 3, threads = 0;
-  int has_lmax = 0;
+typedef struct compare_args {
+  const char *pos[2];
+  int npos;
+  long lmax, iter, threads;
+  int has_lmax;
+} compare_args;
+
+/* Parses argv into a; returns 0, -1 after --help (exit 0), or an exit
+ * status. */
+static int parse_args(int argc, char **argv, compare_args *a) {
+  *a = (compare_args){.iter = 3};
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v;
+    const char *arg = argv[i], *v;
     int missing = 0;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
       usage(stdout);
-      return 0;
+      return -1;
     }
     if ((v = option_value(argc, argv, &i, "--lmax", &missing))) {
-      if (!parse_long(v, &lmax))
+      if (!parse_long(v, &a->lmax))
         return bad_usage("--lmax: '%s' is not an integer", v);
-      has_lmax = 1;
+      a->has_lmax = 1;
     } else if ((v = option_value(argc, argv, &i, "--iter", &missing))) {
-      if (!parse_long(v, &iter) || iter < 0 || iter > 100)
+      if (!parse_long(v, &a->iter) || a->iter < 0 || a->iter > 100)
         return bad_usage("--iter: '%s' is not an integer in [0, 100]", v);
     } else if ((v = option_value(argc, argv, &i, "--threads", &missing))) {
-      if (!parse_long(v, &threads) || threads < 1 || threads > 4096)
+      if (!parse_long(v, &a->threads) || a->threads < 1 || a->threads > 4096)
         return bad_usage("--threads: '%s' is not a positive integer", v);
     } else if (missing) {
-      return bad_usage("%s needs a value", a);
-    } else if (a[0] == '-' && a[1]) {
-      return bad_usage("unknown option '%s'", a);
-    } else if (npos < 2) {
-      pos[npos++] = a;
+      return bad_usage("%s needs a value", arg);
+    } else if (arg[0] == '-' && arg[1]) {
+      return bad_usage("unknown option '%s'", arg);
+    } else if (a->npos < 2) {
+      a->pos[a->npos++] = arg;
     } else {
-      return bad_usage("unexpected argument '%s' (two maps expected)", a);
+      return bad_usage("unexpected argument '%s' (two maps expected)", arg);
     }
   }
-  if (npos != 2) {
+  if (a->npos != 2) {
     fprintf(stderr, "arkcos compare-maps: two maps expected\n");
     usage(stderr);
     return 2;
   }
+  return 0;
+}
 
-  arkcos_error err = {0, ""};
-  double *map_a = NULL, *map_b = NULL;
-  hpx_map_info ia, ib;
-  arkcos_geometry *g = NULL;
-  double *cl = NULL;
-  json_t *root = NULL;
-  int status = 0;
-  if (hpx_read_map(pos[0], &map_a, &ia, &err) ||
-      hpx_read_map(pos[1], &map_b, &ib, &err)) {
-    status = report_error(&err);
-    goto done;
-  }
-  if (ia.nside != ib.nside) {
+/* One map to compare: its header (read once) and first column. */
+typedef struct input_map {
+  hpx_header h;
+  double *map;
+  int64_t nbad;
+} input_map;
+
+static int read_input(const char *path, input_map *m, arkcos_error *err) {
+  int rc = hpx_read_header(path, &m->h, err);
+  if (rc) return rc;
+  double **maps = NULL;
+  int ncols = 1;
+  if ((rc = hpx_read_columns(&m->h, &maps, &ncols, &m->nbad, err))) return rc;
+  m->map = maps[0];
+  free(maps);
+  return ARKCOS_OK;
+}
+
+/* Same nside, and an lmax the maps can carry. Returns 0 or exit status 2. */
+static int check_pair(const compare_args *a, const input_map *ma,
+                      const input_map *mb) {
+  const int64_t nside = ma->h.nside;
+  if (nside != mb->h.nside) {
     fprintf(stderr,
             "arkcos compare-maps: %s has nside %lld but %s has nside %lld\n",
-            pos[0], (long long)ia.nside, pos[1], (long long)ib.nside);
-    status = 2;
-    goto done;
+            a->pos[0], (long long)nside, a->pos[1], (long long)mb->h.nside);
+    return 2;
   }
-  if (has_lmax && (lmax < 1 || lmax > 4 * ia.nside)) {
+  if (a->has_lmax && (a->lmax < 1 || a->lmax > 4 * nside)) {
     fprintf(stderr,
             "arkcos compare-maps: --lmax %ld outside [1, 4 nside = %lld]\n",
-            lmax, (long long)(4 * ia.nside));
-    status = 2;
-    goto done;
+            a->lmax, (long long)(4 * nside));
+    return 2;
   }
-  g = arkcos_geometry_healpix(ia.nside, &err);
-  if (!g) {
-    status = report_error(&err);
-    goto done;
-  }
-  ref_metrics m;
-  ref_compare(g, map_a, map_b, &m);
-  double sb2 = 0;
-  for (int64_t p = 0; p < g->npix; p++) sb2 += map_b[p] * map_b[p];
+  return 0;
+}
 
-  root = json_object();
-  json_object_set_new(root, "a", json_string(pos[0]));
-  json_object_set_new(root, "b", json_string(pos[1]));
-  json_object_set_new(root, "nside", json_integer((json_int_t)ia.nside));
+/* The pixel metrics, whole map and per region. */
+static json_t *pixel_json(const compare_args *a, const arkcos_geometry *g,
+                          const input_map *ma, const input_map *mb) {
+  ref_metrics m;
+  ref_compare(g, ma->map, mb->map, &m);
+  double sb2 = 0;
+  for (int64_t p = 0; p < g->npix; p++) sb2 += mb->map[p] * mb->map[p];
+
+  json_t *root = json_object();
+  json_object_set_new(root, "a", json_string(a->pos[0]));
+  json_object_set_new(root, "b", json_string(a->pos[1]));
+  json_object_set_new(root, "nside", json_integer((json_int_t)ma->h.nside));
   json_object_set_new(root, "npix", json_integer((json_int_t)g->npix));
   json_object_set_new(root, "rms_b", jnum(sqrt(sb2 / (double)g->npix)));
   json_object_set_new(root, "frac_rms", jnum(m.frac_rms));
@@ -169,54 +186,88 @@ int cmd_compare_maps(int argc, char **argv) {
     snprintf(key, sizeof key, "max_rel_%s", region[r]);
     json_object_set_new(root, key, jnum(m.max_rel_region[r]));
   }
-  json_object_set_new(root, "nbad_a", json_integer((json_int_t)ia.nbad));
-  json_object_set_new(root, "nbad_b", json_integer((json_int_t)ib.nbad));
+  json_object_set_new(root, "nbad_a", json_integer((json_int_t)ma->nbad));
+  json_object_set_new(root, "nbad_b", json_integer((json_int_t)mb->nbad));
+  return root;
+}
 
-  if (has_lmax) {
-    int L = (int)lmax;
-    cl = malloc((size_t)(L + 1) * 3 * sizeof *cl);
-    if (!cl) {
-      fprintf(stderr, "arkcos compare-maps: out of memory\n");
-      status = 1;
-      goto done;
-    }
-    ref_spectra_metrics sm;
-    if (ref_compare_spectra(g, map_a, map_b, L, (int)iter, (int)threads, cl,
-                            cl + L + 1, cl + 2 * (L + 1), &sm, &err)) {
-      status = report_error(&err);
-      goto done;
-    }
-    json_t *s = json_object();
-    json_object_set_new(s, "lmax", json_integer(L));
-    json_object_set_new(s, "iter", json_integer(iter));
-    json_object_set_new(s, "nl", json_integer(sm.nl));
-    json_object_set_new(s, "max_rel_residual", jnum(sm.max_rel_residual));
-    json_object_set_new(s, "rms_rel_residual", jnum(sm.rms_rel_residual));
-    json_object_set_new(s, "diff_max_ratio", jnum(sm.max_diff_ratio));
-    json_object_set_new(s, "diff_mean_ratio", jnum(sm.mean_diff_ratio));
-    json_object_set_new(s, "cl_a", jarray(cl, L + 1));
-    json_object_set_new(s, "cl_b", jarray(cl + L + 1, L + 1));
-    json_object_set_new(s, "cl_diff", jarray(cl + 2 * (L + 1), L + 1));
-    json_object_set_new(root, "spectra", s);
+/* With --lmax: root.spectra. Returns 0 or an exit status. */
+static int add_spectra(json_t *root, const compare_args *a,
+                       const arkcos_geometry *g, const input_map *ma,
+                       const input_map *mb, arkcos_error *err) {
+  const int L = (int)a->lmax;
+  double *cl = malloc((size_t)(L + 1) * 3 * sizeof *cl);
+  if (!cl) {
+    fprintf(stderr, "arkcos compare-maps: out of memory\n");
+    return 1;
   }
+  ref_spectra_metrics sm;
+  if (ref_compare_spectra(g, ma->map, mb->map, L, (int)a->iter, (int)a->threads,
+                          cl, cl + L + 1, cl + 2 * (L + 1), &sm, err)) {
+    free(cl);
+    return report_error(err);
+  }
+  json_t *s = json_object();
+  json_object_set_new(s, "lmax", json_integer(L));
+  json_object_set_new(s, "iter", json_integer(a->iter));
+  json_object_set_new(s, "nl", json_integer(sm.nl));
+  json_object_set_new(s, "max_rel_residual", jnum(sm.max_rel_residual));
+  json_object_set_new(s, "rms_rel_residual", jnum(sm.rms_rel_residual));
+  json_object_set_new(s, "diff_max_ratio", jnum(sm.max_diff_ratio));
+  json_object_set_new(s, "diff_mean_ratio", jnum(sm.mean_diff_ratio));
+  json_object_set_new(s, "cl_a", jarray(cl, L + 1));
+  json_object_set_new(s, "cl_b", jarray(cl + L + 1, L + 1));
+  json_object_set_new(s, "cl_diff", jarray(cl + 2 * (L + 1), L + 1));
+  json_object_set_new(root, "spectra", s);
+  free(cl);
+  return 0;
+}
 
+/* The JSON document on stdout. Returns 0 or exit status 1. */
+static int print_json(const json_t *root) {
   char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
                                     JSON_REAL_PRECISION(10));
   if (!text) {
     fprintf(stderr, "arkcos compare-maps: cannot encode JSON\n");
-    status = 1;
-    goto done;
+    return 1;
   }
+  int status = 0;
   if (fputs(text, stdout) < 0 || fputc('\n', stdout) < 0 || fflush(stdout)) {
     fprintf(stderr, "arkcos compare-maps: cannot write to stdout\n");
     status = 1;
   }
   free(text);
-done:
+  return status;
+}
+
+/* Compares the two maps read; returns the exit status. */
+static int compare(const compare_args *a, const input_map *ma,
+                   const input_map *mb, arkcos_error *err) {
+  int status = check_pair(a, ma, mb);
+  if (status) return status;
+  arkcos_geometry *g = arkcos_geometry_healpix(ma->h.nside, err);
+  if (!g) return report_error(err);
+  json_t *root = pixel_json(a, g, ma, mb);
+  if (a->has_lmax) status = add_spectra(root, a, g, ma, mb, err);
+  if (!status) status = print_json(root);
   json_decref(root);
-  free(cl);
-  free(map_a);
-  free(map_b);
   arkcos_geometry_destroy(g);
+  return status;
+}
+
+int cmd_compare_maps(int argc, char **argv) {
+  compare_args a;
+  int status = parse_args(argc, argv, &a);
+  if (status) return status < 0 ? 0 : status;
+  arkcos_error err = {0, ""};
+  input_map ma = {0}, mb = {0};
+  if (read_input(a.pos[0], &ma, &err) || read_input(a.pos[1], &mb, &err))
+    status = report_error(&err);
+  else
+    status = compare(&a, &ma, &mb, &err);
+  free(ma.map);
+  free(mb.map);
+  hpx_header_free(&ma.h);
+  hpx_header_free(&mb.h);
   return status;
 }

@@ -22,9 +22,10 @@
 
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
-#include "harness/fitsio.h"
+#include "harness/mapio.h"
+#include "harness/method.h"
+#include "harness/status.h"
 #include "harness/util.h"
-#include "reference/reference.h"
 
 #define PI 3.14159265358979323846
 #define DEG (PI / 180.0)
@@ -33,15 +34,12 @@
  * level the paper and the benchmarks use (DESIGN.md, issue 7). */
 #define DEFAULT_CUTOFF_REL 1e-5
 
-typedef enum { METHOD_ARKCOS, METHOD_DIRECT, METHOD_FSHT } smooth_method;
-static const char *const method_names[] = {"arkcos", "direct", "fsht"};
-
 typedef struct smooth_args {
   const char **pos;
   int npos;
   double fwhm_arcmin, cutoff_deg, cutoff_rel;
   const char *kernel_file;
-  smooth_method method;
+  method_kind method;
   arkcos_mode mode;
   arkcos_precision precision;
   long oversample; /* arkcos_options.oversample: 0 automatic */
@@ -136,129 +134,138 @@ static int parse_choice(const char *opt, const char *v,
   return bad_arg("%s: unknown value '%s'", opt, v);
 }
 
-/* Parses argv into a; returns 0, or an exit status (0 is never returned for
- * --help: -1 means "help printed, exit 0"). */
-static int parse_args(int argc, char **argv, smooth_args *a) {
+/* An option that takes a value ("--name value" or "--name=value"), with the
+ * flag that records it was given. */
+typedef struct known_option {
+  const char *name;
+  int *seen;
+} known_option;
+
+/* The flag of option name, or NULL if there is no such option. */
+static int *option_seen(smooth_args *a, const char *name) {
+  const known_option known[] = {
+      {"--fwhm-arcmin", &a->has_fwhm},     {"--kernel-file", &a->has_kernel},
+      {"--cutoff-deg", &a->has_cutoff_deg}, {"--cutoff-rel", &a->has_cutoff_rel},
+      {"--method", &a->has_method},         {"--mode", &a->has_mode},
+      {"--precision", &a->has_precision},   {"--backend", &a->has_backend},
+      {"--threads", &a->has_threads},       {"--lmax", &a->has_lmax},
+      {"--iter", &a->has_iter},             {"--oversample", &a->has_oversample},
+  };
+  for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
+    if (!strcmp(name, known[j].name)) return known[j].seen;
+  return NULL;
+}
+
+/* The kernel's options: --fwhm-arcmin, --kernel-file, --cutoff-*. */
+static int set_kernel_option(smooth_args *a, const char *name, const char *val) {
+  if (!strcmp(name, "--fwhm-arcmin")) {
+    if (!parse_double(val, &a->fwhm_arcmin))
+      return bad_arg("--fwhm-arcmin: '%s' is not a number", val);
+    if (!(a->fwhm_arcmin > 0))
+      return bad_arg("--fwhm-arcmin: %s must be positive", val);
+  } else if (!strcmp(name, "--kernel-file")) {
+    if (!*val) return bad_arg("--kernel-file: empty file name");
+    a->kernel_file = val;
+  } else if (!strcmp(name, "--cutoff-deg")) {
+    if (!parse_double(val, &a->cutoff_deg))
+      return bad_arg("--cutoff-deg: '%s' is not a number", val);
+    if (!(a->cutoff_deg > 0 && a->cutoff_deg <= 180))
+      return bad_arg("--cutoff-deg: %s is outside (0, 180] degrees", val);
+  } else if (!strcmp(name, "--cutoff-rel")) {
+    if (!parse_double(val, &a->cutoff_rel))
+      return bad_arg("--cutoff-rel: '%s' is not a number", val);
+    if (!(a->cutoff_rel > 0 && a->cutoff_rel < 1))
+      return bad_arg("--cutoff-rel: %s is outside (0, 1)", val);
+  }
+  return 0;
+}
+
+/* The choices: --method, --mode, --precision, --backend. */
+static int set_choice_option(smooth_args *a, const char *name, const char *val) {
   static const char *const modes[] = {"enhanced", "paper"};
   static const char *const precisions[] = {"double", "single"};
   static const char *const backends[] = {"auto", "cpu", "gpu"};
-  memset(a, 0, sizeof *a);
-  a->pos = calloc((size_t)argc, sizeof *a->pos);
-  if (!a->pos) return bad_arg("out of memory");
-  int options_done = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (options_done || arg[0] != '-' || !arg[1]) {
-      if (!strcmp(arg, "-")) return bad_arg("'-': standard input is not supported");
-      a->pos[a->npos++] = arg;
-      continue;
-    }
-    if (!strcmp(arg, "--")) {
-      options_done = 1;
-      continue;
-    }
-    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-      usage(stdout);
-      return -1;
-    }
-    if (!strcmp(arg, "--force")) {
-      a->force = 1;
-      continue;
-    }
-    /* Every other option takes a value: "--opt value" or "--opt=value". */
-    char name[64];
-    const char *val = NULL;
-    const char *eq = strchr(arg, '=');
-    if (eq && (size_t)(eq - arg) < sizeof name) {
-      memcpy(name, arg, (size_t)(eq - arg));
-      name[eq - arg] = 0;
-      val = eq + 1;
-    } else {
-      snprintf(name, sizeof name, "%s", arg);
-    }
-    struct {
-      const char *name;
-      int *seen;
-    } known[] = {
-        {"--fwhm-arcmin", &a->has_fwhm},     {"--kernel-file", &a->has_kernel},
-        {"--cutoff-deg", &a->has_cutoff_deg}, {"--cutoff-rel", &a->has_cutoff_rel},
-        {"--method", &a->has_method},         {"--mode", &a->has_mode},
-        {"--precision", &a->has_precision},   {"--backend", &a->has_backend},
-        {"--threads", &a->has_threads},       {"--lmax", &a->has_lmax},
-        {"--iter", &a->has_iter},             {"--oversample", &a->has_oversample},
-    };
-    int k = -1;
-    for (int j = 0; j < (int)(sizeof known / sizeof known[0]); j++)
-      if (!strcmp(name, known[j].name)) k = j;
-    if (k < 0) return bad_arg("unknown option '%s'", arg);
-    if (*known[k].seen) return bad_arg("%s given twice", name);
-    *known[k].seen = 1;
-    if (!val) {
-      /* A following "--option" is a forgotten value, not a value; negative
-       * numbers ("-5") are still taken, and rejected by the range checks. */
-      if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2))
-        return bad_arg("%s needs a value", name);
-      val = argv[++i];
-    }
-    int choice = 0, rc = 0;
-    if (!strcmp(name, "--fwhm-arcmin")) {
-      if (!parse_double(val, &a->fwhm_arcmin))
-        return bad_arg("--fwhm-arcmin: '%s' is not a number", val);
-      if (!(a->fwhm_arcmin > 0))
-        return bad_arg("--fwhm-arcmin: %s must be positive", val);
-    } else if (!strcmp(name, "--kernel-file")) {
-      if (!*val) return bad_arg("--kernel-file: empty file name");
-      a->kernel_file = val;
-    } else if (!strcmp(name, "--cutoff-deg")) {
-      if (!parse_double(val, &a->cutoff_deg))
-        return bad_arg("--cutoff-deg: '%s' is not a number", val);
-      if (!(a->cutoff_deg > 0 && a->cutoff_deg <= 180))
-        return bad_arg("--cutoff-deg: %s is outside (0, 180] degrees", val);
-    } else if (!strcmp(name, "--cutoff-rel")) {
-      if (!parse_double(val, &a->cutoff_rel))
-        return bad_arg("--cutoff-rel: '%s' is not a number", val);
-      if (!(a->cutoff_rel > 0 && a->cutoff_rel < 1))
-        return bad_arg("--cutoff-rel: %s is outside (0, 1)", val);
-    } else if (!strcmp(name, "--method")) {
-      if ((rc = parse_choice(name, val, method_names, 3, &choice))) return rc;
-      a->method = (smooth_method)choice;
-    } else if (!strcmp(name, "--mode")) {
-      if ((rc = parse_choice(name, val, modes, 2, &choice))) return rc;
-      a->mode = choice ? ARKCOS_MODE_PAPER : ARKCOS_MODE_ENHANCED;
-    } else if (!strcmp(name, "--precision")) {
-      if ((rc = parse_choice(name, val, precisions, 2, &choice))) return rc;
-      a->precision = choice ? ARKCOS_SINGLE : ARKCOS_DOUBLE;
-    } else if (!strcmp(name, "--backend")) {
-      if ((rc = parse_choice(name, val, backends, 3, &choice))) return rc;
-      a->backend = choice == 0 ? ARKCOS_BACKEND_AUTO
-                   : choice == 1 ? ARKCOS_BACKEND_CPU
-                                 : ARKCOS_BACKEND_GPU;
-    } else if (!strcmp(name, "--threads")) {
-      if (!parse_long(val, &a->threads) || a->threads < 1 || a->threads > 4096)
-        return bad_arg("--threads: '%s' is not an integer in [1, 4096]", val);
-    } else if (!strcmp(name, "--lmax")) {
-      if (!parse_long(val, &a->lmax))
-        return bad_arg("--lmax: '%s' is not an integer", val);
-      if (a->lmax < 1) return bad_arg("--lmax: %s must be >= 1", val);
-    } else if (!strcmp(name, "--oversample")) {
-      if (!parse_long(val, &a->oversample) || a->oversample < 1 || a->oversample > 8)
-        return bad_arg("--oversample: '%s' is not an integer in [1, 8]", val);
-    } else if (!strcmp(name, "--iter")) {
-      if (!parse_long(val, &a->iter) || a->iter > 1000)
-        return bad_arg("--iter: '%s' is not an integer <= 1000", val);
-      if (a->iter < 0) return bad_arg("--iter: %s must be >= 0", val);
-    }
+  int choice = 0, rc = 0;
+  if (!strcmp(name, "--method")) {
+    if ((choice = method_from_name(val)) < 0)
+      return bad_arg("%s: unknown value '%s'", name, val);
+    a->method = (method_kind)choice;
+  } else if (!strcmp(name, "--mode")) {
+    if ((rc = parse_choice(name, val, modes, 2, &choice))) return rc;
+    a->mode = choice ? ARKCOS_MODE_PAPER : ARKCOS_MODE_ENHANCED;
+  } else if (!strcmp(name, "--precision")) {
+    if ((rc = parse_choice(name, val, precisions, 2, &choice))) return rc;
+    a->precision = choice ? ARKCOS_SINGLE : ARKCOS_DOUBLE;
+  } else if (!strcmp(name, "--backend")) {
+    if ((rc = parse_choice(name, val, backends, 3, &choice))) return rc;
+    a->backend = choice == 0 ? ARKCOS_BACKEND_AUTO
+                 : choice == 1 ? ARKCOS_BACKEND_CPU
+                               : ARKCOS_BACKEND_GPU;
   }
+  return 0;
+}
 
+/* The integers: --threads, --lmax, --oversample, --iter. */
+static int set_integer_option(smooth_args *a, const char *name, const char *val) {
+  if (!strcmp(name, "--threads")) {
+    if (!parse_long(val, &a->threads) || a->threads < 1 || a->threads > 4096)
+      return bad_arg("--threads: '%s' is not an integer in [1, 4096]", val);
+  } else if (!strcmp(name, "--lmax")) {
+    if (!parse_long(val, &a->lmax))
+      return bad_arg("--lmax: '%s' is not an integer", val);
+    if (a->lmax < 1) return bad_arg("--lmax: %s must be >= 1", val);
+  } else if (!strcmp(name, "--oversample")) {
+    if (!parse_long(val, &a->oversample) || a->oversample < 1 || a->oversample > 8)
+      return bad_arg("--oversample: '%s' is not an integer in [1, 8]", val);
+  } else if (!strcmp(name, "--iter")) {
+    if (!parse_long(val, &a->iter) || a->iter > 1000)
+      return bad_arg("--iter: '%s' is not an integer <= 1000", val);
+    if (a->iter < 0) return bad_arg("--iter: %s must be >= 0", val);
+  }
+  return 0;
+}
+
+/* The option at argv[*i] that takes a value: "--opt value" (advancing *i)
+ * or "--opt=value". Returns 0 or an exit status. */
+static int parse_value_option(int argc, char **argv, int *i, smooth_args *a) {
+  const char *arg = argv[*i];
+  char name[64];
+  const char *val = NULL;
+  const char *eq = strchr(arg, '=');
+  if (eq && (size_t)(eq - arg) < sizeof name) {
+    memcpy(name, arg, (size_t)(eq - arg));
+    name[eq - arg] = 0;
+    val = eq + 1;
+  } else {
+    snprintf(name, sizeof name, "%s", arg);
+  }
+  int *seen = option_seen(a, name);
+  if (!seen) return bad_arg("unknown option '%s'", arg);
+  if (*seen) return bad_arg("%s given twice", name);
+  *seen = 1;
+  if (!val) {
+    /* A following "--option" is a forgotten value, not a value; negative
+     * numbers ("-5") are still taken, and rejected by the range checks. */
+    if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
+      return bad_arg("%s needs a value", name);
+    val = argv[++*i];
+  }
+  int rc = set_kernel_option(a, name, val);
+  if (!rc) rc = set_choice_option(a, name, val);
+  if (!rc) rc = set_integer_option(a, name, val);
+  return rc;
+}
+
+/* Options that would silently do nothing are errors: a user who asks for
+ * --mode paper with --method direct should learn it has no effect. */
+static int check_combinations(const smooth_args *a) {
   if (a->has_fwhm && a->has_kernel)
     return bad_arg("give either --fwhm-arcmin or --kernel-file, not both");
   if (!a->has_fwhm && !a->has_kernel)
     return bad_arg("a kernel is needed: --fwhm-arcmin F or --kernel-file FILE");
   if (a->has_cutoff_deg && a->has_cutoff_rel)
     return bad_arg("give either --cutoff-deg or --cutoff-rel, not both");
-  /* Options that would silently do nothing are errors: a user who asks for
-   * --mode paper with --method direct should learn it has no effect. */
-  const char *m = method_names[a->method];
+  const char *m = method_name(a->method);
   if (a->method != METHOD_ARKCOS) {
     if (a->has_mode) return bad_arg("--mode applies only to --method arkcos, not %s", m);
     if (a->has_precision)
@@ -274,6 +281,33 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
   }
   if (a->npos < 2)
     return bad_arg("need an input map and an output (IN.fits OUT.fits)");
+  return 0;
+}
+
+/* Parses argv into a; returns 0, or an exit status (0 is never returned for
+ * --help: -1 means "help printed, exit 0"). */
+static int parse_args(int argc, char **argv, smooth_args *a) {
+  memset(a, 0, sizeof *a);
+  a->pos = calloc((size_t)argc, sizeof *a->pos);
+  if (!a->pos) return bad_arg("out of memory");
+  int options_done = 0, rc = 0;
+  for (int i = 1; i < argc && !rc; i++) {
+    const char *arg = argv[i];
+    if (options_done || arg[0] != '-' || !arg[1]) {
+      if (!strcmp(arg, "-")) return bad_arg("'-': standard input is not supported");
+      a->pos[a->npos++] = arg;
+    } else if (!strcmp(arg, "--")) {
+      options_done = 1;
+    } else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+      usage(stdout);
+      return -1;
+    } else if (!strcmp(arg, "--force")) {
+      a->force = 1;
+    } else {
+      rc = parse_value_option(argc, argv, &i, a);
+    }
+  }
+  if (rc || (rc = check_combinations(a))) return rc;
   if (!a->has_iter) a->iter = 3;
   if (!a->has_threads) a->threads = omp_get_max_threads();
   return 0;
@@ -321,17 +355,16 @@ static char *path_in_dir(const char *dir, const char *in) {
 typedef struct smooth_state {
   const smooth_args *a;
   arkcos_kernel *kernel;
-  int64_t nside;        /* of geometry and plan below (0: none yet) */
+  int64_t nside;        /* of geometry and smoother below (0: none yet) */
   arkcos_geometry *geom;
-  arkcos_plan *plan;
-  arkcos_backend backend; /* resolved: CPU or GPU */
-  double plan_time;     /* sum over plans created */
+  smoother *sm;
+  double plan_time;     /* sum over arkcos plans created */
   int nplans;
   double *map_times;    /* execute time per map */
   int nmaps_done, map_cap;
   int ninputs;
-  int64_t *input_nside; /* per input, from the header check */
-  int *input_ncols;
+  hpx_header *inputs;   /* per input: its header, read once by the check */
+  char **outs;          /* per input: where its output goes */
 } smooth_state;
 
 /* Maps (columns) over all inputs that share this nside: one plan serves
@@ -339,64 +372,47 @@ typedef struct smooth_state {
 static int maps_with_nside(const smooth_state *s, int64_t nside) {
   int n = 0;
   for (int i = 0; i < s->ninputs; i++)
-    if (s->input_nside[i] == nside) n += s->input_ncols[i];
+    if (s->inputs[i].nside == nside) n += s->inputs[i].ncols;
   return n;
 }
 
-static int ensure_geometry_and_plan(smooth_state *s, int64_t nside,
-                                    arkcos_error *err) {
+static void method_spec_for(const smooth_state *s, int64_t nside, method_spec *m) {
+  const smooth_args *a = s->a;
+  method_spec_default(m);
+  m->kind = a->method;
+  m->arkcos.mode = a->mode;
+  m->arkcos.precision = a->precision;
+  m->arkcos.oversample = (int)a->oversample;
+  m->arkcos.backend = a->backend;
+  /* With more than one map, keep the kernel spectra from plan creation so
+   * that every map costs only FFTs and the reduction (issue 7); with one map
+   * caching would only cost memory. */
+  m->arkcos.cache_kernel_spectra = maps_with_nside(s, nside) > 1;
+  m->threads = (int)a->threads;
+  m->lmax = a->has_lmax ? (int)a->lmax : (int)(3 * nside - 1);
+  m->iter = (int)a->iter;
+}
+
+/* The geometry and smoother for nside (kept while the nside stays). */
+static int ensure_smoother(smooth_state *s, int64_t nside, arkcos_error *err) {
   if (s->geom && s->nside == nside) return ARKCOS_OK;
-  arkcos_plan_destroy(s->plan);
+  smoother_destroy(s->sm);
   arkcos_geometry_destroy(s->geom);
-  s->plan = NULL;
+  s->sm = NULL;
   s->nside = 0;
   s->geom = arkcos_geometry_healpix(nside, err);
   if (!s->geom) return err->code ? err->code : ARKCOS_ERUNTIME;
   s->nside = nside;
-  if (s->a->method != METHOD_ARKCOS) return ARKCOS_OK;
-
-  arkcos_options o;
-  arkcos_options_default(&o);
-  o.mode = s->a->mode;
-  o.precision = s->a->precision;
-  o.oversample = (int)s->a->oversample;
-  o.threads = (int)s->a->threads;
-  /* With more than one map, keep the kernel spectra from plan creation so
-   * that every map costs only FFTs and the reduction (issue 7); with one map
-   * caching would only cost memory. */
-  o.cache_kernel_spectra = maps_with_nside(s, nside) > 1;
-  double t0 = wall_time();
-  if (s->a->backend == ARKCOS_BACKEND_GPU) {
-    o.backend = ARKCOS_BACKEND_GPU;
-    s->plan = arkcos_plan_create(s->geom, s->kernel, &o, err);
-  } else {
-    char why[256] = "";
-    int gpu = s->a->backend == ARKCOS_BACKEND_AUTO &&
-              arkcos_gpu_available(why, sizeof why);
-    if (gpu) {
-      o.backend = ARKCOS_BACKEND_GPU;
-      s->plan = arkcos_plan_create(s->geom, s->kernel, &o, err);
-      if (!s->plan)
-        fprintf(stderr, "arkcos smooth: note: GPU plan failed (%s); using the CPU\n",
-                err->msg);
-    }
-    if (!s->plan) {
-      o.backend = ARKCOS_BACKEND_CPU;
-      s->plan = arkcos_plan_create(s->geom, s->kernel, &o, err);
-    }
+  method_spec m;
+  method_spec_for(s, nside, &m);
+  s->sm = smoother_create(&m, s->geom, s->kernel, err);
+  if (!s->sm) return err->code ? err->code : ARKCOS_ERUNTIME;
+  const char *note = smoother_note(s->sm);
+  if (note[0]) fprintf(stderr, "arkcos smooth: note: %s\n", note);
+  if (s->a->method == METHOD_ARKCOS) {
+    s->plan_time += smoother_plan_time(s->sm);
+    s->nplans++;
   }
-  if (!s->plan && o.cache_kernel_spectra && err->code == ARKCOS_ENOMEM) {
-    /* Cached spectra did not fit: recomputing them per map is slower but
-     * needs only the working memory of one map. */
-    fprintf(stderr, "arkcos smooth: note: kernel spectra do not fit in memory "
-                    "(%s); computing them per map\n", err->msg);
-    o.cache_kernel_spectra = 0;
-    s->plan = arkcos_plan_create(s->geom, s->kernel, &o, err);
-  }
-  if (!s->plan) return err->code ? err->code : ARKCOS_ERUNTIME;
-  s->plan_time += wall_time() - t0;
-  s->nplans++;
-  s->backend = arkcos_plan_backend(s->plan);
   return ARKCOS_OK;
 }
 
@@ -429,293 +445,286 @@ static int cmp_double(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-static int smooth_one(smooth_state *s, const char *in, const char *out,
-                      arkcos_error *err) {
-  const smooth_args *a = s->a;
-  hpx_map_info info;
-  char coordsys[HPX_NAME_LEN] = "";
-  double **maps = NULL, **outs = NULL;
-  hpx_column *cols = NULL;
-  int ncols = 0, rc;
+/* One input file on its way through smooth_one. */
+typedef struct file_job {
+  const char *in, *out;
+  const hpx_header *h;
+  double **maps, **outs;
+  int ncols;
+  int64_t nbad;
+  arkcos_stage_times sum;  /* METHOD_ARKCOS: stages over the columns */
+  double t_read, t_exec, t_write, plan_time;
+} file_job;
 
-  double t_read = wall_time();
-  if ((rc = hpx_read_info(in, &info, NULL, 0, NULL, err))) return rc;
-  cols = calloc((size_t)info.ncols, sizeof *cols);
-  if (!cols) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
-  if ((rc = hpx_read_info(in, &info, cols, info.ncols, coordsys, err))) goto done;
-  if ((rc = hpx_read_maps(in, &maps, &ncols, &info, err))) goto done;
-  t_read = wall_time() - t_read;
+/* Smooths column c into job->outs[c], then frees the input column (so that a
+ * multi-column map costs one input column plus the outputs). */
+static int smooth_column(smooth_state *s, file_job *job, int c, arkcos_error *err) {
+  job->outs[c] = malloc(sizeof *job->outs[c] * (size_t)s->geom->npix);
+  if (!job->outs[c])
+    return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the output map",
+                       job->in);
+  double t0 = wall_time();
+  int rc = smoother_apply(s->sm, job->maps[c], job->outs[c], err);
+  if (rc) return rc;
+  double dt = wall_time() - t0;
+  if (s->a->method == METHOD_ARKCOS) {
+    arkcos_stage_times t;
+    smoother_stages(s->sm, &t);
+    add_stages(&job->sum, &t);
+  }
+  job->t_exec += dt;
+  if ((rc = record_map_time(s, dt))) return arkcos_fail(err, rc, "out of memory");
+  free(job->maps[c]);
+  job->maps[c] = NULL;
+  return ARKCOS_OK;
+}
 
+static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
   double plan_time0 = s->plan_time;
-  if ((rc = ensure_geometry_and_plan(s, info.nside, err))) goto done;
-  double plan_time = s->plan_time - plan_time0; /* 0 when the plan is reused */
-  const int64_t npix = s->geom->npix;
-  outs = calloc((size_t)ncols, sizeof *outs);
-  if (!outs) {
-    rc = arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
-    goto done;
-  }
-  int lmax = a->has_lmax ? (int)a->lmax : (int)(3 * info.nside - 1);
-  arkcos_stage_times sum = {0};
-  double t_exec = 0;
-  for (int c = 0; c < ncols; c++) {
-    outs[c] = malloc(sizeof *outs[c] * (size_t)npix);
-    if (!outs[c]) {
-      rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the output map", in);
-      goto done;
-    }
-    double t0 = wall_time();
-    switch (a->method) {
-      case METHOD_ARKCOS:
-        rc = arkcos_execute(s->plan, maps[c], outs[c], err);
-        if (!rc) {
-          arkcos_stage_times t;
-          arkcos_plan_stages(s->plan, &t);
-          add_stages(&sum, &t);
-        }
-        break;
-      case METHOD_DIRECT:
-        rc = ref_direct_sum(s->geom, s->kernel, maps[c], outs[c], NULL, 0,
-                            (int)a->threads, err);
-        break;
-      case METHOD_FSHT:
-        rc = ref_fsht_smooth(s->geom, s->kernel, maps[c], outs[c], lmax,
-                             (int)a->iter, NULL, (int)a->threads, err);
-        break;
-    }
-    if (rc) goto done;
-    double dt = wall_time() - t0;
-    t_exec += dt;
-    if ((rc = record_map_time(s, dt))) {
-      arkcos_fail(err, rc, "out of memory");
-      goto done;
-    }
-    /* The input column is no longer needed: free it early so that a
-     * multi-column map costs one input column plus the outputs. */
-    free(maps[c]);
-    maps[c] = NULL;
-  }
+  int rc = ensure_smoother(s, job->h->nside, err);
+  if (rc) return rc;
+  job->plan_time = s->plan_time - plan_time0; /* 0 when the plan is reused */
+  job->outs = calloc((size_t)job->ncols, sizeof *job->outs);
+  if (!job->outs) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+  for (int c = 0; c < job->ncols && !rc; c++) rc = smooth_column(s, job, c, err);
+  return rc;
+}
 
-  double t_write = wall_time();
-  rc = hpx_write_maps_ex(out, (const double *const *)outs, ncols, info.nside,
-                         info.nested, info.is_float32, a->force, cols,
-                         coordsys, err);
-  if (rc) goto done;
-  t_write = wall_time() - t_write;
-
-  /* The summary line: what was done, with what, and where the time went. */
+/* The summary line: what was done, with what, and where the time went. */
+static void print_summary(const smooth_state *s, const file_job *job) {
+  const smooth_args *a = s->a;
+  const hpx_header *h = job->h;
+  const int arkcos = a->method == METHOD_ARKCOS;
+  const int gpu = arkcos && smoother_backend(s->sm) == ARKCOS_BACKEND_GPU;
   char kern[160], extra[256] = "";
-  double cut = arkcos_kernel_cutoff(s->kernel);
   if (a->has_fwhm)
     snprintf(kern, sizeof kern, "fwhm=%g'", a->fwhm_arcmin);
   else
     snprintf(kern, sizeof kern, "kernel=%s", a->kernel_file);
-  if (a->method == METHOD_ARKCOS) {
+  if (arkcos)
     snprintf(extra, sizeof extra, " backend=%s mode=%s precision=%s",
-             s->backend == ARKCOS_BACKEND_GPU ? "gpu" : "cpu",
-             a->mode == ARKCOS_MODE_PAPER ? "paper" : "enhanced",
+             gpu ? "gpu" : "cpu", a->mode == ARKCOS_MODE_PAPER ? "paper" : "enhanced",
              a->precision == ARKCOS_SINGLE ? "single" : "double");
-  } else if (a->method == METHOD_FSHT) {
-    snprintf(extra, sizeof extra, " lmax=%d iter=%ld", lmax, a->iter);
-  }
+  else if (a->method == METHOD_FSHT)
+    snprintf(extra, sizeof extra, " lmax=%d iter=%ld",
+             a->has_lmax ? (int)a->lmax : (int)(3 * h->nside - 1), a->iter);
   printf("smooth: %s -> %s nside=%lld maps=%d ordering=%s type=%s method=%s%s "
          "threads=%ld %s cutoff=%.4gdeg (K/K0=%.2g) time=%.4gs",
-         in, out, (long long)info.nside, ncols, info.nested ? "NESTED" : "RING",
-         info.is_float32 ? "float32" : "float64", method_names[a->method],
-         extra, a->threads, kern, cut / DEG,
-         arkcos_kernel_cutoff_level(s->kernel), t_exec);
-  if (a->method == METHOD_ARKCOS) {
+         job->in, job->out, (long long)h->nside, job->ncols,
+         h->nested ? "NESTED" : "RING", h->is_float32 ? "float32" : "float64",
+         method_name(a->method), extra, a->threads, kern,
+         arkcos_kernel_cutoff(s->kernel) / DEG,
+         arkcos_kernel_cutoff_level(s->kernel), job->t_exec);
+  const arkcos_stage_times *t = &job->sum;
+  if (arkcos) {
     printf(" (map_fft %.3g kernel_eval %.3g kernel_fft %.3g reduction %.3g "
            "map_ifft %.3g",
-           sum.map_fft, sum.kernel_eval, sum.kernel_fft, sum.reduction,
-           sum.map_ifft);
-    if (s->backend == ARKCOS_BACKEND_GPU)
-      printf(" h2d %.3g d2h %.3g", sum.h2d, sum.d2h);
-    printf(" other %.3g)", sum.other);
+           t->map_fft, t->kernel_eval, t->kernel_fft, t->reduction, t->map_ifft);
+    if (gpu) printf(" h2d %.3g d2h %.3g", t->h2d, t->d2h);
+    printf(" other %.3g) plan=%.3gs", t->other, job->plan_time);
   }
-  if (a->method == METHOD_ARKCOS) printf(" plan=%.3gs", plan_time);
-  printf(" read=%.3gs write=%.3gs bad_pixels=%lld\n", t_read, t_write,
-         (long long)info.nbad);
+  printf(" read=%.3gs write=%.3gs bad_pixels=%lld\n", job->t_read, job->t_write,
+         (long long)job->nbad);
   fflush(stdout);
+}
 
-done:
-  if (outs)
-    for (int c = 0; c < ncols; c++) free(outs[c]);
-  free(outs);
-  free(cols);
-  hpx_free_maps(maps, ncols);
+/* Input i: its columns read (the header is the check's), smoothed, written
+ * with the input's ordering, float type, column labels and COORDSYS. */
+static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
+  file_job job = {.in = s->a->pos[i], .out = s->outs[i], .h = &s->inputs[i]};
+  const hpx_header *h = job.h;
+  job.t_read = wall_time();
+  int rc = hpx_read_columns(h, &job.maps, &job.ncols, &job.nbad, err);
+  if (rc) return rc;
+  job.t_read = wall_time() - job.t_read;
+  if (!(rc = smooth_columns(s, &job, err))) {
+    job.t_write = wall_time();
+    rc = hpx_write_maps_ex(job.out, (const double *const *)job.outs, job.ncols,
+                           h->nside, h->nested, h->is_float32, s->a->force,
+                           h->cols, h->coordsys, err);
+    job.t_write = wall_time() - job.t_write;
+  }
+  if (!rc) print_summary(s, &job);
+  hpx_free_maps(job.outs, job.outs ? job.ncols : 0);
+  hpx_free_maps(job.maps, job.ncols);
   return rc;
+}
+
+/* ---------------------------------------------------------------- checks */
+
+/* Where the outputs go: a folder (several inputs, an existing folder, or a
+ * name ending in '/') or one file. Returns 0 or an exit status. */
+static int check_target(const smooth_state *s, const char *last, int to_dir) {
+  if (s->ninputs > 1 && !to_dir)
+    return bad_arg("with several inputs the last argument must be a folder "
+                   "(existing, or ending in '/'): '%s'", last);
+  struct stat st;
+  if (to_dir && !is_dir(last) && stat(last, &st) == 0)
+    return bad_arg("%s: exists and is not a folder", last);
+  return 0;
+}
+
+/* A missing or read-only output folder is found now, not after the
+ * smoothing (which may take minutes). */
+static int check_output_folder(const char *out) {
+  char *dir = parent_dir(out);
+  int ok = dir && is_dir(dir) && access(dir, W_OK) == 0;
+  if (!ok)
+    fprintf(stderr, "arkcos smooth: %s: cannot write into folder '%s': %s\n", out,
+            dir ? dir : "?", dir && !is_dir(dir) ? "no such folder" : strerror(errno));
+  free(dir);
+  return ok ? 0 : 2;
+}
+
+/* An existing output: never a folder, replaced only with --force. */
+static int check_existing_output(const smooth_state *s, int i) {
+  const char *out = s->outs[i];
+  struct stat st;
+  if (stat(out, &st) != 0) return 0;
+  if (S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "arkcos smooth: %s: output is a folder\n", out);
+    return 2;
+  }
+  if (!s->a->force) {
+    fprintf(stderr, "arkcos smooth: %s: output exists (use --force to overwrite)\n",
+            out);
+    return 2;
+  }
+  /* Overwriting an input is safe (the output is renamed into place after
+   * the input was read) but almost always a slip of the hand. */
+  if (same_file(out, s->a->pos[i]))
+    fprintf(stderr, "arkcos smooth: note: %s replaces its own input\n", out);
+  return 0;
+}
+
+/* Input i's header (kept for the read) and its output's name. Returns 0 or
+ * an exit status. */
+static int check_input(smooth_state *s, int i, const char *last, int to_dir,
+                       arkcos_error *err) {
+  const smooth_args *a = s->a;
+  const hpx_header *h = &s->inputs[i];
+  if (hpx_read_header(a->pos[i], &s->inputs[i], err)) return report_error(err);
+  if (a->has_lmax && a->lmax > 4 * h->nside) {
+    fprintf(stderr, "arkcos smooth: --lmax %ld is above 4 nside = %lld for %s\n",
+            a->lmax, (long long)(4 * h->nside), a->pos[i]);
+    return 2;
+  }
+  s->outs[i] = to_dir ? path_in_dir(last, a->pos[i]) : strdup(last);
+  if (!s->outs[i]) {
+    fprintf(stderr, "arkcos smooth: out of memory\n");
+    return 1;
+  }
+  for (int j = 0; j < i; j++)
+    if (!strcmp(s->outs[i], s->outs[j])) {
+      fprintf(stderr, "arkcos smooth: %s and %s would both be written to %s\n",
+              a->pos[j], a->pos[i], s->outs[i]);
+      return 2;
+    }
+  /* A folder named with a trailing '/' is created later, so only its
+   * parent must be writable. */
+  int rc = !to_dir || is_dir(last) ? check_output_folder(s->outs[i]) : 0;
+  return rc ? rc : check_existing_output(s, i);
+}
+
+static int make_kernel(smooth_state *s, arkcos_error *err) {
+  const smooth_args *a = s->a;
+  if (a->has_fwhm) {
+    arkcos_kernel_spec spec = {0};
+    spec.type = ARKCOS_KERNEL_GAUSSIAN;
+    spec.fwhm = a->fwhm_arcmin * ARCMIN;
+    spec.cutoff = a->has_cutoff_deg ? a->cutoff_deg * DEG : 0;
+    spec.cutoff_rel = a->has_cutoff_deg ? 0
+                      : a->has_cutoff_rel ? a->cutoff_rel
+                                          : DEFAULT_CUTOFF_REL;
+    s->kernel = arkcos_kernel_create(&spec, err);
+  } else {
+    s->kernel = arkcos_kernel_from_file(
+        a->kernel_file, a->has_cutoff_deg ? a->cutoff_deg * DEG : 0,
+        a->has_cutoff_rel ? a->cutoff_rel : 0, err);
+  }
+  if (s->kernel) return 0;
+  if (!err->code) arkcos_fail(err, ARKCOS_EINVAL, "cannot create the kernel");
+  return report_error(err);
+}
+
+/* --backend gpu where there is no usable GPU is a usage error (exit 2). */
+static int check_gpu(const smooth_args *a) {
+  char why[256] = "";
+  if (a->method != METHOD_ARKCOS || a->backend != ARKCOS_BACKEND_GPU ||
+      arkcos_gpu_available(why, sizeof why))
+    return 0;
+  fprintf(stderr, "arkcos smooth: --backend gpu: %s\n", why[0] ? why : "no usable GPU");
+  return exit_status_of(ARKCOS_ENODEV);
+}
+
+/* Everything a user can get wrong, before any map is smoothed. Returns 0
+ * or an exit status. */
+static int check_all(smooth_state *s, const char *last, int to_dir,
+                     arkcos_error *err) {
+  int status = check_target(s, last, to_dir);
+  for (int i = 0; i < s->ninputs && !status; i++)
+    status = check_input(s, i, last, to_dir, err);
+  if (!status) status = make_kernel(s, err);
+  if (!status) status = check_gpu(s->a);
+  if (!status && to_dir && !is_dir(last) && mkdir(last, 0777) != 0) {
+    fprintf(stderr, "arkcos smooth: %s: cannot create folder: %s\n", last,
+            strerror(errno));
+    status = 2;
+  }
+  return status;
+}
+
+/* The plan/per-map line, when several maps were smoothed. */
+static void print_totals(smooth_state *s) {
+  if (s->nmaps_done <= 1) return;
+  qsort(s->map_times, (size_t)s->nmaps_done, sizeof *s->map_times, cmp_double);
+  double tot = 0;
+  for (int i = 0; i < s->nmaps_done; i++) tot += s->map_times[i];
+  printf("smooth: %d maps in %d file(s), %d plan(s) in %.4gs; per map: "
+         "mean %.4gs median %.4gs min %.4gs max %.4gs\n",
+         s->nmaps_done, s->ninputs, s->nplans, s->plan_time, tot / s->nmaps_done,
+         s->map_times[s->nmaps_done / 2], s->map_times[0],
+         s->map_times[s->nmaps_done - 1]);
+}
+
+static void free_state(smooth_state *s) {
+  for (int i = 0; i < s->ninputs; i++) {
+    if (s->outs) free(s->outs[i]);
+    if (s->inputs) hpx_header_free(&s->inputs[i]);
+  }
+  free(s->outs);
+  free(s->inputs);
+  free(s->map_times);
+  smoother_destroy(s->sm);
+  arkcos_geometry_destroy(s->geom);
+  arkcos_kernel_destroy(s->kernel);
 }
 
 int cmd_smooth(int argc, char **argv) {
   smooth_args a;
-  int rc = parse_args(argc, argv, &a);
-  if (rc) {
+  int status = parse_args(argc, argv, &a);
+  if (status) {
     free(a.pos);
-    return rc < 0 ? 0 : rc;
+    return status < 0 ? 0 : status;
   }
   arkcos_error err = {0};
-  smooth_state s = {0};
-  s.a = &a;
-  const int nin = a.npos - 1;
+  smooth_state s = {.a = &a, .ninputs = a.npos - 1};
   const char *last = a.pos[a.npos - 1];
   size_t lastlen = strlen(last);
   const int to_dir = is_dir(last) || (lastlen && last[lastlen - 1] == '/');
-  char **outs = calloc((size_t)nin, sizeof *outs);
-  s.ninputs = nin;
-  s.input_nside = calloc((size_t)nin, sizeof *s.input_nside);
-  s.input_ncols = calloc((size_t)nin, sizeof *s.input_ncols);
-  int status = 2;
-  if (!outs || !s.input_nside || !s.input_ncols) {
-    free(outs);
-    free(s.input_nside);
-    free(s.input_ncols);
+  s.outs = calloc((size_t)s.ninputs, sizeof *s.outs);
+  s.inputs = calloc((size_t)s.ninputs, sizeof *s.inputs);
+  if (!s.outs || !s.inputs) {
     fprintf(stderr, "arkcos smooth: out of memory\n");
-    free(a.pos);
-    return 1;
-  }
-  omp_set_num_threads((int)a.threads);
-
-  if (nin > 1 && !to_dir) {
-    status = bad_arg("with several inputs the last argument must be a folder "
-                     "(existing, or ending in '/'): '%s'", last);
-    goto out;
-  }
-  if (to_dir && !is_dir(last)) {
-    struct stat st;
-    if (stat(last, &st) == 0) {
-      status = bad_arg("%s: exists and is not a folder", last);
-      goto out;
-    }
-  }
-
-  /* Check every input and output before any work. */
-  for (int i = 0; i < nin; i++) {
-    hpx_map_info info;
-    if ((rc = hpx_read_info(a.pos[i], &info, NULL, 0, NULL, &err))) {
-      status = report_error(&err);
-      goto out;
-    }
-    s.input_nside[i] = info.nside;
-    s.input_ncols[i] = info.ncols;
-    if (a.has_lmax && a.lmax > 4 * info.nside) {
-      fprintf(stderr, "arkcos smooth: --lmax %ld is above 4 nside = %lld for %s\n",
-              a.lmax, (long long)(4 * info.nside), a.pos[i]);
-      status = 2;
-      goto out;
-    }
-    outs[i] = to_dir ? path_in_dir(last, a.pos[i]) : strdup(last);
-    if (!outs[i]) {
-      fprintf(stderr, "arkcos smooth: out of memory\n");
-      status = 1;
-      goto out;
-    }
-    for (int j = 0; j < i; j++)
-      if (!strcmp(outs[i], outs[j])) {
-        fprintf(stderr, "arkcos smooth: %s and %s would both be written to %s\n",
-                a.pos[j], a.pos[i], outs[i]);
-        status = 2;
-        goto out;
-      }
-    /* A missing or read-only output folder is found now, not after the
-     * smoothing (which may take minutes). A folder named with a trailing
-     * '/' is created later, so only its parent must be writable. */
-    if (!to_dir || is_dir(last)) {
-      char *dir = parent_dir(outs[i]);
-      if (!dir || !is_dir(dir) || access(dir, W_OK) != 0) {
-        fprintf(stderr, "arkcos smooth: %s: cannot write into folder '%s': %s\n",
-                outs[i], dir ? dir : "?",
-                dir && !is_dir(dir) ? "no such folder" : strerror(errno));
-        free(dir);
-        status = 2;
-        goto out;
-      }
-      free(dir);
-    }
-    struct stat st;
-    if (stat(outs[i], &st) == 0) {
-      if (S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "arkcos smooth: %s: output is a folder\n", outs[i]);
-        status = 2;
-        goto out;
-      }
-      if (!a.force) {
-        fprintf(stderr, "arkcos smooth: %s: output exists (use --force to overwrite)\n",
-                outs[i]);
-        status = 2;
-        goto out;
-      }
-      /* Overwriting an input is safe (the output is renamed into place
-       * after the input was read) but almost always a slip of the hand. */
-      if (same_file(outs[i], a.pos[i]))
-        fprintf(stderr, "arkcos smooth: note: %s replaces its own input\n", outs[i]);
-    }
-  }
-
-  if (a.has_fwhm) {
-    arkcos_kernel_spec spec = {0};
-    spec.type = ARKCOS_KERNEL_GAUSSIAN;
-    spec.fwhm = a.fwhm_arcmin * ARCMIN;
-    spec.cutoff = a.has_cutoff_deg ? a.cutoff_deg * DEG : 0;
-    spec.cutoff_rel = a.has_cutoff_deg ? 0
-                      : a.has_cutoff_rel ? a.cutoff_rel
-                                         : DEFAULT_CUTOFF_REL;
-    s.kernel = arkcos_kernel_create(&spec, &err);
+    status = 1;
   } else {
-    s.kernel = arkcos_kernel_from_file(
-        a.kernel_file, a.has_cutoff_deg ? a.cutoff_deg * DEG : 0,
-        a.has_cutoff_rel ? a.cutoff_rel : 0, &err);
+    omp_set_num_threads((int)a.threads);
+    status = check_all(&s, last, to_dir, &err);
   }
-  if (!s.kernel) {
-    if (!err.code) arkcos_fail(&err, ARKCOS_EINVAL, "cannot create the kernel");
-    status = report_error(&err);
-    goto out;
-  }
-
-  if (a.method == METHOD_ARKCOS && a.backend == ARKCOS_BACKEND_GPU) {
-    char why[256] = "";
-    if (!arkcos_gpu_available(why, sizeof why)) {
-      fprintf(stderr, "arkcos smooth: --backend gpu: %s\n",
-              why[0] ? why : "no usable GPU");
-      status = 2;
-      goto out;
-    }
-  }
-
-  if (to_dir && !is_dir(last) && mkdir(last, 0777) != 0) {
-    fprintf(stderr, "arkcos smooth: %s: cannot create folder: %s\n", last,
-            strerror(errno));
-    status = 2;
-    goto out;
-  }
-
-  for (int i = 0; i < nin; i++) {
-    if ((rc = smooth_one(&s, a.pos[i], outs[i], &err))) {
-      status = report_error(&err);
-      goto out;
-    }
-  }
-  if (s.nmaps_done > 1) {
-    qsort(s.map_times, (size_t)s.nmaps_done, sizeof *s.map_times, cmp_double);
-    double tot = 0;
-    for (int i = 0; i < s.nmaps_done; i++) tot += s.map_times[i];
-    printf("smooth: %d maps in %d file(s), %d plan(s) in %.4gs; per map: "
-           "mean %.4gs median %.4gs min %.4gs max %.4gs\n",
-           s.nmaps_done, nin, s.nplans, s.plan_time, tot / s.nmaps_done,
-           s.map_times[s.nmaps_done / 2], s.map_times[0],
-           s.map_times[s.nmaps_done - 1]);
-  }
-  status = 0;
-
-out:
-  for (int i = 0; i < nin; i++) free(outs[i]);
-  free(outs);
-  free(s.map_times);
-  free(s.input_nside);
-  free(s.input_ncols);
-  arkcos_plan_destroy(s.plan);
-  arkcos_geometry_destroy(s.geom);
-  arkcos_kernel_destroy(s.kernel);
+  for (int i = 0; i < s.ninputs && !status; i++)
+    if (smooth_one(&s, i, &err)) status = report_error(&err);
+  if (!status) print_totals(&s);
+  free_state(&s);
   free(a.pos);
   return status;
 }

@@ -19,8 +19,9 @@
 
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
-#include "harness/fitsio.h"
+#include "harness/mapio.h"
 #include "harness/meta.h"
+#include "harness/status.h"
 #include "harness/sweep.h"
 #include "harness/util.h"
 
@@ -256,7 +257,7 @@ static int create_doc(run_ctx *c, const run_args *a, char *dir, size_t len, int 
   json_object_set_new(meta, "config_path", json_string(a->cfgpath));
   if (results_doc_create(&c->doc, dir, meta, a->force, &err)) {
     report_error(&err);
-    return arkcos_exit_status(err.code);
+    return exit_status_of(err.code);
   }
   return 0;
 }

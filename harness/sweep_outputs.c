@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/fitsio.h"
+#include "harness/mapio.h"
 #include "harness/sweep.h"
 #include "harness/util.h"
 

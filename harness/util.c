@@ -10,9 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/status.h"
+
 int report_error(const arkcos_error *err) {
   fprintf(stderr, "arkcos: %s\n", err->msg[0] ? err->msg : "unknown error");
-  return arkcos_exit_status(err->code);
+  return exit_status_of(err->code);
 }
 
 int atomic_begin(const char *path, int force, char *tmp, size_t tmplen,

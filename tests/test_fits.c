@@ -1,5 +1,5 @@
 /*
- * test_fits.c -- harness/fitsio.c at the C level: round trips (RING and
+ * test_fits.c -- harness/mapio.c at the C level: round trips (RING and
  * NESTED, float32 and float64, nside powers of two and not, several
  * columns), the healpy header layout, UNSEEN/NaN handling, partial-sky
  * tables, and the failures a user can cause. healpy's view of the same files
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/fitsio.h"
+#include "harness/mapio.h"
 #include "tests/testlib.h"
 
 static char tmpdir[256];
@@ -143,18 +143,34 @@ TEST_GROUP(columns) {
                           cols, "G", &err) == 0,
         "%s", err.msg);
   hpx_map_info info;
-  hpx_column back_cols[3];
-  char coordsys[HPX_NAME_LEN];
-  CHECK(hpx_read_info(path, &info, back_cols, 3, coordsys, &err) == 0, "%s",
-        err.msg);
-  CHECK(info.ncols == 3 && info.nside == nside && info.is_float32 == 1,
-        "ncols %d nside %lld f32 %d", info.ncols, (long long)info.nside,
-        info.is_float32);
-  for (int c = 0; c < 3; c++)
-    CHECK(!strcmp(back_cols[c].name, cols[c].name) &&
-              !strcmp(back_cols[c].unit, cols[c].unit),
-          "column %d: %s [%s]", c, back_cols[c].name, back_cols[c].unit);
-  CHECK(!strcmp(coordsys, "G"), "COORDSYS %s", coordsys);
+  hpx_header h;
+  CHECK(hpx_read_header(path, &h, &err) == 0, "%s", err.msg);
+  CHECK(h.ncols == 3 && h.nside == nside && h.is_float32 == 1,
+        "ncols %d nside %lld f32 %d", h.ncols, (long long)h.nside,
+        h.is_float32);
+  for (int c = 0; c < 3 && c < h.ncols; c++)
+    CHECK(!strcmp(h.cols[c].name, cols[c].name) &&
+              !strcmp(h.cols[c].unit, cols[c].unit),
+          "column %d: %s [%s]", c, h.cols[c].name, h.cols[c].unit);
+  CHECK(!strcmp(h.coordsys, "G"), "COORDSYS %s", h.coordsys);
+  /* The pixel reader works from the header: two columns of three. */
+  double **two = NULL;
+  int ntwo = 2;
+  int64_t nbad = -1;
+  CHECK(hpx_read_columns(&h, &two, &ntwo, &nbad, &err) == 0 && ntwo == 2 &&
+            nbad == 0,
+        "%s", err.msg);
+  if (two)
+    for (int64_t p = 0; p < npix; p++)
+      CHECK((float)m[1][p] == (float)two[1][p], "column 2 pixel %lld",
+            (long long)p);
+  hpx_free_maps(two, ntwo);
+  ntwo = 4;
+  CHECK(hpx_read_columns(&h, &two, &ntwo, &nbad, &err) == ARKCOS_EINVAL &&
+            !two && strstr(err.msg, "3 map column(s), 4 requested"),
+        "%s", err.msg);
+  hpx_header_free(&h);
+  CHECK(!h.path && !h.cols, "header not cleared");
 
   double **back = NULL;
   int ncols = 0;
@@ -175,10 +191,10 @@ TEST_GROUP(columns) {
   /* Default names are healpy's. */
   CHECK(hpx_write_maps(path, (const double *const *)m, 3, nside, 0, 0, 1,
                        &err) == 0, "%s", err.msg);
-  CHECK(hpx_read_info(path, &info, back_cols, 3, NULL, &err) == 0, "%s",
-        err.msg);
-  CHECK(!strcmp(back_cols[1].name, "Q_POLARISATION"), "name %s",
-        back_cols[1].name);
+  CHECK(hpx_read_header(path, &h, &err) == 0 && h.ncols == 3, "%s", err.msg);
+  CHECK(h.cols && !strcmp(h.cols[1].name, "Q_POLARISATION"), "name %s",
+        h.cols ? h.cols[1].name : "?");
+  hpx_header_free(&h);
   for (int c = 0; c < 3; c++) free(m[c]);
 }
 
@@ -307,10 +323,10 @@ TEST_GROUP(read_errors) {
   /* No ORDERING: RING, as healpy assumes. */
   const char *path = tpath("noorder.fits");
   write_fixture(path, 192, "4", NULL, "HEALPIX");
-  hpx_map_info info;
+  hpx_header h;
   arkcos_error err = {0};
-  CHECK(hpx_read_info(path, &info, NULL, 0, NULL, &err) == 0 && !info.nested,
-        "%s", err.msg);
+  CHECK(hpx_read_header(path, &h, &err) == 0 && !h.nested, "%s", err.msg);
+  hpx_header_free(&h);
 
   /* Not a file, not FITS, not there. */
   const char *text = tpath("text.fits");
@@ -324,9 +340,15 @@ TEST_GROUP(read_errors) {
                {tmpdir, "directory"}};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     double *m = NULL;
+    hpx_map_info info;
     int rc = hpx_read_map(files[i].path, &m, &info, &err);
     CHECK(rc == ARKCOS_EINVAL && strstr(err.msg, files[i].expect),
           "%s: rc %d '%s'", files[i].path, rc, err.msg);
+    /* The header reader fails the same way and leaves nothing to free. */
+    rc = hpx_read_header(files[i].path, &h, &err);
+    CHECK(rc == ARKCOS_EINVAL && strstr(err.msg, files[i].expect) && !h.path &&
+              !h.cols,
+          "header %s: rc %d '%s'", files[i].path, rc, err.msg);
   }
 }
 
@@ -345,10 +367,10 @@ TEST_GROUP(write_errors) {
         "no --force: rc %d '%s'", rc, err.msg);
   /* With force the file is replaced (a new inode: renamed into place). */
   CHECK(hpx_write_maps(path, mp, 1, 2, 0, 1, 1, &err) == 0, "%s", err.msg);
-  hpx_map_info info;
-  CHECK(hpx_read_info(path, &info, NULL, 0, NULL, &err) == 0 &&
-            info.is_float32 == 1,
+  hpx_header h;
+  CHECK(hpx_read_header(path, &h, &err) == 0 && h.is_float32 == 1,
         "forced overwrite not float32: %s", err.msg);
+  hpx_header_free(&h);
 
   rc = hpx_write_maps(tpath("nodir/x.fits"), mp, 1, 2, 0, 0, 1, &err);
   CHECK(rc == ARKCOS_EIO && strstr(err.msg, "nodir/x.fits"), "rc %d '%s'", rc,
