@@ -7,7 +7,9 @@
  *              [--oversample Q]
  *        bench --support-sweep NSIDE [--threads T] [--repeats R]
  * ARKCoS times are medians of --repeats executes (default 9: single runs on a
- * shared machine scatter by tens of percent), FSHT times of --fsht-repeats (1).
+ * shared machine scatter by tens of percent), FSHT times of --fsht-repeats (1),
+ * at lmax = 3 nside - 1 (healpy's default) and 2 nside (the paper's), iter 0
+ * and 3, all in the same run.
  * The beam keeps the pixels-per-FWHM ratio of 4.7' at nside 2048 (about 2.8):
  * FWHM = 4.7' * 2048 / nside unless --fwhm-arcmin-2048 says otherwise.
  */
@@ -109,159 +111,190 @@ static int support_sweep(long nside, int threads, int repeats, double rel) {
   return 0;
 }
 
-int main(int argc, char **argv) {
-  long nsides[8] = {512, 1024, 2048};
-  int nn = 3, threads = 2, repeats = 9, frep = 1, do_fsht = 1, do_cache = 1;
-  long sweep_nside = 0;
-  int oversample = 0;
-  double fwhm2048 = 4.7, rel = 1e-5;
+typedef struct bench_args {
+  long nsides[8];
+  int nn, threads, repeats, frep, do_fsht, do_cache, oversample;
+  long sweep_nside;
+  double fwhm2048, rel;
+} bench_args;
+
+static int parse_args(int argc, char **argv, bench_args *a) {
+  *a = (bench_args){.nsides = {512, 1024, 2048}, .nn = 3, .threads = 2, .repeats = 9, .frep = 1,
+                    .do_fsht = 1, .do_cache = 1, .fwhm2048 = 4.7, .rel = 1e-5};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--nside") && i + 1 < argc) {
-      nn = 0;
-      for (char *t = strtok(argv[++i], ","); t && nn < 8; t = strtok(NULL, ",")) nsides[nn++] = atol(t);
-    } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--fsht-repeats") && i + 1 < argc) frep = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--fwhm-arcmin-2048") && i + 1 < argc) fwhm2048 = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--cutoff-rel") && i + 1 < argc) rel = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--no-fsht")) do_fsht = 0;
-    else if (!strcmp(argv[i], "--no-cache")) do_cache = 0;
-    else if (!strcmp(argv[i], "--oversample") && i + 1 < argc) oversample = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--support-sweep") && i + 1 < argc) sweep_nside = atol(argv[++i]);
+      a->nn = 0;
+      for (char *t = strtok(argv[++i], ","); t && a->nn < 8; t = strtok(NULL, ",")) a->nsides[a->nn++] = atol(t);
+    } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) a->threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) a->repeats = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--fsht-repeats") && i + 1 < argc) a->frep = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--fwhm-arcmin-2048") && i + 1 < argc) a->fwhm2048 = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--cutoff-rel") && i + 1 < argc) a->rel = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--no-fsht")) a->do_fsht = 0;
+    else if (!strcmp(argv[i], "--no-cache")) a->do_cache = 0;
+    else if (!strcmp(argv[i], "--oversample") && i + 1 < argc) a->oversample = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--support-sweep") && i + 1 < argc) a->sweep_nside = atol(argv[++i]);
     else {
       fprintf(stderr, "bench: unknown argument %s\n", argv[i]);
       return 2;
     }
   }
-  if (repeats < 1 || frep < 1 || threads < 1) {
+  if (a->repeats < 1 || a->frep < 1 || a->threads < 1) {
     fprintf(stderr, "bench: repeats and threads must be >= 1\n");
     return 2;
   }
-  omp_set_num_threads(threads);
-  if (sweep_nside > 0) return support_sweep(sweep_nside, threads, repeats, rel);
+  return 0;
+}
+
+/* One plan's timing: median execute after a warm-up, mean stage times. */
+typedef struct plan_timing {
+  double median, plan, memory_mb;
+  arkcos_stage_times mean;
+} plan_timing;
+
+static int time_plan(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                     const double *in, double *out, int repeats, plan_timing *t, arkcos_error *err) {
+  memset(t, 0, sizeof *t);
+  double t0 = wall_time();
+  arkcos_plan *p = arkcos_plan_create(g, k, o, err);
+  t->plan = wall_time() - t0;
+  double *ts = malloc(sizeof(double) * repeats);
+  if (!p || !ts) {
+    arkcos_plan_destroy(p);
+    free(ts);
+    return p ? arkcos_fail(err, ARKCOS_ENOMEM, "out of memory") : err->code;
+  }
+  arkcos_execute(p, in, out, err); /* warm-up */
+  for (int r = 0; r < repeats; r++) {
+    arkcos_stage_times st;
+    t0 = wall_time();
+    arkcos_execute(p, in, out, err);
+    ts[r] = wall_time() - t0;
+    arkcos_plan_stages(p, &st);
+    t->mean.map_fft += st.map_fft / repeats;
+    t->mean.kernel_eval += st.kernel_eval / repeats;
+    t->mean.kernel_fft += st.kernel_fft / repeats;
+    t->mean.reduction += st.reduction / repeats;
+    t->mean.map_ifft += st.map_ifft / repeats;
+    t->mean.total += st.total / repeats;
+  }
+  t->median = median(ts, repeats);
+  t->memory_mb = arkcos_plan_memory(p) / 1e6;
+  arkcos_plan_destroy(p);
+  free(ts);
+  return 0;
+}
+
+/* FSHT smoothing times, median of frep: f[0], f[1] at lmax = 3 nside - 1
+ * (healpy's default), iter 0 and 3; f[2], f[3] at lmax = 2 nside (the
+ * paper's), iter 0 and 3. */
+static int time_fsht(const arkcos_geometry *g, const arkcos_kernel *k, const double *in, double *out,
+                     int threads, int frep, double f[4], arkcos_error *err) {
+  const int lmaxes[2] = {(int)(3 * g->nside - 1), (int)(2 * g->nside)};
+  double *fs = malloc(sizeof(double) * frep);
+  if (!fs) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+  for (int c = 0; c < 4; c++) {
+    for (int r = 0; r < frep; r++) {
+      double t0 = wall_time();
+      int rc = ref_fsht_smooth(g, k, in, out, lmaxes[c / 2], c % 2 ? 3 : 0, NULL, threads, err);
+      if (rc) {
+        free(fs);
+        return rc;
+      }
+      fs[r] = wall_time() - t0;
+    }
+    f[c] = median(fs, frep);
+  }
+  free(fs);
+  return 0;
+}
+
+static void print_header(const bench_args *a) {
   printf("# ARKCoS CPU bench: %d threads, Gaussian FWHM = %.2f' * 2048 / nside, cut at %.0e of the peak, double\n",
-         threads, fwhm2048, rel);
+         a->threads, a->fwhm2048, a->rel);
   printf("# %-5s %7s %7s %6s | %9s %9s %9s | %7s %7s | %9s %9s | %5s %5s %5s %5s %5s | %8s %8s\n", "nside", "fwhm'",
          "cut'", "rings", "arkcos_s", "plan_s", "reuse_s", "fsht0_s", "fsht3_s", "x_iter0", "x_iter3", "mapff",
          "keval", "kfft", "reduc", "ifft", "plan_MB", "rss_MB");
   printf("#       %7s %7s %6s | %9s | %9s %9s\n", "", "", "", "cached_s", "cache_MB", "");
-  for (int c = 0; c < nn; c++) {
-    long nside = nsides[c];
-    arkcos_error err;
-    arkcos_geometry *g = arkcos_geometry_healpix(nside, &err);
-    if (!g) return fprintf(stderr, "bench: %s\n", err.msg), 1;
-    arkcos_kernel_spec ks = {0};
-    ks.type = ARKCOS_KERNEL_GAUSSIAN;
-    ks.fwhm = fwhm2048 * 2048.0 / (double)nside * M_PI / 10800;
-    ks.cutoff_rel = rel;
-    arkcos_kernel *k = arkcos_kernel_create(&ks, &err);
-    double *in = malloc(sizeof(double) * g->npix), *out = malloc(sizeof(double) * g->npix);
-    uint64_t s = 1;
-    for (int64_t i = 0; i < g->npix; i++) {
-      s = s * 6364136223846793005ull + 1442695040888963407ull;
-      in[i] = (double)(s >> 11) * 0x1.0p-53 - 0.5;
-    }
-    arkcos_options o;
-    arkcos_options_default(&o);
-    o.backend = ARKCOS_BACKEND_CPU;
-    o.threads = threads;
-    o.oversample = oversample;
-    double t0 = wall_time();
-    arkcos_plan *p = arkcos_plan_create(g, k, &o, &err);
-    double tplan = wall_time() - t0;
-    if (!p) return fprintf(stderr, "bench: %s\n", err.msg), 1;
-    double *ts = malloc(sizeof(double) * repeats);
-    arkcos_stage_times st[64], sm = {0};
-    arkcos_execute(p, in, out, &err); /* warm-up */
-    for (int r = 0; r < repeats; r++) {
-      t0 = wall_time();
-      arkcos_execute(p, in, out, &err);
-      ts[r] = wall_time() - t0;
-      arkcos_plan_stages(p, &st[r < 64 ? r : 63]);
-    }
-    double tmed = median(ts, repeats);
-    int nr = repeats < 64 ? repeats : 64;
-    for (int r = 0; r < nr; r++) {
-      sm.map_fft += st[r].map_fft / nr;
-      sm.kernel_eval += st[r].kernel_eval / nr;
-      sm.kernel_fft += st[r].kernel_fft / nr;
-      sm.reduction += st[r].reduction / nr;
-      sm.map_ifft += st[r].map_ifft / nr;
-      sm.total += st[r].total / nr;
-    }
-    double plan_mb = arkcos_plan_memory(p) / 1e6;
-    arkcos_plan_destroy(p);
-    /* the same on the 4 nside kernel grid everywhere (no oversampling of
-     * cap pairs): DESIGN.md's algorithm, and the GPU backend's grid */
-    double tq1 = NAN;
-    if (oversample != 1) {
-      o.oversample = 1;
-      arkcos_plan *p1 = arkcos_plan_create(g, k, &o, &err);
-      o.oversample = oversample;
-      if (p1) {
-        arkcos_execute(p1, in, out, &err);
-        for (int r = 0; r < repeats; r++) {
-          t0 = wall_time();
-          arkcos_execute(p1, in, out, &err);
-          ts[r] = wall_time() - t0;
-        }
-        tq1 = median(ts, repeats);
-        arkcos_plan_destroy(p1);
-      }
-    }
-    /* plan reuse with cached kernel spectra: per-map cost of many maps */
-    double tcache = NAN, cache_mb = NAN;
-    if (do_cache) {
-      o.cache_kernel_spectra = 1;
-      arkcos_plan *pc = arkcos_plan_create(g, k, &o, &err);
-      o.cache_kernel_spectra = 0;
-      if (pc) {
-        arkcos_execute(pc, in, out, &err);
-        for (int r = 0; r < repeats; r++) {
-          t0 = wall_time();
-          arkcos_execute(pc, in, out, &err);
-          ts[r] = wall_time() - t0;
-        }
-        tcache = median(ts, repeats);
-        cache_mb = arkcos_plan_memory(pc) / 1e6;
-        arkcos_plan_destroy(pc);
-      } else {
-        fprintf(stderr, "bench: nside %ld: no cached plan: %s\n", nside, err.msg);
-      }
-    }
-    double f0 = NAN, f3 = NAN;
-    if (do_fsht) {
-      int lmax = (int)(3 * nside - 1);
-      double *fs = malloc(sizeof(double) * frep);
-      for (int it = 0; it <= 3; it += 3) {
-        for (int r = 0; r < frep; r++) {
-          t0 = wall_time();
-          if (ref_fsht_smooth(g, k, in, out, lmax, it, NULL, threads, &err))
-            return fprintf(stderr, "bench: %s\n", err.msg), 1;
-          fs[r] = wall_time() - t0;
-        }
-        if (it == 0) f0 = median(fs, frep); else f3 = median(fs, frep);
-      }
-      free(fs);
-    }
-    double tot = sm.total > 0 ? sm.total : 1;
-    printf("  %-5ld %7.2f %7.2f %6d | %9.4f %9.4f %9.4f | %7.2f %7.2f | %9.1f %9.1f | %4.0f%% %4.0f%% %4.0f%% %4.0f%% %4.0f%% | %8.0f %8.0f\n",
-           nside, ks.fwhm * 10800 / M_PI, arkcos_kernel_cutoff(k) * 10800 / M_PI,
-           (int)ceil(2 * arkcos_kernel_cutoff(k) / (M_PI / (4.0 * nside))), tmed, tplan, tmed + tplan, f0, f3,
-           f0 / tmed, f3 / tmed, 100 * sm.map_fft / tot, 100 * sm.kernel_eval / tot, 100 * sm.kernel_fft / tot,
-           100 * sm.reduction / tot, 100 * sm.map_ifft / tot, plan_mb, peak_rss_bytes() / 1e6);
-    printf("        %7s %7s %6s | %9.4f | %9.0f   (cached kernel spectra: per-map time, plan memory)\n", "", "", "",
-           tcache, cache_mb);
-    printf("        %7s %7s %6s | %9.4f | %9s %9s | %9.1f %9.1f   (4 nside kernel grid, oversample 1)\n", "", "", "",
-           tq1, "", "", f0 / tq1, f3 / tq1);
-    fflush(stdout);
-    free(ts);
-    free(in);
-    free(out);
-    arkcos_kernel_destroy(k);
-    arkcos_geometry_destroy(g);
+}
+
+static void print_rows(long nside, const arkcos_kernel *k, double fwhm, const plan_timing *t,
+                       double tcache, double cache_mb, double tq1, const double f[4]) {
+  const arkcos_stage_times *sm = &t->mean;
+  double tot = sm->total > 0 ? sm->total : 1, cut = arkcos_kernel_cutoff(k);
+  printf("  %-5ld %7.2f %7.2f %6d | %9.4f %9.4f %9.4f | %7.2f %7.2f | %9.1f %9.1f | %4.0f%% %4.0f%% %4.0f%% %4.0f%% %4.0f%% | %8.0f %8.0f\n",
+         nside, fwhm * 10800 / M_PI, cut * 10800 / M_PI, (int)ceil(2 * cut / (M_PI / (4.0 * nside))),
+         t->median, t->plan, t->median + t->plan, f[0], f[1], f[0] / t->median, f[1] / t->median,
+         100 * sm->map_fft / tot, 100 * sm->kernel_eval / tot, 100 * sm->kernel_fft / tot,
+         100 * sm->reduction / tot, 100 * sm->map_ifft / tot, t->memory_mb, peak_rss_bytes() / 1e6);
+  printf("        %7s %7s %6s | %9s | %7.2f %7.2f | %9.1f %9.1f   (FSHT at lmax = 2 nside, the paper's)\n", "",
+         "", "", "", f[2], f[3], f[2] / t->median, f[3] / t->median);
+  printf("        %7s %7s %6s | %9.4f | %9.0f   (cached kernel spectra: per-map time, plan memory)\n", "", "", "",
+         tcache, cache_mb);
+  printf("        %7s %7s %6s | %9.4f | %9s %9s | %9.1f %9.1f   (4 nside kernel grid, oversample 1)\n", "", "", "",
+         tq1, "", "", f[0] / tq1, f[1] / tq1);
+}
+
+/* One nside: the default plan, the 4 nside grid (oversample 1: DESIGN.md's
+ * algorithm and the GPU backend's grid), plan reuse with cached kernel
+ * spectra (the per-map cost of many maps) and FSHT. */
+static int bench_nside(const bench_args *a, long nside) {
+  arkcos_error err = {0, ""};
+  arkcos_kernel_spec ks = {0};
+  ks.type = ARKCOS_KERNEL_GAUSSIAN;
+  ks.fwhm = a->fwhm2048 * 2048.0 / (double)nside * M_PI / 10800;
+  ks.cutoff_rel = a->rel;
+  arkcos_geometry *g = arkcos_geometry_healpix(nside, &err);
+  arkcos_kernel *k = g ? arkcos_kernel_create(&ks, &err) : NULL;
+  double *in = g ? malloc(sizeof(double) * g->npix) : NULL, *out = g ? malloc(sizeof(double) * g->npix) : NULL;
+  int rc = !g || !k ? err.code : !in || !out ? arkcos_fail(&err, ARKCOS_ENOMEM, "out of memory") : 0;
+  uint64_t s = 1;
+  for (int64_t i = 0; !rc && i < g->npix; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    in[i] = (double)(s >> 11) * 0x1.0p-53 - 0.5;
   }
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  o.threads = a->threads;
+  o.oversample = a->oversample;
+  plan_timing t, t1 = {.median = NAN}, tc = {.median = NAN, .memory_mb = NAN};
+  double f[4] = {NAN, NAN, NAN, NAN};
+  if (!rc) rc = time_plan(g, k, &o, in, out, a->repeats, &t, &err);
+  if (!rc && a->oversample != 1) {
+    o.oversample = 1;
+    if (time_plan(g, k, &o, in, out, a->repeats, &t1, &err)) t1.median = NAN;
+    o.oversample = a->oversample;
+  }
+  if (!rc && a->do_cache) {
+    o.cache_kernel_spectra = 1;
+    if (time_plan(g, k, &o, in, out, a->repeats, &tc, &err)) {
+      fprintf(stderr, "bench: nside %ld: no cached plan: %s\n", nside, err.msg);
+      tc.median = tc.memory_mb = NAN;
+    }
+  }
+  if (!rc && a->do_fsht) rc = time_fsht(g, k, in, out, a->threads, a->frep, f, &err);
+  if (!rc) print_rows(nside, k, ks.fwhm, &t, tc.median, tc.memory_mb, t1.median, f);
+  else fprintf(stderr, "bench: %s\n", err.msg);
+  fflush(stdout);
+  free(in);
+  free(out);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+  return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  bench_args a;
+  if (parse_args(argc, argv, &a)) return 2;
+  omp_set_num_threads(a.threads);
+  if (a.sweep_nside > 0) return support_sweep(a.sweep_nside, a.threads, a.repeats, a.rel);
+  print_header(&a);
+  for (int c = 0; c < a.nn; c++)
+    if (bench_nside(&a, a.nsides[c])) return 1;
   printf("# arkcos_s: median execute, default (automatic) oversampling of cap pairs' kernel grids;\n"
+         "# fsht0_s/fsht3_s: FSHT smoothing at lmax = 3 nside - 1 (healpy's default), iter 0 and 3;\n"
+         "# the 'lmax = 2 nside' row: the same at the paper's band limit;\n"
          "# the 'oversample 1' row: the same on the 4 nside grid everywhere (faster, less accurate caps);\n"
          "# reuse_s: plan + one execute (no reuse); cached_s: median\n"
          "# execute of a plan that keeps every kernel spectrum (many maps, one beam);\n"
