@@ -270,35 +270,26 @@ static int positive_number(json_t *v, double *x) {
   return isfinite(*x) && *x > 0;
 }
 
-static int load_case(results_file *rf, size_t i, json_t *obj,
-                     arkcos_error *err) {
+/* nside, method, kernel, threads, key and status of case i. */
+static int load_case_ids(results_file *rf, size_t i, json_t *obj, arkcos_error *err) {
   results_case *c = &rf->cases[i];
   const char *file = rf->path;
-  memset(c, 0, sizeof *c);
-  c->obj = obj;
-  c->tmin = c->tmedian = c->tmax = NAN;
-  if (!json_is_object(obj)) return fail_path(err, file, i, ": not an object");
-
   json_t *nside = json_object_get(obj, "nside");
   if (!json_is_integer(nside) || json_integer_value(nside) < 1)
     return fail_path(err, file, i, ".nside: missing or not an integer >= 1");
   c->nside = json_integer_value(nside);
-
   c->method_obj = json_object_get(obj, "method");
   json_t *mname = json_object_get(c->method_obj, "name");
   if (!json_is_object(c->method_obj) || !json_is_string(mname))
     return fail_path(err, file, i, ".method.name: missing or not a string");
   c->method = json_string_value(mname);
-
   c->kernel = json_object_get(obj, "kernel");
   if (c->kernel && !json_is_object(c->kernel))
     return fail_path(err, file, i, ".kernel: not an object");
-
   json_t *threads = json_object_get(obj, "threads");
   if (threads && !json_is_integer(threads))
     return fail_path(err, file, i, ".threads: not an integer");
   c->threads = threads ? json_integer_value(threads) : 0;
-
   char *canon = results_canonical_key(obj);
   if (!canon) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
   rf->keys[i] = canon;
@@ -307,7 +298,6 @@ static int load_case(results_file *rf, size_t i, json_t *obj,
   if (id && !json_is_string(id))
     return fail_path(err, file, i, ".id: not a string");
   c->key = id ? json_string_value(id) : canon;
-
   json_t *status = json_object_get(obj, "status");
   if (status && !json_is_string(status))
     return fail_path(err, file, i, ".status: not a string");
@@ -317,31 +307,34 @@ static int load_case(results_file *rf, size_t i, json_t *obj,
     return fail_path(err, file, i, ".status: not ok, skipped or failed");
   json_t *reason = json_object_get(obj, "reason");
   c->reason = json_is_string(reason) ? json_string_value(reason) : NULL;
+  return ARKCOS_OK;
+}
 
-  json_t *time = json_object_get(obj, "time");
-  if (!time || json_is_null(time)) {
-    if (!strcmp(c->status, "ok"))
-      return fail_path(err, file, i, ".time: missing for a case with status ok");
-    return ARKCOS_OK;
+/* time.min, time.median, time.max (each optional). */
+static int load_case_summary(results_file *rf, size_t i, json_t *time, arkcos_error *err) {
+  static const char *const keys[3] = {"min", "median", "max"};
+  results_case *c = &rf->cases[i];
+  double *dst[3] = {&c->tmin, &c->tmedian, &c->tmax};
+  for (int q = 0; q < 3; q++) {
+    json_t *v = json_object_get(time, keys[q]);
+    if (!v || json_is_null(v)) continue;
+    if (!positive_number(v, dst[q])) {
+      char what[64];
+      snprintf(what, sizeof what, ".time.%s: not a positive number", keys[q]);
+      *dst[q] = NAN;
+      return fail_path(err, rf->path, i, what);
+    }
   }
-  if (!json_is_object(time)) return fail_path(err, file, i, ".time: not an object");
-  double x;
-  json_t *v;
-  if ((v = json_object_get(time, "min")) && !json_is_null(v)) {
-    if (!positive_number(v, &x)) return fail_path(err, file, i, ".time.min: not a positive number");
-    c->tmin = x;
-  }
-  if ((v = json_object_get(time, "median")) && !json_is_null(v)) {
-    if (!positive_number(v, &x)) return fail_path(err, file, i, ".time.median: not a positive number");
-    c->tmedian = x;
-  }
-  if ((v = json_object_get(time, "max")) && !json_is_null(v)) {
-    if (!positive_number(v, &x)) return fail_path(err, file, i, ".time.max: not a positive number");
-    c->tmax = x;
-  }
+  return ARKCOS_OK;
+}
+
+/* time.samples; without them, the summary stands in: the median for the run
+ * and [min, max] (when given) still bounds the noise through the range rule. */
+static int load_case_samples(results_file *rf, size_t i, json_t *time, arkcos_error *err) {
+  results_case *c = &rf->cases[i];
   json_t *samples = json_object_get(time, "samples");
   if (samples && !json_is_null(samples)) {
-    if (!json_is_array(samples)) return fail_path(err, file, i, ".time.samples: not an array");
+    if (!json_is_array(samples)) return fail_path(err, rf->path, i, ".time.samples: not an array");
     size_t n = json_array_size(samples);
     c->samples = malloc((n ? n : 1) * sizeof *c->samples);
     if (!c->samples) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
@@ -349,14 +342,12 @@ static int load_case(results_file *rf, size_t i, json_t *obj,
       if (!positive_number(json_array_get(samples, k), &c->samples[k])) {
         char what[64];
         snprintf(what, sizeof what, ".time.samples[%zu]: not a positive number", k);
-        return fail_path(err, file, i, what);
+        return fail_path(err, rf->path, i, what);
       }
     }
     c->nsamples = n;
   }
   if (c->nsamples == 0 && isfinite(c->tmedian)) {
-    /* Only a summary: the median stands for the run and [min, max] (when
-     * given) still bounds the noise through the range rule. */
     size_t n = 1 + isfinite(c->tmin) + isfinite(c->tmax);
     free(c->samples);
     c->samples = malloc(n * sizeof *c->samples);
@@ -366,8 +357,29 @@ static int load_case(results_file *rf, size_t i, json_t *obj,
     c->samples[c->nsamples++] = c->tmedian;
     if (isfinite(c->tmax)) c->samples[c->nsamples++] = c->tmax;
   }
+  return ARKCOS_OK;
+}
+
+static int load_case(results_file *rf, size_t i, json_t *obj,
+                     arkcos_error *err) {
+  results_case *c = &rf->cases[i];
+  memset(c, 0, sizeof *c);
+  c->obj = obj;
+  c->tmin = c->tmedian = c->tmax = NAN;
+  if (!json_is_object(obj)) return fail_path(err, rf->path, i, ": not an object");
+  int rc = load_case_ids(rf, i, obj, err);
+  if (rc) return rc;
+  json_t *time = json_object_get(obj, "time");
+  if (!time || json_is_null(time)) {
+    if (!strcmp(c->status, "ok"))
+      return fail_path(err, rf->path, i, ".time: missing for a case with status ok");
+    return ARKCOS_OK;
+  }
+  if (!json_is_object(time)) return fail_path(err, rf->path, i, ".time: not an object");
+  if ((rc = load_case_summary(rf, i, time, err)) || (rc = load_case_samples(rf, i, time, err)))
+    return rc;
   if (!strcmp(c->status, "ok") && c->nsamples == 0)
-    return fail_path(err, file, i, ".time: neither samples nor a median for a case with status ok");
+    return fail_path(err, rf->path, i, ".time: neither samples nor a median for a case with status ok");
   if (c->nsamples) {
     if (!isfinite(c->tmedian)) c->tmedian = stats_median(c->samples, c->nsamples);
     if (!isfinite(c->tmin)) c->tmin = stats_min(c->samples, c->nsamples);
