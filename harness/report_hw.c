@@ -384,14 +384,14 @@ static void build_charts(const model *md, sbuf *gp, sbuf *dat_time, sbuf *dat_sp
   }
 
   sb_printf(gp, "# Drawn by `arkcos report`; rerun with `gnuplot charts.gp` in this folder.\n"
-                "set terminal pngcairo size 1200,640 noenhanced font ',10'\n"
+                "set terminal pngcairo size 1400,1000 noenhanced font ',10'\n"
                 "set datafile missing 'nan'\n"
                 "set style data histograms\n"
                 "set style fill solid 0.85 border -1\n"
                 "set boxwidth 0.9\n"
                 "set key outside right top\n"
                 "set grid ytics\n"
-                "set xtics rotate by -45 scale 0\n");
+                "set xtics rotate by -60 scale 0 font ',7'\nset bmargin 26\n");
   if (*charts & 1)
     clustered_log_chart(gp, md, "time_per_case", "Median time per case (log scale)", "median time [s]");
   if (*charts & 2)
