@@ -107,7 +107,7 @@ bench: deps-check
 
 reproduce: deps-check
 	$(MAKE) all
-	PYTHON=$(PYTHON) bash scripts/reproduce.sh $(PROFILE)
+	bash scripts/reproduce.sh $(PROFILE)
 
 perfcheck: deps-check
 	$(MAKE) all

@@ -210,26 +210,39 @@ static void format_value(double v, int ratio, char *buf, size_t len) {
     stats_format_seconds(v, buf, len);
 }
 
-int cmd_compare(int argc, char **argv) {
-  const char *files[2] = {NULL, NULL};
+typedef struct {
+  const char *files[2];
+  const char *norm; /* --normalize-by, or NULL */
+  stats_rule_params prm;
+} compare_opts;
+
+typedef struct {
+  results_file bf, nf;
+  row *rows;
+  size_t nrows, only_new, only_base;
+  size_t counts[16]; /* verdicts 0..3, then 4 + row_kind */
+  size_t nregress;
+} comparison;
+
+/* Parses the command line into o. Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, compare_opts *o) {
   int nfiles = 0;
-  const char *norm = NULL;
-  stats_rule_params prm = {0.15, 0.05};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       fputs(usage_text, stdout);
       return 0;
     } else if (!strcmp(a, "--threshold")) {
-      if (i + 1 >= argc || !parse_threshold(argv[i + 1], &prm.threshold)) {
+      if (i + 1 >= argc || !parse_threshold(argv[i + 1], &o->prm.threshold)) {
         fprintf(stderr, "arkcos compare: --threshold: expected a number > 0 "
                         "(fraction, e.g. 0.15, or percent, e.g. 15%%)%s%s\n",
                 i + 1 < argc ? ", got " : "", i + 1 < argc ? argv[i + 1] : "");
         return 2;
       }
-      if (prm.threshold >= 1 && !strchr(argv[i + 1], '%'))
+      if (o->prm.threshold >= 1 && !strchr(argv[i + 1], '%'))
         fprintf(stderr, "arkcos compare: note: --threshold %s is a fraction (%.0f%%); "
-                        "write %s%% for percent\n", argv[i + 1], 100 * prm.threshold, argv[i + 1]);
+                        "write %s%% for percent\n", argv[i + 1], 100 * o->prm.threshold,
+                argv[i + 1]);
       i++;
     } else if (!strcmp(a, "--alpha")) {
       double v;
@@ -237,19 +250,19 @@ int cmd_compare(int argc, char **argv) {
         fprintf(stderr, "arkcos compare: --alpha: expected a number in (0, 1)\n");
         return 2;
       }
-      prm.alpha = v;
+      o->prm.alpha = v;
       i++;
     } else if (!strcmp(a, "--normalize-by") || !strcmp(a, "--normalise-by")) {
       if (i + 1 >= argc || !argv[i + 1][0] || argv[i + 1][0] == ':') {
         fprintf(stderr, "arkcos compare: --normalize-by: expected a method, e.g. fsht\n");
         return 2;
       }
-      norm = argv[++i];
+      o->norm = argv[++i];
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "arkcos compare: unknown option '%s'\n%s", a, usage_text);
       return 2;
     } else if (nfiles < 2) {
-      files[nfiles++] = a;
+      o->files[nfiles++] = a;
     } else {
       fprintf(stderr, "arkcos compare: too many arguments ('%s')\n%s", a, usage_text);
       return 2;
@@ -259,127 +272,141 @@ int cmd_compare(int argc, char **argv) {
     fprintf(stderr, "arkcos compare: expected BASELINE.json and NEW.json\n%s", usage_text);
     return 2;
   }
+  return -1;
+}
 
-  results_file bf, nf;
-  arkcos_error err = {0, ""};
-  if (results_load(files[0], &bf, &err)) return report_error(&err);
-  if (results_load(files[1], &nf, &err)) {
-    results_free(&bf);
-    return report_error(&err);
-  }
-  int status = 0;
-  row *rows = calloc(nf.ncases + bf.ncases + 1, sizeof *rows);
-  if (!rows) {
-    fprintf(stderr, "arkcos compare: out of memory\n");
-    status = 1;
-    goto done;
-  }
-  if (norm) {
-    for (int k = 0; k < 2; k++) {
-      const results_file *rf = k ? &nf : &bf;
-      if (!count_matching(rf, norm)) {
-        fprintf(stderr, "arkcos compare: --normalize-by %s: %s has no case with "
-                        "status ok and that method\n", norm, rf->path);
-        status = 2;
-        goto done;
-      }
+/* Both files have a case of the normalising method. Returns 0 or 2. */
+static int check_yardsticks(const comparison *cp, const char *norm) {
+  for (int k = 0; norm && k < 2; k++) {
+    const results_file *rf = k ? &cp->nf : &cp->bf;
+    if (!count_matching(rf, norm)) {
+      fprintf(stderr, "arkcos compare: --normalize-by %s: %s has no case with "
+                      "status ok and that method\n", norm, rf->path);
+      return 2;
     }
   }
+  return 0;
+}
 
-  size_t nrows = 0, only_new = 0, only_base = 0;
-  for (size_t i = 0; i < nf.ncases; i++) {
-    long j = results_match(&bf, &nf.cases[i]);
+/* One judged row per case of the new run that the baseline has. Returns 0
+ * or an exit status. */
+static int pair_cases(comparison *cp, const compare_opts *o) {
+  cp->rows = calloc(cp->nf.ncases + cp->bf.ncases + 1, sizeof *cp->rows);
+  if (!cp->rows) {
+    fprintf(stderr, "arkcos compare: out of memory\n");
+    return 1;
+  }
+  for (size_t i = 0; i < cp->nf.ncases; i++) {
+    long j = results_match(&cp->bf, &cp->nf.cases[i]);
     if (j < 0) {
-      only_new++;
+      cp->only_new++;
       continue;
     }
-    row *r = &rows[nrows++];
-    r->base = &bf.cases[j];
-    r->cand = &nf.cases[i];
-    if ((status = judge_row(r, &bf, &nf, norm, &prm))) goto done;
+    row *r = &cp->rows[cp->nrows++];
+    r->base = &cp->bf.cases[j];
+    r->cand = &cp->nf.cases[i];
+    int status = judge_row(r, &cp->bf, &cp->nf, o->norm, &o->prm);
+    if (status) return status;
   }
-  for (size_t j = 0; j < bf.ncases; j++)
-    if (results_match(&nf, &bf.cases[j]) < 0) only_base++;
-  if (nrows == 0) {
-    fprintf(stderr, "arkcos compare: %s and %s have no cases in common\n",
-            files[0], files[1]);
-    status = 2;
-    goto done;
+  for (size_t j = 0; j < cp->bf.ncases; j++)
+    if (results_match(&cp->nf, &cp->bf.cases[j]) < 0) cp->only_base++;
+  if (cp->nrows == 0) {
+    fprintf(stderr, "arkcos compare: %s and %s have no cases in common\n", o->files[0],
+            o->files[1]);
+    return 2;
   }
-  if (!norm) warn_hardware(&bf, &nf);
+  return 0;
+}
 
-  /* ---- the table */
-  const char *hb = results_meta_str(&bf, "host"), *hn = results_meta_str(&nf, "host");
-  const char *db = results_meta_str(&bf, "date"), *dn = results_meta_str(&nf, "date");
-  printf("baseline: %s (host %s, %s)\n", files[0], hb ? hb : "?", db ? db : "date ?");
-  printf("new:      %s (host %s, %s)\n", files[1], hn ? hn : "?", dn ? dn : "date ?");
-  if (norm)
-    printf("times:    median / median of '%s' in the same file (same nside and threads)\n", norm);
+static void print_header(const comparison *cp, const compare_opts *o) {
+  const char *hb = results_meta_str(&cp->bf, "host"), *hn = results_meta_str(&cp->nf, "host");
+  const char *db = results_meta_str(&cp->bf, "date"), *dn = results_meta_str(&cp->nf, "date");
+  printf("baseline: %s (host %s, %s)\n", o->files[0], hb ? hb : "?", db ? db : "date ?");
+  printf("new:      %s (host %s, %s)\n", o->files[1], hn ? hn : "?", dn ? dn : "date ?");
+  if (o->norm)
+    printf("times:    median / median of '%s' in the same file (same nside and threads)\n",
+           o->norm);
   else
     printf("times:    median over repeats\n");
   printf("rule:     REGRESSION = median slower by > %.4g%% and beyond noise "
          "(U: Mann-Whitney p < %.4g; range: [min,max] disjoint)\n\n",
-         100 * prm.threshold, prm.alpha);
+         100 * o->prm.threshold, o->prm.alpha);
+}
 
+/* Labels every row; returns the width of the case column. */
+static int label_rows(comparison *cp) {
   int wcase = 4;
-  for (size_t i = 0; i < nrows; i++) {
-    results_case_label(rows[i].cand, rows[i].label, sizeof rows[i].label);
-    int w = (int)strlen(rows[i].label);
+  for (size_t i = 0; i < cp->nrows; i++) {
+    results_case_label(cp->rows[i].cand, cp->rows[i].label, sizeof cp->rows[i].label);
+    int w = (int)strlen(cp->rows[i].label);
     if (w > wcase) wcase = w;
   }
-  if (wcase > 100) wcase = 100;
+  return wcase > 100 ? 100 : wcase;
+}
+
+static void print_row(const row *r, int wcase, const char *norm) {
+  char vb[32], vn[32], ch[16] = "-", n[16], p[16] = "-", rule[8] = "-";
+  double b = r->base_raw, c = r->new_raw;
+  if (r->kind == ROW_JUDGED) {
+    b = r->j.base_median;
+    c = r->j.new_median;
+    snprintf(ch, sizeof ch, "%+.1f%%", 100 * r->j.change);
+    if (r->j.rule == STATS_RULE_UTEST) snprintf(p, sizeof p, "%.3g", r->j.p);
+    snprintf(rule, sizeof rule, "%s", stats_rule_name(r->j.rule));
+  } else if (isfinite(b) && isfinite(c)) {
+    snprintf(ch, sizeof ch, "%+.1f%%", 100 * (c / b - 1));
+  }
+  int ratio = norm && r->kind == ROW_JUDGED;
+  format_value(b, ratio, vb, sizeof vb);
+  format_value(c, ratio, vn, sizeof vn);
+  snprintf(n, sizeof n, "%zu/%zu", r->base->nsamples, r->cand->nsamples);
+  printf("%-*s  %12s  %12s  %8s  %5s  %8s  %-5s  %-12s", wcase, r->label, vb, vn, ch, n, p,
+         rule, row_verdict(r));
+  if (norm) {
+    char rb[32], rn[32];
+    format_value(r->base_raw, 0, rb, sizeof rb);
+    format_value(r->new_raw, 0, rn, sizeof rn);
+    printf("  %12s  %12s", rb, rn);
+  }
+  if (r->note[0]) printf("  (%s)", r->note);
+  printf("\n");
+}
+
+/* The table, one row per case in common; counts the verdicts. */
+static void print_table(comparison *cp, const char *norm) {
+  int wcase = label_rows(cp);
   printf("%-*s  %12s  %12s  %8s  %5s  %8s  %-5s  %-12s", wcase, "case", "baseline",
          "new", "change", "n", "p", "rule", "verdict");
   if (norm) printf("  %12s  %12s", "base (s)", "new (s)");
   printf("\n");
-  size_t counts[16] = {0};
-  size_t nregress = 0;
-  for (size_t i = 0; i < nrows; i++) {
-    const row *r = &rows[i];
-    char vb[32], vn[32], ch[16] = "-", n[16], p[16] = "-", rule[8] = "-";
-    double b = r->base_raw, c = r->new_raw;
-    if (r->kind == ROW_JUDGED) {
-      b = r->j.base_median;
-      c = r->j.new_median;
-      snprintf(ch, sizeof ch, "%+.1f%%", 100 * r->j.change);
-      if (r->j.rule == STATS_RULE_UTEST) snprintf(p, sizeof p, "%.3g", r->j.p);
-      snprintf(rule, sizeof rule, "%s", stats_rule_name(r->j.rule));
-    } else if (isfinite(b) && isfinite(c)) {
-      snprintf(ch, sizeof ch, "%+.1f%%", 100 * (c / b - 1));
-    }
-    int ratio = norm && r->kind == ROW_JUDGED;
-    format_value(b, ratio, vb, sizeof vb);
-    format_value(c, ratio, vn, sizeof vn);
-    snprintf(n, sizeof n, "%zu/%zu", r->base->nsamples, r->cand->nsamples);
-    printf("%-*s  %12s  %12s  %8s  %5s  %8s  %-5s  %-12s", wcase, r->label, vb,
-           vn, ch, n, p, rule, row_verdict(r));
-    if (norm) {
-      char rb[32], rn[32];
-      format_value(r->base_raw, 0, rb, sizeof rb);
-      format_value(r->new_raw, 0, rn, sizeof rn);
-      printf("  %12s  %12s", rb, rn);
-    }
-    if (r->note[0]) printf("  (%s)", r->note);
-    printf("\n");
-    counts[r->kind == ROW_JUDGED ? (size_t)r->j.verdict : 4 + (size_t)r->kind]++;
-    if (row_is_regression(r)) nregress++;
+  for (size_t i = 0; i < cp->nrows; i++) {
+    const row *r = &cp->rows[i];
+    print_row(r, wcase, norm);
+    cp->counts[r->kind == ROW_JUDGED ? (size_t)r->j.verdict : 4 + (size_t)r->kind]++;
+    if (row_is_regression(r)) cp->nregress++;
   }
+}
 
-  size_t judged = counts[0] + counts[1] + counts[2] + counts[3];
+static size_t judged_count(const comparison *cp) {
+  return cp->counts[0] + cp->counts[1] + cp->counts[2] + cp->counts[3];
+}
+
+static void print_summary(const comparison *cp, const char *norm) {
+  const size_t *counts = cp->counts;
   printf("\n%zu cases in common, %zu judged: %zu REGRESSION, %zu slower-noise, "
          "%zu same, %zu faster",
-         nrows, judged, counts[STATS_REGRESSION], counts[STATS_SLOWER_NOISE],
+         cp->nrows, judged_count(cp), counts[STATS_REGRESSION], counts[STATS_SLOWER_NOISE],
          counts[STATS_SAME], counts[STATS_FASTER]);
   printf("; not judged: %zu skipped, %zu failed in the new run, %zu failed before",
          counts[4 + ROW_SKIPPED], counts[4 + ROW_FAILED_NEW], counts[4 + ROW_FAILED]);
   if (norm) printf(", %zu yardstick, %zu without yardstick", counts[4 + ROW_YARDSTICK],
                    counts[4 + ROW_NO_YARDSTICK]);
   printf("\n");
-  if (only_new || only_base)
+  if (cp->only_new || cp->only_base)
     printf("not compared: %zu cases only in the baseline, %zu only in the new run\n",
-           only_base, only_new);
-  for (size_t i = 0; i < nrows; i++) {
-    const row *r = &rows[i];
+           cp->only_base, cp->only_new);
+  for (size_t i = 0; i < cp->nrows; i++) {
+    const row *r = &cp->rows[i];
     if (r->kind == ROW_JUDGED && r->j.rule == STATS_RULE_RANGE &&
         r->base->nsamples + r->cand->nsamples < 4) {
       printf("note: some cases have too few repeats for any noise estimate; "
@@ -387,51 +414,80 @@ int cmd_compare(int argc, char **argv) {
       break;
     }
   }
-  if (norm) {
-    /* The yardstick's raw change is the machine-speed factor; it should be
-     * the same at every nside. When it is not, something else ran during
-     * one of the runs and the normalised times inherit that. */
-    double lo = INFINITY, hi = -INFINITY;
-    for (size_t i = 0; i < nrows; i++) {
-      const row *r = &rows[i];
-      if (r->kind != ROW_YARDSTICK) continue;
-      double ch = r->new_raw / r->base_raw - 1;
-      if (ch < lo) lo = ch;
-      if (ch > hi) hi = ch;
-    }
-    if (hi > lo && (1 + hi) / (1 + lo) - 1 > prm.threshold) {
-      printf("note: the '%s' yardstick's raw change ranges from %+.0f%% to %+.0f%% across its "
-             "cases: the machine's speed was not steady during the runs (other load?), "
-             "so the verdicts are less reliable\n", norm, 100 * lo, 100 * hi);
-      fprintf(stderr, "arkcos compare: warning: machine speed unsteady during the runs "
-                      "(yardstick changes %+.0f%% .. %+.0f%%)\n", 100 * lo, 100 * hi);
-    }
+}
+
+/* The yardstick's raw change is the machine-speed factor; it should be the
+ * same at every nside. When it is not, something else ran during one of the
+ * runs and the normalised times inherit that. */
+static void check_machine_speed(const comparison *cp, const char *norm, double threshold) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < cp->nrows; i++) {
+    const row *r = &cp->rows[i];
+    if (r->kind != ROW_YARDSTICK) continue;
+    double ch = r->new_raw / r->base_raw - 1;
+    if (ch < lo) lo = ch;
+    if (ch > hi) hi = ch;
   }
-  if (counts[4 + ROW_NO_YARDSTICK])
+  if (hi > lo && (1 + hi) / (1 + lo) - 1 > threshold) {
+    printf("note: the '%s' yardstick's raw change ranges from %+.0f%% to %+.0f%% across its "
+           "cases: the machine's speed was not steady during the runs (other load?), "
+           "so the verdicts are less reliable\n", norm, 100 * lo, 100 * hi);
+    fprintf(stderr, "arkcos compare: warning: machine speed unsteady during the runs "
+                    "(yardstick changes %+.0f%% .. %+.0f%%)\n", 100 * lo, 100 * hi);
+  }
+}
+
+static void print_regressions(const comparison *cp) {
+  printf("\n%zu REGRESSION%s:\n", cp->nregress, cp->nregress > 1 ? "S" : "");
+  for (size_t i = 0; i < cp->nrows; i++) {
+    const row *r = &cp->rows[i];
+    if (!row_is_regression(r)) continue;
+    if (r->kind == ROW_FAILED_NEW)
+      printf("  %s: %s\n", r->label, r->note);
+    else if (r->j.rule == STATS_RULE_UTEST)
+      printf("  %s: %+.1f%% (U test p = %.3g)\n", r->label, 100 * r->j.change, r->j.p);
+    else
+      printf("  %s: %+.1f%% ([min,max] ranges disjoint)\n", r->label, 100 * r->j.change);
+  }
+}
+
+/* Prints the table and its summary; returns 0 or 3 (regression). */
+static int report_comparison(comparison *cp, const compare_opts *o) {
+  print_header(cp, o);
+  print_table(cp, o->norm);
+  print_summary(cp, o->norm);
+  if (o->norm) check_machine_speed(cp, o->norm, o->prm.threshold);
+  if (cp->counts[4 + ROW_NO_YARDSTICK])
     fprintf(stderr, "arkcos compare: warning: %zu cases have no '%s' case to be "
                     "normalised by and were not judged\n",
-            counts[4 + ROW_NO_YARDSTICK], norm);
-  if (judged == 0)
+            cp->counts[4 + ROW_NO_YARDSTICK], o->norm);
+  if (judged_count(cp) == 0)
     fprintf(stderr, "arkcos compare: warning: no case could be judged\n");
-  if (nregress) {
-    printf("\n%zu REGRESSION%s:\n", nregress, nregress > 1 ? "S" : "");
-    for (size_t i = 0; i < nrows; i++) {
-      const row *r = &rows[i];
-      if (!row_is_regression(r)) continue;
-      if (r->kind == ROW_FAILED_NEW)
-        printf("  %s: %s\n", r->label, r->note);
-      else if (r->j.rule == STATS_RULE_UTEST)
-        printf("  %s: %+.1f%% (U test p = %.3g)\n", r->label,
-               100 * r->j.change, r->j.p);
-      else
-        printf("  %s: %+.1f%% ([min,max] ranges disjoint)\n", r->label,
-               100 * r->j.change);
-    }
-    status = 3;
+  if (!cp->nregress) return 0;
+  print_regressions(cp);
+  return 3;
+}
+
+int cmd_compare(int argc, char **argv) {
+  compare_opts o = {{NULL, NULL}, NULL, {0.15, 0.05}};
+  int status = parse_args(argc, argv, &o);
+  if (status >= 0) return status;
+  comparison cp;
+  memset(&cp, 0, sizeof cp);
+  arkcos_error err = {0, ""};
+  if (results_load(o.files[0], &cp.bf, &err)) return report_error(&err);
+  if (results_load(o.files[1], &cp.nf, &err)) {
+    results_free(&cp.bf);
+    return report_error(&err);
   }
-done:
-  free(rows);
-  results_free(&bf);
-  results_free(&nf);
+  status = check_yardsticks(&cp, o.norm);
+  if (!status) status = pair_cases(&cp, &o);
+  if (!status) {
+    if (!o.norm) warn_hardware(&cp.bf, &cp.nf);
+    status = report_comparison(&cp, &o);
+  }
+  free(cp.rows);
+  results_free(&cp.bf);
+  results_free(&cp.nf);
   return status;
 }

@@ -30,6 +30,16 @@ int atomic_begin(const char *path, int force, char *tmp, size_t tmplen,
   if (fd < 0)
     return arkcos_fail(err, ARKCOS_EIO, "%s: cannot create output: %s", path,
                        strerror(errno));
+  /* mkstemp creates the file 0600; outputs get the mode any new file gets */
+  mode_t mask = umask(0);
+  umask(mask);
+  if (fchmod(fd, 0666 & ~mask) != 0) {
+    int e = errno;
+    close(fd);
+    unlink(tmp);
+    return arkcos_fail(err, ARKCOS_EIO, "%s: cannot set the output's mode: %s", path,
+                       strerror(e));
+  }
   close(fd);
   /* CFITSIO refuses to create over an existing file: callers that need a
    * fresh name remove it first; text writers just truncate it. */

@@ -12,7 +12,8 @@ int report_error(const arkcos_error *err);
 
 /* Atomic output: open a temporary file next to `path` (same folder). Fails
  * with ARKCOS_EINVAL if path exists and force is 0. tmp receives the
- * temporary name (size >= 4096). */
+ * temporary name (size >= 4096). The file gets mode 0666 & ~umask, like
+ * any file the process creates. */
 int atomic_begin(const char *path, int force, char *tmp, size_t tmplen,
                  arkcos_error *err);
 /* Renames tmp onto path. */

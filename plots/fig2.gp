@@ -15,9 +15,9 @@ set format y '10^{%L}'
 # colour per support, dash per method
 array col[3] = ['#1b9e77', '#d95f02', '#7570b3']
 set title 'run time (median)'
-plot for [i=0:nsupports-1] datadir.'/fig2_times_arkcos-cpu-enhanced.dat' index i u 1:2 w lp lw 2 pt 7 lc rgb col[i+1] \
+plot for [i=0:nsupports-1] datadir.'/fig2_times_arkcos-cpu-enhanced-double.dat' index i u 1:2 w lp lw 2 pt 7 lc rgb col[i+1] \
        t sprintf('ARKCoS CPU, support %s°', word(supports, i+1)), \
-     for [i=0:(has_gpu ? nsupports-1 : -1)] datadir.'/fig2_times_arkcos-gpu-enhanced.dat' index i u 1:2 w lp lw 2 pt 5 lc rgb col[i+1] \
+     for [i=0:(has_gpu ? nsupports-1 : -1)] datadir.'/fig2_times_arkcos-gpu-enhanced-double.dat' index i u 1:2 w lp lw 2 pt 5 lc rgb col[i+1] \
        t sprintf('ARKCoS GPU, support %s°', word(supports, i+1)), \
      datadir.'/fig2_times_fsht-iter0.dat' index 0 u 1:2 w lp lw 2 dt 2 pt 6 lc rgb 'black' t 'FSHT iter 0', \
      datadir.'/fig2_times_fsht-iter3.dat' index 0 u 1:2 w lp lw 2 dt 3 pt 4 lc rgb 'black' t 'FSHT iter 3'

@@ -10,10 +10,13 @@
 #   2. prints the Fig. 3 kernel profiles and K_l with build/tests/kernel_profile;
 #   3. renders plots/fig*.gp, plots/table1.gp with gnuplot into
 #      plots/out/<profile>/<fig>.png and .pdf;
-#   4. writes results/<profile>/REPORT.md (scripts/figures.py).
+#   4. writes results/<profile>/REPORT.md.
+# Steps 3 and 4 are `arkcos report --figures` (the data files plots/*.gp read,
+# into plots/out/<profile>/data) and `arkcos report --paper` (the report
+# against results/paper/published.json); no Python is needed.
 #
 # Environment: BUILD (build folder, default build), ARKCOS (the arkcos binary),
-# KERNEL_PROFILE (the kernel_profile binary), PYTHON (default /usr/bin/python3),
+# KERNEL_PROFILE (the kernel_profile binary),
 # ARKCOS_RESULTS_DIR and ARKCOS_PLOTS_DIR (replace results/ and plots/out/),
 # REPRODUCE_FIGS (a subset of "fig2 fig2fsht fig4 fig5 fig6 headline" to run; the
 # others are only rendered and reported from what is already there).
@@ -30,7 +33,6 @@ esac
 BUILD=${BUILD:-build}
 ARKCOS=${ARKCOS:-$ROOT/$BUILD/arkcos}
 KERNEL_PROFILE=${KERNEL_PROFILE:-$(dirname "$ARKCOS")/tests/kernel_profile}
-PYTHON=${PYTHON:-/usr/bin/python3}
 RES=${ARKCOS_RESULTS_DIR:-$ROOT/results}/$profile
 PLOTS=${ARKCOS_PLOTS_DIR:-$ROOT/plots/out}/$profile
 PUBLISHED=$ROOT/results/paper/published.json
@@ -41,7 +43,6 @@ for tool in "$ARKCOS" "$KERNEL_PROFILE"; do
   [ -x "$tool" ] || { echo "reproduce: $tool not found; run make first" >&2; exit 2; }
 done
 command -v gnuplot >/dev/null || { echo "reproduce: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 2; }
-command -v "$PYTHON" >/dev/null || { echo "reproduce: $PYTHON not found" >&2; exit 2; }
 [ -f "$PUBLISHED" ] || { echo "reproduce: $PUBLISHED missing" >&2; exit 2; }
 mkdir -p "$RES" "$PLOTS"
 
@@ -82,7 +83,7 @@ for f in 6 60; do
 done
 
 # 3. figures
-if ! "$PYTHON" scripts/figures.py data "$RES" "$PLOTS"; then
+if ! "$ARKCOS" report --figures "$RES" "$PLOTS" >/dev/null; then
   say "could not extract the plot data"; status=1
 fi
 for fig in fig2 table1 fig3 fig4 fig5 fig6; do
@@ -107,7 +108,7 @@ fi
 mv "$RES/walltimes.txt.tmp" "$RES/walltimes.txt"
 
 # 4. report
-if "$PYTHON" scripts/figures.py report "$RES" "$PLOTS" "$PUBLISHED" "$profile"; then
+if "$ARKCOS" report --paper "$RES" "$PLOTS" "$PUBLISHED" "$profile" >/dev/null; then
   say "done in $((SECONDS - t_all)) s: $RES/REPORT.md, $PLOTS/"
 else
   say "could not write $RES/REPORT.md"; status=1

@@ -222,11 +222,11 @@ n_png=$(ls "$tmp/rep"/*.png 2>/dev/null | wc -l)
 if [ "$n_png" -ge 1 ] && head -c 8 "$tmp/rep/time_per_case.png" | od -An -c | grep -q 'P   N   G'; then
   ok "PNG charts drawn ($n_png)"; else bad "PNG charts drawn ($n_png)"; fi
 ls "$tmp/rep" | grep -q '\.tmp' && bad "temporary files left in the report folder" || ok "no temporary files left"
-has "^\| C[0-9]+ \| 256 \| gaussian.*\| arkcos cpu enhanced double \| 2 \| [0-9.]+ m?s \| [0-9.]+ m?s \|$" "$r" "shared case with a time per machine"
+has '^\| `arkcos-256` \| [0-9.]+ m?s \| [0-9.]+ m?s \|$' "$r" "shared case with a time per machine"
 has "x \(vs fsht iter=0 lmax_factor=2\)" "$r" "speed-up names the FSHT case"
 has "Cases not in every file" "$r" "cases not shared are listed"
-has "^\| 1024 \|.*\| — \|" "$r" "a case of one file only shows — for the other"
-has "^\| 2048 \|" "$r" "the other file's extra cases are listed too"
+has '^\| `arkcos-1024` \|.*\| — \|' "$r" "a case of one file only shows — for the other"
+has '^\| `[a-z0-9]+-2048` \|' "$r" "the other file's extra cases are listed too"
 has "Table 1" "$r" "paper's Table 1 shares shown"
 has "GTX 480" "$r" "paper's hardware shown"
 # the paper's column where the parameters match (nside 2048, 4.7' Gaussian, fsht, 1 thread)

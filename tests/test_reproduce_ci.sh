@@ -4,6 +4,9 @@
 # are left alone): every figure exists as a real PNG and PDF, REPORT.md embeds
 # every figure and has a verdict line for every claim of
 # results/paper/published.json, and a second run resumes without running a case.
+# reproduce.sh runs without Python (PYTHON=/bin/false and python/python3 on
+# PATH that fail and leave a trace), and under umask 022 its report files are
+# mode 0644.
 # Prints "TESTS <passed> <failed>" last.
 set -u
 cd "$(dirname "$0")/.."
@@ -20,12 +23,25 @@ ok() { echo "ok   $1"; passed=$((passed + 1)); }
 bad() { echo "FAIL $1"; failed=$((failed + 1)); }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 
+# no Python: any call of python or python3 leaves a trace and fails
+mkdir -p "$tmp/nopython"
+for py in python python3; do
+  printf '#!/bin/sh\necho "$0 $*" >>"%s/python-calls"\nexit 1\n' "$tmp" >"$tmp/nopython/$py"
+  chmod +x "$tmp/nopython/$py"
+done
 t0=$SECONDS
-bash scripts/reproduce.sh ci >"$tmp/reproduce.log" 2>&1
+(umask 022; PATH="$tmp/nopython:$PATH" PYTHON=/bin/false bash scripts/reproduce.sh ci) >"$tmp/reproduce.log" 2>&1
 rc=$?
 echo "reproduce.sh ci: exit $rc in $((SECONDS - t0)) s"
 if [ $rc -ne 0 ]; then tail -30 "$tmp/reproduce.log" | sed 's/^/  /'; fi
 check "reproduce.sh ci exits 0" test $rc -eq 0
+check "reproduce.sh ci calls no Python${tmp:+ ($(cat "$tmp/python-calls" 2>/dev/null | head -1))}" \
+  test ! -e "$tmp/python-calls"
+mode() { stat -c %a "$1" 2>/dev/null || echo missing; }
+for f in "$res/REPORT.md" "$res/fig2/results.json" "$res/fig2/summary.csv" "$plots/data/table1.dat" \
+    "$plots/data/fig2.vars.gp" "$plots/fig2.png"; do
+  check "${f#$tmp/} is mode 644 under umask 022 ($(mode "$f"))" test "$(mode "$f")" = 644
+done
 
 # magic bytes: PNG \x89PNG, PDF %PDF. Minimum PNG sizes are about half of what the
 # ci profile draws and well above a figure drawn without data (fig2 17 KB,

@@ -1,0 +1,877 @@
+/* report_hw.c -- `arkcos report RESULTS.json... -o DIR`: a hardware
+ * comparison report. DIR/report.md has one column per results file (machine),
+ * the cases the files share with their median times, speed-ups over FSHT on
+ * the same machine and stage breakdowns, the paper's published numbers where
+ * cases match, and PNG charts drawn by gnuplot (the .dat and .gp files stay
+ * beside them so that the charts can be redrawn or restyled). */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "harness/report.h"
+#include "harness/report_common.h"
+#include "harness/stats.h"
+#include "harness/util.h"
+
+#define MAX_FILES 32
+
+/* ------------------------------------------------------------ the model */
+
+typedef struct {
+  results_file rf;
+  char label[16];  /* M1, M2, ... */
+  char title[160]; /* label and host, safe for gnuplot titles */
+} machine;
+
+typedef struct {
+  long idx[MAX_FILES]; /* index in each file, -1 when absent */
+  const results_case *rep; /* first occurrence, for the parameters */
+  int in_all;
+  char label[1024]; /* report_case_label */
+} ucase;
+
+static const char *const stage_names[] = {"map_fft", "kernel_eval", "kernel_fft",
+                                          "reduction", "map_ifft", "h2d",
+                                          "d2h", "other"};
+#define NSTAGES 8
+/* Table 1 of the paper groups the stages in four. */
+static const char *const group_names[] = {"FFTs", "kernel evaluation",
+                                          "ring reduction", "others"};
+
+static int get_stages(const results_case *c, double st[NSTAGES], double grp[4]) {
+  json_t *s = json_object_get(c->obj, "stages");
+  if (!json_is_object(s) || strcmp(c->status, "ok")) return 0;
+  double sum = 0;
+  for (int k = 0; k < NSTAGES; k++) {
+    json_t *v = json_object_get(s, stage_names[k]);
+    st[k] = json_is_number(v) ? json_number_value(v) : 0;
+    if (!isfinite(st[k]) || st[k] < 0) st[k] = 0;
+    sum += st[k];
+  }
+  if (!(sum > 0)) return 0;
+  grp[0] = st[0] + st[2] + st[4];
+  grp[1] = st[1];
+  grp[2] = st[3];
+  grp[3] = st[5] + st[6] + st[7];
+  return 1;
+}
+
+static const char *case_time_cell(const results_case *c, char *buf, size_t len) {
+  if (!c)
+    snprintf(buf, len, "—");
+  else if (!strcmp(c->status, "ok"))
+    stats_format_seconds(c->tmedian, buf, len);
+  else
+    snprintf(buf, len, "%s%s%s", c->status, c->reason ? ": " : "",
+             c->reason ? c->reason : "");
+  return buf;
+}
+
+/* Speed-up of c over the FSHT case of its file; 0 when there is none. */
+static double speedup(const results_file *rf, const results_case *c,
+                      const char *fsht, char *which, size_t len) {
+  which[0] = '\0';
+  if (strcmp(c->status, "ok") || results_method_matches(c, fsht)) return 0;
+  int same_kernel = 0;
+  long r = results_find_reference(rf, c, fsht, &same_kernel);
+  if (r < 0) return 0;
+  char m[128];
+  results_method_label(rf->cases[r].method_obj, m, sizeof m);
+  snprintf(which, len, "%s%s", m, same_kernel ? "" : ", other kernel");
+  return rf->cases[r].tmedian / c->tmedian;
+}
+
+/* ------------------------------------------------------ published claims */
+
+static int claim_matches_case(json_t *claim, const results_case *c) {
+  json_t *cond = json_object_get(claim, "conditions");
+  json_t *v;
+  if (!json_is_object(cond)) return 0;
+  if ((v = json_object_get(cond, "nside")) && json_integer_value(v) != c->nside)
+    return 0;
+  json_t *ck = json_object_get(cond, "kernel");
+  if (ck) {
+    json_t *t = json_object_get(ck, "type"), *kt = json_object_get(c->kernel, "type");
+    if (!json_is_string(t) || !json_is_string(kt) ||
+        strcmp(json_string_value(t), json_string_value(kt)))
+      return 0;
+    json_t *f = json_object_get(ck, "fwhm_arcmin"), *kf = json_object_get(c->kernel, "fwhm_arcmin");
+    if (f && (!json_is_number(kf) ||
+              fabs(json_number_value(kf) / json_number_value(f) - 1) > 0.01))
+      return 0;
+  }
+  json_t *cm = json_object_get(cond, "method");
+  if (cm) {
+    json_t *n = json_object_get(cm, "name");
+    if (!json_is_string(n) || strcmp(json_string_value(n), c->method)) return 0;
+    json_t *be = json_object_get(cm, "backend"), *cbe = json_object_get(c->method_obj, "backend");
+    if (be && (!json_is_string(cbe) || strcmp(json_string_value(be), json_string_value(cbe))))
+      return 0;
+  }
+  if ((v = json_object_get(cond, "threads")) && json_integer_value(v) != c->threads)
+    return 0;
+  return 1;
+}
+
+static const char *claim_impl(json_t *claim) {
+  json_t *impl = json_object_get(json_object_get(json_object_get(claim, "conditions"), "method"),
+                                 "implementation");
+  return json_is_string(impl) ? json_string_value(impl) : NULL;
+}
+
+static const char *claim_kind(json_t *claim) {
+  json_t *k = json_object_get(claim, "kind");
+  return json_is_string(k) ? json_string_value(k) : "";
+}
+
+/* The published time(s) matching c, e.g. "460 s (HEALPix 2.15); 160 s
+ * (libpsht)"; the speed-ups the paper implies for c go to sp. */
+static void paper_cells(json_t *claims, const results_case *c, char *tcell,
+                        size_t tlen, char *sp, size_t splen) {
+  size_t tu = 0, su = 0;
+  tcell[0] = sp[0] = '\0';
+  size_t n = json_array_size(claims);
+  for (size_t i = 0; i < n; i++) {
+    json_t *cl = json_array_get(claims, i);
+    if (strcmp(claim_kind(cl), "time") || !claim_matches_case(cl, c)) continue;
+    double v = json_number_value(json_object_get(cl, "value"));
+    const char *impl = claim_impl(cl);
+    json_t *hw = json_object_get(json_object_get(cl, "conditions"), "hardware");
+    if (tu < tlen)
+      tu += (size_t)snprintf(tcell + tu, tlen - tu, "%s%g s (%s)", tu ? "; " : "", v,
+                             impl ? impl : json_is_string(hw) ? json_string_value(hw) : "paper");
+    if (!strcmp(c->method, "fsht")) continue;
+    /* the paper's FSHT times for the same problem */
+    for (size_t j = 0; j < n; j++) {
+      json_t *f = json_array_get(claims, j);
+      json_t *fm = json_object_get(json_object_get(f, "conditions"), "method");
+      json_t *fname = json_object_get(fm, "name");
+      if (strcmp(claim_kind(f), "time") || !json_is_string(fname) ||
+          strcmp(json_string_value(fname), "fsht"))
+        continue;
+      json_t *ca = json_object_get(cl, "conditions"), *fa = json_object_get(f, "conditions");
+      if (!json_equal(json_object_get(ca, "nside"), json_object_get(fa, "nside")) ||
+          !json_equal(json_object_get(ca, "kernel"), json_object_get(fa, "kernel")))
+        continue;
+      double fv = json_number_value(json_object_get(f, "value"));
+      json_t *ft = json_object_get(fa, "threads");
+      if (su < splen)
+        su += (size_t)snprintf(sp + su, splen - su, "%s%.0fx vs %s (%lld core%s)",
+                               su ? "; " : "", fv / v,
+                               claim_impl(f) ? claim_impl(f) : "FSHT",
+                               (long long)json_integer_value(ft),
+                               json_integer_value(ft) == 1 ? "" : "s");
+    }
+  }
+}
+
+/* ----------------------------------------------------------- meta fields */
+
+static const char *meta_cell(const results_file *rf, const char *key, char *buf,
+                             size_t len) {
+  json_t *v = json_object_get(rf->meta, key);
+  if (!v) v = json_object_get(json_object_get(rf->meta, "versions"), key);
+  if (!strcmp(key, "config")) {
+    json_t *name = json_object_get(v, "name");
+    snprintf(buf, len, "%s", json_is_string(name) ? json_string_value(name) : "-");
+  } else if (!strcmp(key, "memory_bytes") && json_is_number(v)) {
+    snprintf(buf, len, "%.1f GiB", json_number_value(v) / 1073741824.0);
+  } else if (!strcmp(key, "gpus")) {
+    size_t used = 0, n = json_array_size(v);
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used < len; i++) {
+      json_t *g = json_array_get(v, i);
+      json_t *name = json_object_get(g, "name"), *sm = json_object_get(g, "sm_count"),
+             *mem = json_object_get(g, "memory_bytes");
+      used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? "; " : "",
+                               json_is_string(name) ? json_string_value(name) : "GPU");
+      if (json_is_integer(sm) && used < len)
+        used += (size_t)snprintf(buf + used, len - used, ", %lld SMs",
+                                 (long long)json_integer_value(sm));
+      if (json_is_number(mem) && used < len)
+        used += (size_t)snprintf(buf + used, len - used, ", %.1f GiB",
+                                 json_number_value(mem) / 1073741824.0);
+    }
+    if (!n) snprintf(buf, len, "none");
+  } else if (json_is_string(v)) {
+    snprintf(buf, len, "%s", json_string_value(v)[0] ? json_string_value(v) : "-");
+  } else if (json_is_integer(v)) {
+    snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+  } else if (json_is_real(v)) {
+    snprintf(buf, len, "%g", json_real_value(v));
+  } else {
+    snprintf(buf, len, "-");
+  }
+  return buf;
+}
+
+/* ------------------------------------------------------- files, gnuplot */
+
+static int write_in_dir(const char *dir, const char *name, const char *text,
+                        arkcos_error *err) {
+  char path[4096];
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s: path too long", dir);
+  return atomic_write_text(path, text, err);
+}
+
+/* gnuplot single-quoted strings: only '' needs care; keep titles plain. */
+static void plain_title(char *dst, size_t len, const char *src) {
+  size_t j = 0;
+  for (const char *p = src ? src : "?"; *p && j + 1 < len; p++) {
+    unsigned char ch = (unsigned char)*p;
+    dst[j++] = (ch >= 32 && ch < 127 && ch != '\'' && ch != '\\') ? (char)ch : '_';
+  }
+  dst[j] = '\0';
+}
+
+/* Runs gnuplot on DIR/charts.gp with DIR as working folder; its messages go
+ * to DIR/charts.log. Returns 0 when it ran and succeeded. */
+static int run_gnuplot(const char *dir) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    if (chdir(dir) != 0) _exit(126);
+    int fd = open("charts.log", O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    execlp("gnuplot", "gnuplot", "charts.gp", (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -1;
+  if (!WIFEXITED(st)) return -1;
+  return WEXITSTATUS(st) == 0 ? 0 : WEXITSTATUS(st) == 127 ? 127 : -1;
+}
+
+/* ------------------------------------------------------------ the report */
+
+typedef struct {
+  machine *m;
+  int nm;
+  ucase *uc;
+  size_t nuc;
+  json_t *published; /* may be NULL */
+  const char *published_path;
+  const char *fsht;
+} model;
+
+static json_t *claims_of(const model *md) {
+  return md->published ? json_object_get(md->published, "claims") : NULL;
+}
+
+static const results_case *case_in(const model *md, const ucase *u, int f) {
+  return u->idx[f] < 0 ? NULL : &md->m[f].rf.cases[u->idx[f]];
+}
+
+/* The case column: the case's label (its id), as in every report. */
+static void case_cell(sbuf *b, const ucase *u) {
+  char cell[1100];
+  snprintf(cell, sizeof cell, "`%s`", u->label);
+  sb_cell(b, cell);
+}
+
+static int has_paper_time(const model *md, const ucase *u) {
+  if (!claims_of(md)) return 0;
+  char t[256], s[256];
+  paper_cells(claims_of(md), u->rep, t, sizeof t, s, sizeof s);
+  return t[0] != '\0';
+}
+
+/* Builds the data files and the gnuplot script; *charts says which
+ * charts have data (bit 0 time, 1 speed-up, 2 stages). */
+/* One log-scale clustered histogram: NAME.dat (case, then one column per
+ * results file) drawn to NAME.png.tmp. */
+static void clustered_log_chart(sbuf *gp, const model *md, const char *name, const char *title,
+                                const char *ylabel) {
+  sb_printf(gp, "\nset output '%s.png.tmp'\n"
+                "set title '%s'\n"
+                "set style histogram clustered gap 1\n"
+                "set logscale y\nset yrange [*:*]\n"
+                "set ylabel '%s'\n"
+                "plot ",
+            name, title, ylabel);
+  for (int f = 0; f < md->nm; f++)
+    sb_printf(gp, "%s'%s.dat' using %d%s title '%s'", f ? ", " : "", name, f + 2, f ? "" : ":xtic(1)",
+              md->m[f].title);
+  sb_printf(gp, "\nunset logscale y\n");
+}
+
+static void build_charts(const model *md, sbuf *gp, sbuf *dat_time, sbuf *dat_speed,
+                         sbuf *dat_stage, int *charts) {
+  *charts = 0;
+  int nshared = 0;
+  sb_printf(dat_time, "# case");
+  sb_printf(dat_speed, "# case");
+  for (int f = 0; f < md->nm; f++) {
+    sb_printf(dat_time, " %s", md->m[f].label);
+    sb_printf(dat_speed, " %s", md->m[f].label);
+  }
+  sb_printf(dat_time, "\n");
+  sb_printf(dat_speed, "\n");
+  sb_printf(dat_stage, "# bar FFTs kernel_eval reduction others (percent of the stage sum)\n");
+  for (size_t i = 0; i < md->nuc; i++) {
+    const ucase *u = &md->uc[i];
+    if (!u->in_all) continue;
+    nshared++;
+    int any = 0, anysp = 0;
+    char row[1024], rowsp[1024];
+    size_t ru = (size_t)snprintf(row, sizeof row, "\"%s\"", u->label);
+    size_t rs = (size_t)snprintf(rowsp, sizeof rowsp, "\"%s\"", u->label);
+    for (int f = 0; f < md->nm; f++) {
+      const results_case *c = case_in(md, u, f);
+      double t = c && !strcmp(c->status, "ok") ? c->tmedian : NAN;
+      char which[160];
+      double s = c ? speedup(&md->m[f].rf, c, md->fsht, which, sizeof which) : 0;
+      if (isfinite(t)) any = 1;
+      if (s > 0) anysp = 1;
+      if (ru < sizeof row) ru += (size_t)snprintf(row + ru, sizeof row - ru, " %.6g", isfinite(t) ? t : NAN);
+      if (rs < sizeof rowsp) rs += (size_t)snprintf(rowsp + rs, sizeof rowsp - rs, " %.6g", s > 0 ? s : NAN);
+    }
+    if (any) {
+      sb_printf(dat_time, "%s\n", row);
+      *charts |= 1;
+    }
+    if (anysp) {
+      sb_printf(dat_speed, "%s\n", rowsp);
+      *charts |= 2;
+    }
+    if (strcmp(u->rep->method, "arkcos")) continue;
+    for (int f = 0; f < md->nm; f++) {
+      const results_case *c = case_in(md, u, f);
+      double st[NSTAGES], g[4];
+      if (!c || !get_stages(c, st, g)) continue;
+      double sum = g[0] + g[1] + g[2] + g[3];
+      sb_printf(dat_stage, "\"%s / %s\" %.3f %.3f %.3f %.3f\n", u->label, md->m[f].label,
+                100 * g[0] / sum, 100 * g[1] / sum, 100 * g[2] / sum, 100 * g[3] / sum);
+      *charts |= 4;
+    }
+  }
+  (void)nshared;
+  if (*charts & 4) {
+    /* the paper's Table 1 beside them */
+    json_t *claims = claims_of(md);
+    static const int supports[] = {1, 4, 16};
+    static const char *const groups[] = {"ffts", "kernel_eval", "reduction", "others"};
+    for (int s = 0; s < 3 && claims; s++) {
+      double v[4] = {NAN, NAN, NAN, NAN};
+      for (size_t i = 0; i < json_array_size(claims); i++) {
+        json_t *cl = json_array_get(claims, i), *cond = json_object_get(cl, "conditions");
+        if (strcmp(claim_kind(cl), "stage_share") ||
+            json_integer_value(json_object_get(cond, "kernel_support_deg")) != supports[s])
+          continue;
+        json_t *sg = json_object_get(cond, "stage_group");
+        for (int k = 0; k < 4; k++)
+          if (json_is_string(sg) && !strcmp(json_string_value(sg), groups[k]))
+            v[k] = json_number_value(json_object_get(cl, "value"));
+      }
+      if (isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]) && isfinite(v[3]))
+        sb_printf(dat_stage, "paper/%ddeg %g %g %g %g\n", supports[s], v[0], v[1], v[2], v[3]);
+    }
+  }
+
+  sb_printf(gp, "# Drawn by `arkcos report`; rerun with `gnuplot charts.gp` in this folder.\n"
+                "set terminal pngcairo size 1400,1000 noenhanced font ',10'\n"
+                "set datafile missing 'nan'\n"
+                "set style data histograms\n"
+                "set style fill solid 0.85 border -1\n"
+                "set boxwidth 0.9\n"
+                "set key outside right top\n"
+                "set grid ytics\n"
+                "set xtics rotate by -60 scale 0 font ',7'\nset bmargin 26\n");
+  if (*charts & 1)
+    clustered_log_chart(gp, md, "time_per_case", "Median time per case (log scale)", "median time [s]");
+  if (*charts & 2)
+    clustered_log_chart(gp, md, "speedup",
+                        "Speed-up over FSHT on the same machine (log scale; 1 = as fast as FSHT)",
+                        "FSHT time / case time");
+  if (*charts & 4) {
+    sb_printf(gp, "\nset output 'stage_shares.png.tmp'\n"
+                  "set title 'Share of arkcos run time by stage (groups of the paper''s Table 1)'\n"
+                  "set style histogram rowstacked\n"
+                  "set yrange [0:100]\n"
+                  "set ylabel 'share of the stage sum [%%]'\n"
+                  "plot 'stage_shares.dat' using 2:xtic(1) title '%s', '' using 3 title '%s', "
+                  "'' using 4 title '%s', '' using 5 title '%s'\n",
+              group_names[0], group_names[1], group_names[2], group_names[3]);
+  }
+  sb_printf(gp, "\nunset output\n");
+}
+
+static void write_markdown(const model *md, sbuf *b, int charts, int chart_ok,
+                           const char *chart_note) {
+  char buf[512], when[64];
+  time_t now = time(NULL);
+  struct tm tmv;
+  strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&now, &tmv));
+  int paper = md->published != NULL;
+  json_t *hw = paper ? json_object_get(md->published, "hardware") : NULL;
+  json_t *src = paper ? json_object_get(md->published, "source") : NULL;
+
+  sb_printf(b, "# ARKCoS hardware comparison\n\n");
+  sb_printf(b, "Written by `arkcos report` on %s from %d results file%s.%s\n\n", when,
+            md->nm, md->nm == 1 ? "" : "s",
+            paper ? " The last column holds the paper's published figures." : "");
+
+  /* ---- machines */
+  sb_printf(b, "## Machines\n\n|  |");
+  for (int f = 0; f < md->nm; f++) {
+    const char *host = results_meta_str(&md->m[f].rf, "host");
+    snprintf(buf, sizeof buf, "%s: %s", md->m[f].label, host ? host : "?");
+    sb_cell(b, buf);
+  }
+  if (paper) sb_cell(b, "paper");
+  sb_printf(b, "\n|---|");
+  for (int f = 0; f < md->nm + paper; f++) sb_printf(b, "---|");
+  sb_printf(b, "\n");
+  static const struct {
+    const char *label, *key, *paper_key;
+  } rows[] = {
+      {"results file", NULL, NULL},  {"host", "host", "host"},
+      {"CPU", "cpu_model", "cpu_model"}, {"cores", "cores", "cores"},
+      {"memory", "memory_bytes", "memory"}, {"GPU", "gpus", "gpu"},
+      {"OS", "os", NULL},            {"compiler", "compiler", NULL},
+      {"flags", "cflags", NULL},     {"ARKCoS", "arkcos", NULL},
+      {"FFTW", "fftw", "fft"},       {"libsharp", "libsharp", "fsht"},
+      {"CFITSIO", "cfitsio", NULL},  {"jansson", "jansson", NULL},
+      {"CUDA runtime", "cuda_runtime", NULL}, {"CUDA driver", "cuda_driver", NULL},
+      {"cuFFT", "cufft", NULL},      {"date", "date", NULL},
+      {"git commit", "git_commit", NULL}, {"config", "config", NULL},
+      {"cases ok / skipped / failed", NULL, NULL},
+  };
+  for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+    sb_printf(b, "|");
+    sb_cell(b, rows[r].label);
+    for (int f = 0; f < md->nm; f++) {
+      const results_file *rf = &md->m[f].rf;
+      if (rows[r].key) {
+        sb_cell(b, meta_cell(rf, rows[r].key, buf, sizeof buf));
+      } else if (r == 0) {
+        snprintf(buf, sizeof buf, "`%.400s`", rf->path);
+        sb_cell(b, buf);
+      } else {
+        size_t ok = 0, sk = 0, fl = 0;
+        for (size_t i = 0; i < rf->ncases; i++) {
+          const char *s = rf->cases[i].status;
+          ok += !strcmp(s, "ok");
+          sk += !strcmp(s, "skipped");
+          fl += !strcmp(s, "failed");
+        }
+        snprintf(buf, sizeof buf, "%zu / %zu / %zu", ok, sk, fl);
+        sb_cell(b, buf);
+      }
+    }
+    if (paper) {
+      json_t *v = rows[r].paper_key ? json_object_get(hw, rows[r].paper_key) : NULL;
+      if (r == 0)
+        snprintf(buf, sizeof buf, "`%.400s`", md->published_path);
+      else if (json_is_string(v))
+        snprintf(buf, sizeof buf, "%s", json_string_value(v));
+      else if (json_is_integer(v))
+        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+      else if (!strcmp(rows[r].label, "date") && json_is_string(json_object_get(src, "reference")))
+        snprintf(buf, sizeof buf, "%s", json_string_value(json_object_get(src, "reference")));
+      else
+        snprintf(buf, sizeof buf, "-");
+      sb_cell(b, buf);
+    }
+    sb_printf(b, "\n");
+  }
+
+  size_t nshared = 0, nrest = 0;
+  for (size_t i = 0; i < md->nuc; i++) {
+    if (md->uc[i].in_all)
+      nshared++;
+    else
+      nrest++;
+  }
+
+  /* ---- times */
+  sb_printf(b, "\n## Median time per case\n\n");
+  sb_printf(b, "%zu case%s in %s; median over the timed repeats (warm-up excluded)."
+               "%s\n\n",
+            nshared, nshared == 1 ? "" : "s",
+            md->nm == 1 ? "the file" : "every file",
+            nrest ? " Cases not in every file are listed further down." : "");
+  if ((charts & 1) && chart_ok)
+    sb_printf(b, "![median time per case and machine](time_per_case.png)\n\n");
+  int paper_times = 0;
+  for (size_t i = 0; i < md->nuc; i++)
+    if (md->uc[i].in_all && has_paper_time(md, &md->uc[i])) paper_times = 1;
+  if (nshared) {
+    sb_printf(b, "| case |");
+    for (int f = 0; f < md->nm; f++) sb_cell(b, md->m[f].title);
+    if (paper_times) sb_cell(b, "paper (published)");
+    sb_printf(b, "\n|---|");
+    for (int f = 0; f < md->nm + paper_times; f++) sb_printf(b, "---:|");
+    sb_printf(b, "\n");
+    for (size_t i = 0; i < md->nuc; i++) {
+      const ucase *u = &md->uc[i];
+      if (!u->in_all) continue;
+      sb_printf(b, "|");
+      case_cell(b, u);
+      for (int f = 0; f < md->nm; f++) sb_cell(b, case_time_cell(case_in(md, u, f), buf, sizeof buf));
+      if (paper_times) {
+        char t[256], s[256];
+        paper_cells(claims_of(md), u->rep, t, sizeof t, s, sizeof s);
+        sb_cell(b, t[0] ? t : "");
+      }
+      sb_printf(b, "\n");
+    }
+  } else {
+    sb_printf(b, "_No case is in every file._\n");
+  }
+
+  /* ---- speed-ups */
+  sb_printf(b, "\n## Speed-up over FSHT on the same machine\n\n");
+  sb_printf(b, "FSHT time / case time, both medians from the same file, same nside and "
+               "threads, same kernel where the file has it. The FSHT case is the first "
+               "`%s` case of the file; each cell names it.\n\n", md->fsht);
+  if ((charts & 2) && chart_ok) sb_printf(b, "![speed-up over FSHT](speedup.png)\n\n");
+  int any_sp = 0;
+  for (size_t i = 0; i < md->nuc && !any_sp; i++) {
+    const ucase *u = &md->uc[i];
+    if (!u->in_all) continue;
+    for (int f = 0; f < md->nm; f++) {
+      const results_case *c = case_in(md, u, f);
+      char w[160];
+      if (c && speedup(&md->m[f].rf, c, md->fsht, w, sizeof w) > 0) any_sp = 1;
+    }
+  }
+  if (any_sp) {
+    sb_printf(b, "| case |");
+    for (int f = 0; f < md->nm; f++) sb_cell(b, md->m[f].title);
+    if (paper_times) sb_cell(b, "paper (published)");
+    sb_printf(b, "\n|---|");
+    for (int f = 0; f < md->nm + paper_times; f++) sb_printf(b, "---:|");
+    sb_printf(b, "\n");
+    for (size_t i = 0; i < md->nuc; i++) {
+      const ucase *u = &md->uc[i];
+      if (!u->in_all || results_method_matches(u->rep, md->fsht) ||
+          !strcmp(u->rep->method, "fsht"))
+        continue;
+      sb_printf(b, "|");
+      case_cell(b, u);
+      for (int f = 0; f < md->nm; f++) {
+        const results_case *c = case_in(md, u, f);
+        char w[160];
+        double s = c ? speedup(&md->m[f].rf, c, md->fsht, w, sizeof w) : 0;
+        if (s > 0)
+          snprintf(buf, sizeof buf, "%.3gx (vs %s)", s, w);
+        else
+          snprintf(buf, sizeof buf, "-");
+        sb_cell(b, buf);
+      }
+      if (paper_times) {
+        char t[256], s[256];
+        paper_cells(claims_of(md), u->rep, t, sizeof t, s, sizeof s);
+        sb_cell(b, s);
+      }
+      sb_printf(b, "\n");
+    }
+  } else {
+    sb_printf(b, "_No shared case has an FSHT case to compare with._\n");
+  }
+
+  /* ---- stages */
+  sb_printf(b, "\n## Stage breakdown of the arkcos cases\n\n");
+  sb_printf(b, "Seconds per stage as recorded in each results file, and the "
+               "shares of their sum in the groups of the paper's Table 1: FFTs = map_fft + "
+               "kernel_fft + map_ifft; others = h2d + d2h + other.\n\n");
+  if ((charts & 4) && chart_ok) sb_printf(b, "![stage shares](stage_shares.png)\n\n");
+  if (charts & 4) {
+    sb_printf(b, "| case | machine |");
+    for (int k = 0; k < NSTAGES; k++) sb_printf(b, " %s |", stage_names[k]);
+    sb_printf(b, " sum |");
+    for (int g = 0; g < 4; g++) sb_printf(b, " %s |", group_names[g]);
+    sb_printf(b, "\n|---|---|");
+    for (int k = 0; k < NSTAGES + 5; k++) sb_printf(b, "---:|");
+    sb_printf(b, "\n");
+    for (size_t i = 0; i < md->nuc; i++) {
+      const ucase *u = &md->uc[i];
+      if (!u->in_all || strcmp(u->rep->method, "arkcos")) continue;
+      for (int f = 0; f < md->nm; f++) {
+        const results_case *c = case_in(md, u, f);
+        double st[NSTAGES], g[4];
+        if (!c || !get_stages(c, st, g)) continue;
+        double sum = g[0] + g[1] + g[2] + g[3];
+        sb_printf(b, "|");
+        case_cell(b, u);
+        sb_cell(b, md->m[f].title);
+        for (int k = 0; k < NSTAGES; k++) sb_cell(b, stats_format_seconds(st[k], buf, sizeof buf));
+        sb_cell(b, stats_format_seconds(sum, buf, sizeof buf));
+        for (int k = 0; k < 4; k++) sb_printf(b, " %.1f %% |", 100 * g[k] / sum);
+        sb_printf(b, "\n");
+      }
+    }
+    if (paper) {
+      json_t *claims = claims_of(md);
+      static const int supports[] = {1, 4, 16};
+      static const char *const groups[] = {"ffts", "kernel_eval", "reduction", "others"};
+      for (int s = 0; s < 3; s++) {
+        double v[4] = {NAN, NAN, NAN, NAN};
+        for (size_t i = 0; i < json_array_size(claims); i++) {
+          json_t *cl = json_array_get(claims, i), *cond = json_object_get(cl, "conditions");
+          if (strcmp(claim_kind(cl), "stage_share") ||
+              json_integer_value(json_object_get(cond, "kernel_support_deg")) != supports[s])
+            continue;
+          json_t *sg = json_object_get(cond, "stage_group");
+          for (int k = 0; k < 4; k++)
+            if (json_is_string(sg) && !strcmp(json_string_value(sg), groups[k]))
+              v[k] = json_number_value(json_object_get(cl, "value"));
+        }
+        if (!isfinite(v[0])) continue;
+        sb_printf(b, "| paper | GTX 480, nside 2048, support %d deg (Table 1) |", supports[s]);
+        for (int k = 0; k < NSTAGES + 1; k++) sb_printf(b, " |");
+        for (int k = 0; k < 4; k++) sb_printf(b, " %g %% |", v[k]);
+        sb_printf(b, "\n");
+      }
+    }
+  } else {
+    sb_printf(b, "_No shared arkcos case recorded stage times._\n");
+  }
+
+  /* ---- the rest */
+  if (nrest) {
+    sb_printf(b, "\n## Cases not in every file\n\n");
+    sb_printf(b, "Median time where the file has the case, — where it does not.\n\n");
+    sb_printf(b, "| case |");
+    for (int f = 0; f < md->nm; f++) sb_cell(b, md->m[f].title);
+    sb_printf(b, "\n|---|");
+    for (int f = 0; f < md->nm; f++) sb_printf(b, "---:|");
+    sb_printf(b, "\n");
+    for (size_t i = 0; i < md->nuc; i++) {
+      const ucase *u = &md->uc[i];
+      if (u->in_all) continue;
+      sb_printf(b, "|");
+      case_cell(b, u);
+      for (int f = 0; f < md->nm; f++) sb_cell(b, case_time_cell(case_in(md, u, f), buf, sizeof buf));
+      sb_printf(b, "\n");
+    }
+  }
+
+  /* ---- notes */
+  sb_printf(b, "\n## Notes\n\n");
+  if (paper) {
+    sb_printf(b, "- Published figures: `%s`", md->published_path);
+    if (json_is_string(json_object_get(src, "authors")))
+      sb_printf(b, " (%s, %s)", json_string_value(json_object_get(src, "authors")),
+                json_is_string(json_object_get(src, "reference"))
+                    ? json_string_value(json_object_get(src, "reference"))
+                    : "");
+    sb_printf(b, ". A published time is shown where nside, the Gaussian FWHM, the method "
+                 "and (where the paper states them) backend and threads match; the paper "
+                 "measured on different hardware (see Machines), so compare ratios, not "
+                 "seconds.\n");
+  } else {
+    sb_printf(b, "- Published figures: not included (%s).\n",
+              md->published_path ? md->published_path : "--no-published");
+  }
+  if (chart_note && chart_note[0]) sb_printf(b, "- Charts: %s\n", chart_note);
+  else if (charts) sb_printf(b, "- Charts: drawn by gnuplot from the .dat files and `charts.gp` in this folder.\n");
+}
+
+static void free_model(model *md) {
+  for (int f = 0; f < md->nm; f++) results_free(&md->m[f].rf);
+  free(md->m);
+  free(md->uc);
+  json_decref(md->published);
+}
+
+static const char *default_published(char *buf, size_t len) {
+  struct stat st;
+  if (stat("results/paper/published.json", &st) == 0) {
+    snprintf(buf, len, "results/paper/published.json");
+    return buf;
+  }
+  /* beside the executable: build/arkcos -> ../results/paper/published.json */
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = '\0';
+      if ((size_t)snprintf(buf, len, "%s/../results/paper/published.json", exe) < len &&
+          stat(buf, &st) == 0)
+        return buf;
+    }
+  }
+  return NULL;
+}
+
+int report_hw(const report_hw_opts *o) {
+  const char **files = o->files, *outdir = o->outdir, *published = o->published;
+  int nfiles = o->nfiles, force = o->force, no_published = o->no_published;
+  const char *fsht = o->fsht;
+  model md = {0};
+  md.fsht = fsht;
+  arkcos_error err = {0, ""};
+  int status = 0;
+  md.m = calloc((size_t)nfiles, sizeof *md.m);
+  if (!md.m) {
+    fprintf(stderr, "arkcos report: out of memory\n");
+    return 1;
+  }
+  for (int f = 0; f < nfiles; f++) {
+    if (results_load(files[f], &md.m[f].rf, &err)) {
+      status = report_error(&err);
+      goto done;
+    }
+    md.nm = f + 1;
+    snprintf(md.m[f].label, sizeof md.m[f].label, "M%d", f + 1);
+    char host[128];
+    plain_title(host, sizeof host, results_meta_str(&md.m[f].rf, "host"));
+    snprintf(md.m[f].title, sizeof md.m[f].title, "M%d %s", f + 1, host);
+  }
+
+  char pubbuf[4096];
+  if (!no_published) {
+    const char *pp = published ? published : default_published(pubbuf, sizeof pubbuf);
+    md.published_path = pp;
+    if (pp) {
+      json_error_t jerr;
+      md.published = json_load_file(pp, 0, &jerr);
+      if (!md.published) {
+        if (published) {
+          fprintf(stderr, "arkcos report: %s:%d:%d: %s\n", pp, jerr.line, jerr.column, jerr.text);
+          status = 2;
+          goto done;
+        }
+        fprintf(stderr, "arkcos report: warning: %s: %s; the paper's column is left out\n",
+                pp, jerr.text);
+      } else if (!json_is_array(json_object_get(md.published, "claims"))) {
+        fprintf(stderr, "arkcos report: %s: claims: missing or not an array\n", pp);
+        status = 2;
+        goto done;
+      }
+    } else {
+      md.published_path = "results/paper/published.json not found";
+    }
+  }
+
+  /* ---- the union of the cases, in order of first appearance */
+  size_t total = 0;
+  for (int f = 0; f < md.nm; f++) total += md.m[f].rf.ncases;
+  md.uc = calloc(total + 1, sizeof *md.uc);
+  if (!md.uc) {
+    fprintf(stderr, "arkcos report: out of memory\n");
+    status = 1;
+    goto done;
+  }
+  for (int f = 0; f < md.nm; f++) {
+    const results_file *rf = &md.m[f].rf;
+    for (size_t i = 0; i < rf->ncases; i++) {
+      const results_case *c = &rf->cases[i];
+      size_t u = 0;
+      while (u < md.nuc && !results_same_case(md.uc[u].rep, c)) u++;
+      if (u == md.nuc) {
+        md.nuc++;
+        for (int k = 0; k < MAX_FILES; k++) md.uc[u].idx[k] = -1;
+        md.uc[u].rep = c;
+      }
+      if (md.uc[u].idx[f] < 0) md.uc[u].idx[f] = (long)i;
+    }
+  }
+  int num = 0;
+  for (size_t u = 0; u < md.nuc; u++) {
+    md.uc[u].in_all = 1;
+    for (int f = 0; f < md.nm; f++)
+      if (md.uc[u].idx[f] < 0) md.uc[u].in_all = 0;
+    report_case_label(md.uc[u].rep->obj, md.uc[u].label, sizeof md.uc[u].label);
+    if (md.uc[u].in_all) ++num;
+  }
+  if (md.nm > 1 && num == 0)
+    fprintf(stderr, "arkcos report: warning: the files have no case in common; "
+                    "every case is listed separately\n");
+
+  /* ---- output folder */
+  char report_path[4096];
+  if (report_mkdirs(outdir)) {
+    fprintf(stderr, "arkcos report: %s: cannot create folder: %s\n", outdir, strerror(errno));
+    status = 1;
+    goto done;
+  }
+  if ((size_t)snprintf(report_path, sizeof report_path, "%s/report.md", outdir) >= sizeof report_path) {
+    fprintf(stderr, "arkcos report: %s: path too long\n", outdir);
+    status = 2;
+    goto done;
+  }
+  struct stat st;
+  if (!force && stat(report_path, &st) == 0) {
+    fprintf(stderr, "arkcos report: %s exists (use --force to overwrite)\n", report_path);
+    status = 2;
+    goto done;
+  }
+
+  /* ---- charts */
+  sbuf gp = {0}, dt = {0}, ds = {0}, dst = {0}, md_text = {0};
+  int charts = 0, chart_ok = 0;
+  char chart_note[256] = "";
+  build_charts(&md, &gp, &dt, &ds, &dst, &charts);
+  if (gp.oom || dt.oom || ds.oom || dst.oom) {
+    fprintf(stderr, "arkcos report: out of memory\n");
+    status = 1;
+    goto charts_done;
+  }
+  if (charts) {
+    if (write_in_dir(outdir, "time_per_case.dat", dt.s, &err) ||
+        write_in_dir(outdir, "speedup.dat", ds.s, &err) ||
+        write_in_dir(outdir, "stage_shares.dat", dst.s, &err) ||
+        write_in_dir(outdir, "charts.gp", gp.s, &err)) {
+      status = report_error(&err);
+      goto charts_done;
+    }
+    int rc = run_gnuplot(outdir);
+    static const char *const pngs[] = {"time_per_case.png", "speedup.png", "stage_shares.png"};
+    chart_ok = rc == 0;
+    for (int k = 0; k < 3; k++) {
+      if (!(charts & (1 << k))) continue;
+      char tmp[4200], fin[4200];
+      snprintf(tmp, sizeof tmp, "%s/%s.tmp", outdir, pngs[k]);
+      snprintf(fin, sizeof fin, "%s/%s", outdir, pngs[k]);
+      if (chart_ok && rename(tmp, fin) != 0) chart_ok = 0;
+      if (!chart_ok) unlink(tmp);
+    }
+    if (rc == 127)
+      snprintf(chart_note, sizeof chart_note, "not drawn: gnuplot is not installed "
+                                              "(the .dat files and charts.gp are here)");
+    else if (!chart_ok)
+      snprintf(chart_note, sizeof chart_note, "not drawn: gnuplot failed, see charts.log");
+    if (!chart_ok) fprintf(stderr, "arkcos report: warning: charts %s\n", chart_note);
+  }
+  write_markdown(&md, &md_text, charts, chart_ok, chart_note);
+  if (md_text.oom) {
+    fprintf(stderr, "arkcos report: out of memory\n");
+    status = 1;
+  } else if (atomic_write_text(report_path, md_text.s, &err)) {
+    status = report_error(&err);
+  } else {
+    printf("arkcos report: wrote %s (%d machine%s, %d shared case%s, %zu other%s%s)\n",
+           report_path, md.nm, md.nm == 1 ? "" : "s", num, num == 1 ? "" : "s",
+           md.nuc - (size_t)num, md.nuc - (size_t)num == 1 ? "" : "s",
+           chart_ok ? ", charts" : "");
+  }
+charts_done:
+  free(gp.s);
+  free(dt.s);
+  free(ds.s);
+  free(dst.s);
+  free(md_text.s);
+done:
+  free_model(&md);
+  return status;
+}
