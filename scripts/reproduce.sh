@@ -7,7 +7,7 @@
 #      with `arkcos run CONFIG --out results/<profile>/<fig>/ --resume`, so an
 #      interrupted reproduce picks up where it stopped; Table 1 is drawn from
 #      the Fig. 2 sweep's stage timers;
-#   2. prints the Fig. 3 kernel profiles and K_l with build/tests/kernel_profile;
+#   2. prints the Fig. 3 kernel profiles and K_l with build/tools/kernel_profile;
 #   3. renders plots/fig*.gp, plots/table1.gp with gnuplot into
 #      plots/out/<profile>/<fig>.png and .pdf;
 #   4. writes results/<profile>/REPORT.md.
@@ -32,7 +32,7 @@ case "$profile" in
 esac
 BUILD=${BUILD:-build}
 ARKCOS=${ARKCOS:-$ROOT/$BUILD/arkcos}
-KERNEL_PROFILE=${KERNEL_PROFILE:-$(dirname "$ARKCOS")/tests/kernel_profile}
+KERNEL_PROFILE=${KERNEL_PROFILE:-$(dirname "$ARKCOS")/tools/kernel_profile}
 RES=${ARKCOS_RESULTS_DIR:-$ROOT/results}/$profile
 PLOTS=${ARKCOS_PLOTS_DIR:-$ROOT/plots/out}/$profile
 PUBLISHED=$ROOT/results/paper/published.json

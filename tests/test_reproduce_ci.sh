@@ -12,7 +12,7 @@ set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export ARKCOS=${ARKCOS:-$PWD/$BUILD/arkcos}
-export KERNEL_PROFILE=${KERNEL_PROFILE:-$(dirname "$ARKCOS")/tests/kernel_profile}
+export KERNEL_PROFILE=${KERNEL_PROFILE:-$(dirname "$ARKCOS")/tools/kernel_profile}
 export PYTHON=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/arkcos-reproduce-ci.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
