@@ -299,7 +299,12 @@ typedef struct {
   sbuf gp, time, speed, stage;
   int charts, ok;
   char note[256];
+  size_t longest[3]; /* the longest tic label of each chart */
 } chart_set;
+
+static void note_label(chart_set *cs, int chart, size_t len) {
+  if (len > cs->longest[chart]) cs->longest[chart] = len;
+}
 
 static const int table1_supports[] = {1, 4, 16};
 
@@ -351,10 +356,12 @@ static void time_speed_rows(const model *md, const ucase *u, chart_set *cs) {
   if (any) {
     sb_printf(&cs->time, "%s\n", row);
     cs->charts |= 1;
+    note_label(cs, 0, strlen(u->label));
   }
   if (anysp) {
     sb_printf(&cs->speed, "%s\n", rowsp);
     cs->charts |= 2;
+    note_label(cs, 1, strlen(u->label));
   }
 }
 
@@ -368,6 +375,7 @@ static void stage_rows(const model *md, const ucase *u, chart_set *cs) {
     sb_printf(&cs->stage, "\"%s / %s\" %.3f %.3f %.3f %.3f\n", u->label, md->m[f].label,
               100 * g[0] / sum, 100 * g[1] / sum, 100 * g[2] / sum, 100 * g[3] / sum);
     cs->charts |= 4;
+    note_label(cs, 2, strlen(u->label) + 3 + strlen(md->m[f].label));
   }
 }
 
@@ -377,17 +385,36 @@ static void table1_rows(const model *md, chart_set *cs) {
   for (int s = 0; s < 3 && claims; s++) {
     double v[4];
     table1_shares(claims, table1_supports[s], v);
-    if (isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]) && isfinite(v[3]))
-      sb_printf(&cs->stage, "paper/%ddeg %g %g %g %g\n", table1_supports[s], v[0], v[1], v[2],
-                v[3]);
+    if (!(isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]) && isfinite(v[3]))) continue;
+    char bar[32];
+    snprintf(bar, sizeof bar, "paper/%ddeg", table1_supports[s]);
+    sb_printf(&cs->stage, "%s %g %g %g %g\n", bar, v[0], v[1], v[2], v[3]);
+    note_label(cs, 2, strlen(bar));
   }
+}
+
+/* The tic labels are the full case ids, rotated to read upwards and ending
+ * at the axis; the canvas grows below the plot so that the longest fits:
+ * TIC_PT point text, under TIC_PX_PER_PT pixels wide per point of size. */
+#define TIC_PT 8
+#define TIC_PX_PER_PT 0.85
+#define PLOT_PX 700 /* the canvas above the tic labels */
+
+static void chart_canvas(sbuf *gp, size_t longest) {
+  int label_px = (int)((double)longest * TIC_PT * TIC_PX_PER_PT) + 24;
+  int height = PLOT_PX + label_px;
+  sb_printf(gp, "set terminal pngcairo size 1400,%d noenhanced font ',10'\n"
+                "set bmargin at screen %.4f\n",
+            height, (double)label_px / height);
 }
 
 /* One log-scale clustered histogram: NAME.dat (case, then one column per
  * results file) drawn to NAME.png.tmp. */
 static void clustered_log_chart(sbuf *gp, const model *md, const char *name, const char *title,
-                                const char *ylabel) {
-  sb_printf(gp, "\nset output '%s.png.tmp'\n"
+                                const char *ylabel, size_t longest) {
+  sb_printf(gp, "\n");
+  chart_canvas(gp, longest);
+  sb_printf(gp, "set output '%s.png.tmp'\n"
                 "set title '%s'\n"
                 "set style histogram clustered gap 1\n"
                 "set logscale y\nset yrange [*:*]\n"
@@ -403,22 +430,25 @@ static void clustered_log_chart(sbuf *gp, const model *md, const char *name, con
 static void gnuplot_script(const model *md, chart_set *cs) {
   sbuf *gp = &cs->gp;
   sb_printf(gp, "# Drawn by `arkcos report`; rerun with `gnuplot charts.gp` in this folder.\n"
-                "set terminal pngcairo size 1400,1000 noenhanced font ',10'\n"
                 "set datafile missing 'nan'\n"
                 "set style data histograms\n"
                 "set style fill solid 0.85 border -1\n"
                 "set boxwidth 0.9\n"
                 "set key outside right top\n"
                 "set grid ytics\n"
-                "set xtics rotate by -60 scale 0 font ',7'\nset bmargin 26\n");
+                "set xtics rotate by 90 right scale 0 font ',%d'\n",
+            TIC_PT);
   if (cs->charts & 1)
-    clustered_log_chart(gp, md, "time_per_case", "Median time per case (log scale)", "median time [s]");
+    clustered_log_chart(gp, md, "time_per_case", "Median time per case (log scale)", "median time [s]",
+                        cs->longest[0]);
   if (cs->charts & 2)
     clustered_log_chart(gp, md, "speedup",
                         "Speed-up over FSHT on the same machine (log scale; 1 = as fast as FSHT)",
-                        "FSHT time / case time");
+                        "FSHT time / case time", cs->longest[1]);
   if (cs->charts & 4) {
-    sb_printf(gp, "\nset output 'stage_shares.png.tmp'\n"
+    sb_printf(gp, "\n");
+    chart_canvas(gp, cs->longest[2]);
+    sb_printf(gp, "set output 'stage_shares.png.tmp'\n"
                   "set title 'Share of arkcos run time by stage (groups of the paper''s Table 1)'\n"
                   "set style histogram rowstacked\n"
                   "set yrange [0:100]\n"
