@@ -291,13 +291,130 @@ static int has_paper_time(const model *md, const ucase *u) {
   return t[0] != '\0';
 }
 
-/* Builds the data files and the gnuplot script; *charts says which
- * charts have data (bit 0 time, 1 speed-up, 2 stages). */
+/* ------------------------------------------------------------ the charts */
+
+/* The chart files: gnuplot script and data; charts says which charts have
+ * data (bit 0 time, 1 speed-up, 2 stages). */
+typedef struct {
+  sbuf gp, time, speed, stage;
+  int charts, ok;
+  char note[256];
+  size_t longest[3]; /* the longest tic label of each chart */
+} chart_set;
+
+static void note_label(chart_set *cs, int chart, size_t len) {
+  if (len > cs->longest[chart]) cs->longest[chart] = len;
+}
+
+static const int table1_supports[] = {1, 4, 16};
+
+/* The shares of the paper's Table 1 for one kernel support (degrees), in the
+ * order of group_names; NAN where the claims have none. */
+static void table1_shares(json_t *claims, int support, double v[4]) {
+  static const char *const groups[] = {"ffts", "kernel_eval", "reduction", "others"};
+  for (int k = 0; k < 4; k++) v[k] = NAN;
+  for (size_t i = 0; i < json_array_size(claims); i++) {
+    json_t *cl = json_array_get(claims, i), *cond = json_object_get(cl, "conditions");
+    if (strcmp(claim_kind(cl), "stage_share") ||
+        json_integer_value(json_object_get(cond, "kernel_support_deg")) != support)
+      continue;
+    json_t *sg = json_object_get(cond, "stage_group");
+    for (int k = 0; k < 4; k++)
+      if (json_is_string(sg) && !strcmp(json_string_value(sg), groups[k]))
+        v[k] = json_number_value(json_object_get(cl, "value"));
+  }
+}
+
+static void dat_headers(const model *md, chart_set *cs) {
+  sb_printf(&cs->time, "# case");
+  sb_printf(&cs->speed, "# case");
+  for (int f = 0; f < md->nm; f++) {
+    sb_printf(&cs->time, " %s", md->m[f].label);
+    sb_printf(&cs->speed, " %s", md->m[f].label);
+  }
+  sb_printf(&cs->time, "\n");
+  sb_printf(&cs->speed, "\n");
+  sb_printf(&cs->stage, "# bar FFTs kernel_eval reduction others (percent of the stage sum)\n");
+}
+
+/* The case's row of time_per_case.dat and speedup.dat, where it has data. */
+static void time_speed_rows(const model *md, const ucase *u, chart_set *cs) {
+  int any = 0, anysp = 0;
+  char row[1024], rowsp[1024];
+  size_t ru = (size_t)snprintf(row, sizeof row, "\"%s\"", u->label);
+  size_t rs = (size_t)snprintf(rowsp, sizeof rowsp, "\"%s\"", u->label);
+  for (int f = 0; f < md->nm; f++) {
+    const results_case *c = case_in(md, u, f);
+    double t = c && !strcmp(c->status, "ok") ? c->tmedian : NAN;
+    char which[160];
+    double s = c ? speedup(&md->m[f].rf, c, md->fsht, which, sizeof which) : 0;
+    if (isfinite(t)) any = 1;
+    if (s > 0) anysp = 1;
+    if (ru < sizeof row) ru += (size_t)snprintf(row + ru, sizeof row - ru, " %.6g", isfinite(t) ? t : NAN);
+    if (rs < sizeof rowsp) rs += (size_t)snprintf(rowsp + rs, sizeof rowsp - rs, " %.6g", s > 0 ? s : NAN);
+  }
+  if (any) {
+    sb_printf(&cs->time, "%s\n", row);
+    cs->charts |= 1;
+    note_label(cs, 0, strlen(u->label));
+  }
+  if (anysp) {
+    sb_printf(&cs->speed, "%s\n", rowsp);
+    cs->charts |= 2;
+    note_label(cs, 1, strlen(u->label));
+  }
+}
+
+/* One bar of stage_shares.dat per machine with stage times of the case. */
+static void stage_rows(const model *md, const ucase *u, chart_set *cs) {
+  for (int f = 0; f < md->nm; f++) {
+    const results_case *c = case_in(md, u, f);
+    double st[NSTAGES], g[4];
+    if (!c || !get_stages(c, st, g)) continue;
+    double sum = g[0] + g[1] + g[2] + g[3];
+    sb_printf(&cs->stage, "\"%s / %s\" %.3f %.3f %.3f %.3f\n", u->label, md->m[f].label,
+              100 * g[0] / sum, 100 * g[1] / sum, 100 * g[2] / sum, 100 * g[3] / sum);
+    cs->charts |= 4;
+    note_label(cs, 2, strlen(u->label) + 3 + strlen(md->m[f].label));
+  }
+}
+
+/* The paper's Table 1 beside the measured stage shares. */
+static void table1_rows(const model *md, chart_set *cs) {
+  json_t *claims = claims_of(md);
+  for (int s = 0; s < 3 && claims; s++) {
+    double v[4];
+    table1_shares(claims, table1_supports[s], v);
+    if (!(isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]) && isfinite(v[3]))) continue;
+    char bar[32];
+    snprintf(bar, sizeof bar, "paper/%ddeg", table1_supports[s]);
+    sb_printf(&cs->stage, "%s %g %g %g %g\n", bar, v[0], v[1], v[2], v[3]);
+    note_label(cs, 2, strlen(bar));
+  }
+}
+
+/* The tic labels are the full case ids, rotated to read upwards and ending
+ * at the axis; the canvas grows below the plot so that the longest fits:
+ * TIC_PT point text, under TIC_PX_PER_PT pixels wide per point of size. */
+#define TIC_PT 8
+#define TIC_PX_PER_PT 0.85
+#define PLOT_PX 700 /* the canvas above the tic labels */
+
+static void chart_canvas(sbuf *gp, size_t longest) {
+  int label_px = (int)((double)longest * TIC_PT * TIC_PX_PER_PT) + 24;
+  int height = PLOT_PX + label_px;
+  sb_printf(gp, "set terminal pngcairo size 1400,%d noenhanced font ',10'\n"
+                "set bmargin at screen %.4f\n",
+            height, (double)label_px / height);
+}
+
 /* One log-scale clustered histogram: NAME.dat (case, then one column per
  * results file) drawn to NAME.png.tmp. */
 static void clustered_log_chart(sbuf *gp, const model *md, const char *name, const char *title,
-                                const char *ylabel) {
-  sb_printf(gp, "\nset output '%s.png.tmp'\n"
+                                const char *ylabel, size_t longest) {
+  sb_printf(gp, "\n");
+  chart_canvas(gp, longest);
+  sb_printf(gp, "set output '%s.png.tmp'\n"
                 "set title '%s'\n"
                 "set style histogram clustered gap 1\n"
                 "set logscale y\nset yrange [*:*]\n"
@@ -310,96 +427,28 @@ static void clustered_log_chart(sbuf *gp, const model *md, const char *name, con
   sb_printf(gp, "\nunset logscale y\n");
 }
 
-static void build_charts(const model *md, sbuf *gp, sbuf *dat_time, sbuf *dat_speed,
-                         sbuf *dat_stage, int *charts) {
-  *charts = 0;
-  int nshared = 0;
-  sb_printf(dat_time, "# case");
-  sb_printf(dat_speed, "# case");
-  for (int f = 0; f < md->nm; f++) {
-    sb_printf(dat_time, " %s", md->m[f].label);
-    sb_printf(dat_speed, " %s", md->m[f].label);
-  }
-  sb_printf(dat_time, "\n");
-  sb_printf(dat_speed, "\n");
-  sb_printf(dat_stage, "# bar FFTs kernel_eval reduction others (percent of the stage sum)\n");
-  for (size_t i = 0; i < md->nuc; i++) {
-    const ucase *u = &md->uc[i];
-    if (!u->in_all) continue;
-    nshared++;
-    int any = 0, anysp = 0;
-    char row[1024], rowsp[1024];
-    size_t ru = (size_t)snprintf(row, sizeof row, "\"%s\"", u->label);
-    size_t rs = (size_t)snprintf(rowsp, sizeof rowsp, "\"%s\"", u->label);
-    for (int f = 0; f < md->nm; f++) {
-      const results_case *c = case_in(md, u, f);
-      double t = c && !strcmp(c->status, "ok") ? c->tmedian : NAN;
-      char which[160];
-      double s = c ? speedup(&md->m[f].rf, c, md->fsht, which, sizeof which) : 0;
-      if (isfinite(t)) any = 1;
-      if (s > 0) anysp = 1;
-      if (ru < sizeof row) ru += (size_t)snprintf(row + ru, sizeof row - ru, " %.6g", isfinite(t) ? t : NAN);
-      if (rs < sizeof rowsp) rs += (size_t)snprintf(rowsp + rs, sizeof rowsp - rs, " %.6g", s > 0 ? s : NAN);
-    }
-    if (any) {
-      sb_printf(dat_time, "%s\n", row);
-      *charts |= 1;
-    }
-    if (anysp) {
-      sb_printf(dat_speed, "%s\n", rowsp);
-      *charts |= 2;
-    }
-    if (strcmp(u->rep->method, "arkcos")) continue;
-    for (int f = 0; f < md->nm; f++) {
-      const results_case *c = case_in(md, u, f);
-      double st[NSTAGES], g[4];
-      if (!c || !get_stages(c, st, g)) continue;
-      double sum = g[0] + g[1] + g[2] + g[3];
-      sb_printf(dat_stage, "\"%s / %s\" %.3f %.3f %.3f %.3f\n", u->label, md->m[f].label,
-                100 * g[0] / sum, 100 * g[1] / sum, 100 * g[2] / sum, 100 * g[3] / sum);
-      *charts |= 4;
-    }
-  }
-  (void)nshared;
-  if (*charts & 4) {
-    /* the paper's Table 1 beside them */
-    json_t *claims = claims_of(md);
-    static const int supports[] = {1, 4, 16};
-    static const char *const groups[] = {"ffts", "kernel_eval", "reduction", "others"};
-    for (int s = 0; s < 3 && claims; s++) {
-      double v[4] = {NAN, NAN, NAN, NAN};
-      for (size_t i = 0; i < json_array_size(claims); i++) {
-        json_t *cl = json_array_get(claims, i), *cond = json_object_get(cl, "conditions");
-        if (strcmp(claim_kind(cl), "stage_share") ||
-            json_integer_value(json_object_get(cond, "kernel_support_deg")) != supports[s])
-          continue;
-        json_t *sg = json_object_get(cond, "stage_group");
-        for (int k = 0; k < 4; k++)
-          if (json_is_string(sg) && !strcmp(json_string_value(sg), groups[k]))
-            v[k] = json_number_value(json_object_get(cl, "value"));
-      }
-      if (isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]) && isfinite(v[3]))
-        sb_printf(dat_stage, "paper/%ddeg %g %g %g %g\n", supports[s], v[0], v[1], v[2], v[3]);
-    }
-  }
-
+static void gnuplot_script(const model *md, chart_set *cs) {
+  sbuf *gp = &cs->gp;
   sb_printf(gp, "# Drawn by `arkcos report`; rerun with `gnuplot charts.gp` in this folder.\n"
-                "set terminal pngcairo size 1400,1000 noenhanced font ',10'\n"
                 "set datafile missing 'nan'\n"
                 "set style data histograms\n"
                 "set style fill solid 0.85 border -1\n"
                 "set boxwidth 0.9\n"
                 "set key outside right top\n"
                 "set grid ytics\n"
-                "set xtics rotate by -60 scale 0 font ',7'\nset bmargin 26\n");
-  if (*charts & 1)
-    clustered_log_chart(gp, md, "time_per_case", "Median time per case (log scale)", "median time [s]");
-  if (*charts & 2)
+                "set xtics rotate by 90 right scale 0 font ',%d'\n",
+            TIC_PT);
+  if (cs->charts & 1)
+    clustered_log_chart(gp, md, "time_per_case", "Median time per case (log scale)", "median time [s]",
+                        cs->longest[0]);
+  if (cs->charts & 2)
     clustered_log_chart(gp, md, "speedup",
                         "Speed-up over FSHT on the same machine (log scale; 1 = as fast as FSHT)",
-                        "FSHT time / case time");
-  if (*charts & 4) {
-    sb_printf(gp, "\nset output 'stage_shares.png.tmp'\n"
+                        "FSHT time / case time", cs->longest[1]);
+  if (cs->charts & 4) {
+    sb_printf(gp, "\n");
+    chart_canvas(gp, cs->longest[2]);
+    sb_printf(gp, "set output 'stage_shares.png.tmp'\n"
                   "set title 'Share of arkcos run time by stage (groups of the paper''s Table 1)'\n"
                   "set style histogram rowstacked\n"
                   "set yrange [0:100]\n"
@@ -411,261 +460,301 @@ static void build_charts(const model *md, sbuf *gp, sbuf *dat_time, sbuf *dat_sp
   sb_printf(gp, "\nunset output\n");
 }
 
-static void write_markdown(const model *md, sbuf *b, int charts, int chart_ok,
-                           const char *chart_note) {
-  char buf[512], when[64];
+/* Builds the data files and the gnuplot script of the shared cases. */
+static void build_charts(const model *md, chart_set *cs) {
+  cs->charts = 0;
+  dat_headers(md, cs);
+  for (size_t i = 0; i < md->nuc; i++) {
+    const ucase *u = &md->uc[i];
+    if (!u->in_all) continue;
+    time_speed_rows(md, u, cs);
+    if (!strcmp(u->rep->method, "arkcos")) stage_rows(md, u, cs);
+  }
+  if (cs->charts & 4) table1_rows(md, cs);
+  gnuplot_script(md, cs);
+}
+
+/* ------------------------------------------------------------ report.md */
+
+/* What the sections of report.md share. */
+typedef struct {
+  const model *md;
+  const chart_set *cs;
+  sbuf *b;
+  int paper;       /* the published figures are loaded */
+  int paper_times; /* some shared case has a published time */
+  size_t nshared, nrest;
+} doc;
+
+static void md_header(const doc *d) {
+  char when[64];
   time_t now = time(NULL);
   struct tm tmv;
   strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&now, &tmv));
-  int paper = md->published != NULL;
-  json_t *hw = paper ? json_object_get(md->published, "hardware") : NULL;
-  json_t *src = paper ? json_object_get(md->published, "source") : NULL;
+  sb_printf(d->b, "# ARKCoS hardware comparison\n\n");
+  sb_printf(d->b, "Written by `arkcos report` on %s from %d results file%s.%s\n\n", when,
+            d->md->nm, d->md->nm == 1 ? "" : "s",
+            d->paper ? " The last column holds the paper's published figures." : "");
+}
 
-  sb_printf(b, "# ARKCoS hardware comparison\n\n");
-  sb_printf(b, "Written by `arkcos report` on %s from %d results file%s.%s\n\n", when,
-            md->nm, md->nm == 1 ? "" : "s",
-            paper ? " The last column holds the paper's published figures." : "");
+/* The rows of the Machines table: label, key in each file's meta (NULL: the
+ * file's path in the first row, its case counts in the last) and key in the
+ * paper's hardware. */
+static const struct {
+  const char *label, *key, *paper_key;
+} machine_rows[] = {
+    {"results file", NULL, NULL},  {"host", "host", "host"},
+    {"CPU", "cpu_model", "cpu_model"}, {"cores", "cores", "cores"},
+    {"memory", "memory_bytes", "memory"}, {"GPU", "gpus", "gpu"},
+    {"OS", "os", NULL},            {"compiler", "compiler", NULL},
+    {"flags", "cflags", NULL},     {"ARKCoS", "arkcos", NULL},
+    {"FFTW", "fftw", "fft"},       {"libsharp", "libsharp", "fsht"},
+    {"CFITSIO", "cfitsio", NULL},  {"jansson", "jansson", NULL},
+    {"CUDA runtime", "cuda_runtime", NULL}, {"CUDA driver", "cuda_driver", NULL},
+    {"cuFFT", "cufft", NULL},      {"date", "date", NULL},
+    {"git commit", "git_commit", NULL}, {"config", "config", NULL},
+    {"cases ok / skipped / failed", NULL, NULL},
+};
 
-  /* ---- machines */
+static const char *machine_cell(const results_file *rf, size_t r, char *buf, size_t len) {
+  if (machine_rows[r].key) return meta_cell(rf, machine_rows[r].key, buf, len);
+  if (r == 0) {
+    snprintf(buf, len, "`%.400s`", rf->path);
+    return buf;
+  }
+  size_t ok = 0, sk = 0, fl = 0;
+  for (size_t i = 0; i < rf->ncases; i++) {
+    const char *s = rf->cases[i].status;
+    ok += !strcmp(s, "ok");
+    sk += !strcmp(s, "skipped");
+    fl += !strcmp(s, "failed");
+  }
+  snprintf(buf, len, "%zu / %zu / %zu", ok, sk, fl);
+  return buf;
+}
+
+static const char *paper_machine_cell(const model *md, size_t r, char *buf, size_t len) {
+  json_t *hw = json_object_get(md->published, "hardware");
+  json_t *src = json_object_get(md->published, "source");
+  json_t *v = machine_rows[r].paper_key ? json_object_get(hw, machine_rows[r].paper_key) : NULL;
+  if (r == 0)
+    snprintf(buf, len, "`%.400s`", md->published_path);
+  else if (json_is_string(v))
+    snprintf(buf, len, "%s", json_string_value(v));
+  else if (json_is_integer(v))
+    snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+  else if (!strcmp(machine_rows[r].label, "date") && json_is_string(json_object_get(src, "reference")))
+    snprintf(buf, len, "%s", json_string_value(json_object_get(src, "reference")));
+  else
+    snprintf(buf, len, "-");
+  return buf;
+}
+
+static void md_machines(const doc *d) {
+  const model *md = d->md;
+  sbuf *b = d->b;
+  char buf[512];
   sb_printf(b, "## Machines\n\n|  |");
   for (int f = 0; f < md->nm; f++) {
     const char *host = results_meta_str(&md->m[f].rf, "host");
     snprintf(buf, sizeof buf, "%s: %s", md->m[f].label, host ? host : "?");
     sb_cell(b, buf);
   }
-  if (paper) sb_cell(b, "paper");
+  if (d->paper) sb_cell(b, "paper");
   sb_printf(b, "\n|---|");
-  for (int f = 0; f < md->nm + paper; f++) sb_printf(b, "---|");
+  for (int f = 0; f < md->nm + d->paper; f++) sb_printf(b, "---|");
   sb_printf(b, "\n");
-  static const struct {
-    const char *label, *key, *paper_key;
-  } rows[] = {
-      {"results file", NULL, NULL},  {"host", "host", "host"},
-      {"CPU", "cpu_model", "cpu_model"}, {"cores", "cores", "cores"},
-      {"memory", "memory_bytes", "memory"}, {"GPU", "gpus", "gpu"},
-      {"OS", "os", NULL},            {"compiler", "compiler", NULL},
-      {"flags", "cflags", NULL},     {"ARKCoS", "arkcos", NULL},
-      {"FFTW", "fftw", "fft"},       {"libsharp", "libsharp", "fsht"},
-      {"CFITSIO", "cfitsio", NULL},  {"jansson", "jansson", NULL},
-      {"CUDA runtime", "cuda_runtime", NULL}, {"CUDA driver", "cuda_driver", NULL},
-      {"cuFFT", "cufft", NULL},      {"date", "date", NULL},
-      {"git commit", "git_commit", NULL}, {"config", "config", NULL},
-      {"cases ok / skipped / failed", NULL, NULL},
-  };
-  for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+  for (size_t r = 0; r < sizeof machine_rows / sizeof machine_rows[0]; r++) {
     sb_printf(b, "|");
-    sb_cell(b, rows[r].label);
-    for (int f = 0; f < md->nm; f++) {
-      const results_file *rf = &md->m[f].rf;
-      if (rows[r].key) {
-        sb_cell(b, meta_cell(rf, rows[r].key, buf, sizeof buf));
-      } else if (r == 0) {
-        snprintf(buf, sizeof buf, "`%.400s`", rf->path);
-        sb_cell(b, buf);
-      } else {
-        size_t ok = 0, sk = 0, fl = 0;
-        for (size_t i = 0; i < rf->ncases; i++) {
-          const char *s = rf->cases[i].status;
-          ok += !strcmp(s, "ok");
-          sk += !strcmp(s, "skipped");
-          fl += !strcmp(s, "failed");
-        }
-        snprintf(buf, sizeof buf, "%zu / %zu / %zu", ok, sk, fl);
-        sb_cell(b, buf);
-      }
-    }
-    if (paper) {
-      json_t *v = rows[r].paper_key ? json_object_get(hw, rows[r].paper_key) : NULL;
-      if (r == 0)
-        snprintf(buf, sizeof buf, "`%.400s`", md->published_path);
-      else if (json_is_string(v))
-        snprintf(buf, sizeof buf, "%s", json_string_value(v));
-      else if (json_is_integer(v))
-        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
-      else if (!strcmp(rows[r].label, "date") && json_is_string(json_object_get(src, "reference")))
-        snprintf(buf, sizeof buf, "%s", json_string_value(json_object_get(src, "reference")));
-      else
-        snprintf(buf, sizeof buf, "-");
-      sb_cell(b, buf);
-    }
+    sb_cell(b, machine_rows[r].label);
+    for (int f = 0; f < md->nm; f++) sb_cell(b, machine_cell(&md->m[f].rf, r, buf, sizeof buf));
+    if (d->paper) sb_cell(b, paper_machine_cell(md, r, buf, sizeof buf));
     sb_printf(b, "\n");
   }
+}
 
-  size_t nshared = 0, nrest = 0;
-  for (size_t i = 0; i < md->nuc; i++) {
-    if (md->uc[i].in_all)
-      nshared++;
-    else
-      nrest++;
-  }
+/* "| case | M1 ... |" (and the paper's column) with its alignment row. */
+static void case_table_head(const model *md, sbuf *b, int paper_col) {
+  sb_printf(b, "| case |");
+  for (int f = 0; f < md->nm; f++) sb_cell(b, md->m[f].title);
+  if (paper_col) sb_cell(b, "paper (published)");
+  sb_printf(b, "\n|---|");
+  for (int f = 0; f < md->nm + paper_col; f++) sb_printf(b, "---:|");
+  sb_printf(b, "\n");
+}
 
-  /* ---- times */
+/* A row of median times (or statuses), — where a file lacks the case. */
+static void time_row(const model *md, sbuf *b, const ucase *u) {
+  char buf[512];
+  sb_printf(b, "|");
+  case_cell(b, u);
+  for (int f = 0; f < md->nm; f++) sb_cell(b, case_time_cell(case_in(md, u, f), buf, sizeof buf));
+}
+
+static void md_times(const doc *d) {
+  const model *md = d->md;
+  sbuf *b = d->b;
   sb_printf(b, "\n## Median time per case\n\n");
   sb_printf(b, "%zu case%s in %s; median over the timed repeats (warm-up excluded)."
                "%s\n\n",
-            nshared, nshared == 1 ? "" : "s",
+            d->nshared, d->nshared == 1 ? "" : "s",
             md->nm == 1 ? "the file" : "every file",
-            nrest ? " Cases not in every file are listed further down." : "");
-  if ((charts & 1) && chart_ok)
+            d->nrest ? " Cases not in every file are listed further down." : "");
+  if ((d->cs->charts & 1) && d->cs->ok)
     sb_printf(b, "![median time per case and machine](time_per_case.png)\n\n");
-  int paper_times = 0;
-  for (size_t i = 0; i < md->nuc; i++)
-    if (md->uc[i].in_all && has_paper_time(md, &md->uc[i])) paper_times = 1;
-  if (nshared) {
-    sb_printf(b, "| case |");
-    for (int f = 0; f < md->nm; f++) sb_cell(b, md->m[f].title);
-    if (paper_times) sb_cell(b, "paper (published)");
-    sb_printf(b, "\n|---|");
-    for (int f = 0; f < md->nm + paper_times; f++) sb_printf(b, "---:|");
-    sb_printf(b, "\n");
-    for (size_t i = 0; i < md->nuc; i++) {
-      const ucase *u = &md->uc[i];
-      if (!u->in_all) continue;
-      sb_printf(b, "|");
-      case_cell(b, u);
-      for (int f = 0; f < md->nm; f++) sb_cell(b, case_time_cell(case_in(md, u, f), buf, sizeof buf));
-      if (paper_times) {
-        char t[256], s[256];
-        paper_cells(claims_of(md), u->rep, t, sizeof t, s, sizeof s);
-        sb_cell(b, t[0] ? t : "");
-      }
-      sb_printf(b, "\n");
-    }
-  } else {
+  if (!d->nshared) {
     sb_printf(b, "_No case is in every file._\n");
+    return;
   }
+  case_table_head(md, b, d->paper_times);
+  for (size_t i = 0; i < md->nuc; i++) {
+    const ucase *u = &md->uc[i];
+    if (!u->in_all) continue;
+    time_row(md, b, u);
+    if (d->paper_times) {
+      char t[256], s[256];
+      paper_cells(claims_of(md), u->rep, t, sizeof t, s, sizeof s);
+      sb_cell(b, t[0] ? t : "");
+    }
+    sb_printf(b, "\n");
+  }
+}
 
-  /* ---- speed-ups */
-  sb_printf(b, "\n## Speed-up over FSHT on the same machine\n\n");
-  sb_printf(b, "FSHT time / case time, both medians from the same file, same nside and "
-               "threads, same kernel where the file has it. The FSHT case is the first "
-               "`%s` case of the file; each cell names it.\n\n", md->fsht);
-  if ((charts & 2) && chart_ok) sb_printf(b, "![speed-up over FSHT](speedup.png)\n\n");
-  int any_sp = 0;
-  for (size_t i = 0; i < md->nuc && !any_sp; i++) {
+static int any_speedup(const model *md) {
+  for (size_t i = 0; i < md->nuc; i++) {
     const ucase *u = &md->uc[i];
     if (!u->in_all) continue;
     for (int f = 0; f < md->nm; f++) {
       const results_case *c = case_in(md, u, f);
       char w[160];
-      if (c && speedup(&md->m[f].rf, c, md->fsht, w, sizeof w) > 0) any_sp = 1;
+      if (c && speedup(&md->m[f].rf, c, md->fsht, w, sizeof w) > 0) return 1;
     }
   }
-  if (any_sp) {
-    sb_printf(b, "| case |");
-    for (int f = 0; f < md->nm; f++) sb_cell(b, md->m[f].title);
-    if (paper_times) sb_cell(b, "paper (published)");
-    sb_printf(b, "\n|---|");
-    for (int f = 0; f < md->nm + paper_times; f++) sb_printf(b, "---:|");
-    sb_printf(b, "\n");
-    for (size_t i = 0; i < md->nuc; i++) {
-      const ucase *u = &md->uc[i];
-      if (!u->in_all || results_method_matches(u->rep, md->fsht) ||
-          !strcmp(u->rep->method, "fsht"))
-        continue;
-      sb_printf(b, "|");
-      case_cell(b, u);
-      for (int f = 0; f < md->nm; f++) {
-        const results_case *c = case_in(md, u, f);
-        char w[160];
-        double s = c ? speedup(&md->m[f].rf, c, md->fsht, w, sizeof w) : 0;
-        if (s > 0)
-          snprintf(buf, sizeof buf, "%.3gx (vs %s)", s, w);
-        else
-          snprintf(buf, sizeof buf, "-");
-        sb_cell(b, buf);
-      }
-      if (paper_times) {
-        char t[256], s[256];
-        paper_cells(claims_of(md), u->rep, t, sizeof t, s, sizeof s);
-        sb_cell(b, s);
-      }
-      sb_printf(b, "\n");
-    }
-  } else {
-    sb_printf(b, "_No shared case has an FSHT case to compare with._\n");
-  }
+  return 0;
+}
 
-  /* ---- stages */
+static void speedup_row(const doc *d, const ucase *u) {
+  const model *md = d->md;
+  char buf[512];
+  sb_printf(d->b, "|");
+  case_cell(d->b, u);
+  for (int f = 0; f < md->nm; f++) {
+    const results_case *c = case_in(md, u, f);
+    char w[160];
+    double s = c ? speedup(&md->m[f].rf, c, md->fsht, w, sizeof w) : 0;
+    if (s > 0)
+      snprintf(buf, sizeof buf, "%.3gx (vs %s)", s, w);
+    else
+      snprintf(buf, sizeof buf, "-");
+    sb_cell(d->b, buf);
+  }
+  if (d->paper_times) {
+    char t[256], s[256];
+    paper_cells(claims_of(md), u->rep, t, sizeof t, s, sizeof s);
+    sb_cell(d->b, s);
+  }
+  sb_printf(d->b, "\n");
+}
+
+static void md_speedups(const doc *d) {
+  const model *md = d->md;
+  sbuf *b = d->b;
+  sb_printf(b, "\n## Speed-up over FSHT on the same machine\n\n");
+  sb_printf(b, "FSHT time / case time, both medians from the same file, same nside and "
+               "threads, same kernel where the file has it. The FSHT case is the first "
+               "`%s` case of the file; each cell names it.\n\n", md->fsht);
+  if ((d->cs->charts & 2) && d->cs->ok) sb_printf(b, "![speed-up over FSHT](speedup.png)\n\n");
+  if (!any_speedup(md)) {
+    sb_printf(b, "_No shared case has an FSHT case to compare with._\n");
+    return;
+  }
+  case_table_head(md, b, d->paper_times);
+  for (size_t i = 0; i < md->nuc; i++) {
+    const ucase *u = &md->uc[i];
+    if (!u->in_all || results_method_matches(u->rep, md->fsht) ||
+        !strcmp(u->rep->method, "fsht"))
+      continue;
+    speedup_row(d, u);
+  }
+}
+
+/* The stage rows of a shared arkcos case, one per machine with stage times. */
+static void stage_table_rows(const model *md, sbuf *b, const ucase *u) {
+  char buf[512];
+  for (int f = 0; f < md->nm; f++) {
+    const results_case *c = case_in(md, u, f);
+    double st[NSTAGES], g[4];
+    if (!c || !get_stages(c, st, g)) continue;
+    double sum = g[0] + g[1] + g[2] + g[3];
+    sb_printf(b, "|");
+    case_cell(b, u);
+    sb_cell(b, md->m[f].title);
+    for (int k = 0; k < NSTAGES; k++) sb_cell(b, stats_format_seconds(st[k], buf, sizeof buf));
+    sb_cell(b, stats_format_seconds(sum, buf, sizeof buf));
+    for (int k = 0; k < 4; k++) sb_printf(b, " %.1f %% |", 100 * g[k] / sum);
+    sb_printf(b, "\n");
+  }
+}
+
+static void stage_table_paper_rows(const model *md, sbuf *b) {
+  for (int s = 0; s < 3; s++) {
+    double v[4];
+    table1_shares(claims_of(md), table1_supports[s], v);
+    if (!isfinite(v[0])) continue;
+    sb_printf(b, "| paper | GTX 480, nside 2048, support %d deg (Table 1) |", table1_supports[s]);
+    for (int k = 0; k < NSTAGES + 1; k++) sb_printf(b, " |");
+    for (int k = 0; k < 4; k++) sb_printf(b, " %g %% |", v[k]);
+    sb_printf(b, "\n");
+  }
+}
+
+static void md_stages(const doc *d) {
+  const model *md = d->md;
+  sbuf *b = d->b;
   sb_printf(b, "\n## Stage breakdown of the arkcos cases\n\n");
   sb_printf(b, "Seconds per stage as recorded in each results file, and the "
                "shares of their sum in the groups of the paper's Table 1: FFTs = map_fft + "
                "kernel_fft + map_ifft; others = h2d + d2h + other.\n\n");
-  if ((charts & 4) && chart_ok) sb_printf(b, "![stage shares](stage_shares.png)\n\n");
-  if (charts & 4) {
-    sb_printf(b, "| case | machine |");
-    for (int k = 0; k < NSTAGES; k++) sb_printf(b, " %s |", stage_names[k]);
-    sb_printf(b, " sum |");
-    for (int g = 0; g < 4; g++) sb_printf(b, " %s |", group_names[g]);
-    sb_printf(b, "\n|---|---|");
-    for (int k = 0; k < NSTAGES + 5; k++) sb_printf(b, "---:|");
-    sb_printf(b, "\n");
-    for (size_t i = 0; i < md->nuc; i++) {
-      const ucase *u = &md->uc[i];
-      if (!u->in_all || strcmp(u->rep->method, "arkcos")) continue;
-      for (int f = 0; f < md->nm; f++) {
-        const results_case *c = case_in(md, u, f);
-        double st[NSTAGES], g[4];
-        if (!c || !get_stages(c, st, g)) continue;
-        double sum = g[0] + g[1] + g[2] + g[3];
-        sb_printf(b, "|");
-        case_cell(b, u);
-        sb_cell(b, md->m[f].title);
-        for (int k = 0; k < NSTAGES; k++) sb_cell(b, stats_format_seconds(st[k], buf, sizeof buf));
-        sb_cell(b, stats_format_seconds(sum, buf, sizeof buf));
-        for (int k = 0; k < 4; k++) sb_printf(b, " %.1f %% |", 100 * g[k] / sum);
-        sb_printf(b, "\n");
-      }
-    }
-    if (paper) {
-      json_t *claims = claims_of(md);
-      static const int supports[] = {1, 4, 16};
-      static const char *const groups[] = {"ffts", "kernel_eval", "reduction", "others"};
-      for (int s = 0; s < 3; s++) {
-        double v[4] = {NAN, NAN, NAN, NAN};
-        for (size_t i = 0; i < json_array_size(claims); i++) {
-          json_t *cl = json_array_get(claims, i), *cond = json_object_get(cl, "conditions");
-          if (strcmp(claim_kind(cl), "stage_share") ||
-              json_integer_value(json_object_get(cond, "kernel_support_deg")) != supports[s])
-            continue;
-          json_t *sg = json_object_get(cond, "stage_group");
-          for (int k = 0; k < 4; k++)
-            if (json_is_string(sg) && !strcmp(json_string_value(sg), groups[k]))
-              v[k] = json_number_value(json_object_get(cl, "value"));
-        }
-        if (!isfinite(v[0])) continue;
-        sb_printf(b, "| paper | GTX 480, nside 2048, support %d deg (Table 1) |", supports[s]);
-        for (int k = 0; k < NSTAGES + 1; k++) sb_printf(b, " |");
-        for (int k = 0; k < 4; k++) sb_printf(b, " %g %% |", v[k]);
-        sb_printf(b, "\n");
-      }
-    }
-  } else {
+  if ((d->cs->charts & 4) && d->cs->ok) sb_printf(b, "![stage shares](stage_shares.png)\n\n");
+  if (!(d->cs->charts & 4)) {
     sb_printf(b, "_No shared arkcos case recorded stage times._\n");
+    return;
   }
+  sb_printf(b, "| case | machine |");
+  for (int k = 0; k < NSTAGES; k++) sb_printf(b, " %s |", stage_names[k]);
+  sb_printf(b, " sum |");
+  for (int g = 0; g < 4; g++) sb_printf(b, " %s |", group_names[g]);
+  sb_printf(b, "\n|---|---|");
+  for (int k = 0; k < NSTAGES + 5; k++) sb_printf(b, "---:|");
+  sb_printf(b, "\n");
+  for (size_t i = 0; i < md->nuc; i++) {
+    const ucase *u = &md->uc[i];
+    if (u->in_all && !strcmp(u->rep->method, "arkcos")) stage_table_rows(md, b, u);
+  }
+  if (d->paper) stage_table_paper_rows(md, b);
+}
 
-  /* ---- the rest */
-  if (nrest) {
-    sb_printf(b, "\n## Cases not in every file\n\n");
-    sb_printf(b, "Median time where the file has the case, — where it does not.\n\n");
-    sb_printf(b, "| case |");
-    for (int f = 0; f < md->nm; f++) sb_cell(b, md->m[f].title);
-    sb_printf(b, "\n|---|");
-    for (int f = 0; f < md->nm; f++) sb_printf(b, "---:|");
+static void md_rest(const doc *d) {
+  const model *md = d->md;
+  sbuf *b = d->b;
+  if (!d->nrest) return;
+  sb_printf(b, "\n## Cases not in every file\n\n");
+  sb_printf(b, "Median time where the file has the case, — where it does not.\n\n");
+  case_table_head(md, b, 0);
+  for (size_t i = 0; i < md->nuc; i++) {
+    const ucase *u = &md->uc[i];
+    if (u->in_all) continue;
+    time_row(md, b, u);
     sb_printf(b, "\n");
-    for (size_t i = 0; i < md->nuc; i++) {
-      const ucase *u = &md->uc[i];
-      if (u->in_all) continue;
-      sb_printf(b, "|");
-      case_cell(b, u);
-      for (int f = 0; f < md->nm; f++) sb_cell(b, case_time_cell(case_in(md, u, f), buf, sizeof buf));
-      sb_printf(b, "\n");
-    }
   }
+}
 
-  /* ---- notes */
+static void md_notes(const doc *d) {
+  const model *md = d->md;
+  sbuf *b = d->b;
+  json_t *src = d->paper ? json_object_get(md->published, "source") : NULL;
   sb_printf(b, "\n## Notes\n\n");
-  if (paper) {
+  if (d->paper) {
     sb_printf(b, "- Published figures: `%s`", md->published_path);
     if (json_is_string(json_object_get(src, "authors")))
       sb_printf(b, " (%s, %s)", json_string_value(json_object_get(src, "authors")),
@@ -680,9 +769,29 @@ static void write_markdown(const model *md, sbuf *b, int charts, int chart_ok,
     sb_printf(b, "- Published figures: not included (%s).\n",
               md->published_path ? md->published_path : "--no-published");
   }
-  if (chart_note && chart_note[0]) sb_printf(b, "- Charts: %s\n", chart_note);
-  else if (charts) sb_printf(b, "- Charts: drawn by gnuplot from the .dat files and `charts.gp` in this folder.\n");
+  if (d->cs->note[0]) sb_printf(b, "- Charts: %s\n", d->cs->note);
+  else if (d->cs->charts) sb_printf(b, "- Charts: drawn by gnuplot from the .dat files and `charts.gp` in this folder.\n");
 }
+
+static void write_markdown(const model *md, const chart_set *cs, sbuf *b) {
+  doc d = {md, cs, b, md->published != NULL, 0, 0, 0};
+  for (size_t i = 0; i < md->nuc; i++) {
+    if (md->uc[i].in_all)
+      d.nshared++;
+    else
+      d.nrest++;
+    if (md->uc[i].in_all && has_paper_time(md, &md->uc[i])) d.paper_times = 1;
+  }
+  md_header(&d);
+  md_machines(&d);
+  md_times(&d);
+  md_speedups(&d);
+  md_stages(&d);
+  md_rest(&d);
+  md_notes(&d);
+}
+
+/* ------------------------------------------------------------ the driver */
 
 static void free_model(model *md) {
   for (int f = 0; f < md->nm; f++) results_free(&md->m[f].rf);
@@ -713,165 +822,184 @@ static const char *default_published(char *buf, size_t len) {
   return NULL;
 }
 
-int report_hw(const report_hw_opts *o) {
-  const char **files = o->files, *outdir = o->outdir, *published = o->published;
-  int nfiles = o->nfiles, force = o->force, no_published = o->no_published;
-  const char *fsht = o->fsht;
-  model md = {0};
-  md.fsht = fsht;
+static int out_of_memory(void) {
+  fprintf(stderr, "arkcos report: out of memory\n");
+  return 1;
+}
+
+/* Loads the results files, one machine each (M1, M2, ...). */
+static int load_machines(model *md, const report_hw_opts *o) {
   arkcos_error err = {0, ""};
-  int status = 0;
-  md.m = calloc((size_t)nfiles, sizeof *md.m);
-  if (!md.m) {
-    fprintf(stderr, "arkcos report: out of memory\n");
-    return 1;
-  }
-  for (int f = 0; f < nfiles; f++) {
-    if (results_load(files[f], &md.m[f].rf, &err)) {
-      status = report_error(&err);
-      goto done;
-    }
-    md.nm = f + 1;
-    snprintf(md.m[f].label, sizeof md.m[f].label, "M%d", f + 1);
+  md->m = calloc((size_t)o->nfiles, sizeof *md->m);
+  if (!md->m) return out_of_memory();
+  for (int f = 0; f < o->nfiles; f++) {
+    if (results_load(o->files[f], &md->m[f].rf, &err)) return report_error(&err);
+    md->nm = f + 1;
+    snprintf(md->m[f].label, sizeof md->m[f].label, "M%d", f + 1);
     char host[128];
-    plain_title(host, sizeof host, results_meta_str(&md.m[f].rf, "host"));
-    snprintf(md.m[f].title, sizeof md.m[f].title, "M%d %s", f + 1, host);
+    plain_title(host, sizeof host, results_meta_str(&md->m[f].rf, "host"));
+    snprintf(md->m[f].title, sizeof md->m[f].title, "M%d %s", f + 1, host);
   }
+  return 0;
+}
 
-  char pubbuf[4096];
-  if (!no_published) {
-    const char *pp = published ? published : default_published(pubbuf, sizeof pubbuf);
-    md.published_path = pp;
-    if (pp) {
-      json_error_t jerr;
-      md.published = json_load_file(pp, 0, &jerr);
-      if (!md.published) {
-        if (published) {
-          fprintf(stderr, "arkcos report: %s:%d:%d: %s\n", pp, jerr.line, jerr.column, jerr.text);
-          status = 2;
-          goto done;
-        }
-        fprintf(stderr, "arkcos report: warning: %s: %s; the paper's column is left out\n",
-                pp, jerr.text);
-      } else if (!json_is_array(json_object_get(md.published, "claims"))) {
-        fprintf(stderr, "arkcos report: %s: claims: missing or not an array\n", pp);
-        status = 2;
-        goto done;
-      }
-    } else {
-      md.published_path = "results/paper/published.json not found";
+/* Loads the paper's published figures: an error when they were asked for by
+ * name, a warning when the default file cannot be read. */
+static int load_published(model *md, const report_hw_opts *o, char *pubbuf, size_t len) {
+  if (o->no_published) return 0;
+  const char *pp = o->published ? o->published : default_published(pubbuf, len);
+  md->published_path = pp;
+  if (!pp) {
+    md->published_path = "results/paper/published.json not found";
+    return 0;
+  }
+  json_error_t jerr;
+  md->published = json_load_file(pp, 0, &jerr);
+  if (!md->published) {
+    if (o->published) {
+      fprintf(stderr, "arkcos report: %s:%d:%d: %s\n", pp, jerr.line, jerr.column, jerr.text);
+      return 2;
     }
+    fprintf(stderr, "arkcos report: warning: %s: %s; the paper's column is left out\n",
+            pp, jerr.text);
+  } else if (!json_is_array(json_object_get(md->published, "claims"))) {
+    fprintf(stderr, "arkcos report: %s: claims: missing or not an array\n", pp);
+    return 2;
   }
+  return 0;
+}
 
-  /* ---- the union of the cases, in order of first appearance */
+/* The union of the cases, in order of first appearance. */
+static int collect_cases(model *md) {
   size_t total = 0;
-  for (int f = 0; f < md.nm; f++) total += md.m[f].rf.ncases;
-  md.uc = calloc(total + 1, sizeof *md.uc);
-  if (!md.uc) {
-    fprintf(stderr, "arkcos report: out of memory\n");
-    status = 1;
-    goto done;
-  }
-  for (int f = 0; f < md.nm; f++) {
-    const results_file *rf = &md.m[f].rf;
+  for (int f = 0; f < md->nm; f++) total += md->m[f].rf.ncases;
+  md->uc = calloc(total + 1, sizeof *md->uc);
+  if (!md->uc) return out_of_memory();
+  for (int f = 0; f < md->nm; f++) {
+    const results_file *rf = &md->m[f].rf;
     for (size_t i = 0; i < rf->ncases; i++) {
       const results_case *c = &rf->cases[i];
       size_t u = 0;
-      while (u < md.nuc && !results_same_case(md.uc[u].rep, c)) u++;
-      if (u == md.nuc) {
-        md.nuc++;
-        for (int k = 0; k < MAX_FILES; k++) md.uc[u].idx[k] = -1;
-        md.uc[u].rep = c;
+      while (u < md->nuc && !results_same_case(md->uc[u].rep, c)) u++;
+      if (u == md->nuc) {
+        md->nuc++;
+        for (int k = 0; k < MAX_FILES; k++) md->uc[u].idx[k] = -1;
+        md->uc[u].rep = c;
       }
-      if (md.uc[u].idx[f] < 0) md.uc[u].idx[f] = (long)i;
+      if (md->uc[u].idx[f] < 0) md->uc[u].idx[f] = (long)i;
     }
   }
+  return 0;
+}
+
+/* Marks and labels the cases; returns how many are in every file. */
+static int mark_shared(model *md) {
   int num = 0;
-  for (size_t u = 0; u < md.nuc; u++) {
-    md.uc[u].in_all = 1;
-    for (int f = 0; f < md.nm; f++)
-      if (md.uc[u].idx[f] < 0) md.uc[u].in_all = 0;
-    report_case_label(md.uc[u].rep->obj, md.uc[u].label, sizeof md.uc[u].label);
-    if (md.uc[u].in_all) ++num;
+  for (size_t u = 0; u < md->nuc; u++) {
+    md->uc[u].in_all = 1;
+    for (int f = 0; f < md->nm; f++)
+      if (md->uc[u].idx[f] < 0) md->uc[u].in_all = 0;
+    report_case_label(md->uc[u].rep->obj, md->uc[u].label, sizeof md->uc[u].label);
+    if (md->uc[u].in_all) ++num;
   }
-  if (md.nm > 1 && num == 0)
+  if (md->nm > 1 && num == 0)
     fprintf(stderr, "arkcos report: warning: the files have no case in common; "
                     "every case is listed separately\n");
+  return num;
+}
 
-  /* ---- output folder */
-  char report_path[4096];
+/* Creates OUTDIR and refuses to overwrite its report.md without --force. */
+static int prepare_outdir(const char *outdir, int force, char *report_path, size_t len) {
   if (report_mkdirs(outdir)) {
     fprintf(stderr, "arkcos report: %s: cannot create folder: %s\n", outdir, strerror(errno));
-    status = 1;
-    goto done;
+    return 1;
   }
-  if ((size_t)snprintf(report_path, sizeof report_path, "%s/report.md", outdir) >= sizeof report_path) {
+  if ((size_t)snprintf(report_path, len, "%s/report.md", outdir) >= len) {
     fprintf(stderr, "arkcos report: %s: path too long\n", outdir);
-    status = 2;
-    goto done;
+    return 2;
   }
   struct stat st;
   if (!force && stat(report_path, &st) == 0) {
     fprintf(stderr, "arkcos report: %s exists (use --force to overwrite)\n", report_path);
-    status = 2;
-    goto done;
+    return 2;
   }
+  return 0;
+}
 
-  /* ---- charts */
-  sbuf gp = {0}, dt = {0}, ds = {0}, dst = {0}, md_text = {0};
-  int charts = 0, chart_ok = 0;
-  char chart_note[256] = "";
-  build_charts(&md, &gp, &dt, &ds, &dst, &charts);
-  if (gp.oom || dt.oom || ds.oom || dst.oom) {
-    fprintf(stderr, "arkcos report: out of memory\n");
-    status = 1;
-    goto charts_done;
+/* Runs gnuplot and moves the PNGs it drew into place; cs->ok and cs->note
+ * say how it went. */
+static void draw_pngs(const char *outdir, chart_set *cs) {
+  static const char *const pngs[] = {"time_per_case.png", "speedup.png", "stage_shares.png"};
+  int rc = run_gnuplot(outdir);
+  cs->ok = rc == 0;
+  for (int k = 0; k < 3; k++) {
+    if (!(cs->charts & (1 << k))) continue;
+    char tmp[4200], fin[4200];
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", outdir, pngs[k]);
+    snprintf(fin, sizeof fin, "%s/%s", outdir, pngs[k]);
+    if (cs->ok && rename(tmp, fin) != 0) cs->ok = 0;
+    if (!cs->ok) unlink(tmp);
   }
-  if (charts) {
-    if (write_in_dir(outdir, "time_per_case.dat", dt.s, &err) ||
-        write_in_dir(outdir, "speedup.dat", ds.s, &err) ||
-        write_in_dir(outdir, "stage_shares.dat", dst.s, &err) ||
-        write_in_dir(outdir, "charts.gp", gp.s, &err)) {
-      status = report_error(&err);
-      goto charts_done;
-    }
-    int rc = run_gnuplot(outdir);
-    static const char *const pngs[] = {"time_per_case.png", "speedup.png", "stage_shares.png"};
-    chart_ok = rc == 0;
-    for (int k = 0; k < 3; k++) {
-      if (!(charts & (1 << k))) continue;
-      char tmp[4200], fin[4200];
-      snprintf(tmp, sizeof tmp, "%s/%s.tmp", outdir, pngs[k]);
-      snprintf(fin, sizeof fin, "%s/%s", outdir, pngs[k]);
-      if (chart_ok && rename(tmp, fin) != 0) chart_ok = 0;
-      if (!chart_ok) unlink(tmp);
-    }
-    if (rc == 127)
-      snprintf(chart_note, sizeof chart_note, "not drawn: gnuplot is not installed "
-                                              "(the .dat files and charts.gp are here)");
-    else if (!chart_ok)
-      snprintf(chart_note, sizeof chart_note, "not drawn: gnuplot failed, see charts.log");
-    if (!chart_ok) fprintf(stderr, "arkcos report: warning: charts %s\n", chart_note);
-  }
-  write_markdown(&md, &md_text, charts, chart_ok, chart_note);
-  if (md_text.oom) {
-    fprintf(stderr, "arkcos report: out of memory\n");
-    status = 1;
-  } else if (atomic_write_text(report_path, md_text.s, &err)) {
+  if (rc == 127)
+    snprintf(cs->note, sizeof cs->note, "not drawn: gnuplot is not installed "
+                                        "(the .dat files and charts.gp are here)");
+  else if (!cs->ok)
+    snprintf(cs->note, sizeof cs->note, "not drawn: gnuplot failed, see charts.log");
+  if (!cs->ok) fprintf(stderr, "arkcos report: warning: charts %s\n", cs->note);
+}
+
+/* Writes the chart data and script into OUTDIR and draws them. */
+static int write_charts(const model *md, const char *outdir, chart_set *cs) {
+  arkcos_error err = {0, ""};
+  build_charts(md, cs);
+  if (cs->gp.oom || cs->time.oom || cs->speed.oom || cs->stage.oom) return out_of_memory();
+  if (!cs->charts) return 0;
+  if (write_in_dir(outdir, "time_per_case.dat", cs->time.s, &err) ||
+      write_in_dir(outdir, "speedup.dat", cs->speed.s, &err) ||
+      write_in_dir(outdir, "stage_shares.dat", cs->stage.s, &err) ||
+      write_in_dir(outdir, "charts.gp", cs->gp.s, &err))
+    return report_error(&err);
+  draw_pngs(outdir, cs);
+  return 0;
+}
+
+static int write_report(const model *md, const chart_set *cs, const char *report_path,
+                        int num) {
+  arkcos_error err = {0, ""};
+  sbuf text = {0};
+  int status = 0;
+  write_markdown(md, cs, &text);
+  if (text.oom) {
+    status = out_of_memory();
+  } else if (atomic_write_text(report_path, text.s, &err)) {
     status = report_error(&err);
   } else {
     printf("arkcos report: wrote %s (%d machine%s, %d shared case%s, %zu other%s%s)\n",
-           report_path, md.nm, md.nm == 1 ? "" : "s", num, num == 1 ? "" : "s",
-           md.nuc - (size_t)num, md.nuc - (size_t)num == 1 ? "" : "s",
-           chart_ok ? ", charts" : "");
+           report_path, md->nm, md->nm == 1 ? "" : "s", num, num == 1 ? "" : "s",
+           md->nuc - (size_t)num, md->nuc - (size_t)num == 1 ? "" : "s",
+           cs->ok ? ", charts" : "");
   }
-charts_done:
-  free(gp.s);
-  free(dt.s);
-  free(ds.s);
-  free(dst.s);
-  free(md_text.s);
-done:
+  free(text.s);
+  return status;
+}
+
+int report_hw(const report_hw_opts *o) {
+  model md = {0};
+  md.fsht = o->fsht;
+  chart_set cs = {0};
+  char pubbuf[4096], report_path[4096];
+  int num = 0;
+  int status = load_machines(&md, o);
+  if (!status) status = load_published(&md, o, pubbuf, sizeof pubbuf);
+  if (!status) status = collect_cases(&md);
+  if (!status) num = mark_shared(&md);
+  if (!status) status = prepare_outdir(o->outdir, o->force, report_path, sizeof report_path);
+  if (!status) status = write_charts(&md, o->outdir, &cs);
+  if (!status) status = write_report(&md, &cs, report_path, num);
+  free(cs.gp.s);
+  free(cs.time.s);
+  free(cs.speed.s);
+  free(cs.stage.s);
   free_model(&md);
   return status;
 }
