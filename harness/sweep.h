@@ -2,8 +2,9 @@
  * sweep.h -- what the pieces of `arkcos run` share (internal to harness/):
  *   sweep.c          the command: arguments, config, resume, the loop over
  *                    nside x kernel x method x threads, progress, summary
- *   sweep_case.c     one case: skip reasons, memory estimate, recording
- *   sweep_method.c   one method run through method.h, timed
+ *   sweep_case.c     one case: run, record (ok, skipped, failed)
+ *   sweep_method.c   one method run through method.h, timed; skip reasons
+ *                    and the memory estimate
  *   sweep_input.c    the input map (random field, point sources, FITS)
  *   sweep_reference.c the reference of an (nside, kernel) and the metrics
  *                    (computed by reference/, recorded here)
@@ -79,12 +80,12 @@ void sweep_case_id(const run_config *cfg, int64_t nside, int ki, int mi, int thr
                    char *buf, size_t len);
 void sweep_case_slug(const run_config *cfg, int64_t nside, int ki, int mi, int threads,
                      char *out, size_t len);
-int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
-                      const arkcos_kernel *k, char *why, size_t len);
 int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
                    const char *id, input_state *in, ref_state *rs);
 
 /* sweep_method.c */
+int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
+                      const arkcos_kernel *k, char *why, size_t len);
 int sweep_threads(int t); /* t, or the cores this process may use when t <= 0 */
 int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos_kernel *k,
                      const double *in, int threads, int repeats, int warmup, timing *t,

@@ -2,9 +2,11 @@
  * sweep_method.c -- one method of a sweep case, run through method.h and
  * timed: the plan is made (and timed as plan_time) before the samples, and
  * only the apply calls are inside them. A direct sum with a "sample" gives
- * the values at a fixed pseudo-random set of pixels.
+ * the values at a fixed pseudo-random set of pixels. sweep_skip_reason says
+ * why a method cannot run here at all.
  */
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -183,4 +185,66 @@ int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos
   smoother_destroy(sm);
   free(w);
   return rc;
+}
+
+/* Rough peak memory of a case in bytes: the harness's maps (input, output,
+ * reference) plus what the method allocates. */
+static double estimate_memory(const run_ctx *c, const cfg_method *m, int64_t nside) {
+  double npix = 12.0 * (double)nside * (double)nside;
+  double map = 8.0 * npix;
+  double est = 3.0 * map;
+  if (c->cfg->input.type == CFG_INPUT_RANDOM) {
+    double l = config_lmax(c->cfg->input.lmax_factor, nside);
+    est += 16.0 * (l + 1) * (l + 2) / 2;
+  }
+  switch (m->type) {
+  case CFG_METHOD_ARKCOS: {
+    /* input and output ring spectra: (4 nside - 1) rings x (2 nside + 1) */
+    double spectra = 16.0 * (4.0 * (double)nside) * (2.0 * (double)nside + 1);
+    est += (m->precision == ARKCOS_SINGLE ? 0.5 : 1.0) * 2.0 * spectra + map;
+    break;
+  }
+  case CFG_METHOD_FSHT: {
+    double l = config_lmax(m->lmax_factor, nside);
+    est += 3.0 * 16.0 * (l + 1) * (l + 2) / 2 + 2.0 * map;
+    break;
+  }
+  case CFG_METHOD_DIRECT:
+    break;
+  }
+  if (c->cfg->outputs.spectra) est += 2.0 * map;
+  return est;
+}
+
+/* Why a case (or the untimed reference run) cannot run here; 0 if it can. */
+int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
+                      const arkcos_kernel *k, char *why, size_t len) {
+  if (c->cfg->input.type == CFG_INPUT_FITS && g->nside != c->fits_nside) {
+    snprintf(why, len, "input map %s has nside %lld, the case needs nside %lld",
+             c->cfg->input.path, (long long)c->fits_nside, (long long)g->nside);
+    return 1;
+  }
+  if (m->type == CFG_METHOD_ARKCOS && m->backend == ARKCOS_BACKEND_GPU && !c->gpu_ok) {
+    snprintf(why, len, "no GPU: %s", c->gpu_why);
+    return 1;
+  }
+  if (m->type == CFG_METHOD_DIRECT) {
+    int64_t nout = m->sample > 0 && m->sample < g->npix ? m->sample : g->npix;
+    double cost = ref_direct_cost(g, k, nout);
+    if (cost > c->cfg->direct_max_evals) {
+      snprintf(why, len,
+               "direct sum needs %.3g kernel evaluations, over limits.direct_max_evals = %.3g"
+               " (use \"sample\" to compute a subset of pixels)",
+               cost, c->cfg->direct_max_evals);
+      return 1;
+    }
+  }
+  double est = estimate_memory(c, m, g->nside);
+  if (c->memory_limit > 0 && est > c->memory_limit) {
+    snprintf(why, len, "estimated memory %.2f GiB exceeds the %.2f GiB available%s",
+             est / 1073741824.0, c->memory_limit / 1073741824.0,
+             c->cfg->memory_bytes > 0 ? " (limits.memory_bytes)" : "");
+    return 1;
+  }
+  return 0;
 }
