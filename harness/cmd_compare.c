@@ -118,65 +118,90 @@ static double *normalised(const results_case *c, double by) {
   return s;
 }
 
-/* Fills r for a case present in both runs. Returns 0 or an exit status. */
-static int judge_row(row *r, const results_file *bf, const results_file *nf,
-                     const char *norm, const stats_rule_params *prm) {
+/* A row that is not judged: a case skipped or failed on either side.
+ * Returns 1 if it classified the row. */
+static int unjudged_row(row *r) {
   const results_case *b = r->base, *c = r->cand;
-  r->base_raw = b->tmedian;
-  r->new_raw = c->tmedian;
   if (!strcmp(b->status, "skipped") || !strcmp(c->status, "skipped")) {
     r->kind = ROW_SKIPPED;
     const char *why = !strcmp(c->status, "skipped") ? c->reason : b->reason;
     snprintf(r->note, sizeof r->note, "%s skipped%s%s",
              !strcmp(c->status, "skipped") ? "new" : "baseline",
              why ? ": " : "", why ? why : "");
-    return 0;
+    return 1;
   }
   if (!strcmp(b->status, "failed")) {
     r->kind = ROW_FAILED;
     snprintf(r->note, sizeof r->note, "failed in the baseline%s%s",
              b->reason ? ": " : "", b->reason ? b->reason : "");
-    return 0;
+    return 1;
   }
   if (!strcmp(c->status, "failed")) {
     r->kind = ROW_FAILED_NEW;
     snprintf(r->note, sizeof r->note, "failed in the new run%s%s",
              c->reason ? ": " : "", c->reason ? c->reason : "");
-    return 0;
+    return 1;
   }
+  return 0;
+}
+
+/* With --normalize-by: the samples of both sides divided by their runs'
+ * yardstick medians (*bn, *cn, malloc'd), or the row classified as the
+ * yardstick itself or as one without a yardstick (returns 1; *bn = *cn =
+ * NULL). -1 when out of memory. */
+static int normalise_row(row *r, const results_file *bf, const results_file *nf,
+                         const char *norm, double **bn, double **cn) {
+  const results_case *b = r->base, *c = r->cand;
+  *bn = *cn = NULL;
+  int sk_b = 0, sk_c = 0;
+  long ib = results_find_reference(bf, b, norm, &sk_b);
+  long ic = results_find_reference(nf, c, norm, &sk_c);
+  if ((ib >= 0 && &bf->cases[ib] == b) || (ic >= 0 && &nf->cases[ic] == c)) {
+    /* the yardstick itself: its normalised time is 1 by construction */
+    r->kind = ROW_YARDSTICK;
+    double ch = c->tmedian / b->tmedian - 1;
+    snprintf(r->note, sizeof r->note,
+             "normalising case; raw median change %+.1f%% (machine speed)", 100 * ch);
+    return 1;
+  }
+  if (ib < 0 || ic < 0) {
+    r->kind = ROW_NO_YARDSTICK;
+    snprintf(r->note, sizeof r->note, "no ok '%s' case with nside %lld, threads %lld in %s",
+             norm, b->nside, b->threads, ib < 0 ? "the baseline" : "the new run");
+    return 1;
+  }
+  r->other_kernel = !sk_b || !sk_c;
+  *bn = normalised(b, bf->cases[ib].tmedian);
+  *cn = normalised(c, nf->cases[ic].tmedian);
+  if (!*bn || !*cn) {
+    free(*bn);
+    free(*cn);
+    *bn = *cn = NULL;
+    return -1;
+  }
+  if (r->other_kernel)
+    snprintf(r->note, sizeof r->note, "normalised by a '%s' case with another kernel", norm);
+  return 0;
+}
+
+/* Fills r for a case present in both runs. Returns 0 or an exit status. */
+static int judge_row(row *r, const results_file *bf, const results_file *nf,
+                     const char *norm, const stats_rule_params *prm) {
+  const results_case *b = r->base, *c = r->cand;
+  r->base_raw = b->tmedian;
+  r->new_raw = c->tmedian;
+  if (unjudged_row(r)) return 0;
   const double *bs = b->samples, *cs = c->samples;
   double *bn = NULL, *cn = NULL;
   if (norm) {
-    int sk_b = 0, sk_c = 0;
-    long ib = results_find_reference(bf, b, norm, &sk_b);
-    long ic = results_find_reference(nf, c, norm, &sk_c);
-    if ((ib >= 0 && &bf->cases[ib] == b) || (ic >= 0 && &nf->cases[ic] == c)) {
-      /* the yardstick itself: its normalised time is 1 by construction */
-      r->kind = ROW_YARDSTICK;
-      double ch = c->tmedian / b->tmedian - 1;
-      snprintf(r->note, sizeof r->note,
-               "normalising case; raw median change %+.1f%% (machine speed)", 100 * ch);
-      return 0;
-    }
-    if (ib < 0 || ic < 0) {
-      r->kind = ROW_NO_YARDSTICK;
-      snprintf(r->note, sizeof r->note, "no ok '%s' case with nside %lld, threads %lld in %s",
-               norm, b->nside, b->threads, ib < 0 ? "the baseline" : "the new run");
-      return 0;
-    }
-    r->other_kernel = !sk_b || !sk_c;
-    bn = normalised(b, bf->cases[ib].tmedian);
-    cn = normalised(c, nf->cases[ic].tmedian);
-    if (!bn || !cn) {
-      free(bn);
-      free(cn);
+    int rc = normalise_row(r, bf, nf, norm, &bn, &cn);
+    if (rc > 0) return 0;
+    if (rc < 0) {
       fprintf(stderr, "arkcos compare: out of memory\n");
       return 1;
     }
     bs = bn;
     cs = cn;
-    if (r->other_kernel)
-      snprintf(r->note, sizeof r->note, "normalised by a '%s' case with another kernel", norm);
   }
   r->kind = ROW_JUDGED;
   stats_judge(bs, b->nsamples, cs, c->nsamples, prm, &r->j);

@@ -111,6 +111,7 @@ static double utest_exact_cdf(size_t m, size_t n, size_t u) {
   return below / total;
 }
 
+/* Long on purpose: ranks with ties, then the exact or the normal tail, one formula path. */
 int stats_mann_whitney(const double *a, size_t na, const double *b, size_t nb,
                        stats_utest *out) {
   if (na == 0 || nb == 0) return -1;

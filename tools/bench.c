@@ -38,7 +38,8 @@ static double median(double *v, int n) {
 
 /* Time against kernel support (diameter) at one nside: a Gaussian cut at
  * `rel` of its peak with cutoff = support / 2. Fits t = a + b * rings and
- * reports where the line crosses FSHT (iter 0 and 3) on the same threads. */
+ * reports where the line crosses FSHT (iter 0 and 3) on the same threads.
+ * Long on purpose: one table, measured and fitted in a single pass. */
 static int support_sweep(long nside, int threads, int repeats, double rel) {
   const double supports[] = {0.25, 0.5, 1, 2, 4, 8, 16};
   const int ns = 7;

@@ -413,7 +413,8 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Reports, does not assert timings: median end-to-end time (host map in,
  * host map out) and the stage breakdown of the median run, next to the
- * time of one pinned cudaMemcpy of the map each way. */
+ * time of one pinned cudaMemcpy of the map each way. Long on purpose: one
+ * printed row, timed in one pass. */
 static void bench_one(int64_t nside, arkcos_precision prec, int reps, int check) {
   arkcos_geometry *g = arkcos_geometry_healpix(nside, NULL);
   arkcos_kernel *k = gauss(4.7 * ARCMIN, 1e-5, 1);
