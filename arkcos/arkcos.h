@@ -193,6 +193,16 @@ typedef struct arkcos_options {
    * DESIGN.md and of the GPU backend), 2..8 = that factor. The GPU backend
    * takes 0 as 1 and refuses 2..8 (ARKCOS_EINVAL; AUTO then uses the CPU). */
   int oversample;
+  /* Accuracy asked of the plan (enhanced mode), as a bound on
+   * max_p |ARKCoS(x)_p - direct(x)_p| / max_q |x_q| over every map x:
+   * 0 (default) = exact: every ring pair takes an exact path (the belt's
+   * ring-pair convolution, where both rings have the kernel grid's length;
+   * a direct sum over the kernel's support with weights tabulated at plan
+   * time everywhere else), so the result equals the direct pixel sum to
+   * rounding on the whole sphere. A value EPS > 0 lets the plan take, pair
+   * by pair, the cheapest path whose a-priori bound stays below EPS.
+   * arkcos_plan_bound reports the bound the plan reached. */
+  double accuracy;
 } arkcos_options;
 
 void arkcos_options_default(arkcos_options *o);
@@ -219,6 +229,11 @@ arkcos_backend arkcos_plan_backend(const arkcos_plan *p); /* CPU or GPU */
 size_t arkcos_plan_memory(const arkcos_plan *p); /* bytes held by the plan */
 /* Why an AUTO plan runs on the CPU although a GPU was found ("" otherwise). */
 const char *arkcos_plan_note(const arkcos_plan *p);
+/* A-priori worst-case bound of the plan against the direct pixel sum:
+ * for every input map x, max_p |out_p - direct_p| <= bound * max_q |x_q|
+ * (rounding of every stage included; docs/EXACTNESS.md derives it).
+ * Paper mode, whose polar caps are not exact, reports +infinity. */
+double arkcos_plan_bound(const arkcos_plan *p);
 void arkcos_plan_destroy(arkcos_plan *p); /* NULL is a no-op */
 
 /* ------------------------------------------------------------ GPU / info */

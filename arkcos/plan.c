@@ -188,3 +188,4 @@ void arkcos_plan_stages(const arkcos_plan *p, arkcos_stage_times *t) { *t = p->l
 arkcos_backend arkcos_plan_backend(const arkcos_plan *p) { return p->backend; }
 size_t arkcos_plan_memory(const arkcos_plan *p) { return p->bytes; }
 const char *arkcos_plan_note(const arkcos_plan *p) { return p->note; }
+double arkcos_plan_bound(const arkcos_plan *p) { return p->bound; }

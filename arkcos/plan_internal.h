@@ -26,6 +26,7 @@ struct arkcos_plan {
   arkcos_stage_times last;
   char note[320];            /* why AUTO did not take the GPU ("" if it did) */
   size_t bytes;              /* memory held by the backend */
+  double bound;              /* arkcos_plan_bound */
   void *impl;                /* backend state */
   int (*execute)(arkcos_plan *, const double *, double *, arkcos_error *);
   void (*destroy)(arkcos_plan *);
