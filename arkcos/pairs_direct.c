@@ -45,7 +45,10 @@ typedef struct {
   int64_t bmin, bmax; /* range of the rows' first input pixels (unwrapped) */
   int64_t maxlen;   /* longest row */
   int64_t *b0;      /* first input pixel of row a (unwrapped: may be < 0) */
-  int64_t *wofs;    /* row a's weights: w[wofs[a] .. wofs[a + 1]) */
+  int64_t *wofs;    /* row a's weights: w[wofs[a] .. wofs[a] + wlen[a]), */
+  int64_t *wlen;
+  unsigned char *rev; /* read backwards (a row's mirror image, see pair_setup) */
+  int64_t nw;       /* weights stored */
   double *w;
   double wsum;      /* max over a of sum |W_ab| */
 } dpair;
@@ -143,12 +146,34 @@ static int64_t row_weights(const arkcos_plan *p, int i, int j, double hw, int64_
   return e - f + 1;
 }
 
-/* Sets up pair (i, j) of a task: lanes, period, the trimmed rows. */
+/* Azimuth reflection: a ring whose first pixel sits at 0 or half a pixel
+ * (e = 2 phi0 n / 2 pi = 0 or 1; every HEALPix ring) maps onto itself under
+ * phi -> -phi, pixel a onto (-a - e) mod n. Returns e, or -1. */
+static int ring_reflection(const arkcos_ring *r) {
+  const double x = r->phi0 * (double)r->nph / ARKCOS_PI, e = floor(x + 0.5);
+  return fabs(x - e) < 1e-9 && (e == 0 || e == 1) ? (int)e : -1;
+}
+
+/* Row a's partner under the reflection: the row whose output pixels are
+ * the mirror images of row a's. Their weights are the same, in reverse
+ * order (K depends on sin^2(dphi / 2), the reflection negates dphi), and,
+ * the four lanes (or the periods) sharing a row's weights, only the row's
+ * first input pixel differs. Sets *q: the lane (period) of row a that maps
+ * onto the partner's first. */
+static int64_t row_partner(const dpair *d, int64_t ni, int ei, int64_t a, int64_t *q) {
+  const int64_t ar = wrap64(-a - ei, ni);
+  *q = ar / d->P;
+  return ar % d->P;
+}
+
+/* Sets up pair (i, j) of a task: lanes, period, the trimmed rows; a row
+ * whose reflection partner comes first is that row read backwards. */
 static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
   const arkcos_ring *rg = p->geom->rings;
   const int64_t ni = rg[i].nph, nj = rg[j].nph;
   const double hw = pair_halfwidth(p, i, j);
   const int64_t g = gcd64(ni, nj);
+  const int ei = ring_reflection(&rg[i]), ej = ring_reflection(&rg[j]), refl = ei >= 0 && ej >= 0;
   d->lanes = g % 4 == 0 ? 4 : 1;
   d->reps = d->lanes == 4 ? 1 : g;
   d->P = ni / (d->reps * d->lanes);
@@ -160,26 +185,48 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
     if (cnt > cmax) cmax = cnt;
   }
   cmax = cmax + 2 < nj ? cmax + 2 : nj;
-  d->b0 = malloc(sizeof(int64_t) * (size_t)d->P);
-  d->wofs = malloc(sizeof(int64_t) * (size_t)(d->P + 1));
-  d->w = malloc(sizeof(double) * (size_t)(d->P * cmax + 1));
-  if (!d->b0 || !d->wofs || !d->w) return ARKCOS_ENOMEM;
+  const size_t P = (size_t)d->P;
+  d->b0 = malloc(sizeof(int64_t) * P);
+  d->wofs = malloc(sizeof(int64_t) * P);
+  d->wlen = malloc(sizeof(int64_t) * P);
+  d->rev = calloc(P, 1);
+  d->w = malloc(sizeof(double) * (P * (size_t)cmax + 1));
+  if (!d->b0 || !d->wofs || !d->wlen || !d->rev || !d->w) return ARKCOS_ENOMEM;
   int64_t n = 0;
   d->wsum = 0;
-  d->bmin = INT64_MAX;
-  d->bmax = INT64_MIN;
   d->maxlen = 0;
-  for (int64_t a = 0; a < d->P; a++) {
+  for (int64_t a = 0; a < d->P; a++) { /* rows that come before their partner */
+    int64_t q;
+    if (refl && row_partner(d, ni, ei, a, &q) < a) continue;
     double sum;
     d->wofs[a] = n;
-    const int64_t len = row_weights(p, i, j, hw, a, d->w + n, &d->b0[a], &sum);
-    n += len;
+    d->wlen[a] = row_weights(p, i, j, hw, a, d->w + n, &d->b0[a], &sum);
+    n += d->wlen[a];
     if (sum > d->wsum) d->wsum = sum;
-    if (len > d->maxlen) d->maxlen = len;
+    if (d->wlen[a] > d->maxlen) d->maxlen = d->wlen[a];
+  }
+  for (int64_t a = 0; refl && a < d->P; a++) { /* their partners, read backwards */
+    int64_t q;
+    const int64_t c = row_partner(d, ni, ei, a, &q);
+    if (c >= a) continue;
+    int64_t lo, cnt;
+    pixel_window(p, i, j, hw, a, &lo, &cnt);
+    d->wofs[a] = d->wofs[c];
+    d->wlen[a] = d->wlen[c];
+    d->rev[a] = 1;
+    /* partner row c, lane q, reads b0_c + l + q sj; its mirror images
+     * -(that) - ej run backwards from b0_a: the representative near lo */
+    const int64_t b = -(d->b0[c] + d->wlen[c] - 1 + q * d->sj) - ej;
+    d->b0[a] = lo + wrap64(b - lo, nj);
+    if (d->b0[a] - lo > nj / 2) d->b0[a] -= nj;
+  }
+  d->bmin = INT64_MAX;
+  d->bmax = INT64_MIN;
+  for (int64_t a = 0; a < d->P; a++) {
     if (d->b0[a] < d->bmin) d->bmin = d->b0[a];
     if (d->b0[a] > d->bmax) d->bmax = d->b0[a];
   }
-  d->wofs[d->P] = n;
+  d->nw = n;
   double *w = realloc(d->w, sizeof(double) * (size_t)(n + 1));
   if (w) d->w = w;
   return ARKCOS_OK;
@@ -197,6 +244,8 @@ void arkcos_direct_destroy(arkcos_direct *D) {
     for (int k = 0; k < D->first[D->ntasks]; k++) {
       free(D->pair[k].b0);
       free(D->pair[k].wofs);
+      free(D->pair[k].wlen);
+      free(D->pair[k].rev);
       free(D->pair[k].w);
     }
   free(D->pair);
@@ -252,7 +301,7 @@ int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err) {
         bad = 1;
         continue;
       }
-      vals += (size_t)(d->wofs[d->P] + 2 * d->P);
+      vals += (size_t)(d->nw + 3 * d->P);
       const size_t xl = pair_xlen(p->geom->rings, d);
       if (xl > xlen) xlen = xl;
     }
@@ -285,15 +334,25 @@ static void lanes_input(const arkcos_ring *rg, const dpair *d, const double *in,
 static void lanes_apply(const dpair *d, const double *x, double *y, double *ym) {
   for (int64_t a = 0; a < d->P; a++) {
     const double *wa = d->w + d->wofs[a];
-    const int64_t len = d->wofs[a + 1] - d->wofs[a];
+    const int64_t len = d->wlen[a];
     const double *xa = x + 8 * (d->b0[a] - d->bmin);
     v4d s = {0, 0, 0, 0}, t = {0, 0, 0, 0};
-    for (int64_t l = 0; l < len; l++) {
-      v4d u, v;
-      memcpy(&u, xa + 8 * l, sizeof u);
-      memcpy(&v, xa + 8 * l + 4, sizeof v);
-      s += wa[l] * u;
-      t += wa[l] * v;
+    if (!d->rev[a]) {
+      for (int64_t l = 0; l < len; l++) {
+        v4d u, v;
+        memcpy(&u, xa + 8 * l, sizeof u);
+        memcpy(&v, xa + 8 * l + 4, sizeof v);
+        s += wa[l] * u;
+        t += wa[l] * v;
+      }
+    } else {
+      for (int64_t l = 0; l < len; l++) {
+        v4d u, v;
+        memcpy(&u, xa + 8 * l, sizeof u);
+        memcpy(&v, xa + 8 * l + 4, sizeof v);
+        s += wa[len - 1 - l] * u;
+        t += wa[len - 1 - l] * v;
+      }
     }
     for (int r = 0; r < 4; r++) y[a + r * d->P] += s[r];
     if (ym)
@@ -308,11 +367,12 @@ static void loop_apply(const arkcos_ring *rj, const dpair *d, const double *in, 
   for (int c = 0; c < 3; c++) memcpy(x + c * nj, in + rj->ofs, sizeof(double) * (size_t)nj);
   for (int64_t a = 0; a < d->P; a++) {
     const double *wa = d->w + d->wofs[a];
-    const int64_t len = d->wofs[a + 1] - d->wofs[a], b = wrap64(d->b0[a], nj);
+    const int64_t len = d->wlen[a], b = wrap64(d->b0[a], nj), last = d->rev[a] ? len - 1 : 0;
+    const int64_t dir = d->rev[a] ? -1 : 1;
     for (int64_t r = 0; r < d->reps; r++) {
       const double *xa = x + b + r * d->sj;
       double s = 0;
-      for (int64_t l = 0; l < len; l++) s += wa[l] * xa[l];
+      for (int64_t l = 0; l < len; l++) s += wa[last + dir * l] * xa[l];
       y[a + r * d->P] += s;
     }
   }
