@@ -49,7 +49,8 @@ typedef struct {
   int64_t *wlen;
   unsigned char *rev; /* read backwards (a row's mirror image, see pair_setup) */
   int64_t nw;       /* weights stored */
-  double *w;
+  double *w;        /* the weights, or NULL when held in float (wf) */
+  float *wf;        /* weights rounded to float, where --accuracy allows */
   double wsum;      /* max over a of sum |W_ab| */
 } dpair;
 
@@ -247,6 +248,7 @@ void arkcos_direct_destroy(arkcos_direct *D) {
       free(D->pair[k].wlen);
       free(D->pair[k].rev);
       free(D->pair[k].w);
+      free(D->pair[k].wf);
     }
   free(D->pair);
   free(D->first);
@@ -330,35 +332,33 @@ static void lanes_input(const arkcos_ring *rg, const dpair *d, const double *in,
 }
 
 /* Lanes 4: y[a + r P] += sum_l w_al x_j(b0_a + l + r sj), r < 4, and the
- * same weights on the mirror rings, as two vectors of four lanes. */
-static void lanes_apply(const dpair *d, const double *x, double *y, double *ym) {
-  for (int64_t a = 0; a < d->P; a++) {
-    const double *wa = d->w + d->wofs[a];
-    const int64_t len = d->wlen[a];
-    const double *xa = x + 8 * (d->b0[a] - d->bmin);
-    v4d s = {0, 0, 0, 0}, t = {0, 0, 0, 0};
-    if (!d->rev[a]) {
-      for (int64_t l = 0; l < len; l++) {
-        v4d u, v;
-        memcpy(&u, xa + 8 * l, sizeof u);
-        memcpy(&v, xa + 8 * l + 4, sizeof v);
-        s += wa[l] * u;
-        t += wa[l] * v;
-      }
-    } else {
-      for (int64_t l = 0; l < len; l++) {
-        v4d u, v;
-        memcpy(&u, xa + 8 * l, sizeof u);
-        memcpy(&v, xa + 8 * l + 4, sizeof v);
-        s += wa[len - 1 - l] * u;
-        t += wa[len - 1 - l] * v;
-      }
-    }
-    for (int r = 0; r < 4; r++) y[a + r * d->P] += s[r];
-    if (ym)
-      for (int r = 0; r < 4; r++) ym[a + r * d->P] += t[r];
+ * same weights on the mirror rings, as two vectors of four lanes; a row
+ * marked rev reads its weights backwards. WT: double or float weights
+ * (products and sums in double either way). */
+#define LANES_APPLY(NAME, WT, FIELD)                                           \
+  static void NAME(const dpair *d, const double *x, double *y, double *ym) {  \
+    for (int64_t a = 0; a < d->P; a++) {                                       \
+      const WT *wa = d->FIELD + d->wofs[a];                                    \
+      const int64_t len = d->wlen[a];                                          \
+      const double *xa = x + 8 * (d->b0[a] - d->bmin);                         \
+      v4d s = {0, 0, 0, 0}, t = {0, 0, 0, 0};                                  \
+      const int64_t l0 = d->rev[a] ? len - 1 : 0, dl = d->rev[a] ? -1 : 1;     \
+      for (int64_t l = 0; l < len; l++) {                                      \
+        v4d u, v;                                                              \
+        memcpy(&u, xa + 8 * l, sizeof u);                                      \
+        memcpy(&v, xa + 8 * l + 4, sizeof v);                                  \
+        const double wl = (double)wa[l0 + dl * l];                             \
+        s += wl * u;                                                           \
+        t += wl * v;                                                           \
+      }                                                                        \
+      for (int r = 0; r < 4; r++) y[a + r * d->P] += s[r];                     \
+      if (ym)                                                                  \
+        for (int r = 0; r < 4; r++) ym[a + r * d->P] += t[r];                  \
+    }                                                                          \
   }
-}
+LANES_APPLY(lanes_apply_d, double, w)
+LANES_APPLY(lanes_apply_f, float, wf)
+#undef LANES_APPLY
 
 /* Lanes 1: ring j laid out three times (any window of <= n_j pixels that
  * starts in [0, 2 n_j) is contiguous); y[a + r P] += sum_l w_al x(b0_a + l + r sj). */
@@ -366,13 +366,15 @@ static void loop_apply(const arkcos_ring *rj, const dpair *d, const double *in, 
   const int64_t nj = rj->nph;
   for (int c = 0; c < 3; c++) memcpy(x + c * nj, in + rj->ofs, sizeof(double) * (size_t)nj);
   for (int64_t a = 0; a < d->P; a++) {
-    const double *wa = d->w + d->wofs[a];
     const int64_t len = d->wlen[a], b = wrap64(d->b0[a], nj), last = d->rev[a] ? len - 1 : 0;
-    const int64_t dir = d->rev[a] ? -1 : 1;
+    const int64_t dir = d->rev[a] ? -1 : 1, o = d->wofs[a];
     for (int64_t r = 0; r < d->reps; r++) {
       const double *xa = x + b + r * d->sj;
       double s = 0;
-      for (int64_t l = 0; l < len; l++) s += wa[last + dir * l] * xa[l];
+      if (d->w)
+        for (int64_t l = 0; l < len; l++) s += d->w[o + last + dir * l] * xa[l];
+      else
+        for (int64_t l = 0; l < len; l++) s += (double)d->wf[o + last + dir * l] * xa[l];
       y[a + r * d->P] += s;
     }
   }
@@ -395,7 +397,7 @@ double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out) 
         const dpair *d = &D->pair[k];
         if (d->lanes == 4) {
           lanes_input(rg, d, in, x);
-          lanes_apply(d, x, out + rg[i].ofs, d->jm >= 0 ? out + rg[i2].ofs : NULL);
+          (d->w ? lanes_apply_d : lanes_apply_f)(d, x, out + rg[i].ofs, d->jm >= 0 ? out + rg[i2].ofs : NULL);
           continue;
         }
         loop_apply(&rg[d->j], d, in, x, out + rg[i].ofs);
@@ -425,17 +427,37 @@ static double fourier_pair_abs(const arkcos_plan *p, int i, int j, int *nsamp) {
   return s;
 }
 
+/* Rounds task t's direct weights to float (half the memory and the
+ * memory traffic); returns the bytes freed. */
+static size_t task_to_float(arkcos_direct *D, int t) {
+  size_t freed = 0;
+  for (int k = D->first[t]; k < D->first[t + 1]; k++) {
+    dpair *d = &D->pair[k];
+    float *wf = malloc(sizeof(float) * (size_t)(d->nw + 1));
+    if (!wf) return freed; /* keeps the double weights */
+    for (int64_t q = 0; q < d->nw; q++) wf[q] = (float)d->w[q];
+    free(d->w);
+    d->w = NULL;
+    d->wf = wf;
+    freed += sizeof(float) * (size_t)d->nw;
+  }
+  return freed;
+}
+
 /* The plan's a-priori bound (docs/EXACTNESS.md): per output ring,
  *  direct pairs:  (n_terms + 64) u_d sum_b |W_ab|  (the sum's rounding,
  *                 n_terms the ring's direct terms, and 64 u_d for each
- *                 weight's own evaluation);
+ *                 weight's own evaluation), plus 2^-24 sum_b |W_ab| where
+ *                 the weights are held in float;
  *  Fourier pairs: (10 log2 L + K^2 + n_pairs + 16) u sqrt(L) sum_n |h_n|,
  *                 u the precision's unit roundoff: the FFTs' rounding in
  *                 the 2-norm (log2 L steps of <= 5 u), the Clenshaw sums'
- *                 (<= K^2 u sum |a_k|, K their length), the accumulation
- *                 over pairs, and sqrt(L) from the 2-norm to the max norm
- *                 of a ring of L pixels;
- * and the plan's bound is the largest over output rings. Sets p->bound. */
+ *                 (<= K^2 u sum |a_k|, K <= 64 their length; longer windows
+ *                 take an FFT), the accumulation over pairs, and sqrt(L) from
+ *                 the 2-norm to the max norm of a ring of L pixels;
+ * and the plan's bound is the largest over output rings. With an accuracy
+ * EPS > 0, a ring whose bound with float weights stays <= EPS gets them:
+ * the cheaper path under the requested accuracy. Sets p->bound. */
 void arkcos_plan_set_bound(arkcos_plan *p, int single) {
   if (p->opt.mode == ARKCOS_MODE_PAPER) {
     p->bound = INFINITY;
@@ -443,7 +465,7 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
   }
   const double ud = 0x1p-53, u = single ? 0x1p-24 : ud;
   const double lg = log2((double)(p->L > 2 ? p->L : 2)), sq = sqrt((double)p->L);
-  const arkcos_direct *D = p->direct;
+  arkcos_direct *D = p->direct;
   double worst = 0;
   for (int t = 0; t < p->ntasks; t++) {
     const int i = p->task[t];
@@ -461,8 +483,13 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
         dsum += D->pair[k].wsum;
         dterms += (double)D->pair[k].maxlen + 1;
       }
-    const double kk = (double)kmax * (double)kmax;
-    const double b = (10 * lg + kk + npairs + 16) * u * sq * fsum + (dterms + 64) * ud * dsum;
+    const double kc = kmax < 64 ? kmax : 64;
+    double b = (10 * lg + kc * kc + npairs + 16) * u * sq * fsum + (dterms + 64) * ud * dsum;
+    if (D && dsum > 0 && p->opt.accuracy > 0 && b + 0x1p-24 * dsum <= p->opt.accuracy) {
+      const size_t freed = task_to_float(D, t);
+      p->bytes -= freed < p->bytes ? freed : 0;
+      if (freed) b += 0x1p-24 * dsum;
+    }
     if (b > worst) worst = b;
   }
   p->bound = worst;
