@@ -634,6 +634,7 @@ template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double 
   const double t_end = wall_seconds();
   if ((rc = record_times(p, st, t_start, t_d2h, t_end - t_dir, err))) return rc;
   p->last.reduction += t_dir;
+  p->last.direct = t_dir;
   p->last.total += t_dir;
   return 0;
 }

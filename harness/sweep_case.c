@@ -134,6 +134,7 @@ static void put_stages(json_t *cj, const timing *t, const double *sorted) {
   json_object_set_new(st, "kernel_eval", json_real(s->kernel_eval));
   json_object_set_new(st, "kernel_fft", json_real(s->kernel_fft));
   json_object_set_new(st, "reduction", json_real(s->reduction));
+  json_object_set_new(st, "direct", json_real(s->direct)); /* part of reduction */
   json_object_set_new(st, "map_ifft", json_real(s->map_ifft));
   json_object_set_new(st, "h2d", json_real(s->h2d));
   json_object_set_new(st, "d2h", json_real(s->d2h));
