@@ -457,7 +457,8 @@ static size_t task_to_float(arkcos_direct *D, int t) {
  *                 the 2-norm to the max norm of a ring of L pixels;
  * and the plan's bound is the largest over output rings. With an accuracy
  * EPS > 0, a ring whose bound with float weights stays <= EPS gets them:
- * the cheaper path under the requested accuracy. Sets p->bound. */
+ * the cheaper path under the requested accuracy; single precision plans
+ * get them at the default (exact to their own rounding). Sets p->bound. */
 void arkcos_plan_set_bound(arkcos_plan *p, int single) {
   if (p->opt.mode == ARKCOS_MODE_PAPER) {
     p->bound = INFINITY;
@@ -485,7 +486,10 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
       }
     const double kc = kmax < 64 ? kmax : 64;
     double b = (10 * lg + kc * kc + npairs + 16) * u * sq * fsum + (dterms + 64) * ud * dsum;
-    if (D && dsum > 0 && p->opt.accuracy > 0 && b + 0x1p-24 * dsum <= p->opt.accuracy) {
+    /* float weights: where the accuracy asked allows them, and in single
+     * precision plans, whose Fourier part rounds at the float level anyway */
+    const int to_float = p->opt.accuracy > 0 ? b + 0x1p-24 * dsum <= p->opt.accuracy : single;
+    if (D && dsum > 0 && to_float) {
       const size_t freed = task_to_float(D, t);
       p->bytes -= freed < p->bytes ? freed : 0;
       if (freed) b += 0x1p-24 * dsum;
