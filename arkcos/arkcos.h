@@ -214,6 +214,7 @@ void arkcos_options_default(arkcos_options *o);
 typedef struct arkcos_stage_times {
   double map_fft, kernel_eval, kernel_fft, reduction, map_ifft;
   double h2d, d2h, other, total;
+  double direct; /* the part of reduction spent in directly summed ring pairs */
 } arkcos_stage_times;
 
 typedef struct arkcos_plan arkcos_plan;

@@ -167,7 +167,11 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
   double st[4] = {0, 0, 0, 0}; /* kernel_eval, kernel_fft, reduction, map_ifft */
   if (s->pairsym) SFX(pairsym_stage)(p, s, out, st);
   else SFX(perring_stage)(p, s, out, st);
+  /* 3. the ring pairs off the kernel grid, summed directly (exact plans) */
+  const double t_direct = arkcos_direct_apply(p, in, out);
+  st[2] += s->nthreads * t_direct;
   SFX(record_times)(p, s, t_start, t_mapfft, st);
+  p->last.direct = t_direct;
   return ARKCOS_OK;
 }
 
@@ -185,6 +189,7 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
   if ((rc = SFX(setup_pairsym)(p, s, &bytes, err)) != ARKCOS_OK) return rc;
   if ((rc = SFX(setup_buffers)(p, s, bytes, err)) != ARKCOS_OK) return rc;
   if ((rc = SFX(setup_fftw)(p, s, err)) != ARKCOS_OK) return rc;
+  if (p->direct_caps && (rc = arkcos_direct_create(p, s->nthreads, err)) != ARKCOS_OK) return rc;
   if (p->opt.cache_kernel_spectra) return SFX(fill_cache)(p, s, err);
   return ARKCOS_OK;
 }

@@ -166,6 +166,7 @@ static int SFX(pair_grid)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, 
 /* Whether the kernel reaches ring j from ring i (some sample in its window) */
 static int SFX(pair_reached)(const arkcos_plan *p, int i, int j, int64_t L) {
   const arkcos_ring *rg = p->geom->rings;
+  if (arkcos_pair_is_direct(p, i, j)) return 0; /* pairs_direct.c sums it */
   double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
   double half = arkcos_dphi_window(&p->kf, sdt * sdt, p->sin_theta[i] * p->sin_theta[j]);
   double delta = p->opt.mode == ARKCOS_MODE_PAPER ? 0.0 : rg[i].phi0 - rg[j].phi0;
@@ -281,6 +282,7 @@ static void SFX(fft_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, con
 static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j, R *ws, R *hr,
                               R *hi, double *t_eval, int *real) {
   const arkcos_ring *rg = p->geom->rings;
+  if (arkcos_pair_is_direct(p, i, j)) return 0; /* pairs_direct.c sums it */
   const int gi = SFX(pair_grid)(p, s, i, j);
   const int re_only = SFX(pair_real)(p, s, i, j);
   *real = re_only;

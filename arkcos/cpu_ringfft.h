@@ -109,6 +109,7 @@ static inline void SFX(ring_spectrum)(const arkcos_plan *p, const SFX(cpu_state)
   R *rin = ws + WS(s, WS_RIN), *sp = ws + WS(s, WS_RSPEC);
   R *sre = s->spec_re + s->spec_ofs[j], *sim = s->spec_im + s->spec_ofs[j];
   const int64_t N = rg[j].nph, nmj = s->ring_nm[j];
+  if (nmj == 0) return; /* no Fourier pair reads it (a cap ring of an exact plan) */
   const double w = rg[j].weight;
   const double *src = in + rg[j].ofs;
   R wf = 1; /* the weight, where it still has to be applied */
@@ -140,6 +141,10 @@ static void SFX(fold_out)(const arkcos_plan *p, const SFX(cpu_state) *s, R *ws, 
   const arkcos_ring *rg = p->geom->rings;
   const int64_t N = rg[io].nph, L = s->Lacc;
   R *rspec = ws + WS(s, WS_RSPEC), *rout = ws + WS(s, WS_ROUT);
+  if (amax == 0) { /* no Fourier pair: only the direct pairs add to it */
+    memset(out + rg[io].ofs, 0, sizeof(double) * (size_t)N);
+    return;
+  }
   /* fold onto the ring's N / 2 + 1 bins (arkcos_fold's rule, by
    * periods): P[r] = sum_p A[r + p N] over the modes m >= 0, then
    * bin r gets P[r] + conj(P[N - r]) (the negative modes), less

@@ -95,7 +95,7 @@ static int SFX(setup_grids)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, ar
   const int paper = p->opt.mode == ARKCOS_MODE_PAPER;
   s->q = p->opt.oversample > 0 ? p->opt.oversample : arkcos_auto_oversample(&p->kf, p->L);
   if (s->q > 8) s->q = 8;
-  if (paper || uniform) s->q = 1;
+  if (paper || uniform || p->direct_caps) s->q = 1; /* direct caps: belt pairs only */
   s->Lacc = s->q * p->L;
   s->nmacc = s->Lacc / 2 + 1;
   /* kernel grids: L, then the cap-pair levels q L / 2^s down to 16 points */
@@ -105,8 +105,8 @@ static int SFX(setup_grids)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, ar
    * with a large jump at the cutoff (a top-hat: the jump, not the width,
    * sets the spectrum there) */
   const int coarsen = p->opt.oversample != 1 && arkcos_cut_level(&p->kf) <= 1e-3;
-  s->sym = coarsen && !paper && !uniform;
-  if (!paper && !uniform) {
+  s->sym = (coarsen || p->direct_caps) && !paper && !uniform;
+  if (!paper && !uniform && !p->direct_caps) {
     for (int lv = 0; lv < ARKCOS_MAX_GRIDS - 1 && ok; lv++) {
       const int64_t Ls = s->Lacc >> lv;
       if (lv > 0 && (!coarsen || s->Lacc % ((int64_t)2 << lv) != 0 || Ls < 16)) break;

@@ -73,6 +73,7 @@ inline void hp_pairs(const arkcos_plan *p, host_plan *h) {
     const int i = p->task[t];
     h->tp[t] = (int64_t)h->pj.size();
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+      if (arkcos_pair_is_direct(p, i, j)) continue; /* summed on the host (pairs_direct.c) */
       double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
       double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
       double half = arkcos_dphi_window(&p->kf, sdt2, ss);

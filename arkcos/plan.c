@@ -23,6 +23,7 @@ void arkcos_options_default(arkcos_options *o) {
 }
 
 static void plan_free(arkcos_plan *p) {
+  arkcos_direct_destroy(p->direct);
   arkcos_geometry_destroy(p->geom);
   free(p->spline);
   free(p->jlo);
@@ -89,6 +90,9 @@ static int plan_options(arkcos_plan *p, const arkcos_options *o, arkcos_error *e
     return arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown mode %d", (int)p->opt.mode);
   if (p->opt.precision != ARKCOS_DOUBLE && p->opt.precision != ARKCOS_SINGLE)
     return arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown precision %d", (int)p->opt.precision);
+  if (!(p->opt.accuracy >= 0) || isinf(p->opt.accuracy))
+    return arkcos_fail(err, ARKCOS_EINVAL, "plan: accuracy must be a finite number >= 0 (got %g)",
+                       p->opt.accuracy);
   return ARKCOS_OK;
 }
 
@@ -157,6 +161,16 @@ static void plan_tasks(arkcos_plan *p, const arkcos_geometry *g) {
   }
 }
 
+/* Which path the ring pairs take: in enhanced mode, pairs of rings off the
+ * kernel grid (length L) are summed directly and exactly (pairs_direct.c),
+ * the others by the Fourier path, exact for them; paper mode keeps the
+ * paper's algorithm everywhere. */
+static void plan_paths(arkcos_plan *p) {
+  int uniform = 1;
+  for (int j = 0; j < p->geom->nrings; j++) uniform &= p->geom->rings[j].nph == p->L;
+  p->direct_caps = p->opt.mode == ARKCOS_MODE_ENHANCED && !uniform;
+}
+
 arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k,
                                 const arkcos_options *o, arkcos_error *err) {
   if (!g || !k) {
@@ -171,7 +185,9 @@ arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k
   if (plan_options(p, o, err) || plan_alloc(p, g, k, err)) goto fail;
   plan_ring_ranges(p, g);
   plan_tasks(p, g);
+  plan_paths(p);
   if (create_backend(p, err)) goto fail;
+  arkcos_plan_set_bound(p, p->opt.precision == ARKCOS_SINGLE);
   return p;
 fail:
   arkcos_plan_destroy(p);

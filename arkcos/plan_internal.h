@@ -10,6 +10,8 @@
 extern "C" {
 #endif
 
+typedef struct arkcos_direct arkcos_direct;
+
 struct arkcos_plan {
   arkcos_backend backend;    /* CPU or GPU, resolved */
   arkcos_options opt;
@@ -27,6 +29,9 @@ struct arkcos_plan {
   char note[320];            /* why AUTO did not take the GPU ("" if it did) */
   size_t bytes;              /* memory held by the backend */
   double bound;              /* arkcos_plan_bound */
+  int direct_caps;           /* pairs of rings off the kernel grid are summed
+                              * directly (pairs_direct.c) */
+  arkcos_direct *direct;     /* their tables, or NULL */
   void *impl;                /* backend state */
   int (*execute)(arkcos_plan *, const double *, double *, arkcos_error *);
   void (*destroy)(arkcos_plan *);
@@ -35,6 +40,12 @@ struct arkcos_plan {
 int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
 int arkcos_cpu_create_float(arkcos_plan *p, arkcos_error *err);
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);
+/* pairs_direct.c: the exact path of ring pairs off the kernel grid */
+int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j);
+int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err);
+double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out);
+void arkcos_direct_destroy(arkcos_direct *D);
+void arkcos_plan_set_bound(arkcos_plan *p, int single);
 void arkcos_fftw_wisdom_load(void);
 void arkcos_fftw_wisdom_save(void);
 

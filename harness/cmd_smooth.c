@@ -37,24 +37,27 @@
 typedef struct smooth_args {
   const char **pos;
   int npos;
-  double fwhm_arcmin, cutoff_deg, cutoff_rel;
+  double fwhm_arcmin, tophat_deg, cutoff_deg, cutoff_rel;
   const char *kernel_file;
+  double accuracy; /* arkcos_options.accuracy: 0 exact */
   method_kind method;
   arkcos_mode mode;
   arkcos_precision precision;
   long oversample; /* arkcos_options.oversample: 0 automatic */
   arkcos_backend backend;
   long threads, lmax, iter;
-  int force;
+  int force, verbose;
   /* which options were given: for the "both / neither" and "does not apply
    * to this method" checks */
-  int has_fwhm, has_kernel, has_cutoff_deg, has_cutoff_rel, has_method,
-      has_mode, has_precision, has_backend, has_threads, has_lmax, has_iter, has_oversample;
+  int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_method,
+      has_mode, has_precision, has_backend, has_threads, has_lmax, has_iter, has_oversample,
+      has_accuracy;
 } smooth_args;
 
 static void usage(FILE *f) {
   fprintf(f,
-"usage: arkcos smooth IN.fits OUT.fits (--fwhm-arcmin F | --kernel-file FILE)\n"
+"usage: arkcos smooth IN.fits OUT.fits\n"
+"                     (--fwhm-arcmin F | --kernel-file FILE | --tophat-deg R)\n"
 "                     [--cutoff-deg R | --cutoff-rel EPS] [options]\n"
 "       arkcos smooth IN1.fits [IN2.fits ...] OUTDIR/ ...\n"
 "\n"
@@ -74,8 +77,10 @@ static void usage(FILE *f) {
 "  --fwhm-arcmin F      Gaussian beam of full width at half maximum F arcmin\n"
 "  --kernel-file FILE   radial profile: two columns, angle in radians and K,\n"
 "                       increasing angles ('#' comments allowed)\n"
-"Truncation (at most one; default: --cutoff-rel 1e-5 for a Gaussian, the last\n"
-"tabulated angle for a kernel file):\n"
+"  --tophat-deg R       top-hat: constant inside a radius of R degrees, 0 outside,\n"
+"                       0 < R <= 180 (R is the cutoff)\n"
+"Truncation (at most one; not with --tophat-deg; default: --cutoff-rel 1e-5\n"
+"for a Gaussian, the last tabulated angle for a kernel file):\n"
 "  --cutoff-deg R       cut at R degrees, 0 < R <= 180\n"
 "  --cutoff-rel EPS     cut where K first falls below EPS K(0), 0 < EPS < 1\n"
 "Method:\n"
@@ -89,6 +94,10 @@ static void usage(FILE *f) {
 "                       2 where the 4 nside grid would alias above the cutoff)\n"
 "  --backend B          arkcos only: auto (default: GPU if one is usable, else\n"
 "                       CPU), cpu or gpu (exit 2 if there is no usable GPU)\n"
+"  --accuracy EPS       arkcos, enhanced mode only: 0 (default) = exact, the\n"
+"                       direct sum to rounding everywhere; EPS > 0 lets the plan\n"
+"                       take cheaper paths while its a-priori bound on\n"
+"                       max |ARKCoS - direct| / max |input| stays below EPS\n"
 "  --lmax L             fsht only: band limit, 1 <= L <= 4 nside\n"
 "                       (default 3 nside - 1)\n"
 "  --iter N             fsht only: Jacobi iterations of map2alm, N >= 0\n"
@@ -96,6 +105,8 @@ static void usage(FILE *f) {
 "Other:\n"
 "  --threads N          CPU threads (default: all, %d here)\n"
 "  --force              overwrite existing outputs\n"
+"  -v, --verbose        also print each plan's a-priori bound against the\n"
+"                       direct sum (\"bound: ...\" lines)\n"
 "  --help               this text\n"
 "\n"
 "Prints one line per input file with the stage times, plus a plan/per-map\n"
@@ -145,6 +156,7 @@ typedef struct known_option {
 static int *option_seen(smooth_args *a, const char *name) {
   const known_option known[] = {
       {"--fwhm-arcmin", &a->has_fwhm},     {"--kernel-file", &a->has_kernel},
+      {"--tophat-deg", &a->has_tophat},     {"--accuracy", &a->has_accuracy},
       {"--cutoff-deg", &a->has_cutoff_deg}, {"--cutoff-rel", &a->has_cutoff_rel},
       {"--method", &a->has_method},         {"--mode", &a->has_mode},
       {"--precision", &a->has_precision},   {"--backend", &a->has_backend},
@@ -156,7 +168,8 @@ static int *option_seen(smooth_args *a, const char *name) {
   return NULL;
 }
 
-/* The kernel's options: --fwhm-arcmin, --kernel-file, --cutoff-*. */
+/* The kernel's options: --fwhm-arcmin, --kernel-file, --tophat-deg,
+ * --cutoff-*. */
 static int set_kernel_option(smooth_args *a, const char *name, const char *val) {
   if (!strcmp(name, "--fwhm-arcmin")) {
     if (!parse_double(val, &a->fwhm_arcmin))
@@ -166,6 +179,11 @@ static int set_kernel_option(smooth_args *a, const char *name, const char *val) 
   } else if (!strcmp(name, "--kernel-file")) {
     if (!*val) return bad_arg("--kernel-file: empty file name");
     a->kernel_file = val;
+  } else if (!strcmp(name, "--tophat-deg")) {
+    if (!parse_double(val, &a->tophat_deg))
+      return bad_arg("--tophat-deg: '%s' is not a finite number", val);
+    if (!(a->tophat_deg > 0 && a->tophat_deg <= 180))
+      return bad_arg("--tophat-deg: %s is outside (0, 180] degrees", val);
   } else if (!strcmp(name, "--cutoff-deg")) {
     if (!parse_double(val, &a->cutoff_deg))
       return bad_arg("--cutoff-deg: '%s' is not a number", val);
@@ -202,6 +220,15 @@ static int set_choice_option(smooth_args *a, const char *name, const char *val) 
                  : choice == 1 ? ARKCOS_BACKEND_CPU
                                : ARKCOS_BACKEND_GPU;
   }
+  return 0;
+}
+
+/* --accuracy: a finite EPS >= 0 (parse_double refuses inf and nan). */
+static int set_accuracy_option(smooth_args *a, const char *name, const char *val) {
+  if (strcmp(name, "--accuracy")) return 0;
+  if (!parse_double(val, &a->accuracy))
+    return bad_arg("--accuracy: '%s' is not a finite number", val);
+  if (a->accuracy < 0) return bad_arg("--accuracy: %s must be >= 0 (0 = exact)", val);
   return 0;
 }
 
@@ -253,18 +280,31 @@ static int parse_value_option(int argc, char **argv, int *i, smooth_args *a) {
   int rc = set_kernel_option(a, name, val);
   if (!rc) rc = set_choice_option(a, name, val);
   if (!rc) rc = set_integer_option(a, name, val);
+  if (!rc) rc = set_accuracy_option(a, name, val);
   return rc;
+}
+
+/* Exactly one kernel, at most one cutoff, and none for a top-hat, whose
+ * radius is its cutoff. */
+static int check_kernel_options(const smooth_args *a) {
+  int nkernels = a->has_fwhm + a->has_kernel + a->has_tophat;
+  if (nkernels > 1)
+    return bad_arg("give only one kernel: --fwhm-arcmin, --kernel-file or --tophat-deg");
+  if (!nkernels)
+    return bad_arg("a kernel is needed: --fwhm-arcmin F, --kernel-file FILE or --tophat-deg R");
+  if (a->has_cutoff_deg && a->has_cutoff_rel)
+    return bad_arg("give either --cutoff-deg or --cutoff-rel, not both");
+  if (a->has_tophat && (a->has_cutoff_deg || a->has_cutoff_rel))
+    return bad_arg("%s does not apply to --tophat-deg (its radius is the cutoff)",
+                   a->has_cutoff_deg ? "--cutoff-deg" : "--cutoff-rel");
+  return 0;
 }
 
 /* Options that would silently do nothing are errors: a user who asks for
  * --mode paper with --method direct should learn it has no effect. */
 static int check_combinations(const smooth_args *a) {
-  if (a->has_fwhm && a->has_kernel)
-    return bad_arg("give either --fwhm-arcmin or --kernel-file, not both");
-  if (!a->has_fwhm && !a->has_kernel)
-    return bad_arg("a kernel is needed: --fwhm-arcmin F or --kernel-file FILE");
-  if (a->has_cutoff_deg && a->has_cutoff_rel)
-    return bad_arg("give either --cutoff-deg or --cutoff-rel, not both");
+  int rc = check_kernel_options(a);
+  if (rc) return rc;
   const char *m = method_name(a->method);
   if (a->method != METHOD_ARKCOS) {
     if (a->has_mode) return bad_arg("--mode applies only to --method arkcos, not %s", m);
@@ -274,7 +314,12 @@ static int check_combinations(const smooth_args *a) {
       return bad_arg("--backend applies only to --method arkcos, not %s", m);
     if (a->has_oversample)
       return bad_arg("--oversample applies only to --method arkcos, not %s", m);
+    if (a->has_accuracy)
+      return bad_arg("--accuracy applies only to --method arkcos, not %s", m);
   }
+  /* paper mode's polar caps are not exact: it has no bound to trade */
+  if (a->has_accuracy && a->mode == ARKCOS_MODE_PAPER)
+    return bad_arg("--accuracy applies only to --mode enhanced, not paper");
   if (a->method != METHOD_FSHT) {
     if (a->has_lmax) return bad_arg("--lmax applies only to --method fsht, not %s", m);
     if (a->has_iter) return bad_arg("--iter applies only to --method fsht, not %s", m);
@@ -303,6 +348,8 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
       return -1;
     } else if (!strcmp(arg, "--force")) {
       a->force = 1;
+    } else if (!strcmp(arg, "-v") || !strcmp(arg, "--verbose")) {
+      a->verbose = 1;
     } else {
       rc = parse_value_option(argc, argv, &i, a);
     }
@@ -384,6 +431,7 @@ static void method_spec_for(const smooth_state *s, int64_t nside, method_spec *m
   m->arkcos.precision = a->precision;
   m->arkcos.oversample = (int)a->oversample;
   m->arkcos.backend = a->backend;
+  m->arkcos.accuracy = a->accuracy;
   /* With more than one map, keep the kernel spectra from plan creation so
    * that every map costs only FFTs and the reduction (issue 7); with one map
    * caching would only cost memory. */
@@ -391,6 +439,26 @@ static void method_spec_for(const smooth_state *s, int64_t nside, method_spec *m
   m->threads = (int)a->threads;
   m->lmax = a->has_lmax ? (int)a->lmax : (int)(3 * nside - 1);
   m->iter = (int)a->iter;
+}
+
+/* -v: the smoother's a-priori bound against the direct sum, on its own
+ * line (printed once per plan, before the maps it serves). */
+static void print_bound(const smooth_state *s) {
+  const double b = smoother_bound(s->sm);
+  const char *what = "a-priori, max |ARKCoS - direct| per unit max |input|";
+  if (s->a->method == METHOD_DIRECT)
+    printf("bound: 0 (the direct sum itself) nside=%lld\n", (long long)s->nside);
+  else if (s->a->method == METHOD_FSHT)
+    printf("bound: none (fsht: a band limit has no a-priori bound against the direct sum) "
+           "nside=%lld\n", (long long)s->nside);
+  else if (isinf(b) && s->a->mode == ARKCOS_MODE_PAPER)
+    printf("bound: none (paper mode: its polar caps are not exact) nside=%lld\n",
+           (long long)s->nside);
+  else if (isinf(b) || isnan(b))
+    printf("bound: inf (%s) nside=%lld\n", what, (long long)s->nside);
+  else
+    printf("bound: %.3g (%s) nside=%lld\n", b, what, (long long)s->nside);
+  fflush(stdout);
 }
 
 /* The geometry and smoother for nside (kept while the nside stays). */
@@ -409,6 +477,7 @@ static int ensure_smoother(smooth_state *s, int64_t nside, arkcos_error *err) {
   if (!s->sm) return err->code ? err->code : ARKCOS_ERUNTIME;
   const char *note = smoother_note(s->sm);
   if (note[0]) fprintf(stderr, "arkcos smooth: note: %s\n", note);
+  if (s->a->verbose) print_bound(s);
   if (s->a->method == METHOD_ARKCOS) {
     s->plan_time += smoother_plan_time(s->sm);
     s->nplans++;
@@ -499,12 +568,17 @@ static void print_summary(const smooth_state *s, const file_job *job) {
   char kern[160], extra[256] = "";
   if (a->has_fwhm)
     snprintf(kern, sizeof kern, "fwhm=%g'", a->fwhm_arcmin);
+  else if (a->has_tophat)
+    snprintf(kern, sizeof kern, "tophat=%gdeg", a->tophat_deg);
   else
     snprintf(kern, sizeof kern, "kernel=%s", a->kernel_file);
   if (arkcos)
     snprintf(extra, sizeof extra, " backend=%s mode=%s precision=%s",
              gpu ? "gpu" : "cpu", a->mode == ARKCOS_MODE_PAPER ? "paper" : "enhanced",
              a->precision == ARKCOS_SINGLE ? "single" : "double");
+  if (arkcos && a->has_accuracy)
+    snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " accuracy=%g",
+             a->accuracy);
   else if (a->method == METHOD_FSHT)
     snprintf(extra, sizeof extra, " lmax=%d iter=%ld",
              a->has_lmax ? (int)a->lmax : (int)(3 * h->nside - 1), a->iter);
@@ -636,6 +710,11 @@ static int make_kernel(smooth_state *s, arkcos_error *err) {
     spec.cutoff_rel = a->has_cutoff_deg ? 0
                       : a->has_cutoff_rel ? a->cutoff_rel
                                           : DEFAULT_CUTOFF_REL;
+    s->kernel = arkcos_kernel_create(&spec, err);
+  } else if (a->has_tophat) {
+    arkcos_kernel_spec spec = {0};
+    spec.type = ARKCOS_KERNEL_TOPHAT;
+    spec.cutoff = a->tophat_deg * DEG;
     s->kernel = arkcos_kernel_create(&spec, err);
   } else {
     s->kernel = arkcos_kernel_from_file(

@@ -101,6 +101,7 @@ static const field arkcos_fields[] = {
     {"precision", F_ENUM, 0, 0, 0, "\"double\"", "double|single", NULL},
     {"cache_kernel_spectra", F_BOOL, 0, 0, 0, "false", NULL, NULL},
     {"oversample", F_INT, 0, 8, 0, "0", NULL, NULL},
+    {"accuracy", F_NUM, 0, NOLIM_HI, 0, "0", NULL, NULL},
     {"repeats", F_INT, 1, 10000, 0, NULL, NULL, NULL},
     {"warmup", F_INT, 0, 1000, 0, NULL, NULL, NULL},
     END};
@@ -703,11 +704,14 @@ static void fill_method(const char *cfgpath, json_t *o, int repeats,
     m->precision = !strcmp(prec, "single") ? ARKCOS_SINGLE : ARKCOS_DOUBLE;
     m->cache_kernel_spectra = json_is_true(json_object_get(o, "cache_kernel_spectra"));
     m->oversample = (int)num(o, "oversample", 0);
+    m->accuracy = num(o, "accuracy", 0);
     char q[32] = "";
     if (m->oversample) snprintf(q, sizeof q, " oversample=%d", m->oversample);
-    /* the id names oversample only when set, so ids of existing results stay */
+    /* the id names oversample and accuracy only when set, so ids of
+     * existing results stay */
     snprintf(id, sizeof id, "arkcos backend=%s mode=%s precision=%s%s%s", b, mode,
              prec, m->cache_kernel_spectra ? " cache_kernel_spectra=true" : "", q);
+    if (m->accuracy > 0) append_num(id, sizeof id, "accuracy", m->accuracy);
   } else if (!strcmp(name, "fsht")) {
     m->type = CFG_METHOD_FSHT;
     m->iter = (int)num(o, "iter", 3);
@@ -832,6 +836,11 @@ static void fill_methods(errlist *e, const char *cfgpath, const json_t *n,
     char p[64];
     snprintf(p, sizeof p, "methods[%d].ring_weights", i);
     check_readable(e, p, m->ring_weights);
+    /* paper mode's polar caps are not exact: it has no bound to trade */
+    if (m->type == CFG_METHOD_ARKCOS && m->mode == ARKCOS_MODE_PAPER && m->accuracy > 0) {
+      snprintf(p, sizeof p, "methods[%d].accuracy", i);
+      add_error(e, p, "applies only to mode \"enhanced\", not \"paper\"");
+    }
     for (int j = 0; j < i; j++)
       if (!strcmp(cfg->methods[j].id, m->id)) {
         snprintf(p, sizeof p, "methods[%d]", i);

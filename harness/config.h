@@ -75,6 +75,7 @@ typedef struct cfg_method {
   arkcos_precision precision;  /* arkcos */
   int cache_kernel_spectra;    /* arkcos */
   int oversample;              /* arkcos: arkcos_options.oversample (0 automatic) */
+  double accuracy;             /* arkcos: arkcos_options.accuracy (0 exact) */
   int iter;                    /* fsht */
   double lmax_factor;          /* fsht */
   char *ring_weights;          /* fsht: resolved path or NULL */

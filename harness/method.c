@@ -1,4 +1,5 @@
 /* method.c -- method and backend selection (method.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,11 @@ void smoother_stages(const smoother *sm, arkcos_stage_times *t) {
 double smoother_plan_time(const smoother *sm) { return sm->plan ? sm->plan_time : 0; }
 size_t smoother_plan_memory(const smoother *sm) { return sm->plan ? arkcos_plan_memory(sm->plan) : 0; }
 const char *smoother_note(const smoother *sm) { return sm->note; }
+
+double smoother_bound(const smoother *sm) {
+  if (sm->plan) return arkcos_plan_bound(sm->plan);
+  return sm->spec.kind == METHOD_DIRECT ? 0 : HUGE_VAL;
+}
 
 void smoother_destroy(smoother *sm) {
   if (!sm) return;

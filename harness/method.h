@@ -30,7 +30,10 @@ int method_from_name(const char *s);
 
 typedef struct method_spec {
   method_kind kind;
-  arkcos_options arkcos;       /* METHOD_ARKCOS: mode, precision, backend, oversample, cache */
+  /* METHOD_ARKCOS: mode, precision, backend, oversample, cache and accuracy
+   * (arkcos.accuracy: 0 exact, EPS > 0 the bound the plan may spend; the
+   * options' own field, so that no second copy can disagree with it) */
+  arkcos_options arkcos;
   int threads;                 /* every method: OpenMP threads (<= 0: the default) */
   int lmax, iter;              /* METHOD_FSHT: band limit and Jacobi iterations */
   const double *ring_weights;  /* METHOD_FSHT: per-ring factors or NULL (borrowed) */
@@ -63,6 +66,12 @@ arkcos_backend smoother_backend(const smoother *sm);
 void smoother_stages(const smoother *sm, arkcos_stage_times *t);
 double smoother_plan_time(const smoother *sm); /* seconds; 0 but for ARKCOS */
 size_t smoother_plan_memory(const smoother *sm); /* bytes; 0 but for ARKCOS */
+/* A-priori bound b of the method against the direct pixel sum: for every
+ * input x, max_p |out_p - direct_p| <= b * max_q |x_q|. METHOD_ARKCOS: the
+ * plan's (arkcos_plan_bound; +infinity in paper mode); METHOD_DIRECT: 0
+ * (it is the direct sum); METHOD_FSHT: +infinity (a band limit has no
+ * bound against a pixel sum). */
+double smoother_bound(const smoother *sm);
 /* Why the backend or the cache differ from what was asked ("" if not). */
 const char *smoother_note(const smoother *sm);
 

@@ -1,6 +1,7 @@
 /* report_paper.c -- `arkcos report --paper`: RESULTS_DIR/REPORT.md, the
  * reproduction of the paper against its published numbers: the machine, the
- * claims table (report_claims.c), the figures drawn into PLOTS_DIR, skipped
+ * claims table (report_claims.c), the whole-sphere accuracy against the
+ * direct sum (report_exact.c), the figures drawn into PLOTS_DIR, skipped
  * cases and the profile's sweeps. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +217,7 @@ int report_paper(const char *results, const char *plots, const char *published,
   write_machine(&b, machine_meta(&p));
   write_walls(&b, results, profile);
   write_claims(&b, &p);
+  report_exact(&b, &p, profile);
   write_figures(&b, results, plots);
   write_skipped(&b, &p);
   write_profile(&b, &p, profile);

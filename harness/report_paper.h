@@ -1,5 +1,6 @@
 /* report_paper.h -- the parts of REPORT.md: the claims table rows
- * (report_claims.c) and the document around them (report_paper.c). */
+ * (report_claims.c), the whole-sphere accuracy section (report_exact.c) and
+ * the document around them (report_paper.c). */
 #ifndef ARKCOS_HARNESS_REPORT_PAPER_H
 #define ARKCOS_HARNESS_REPORT_PAPER_H
 
@@ -26,5 +27,9 @@ void claims_table1(paper_ctx *p);
 void claims_accuracy(paper_ctx *p);
 void claims_speedup(paper_ctx *p);
 void claims_ringing(paper_ctx *p);
+
+/* "## Whole-sphere accuracy against the direct sum": the `exact` sweep's
+ * cases per kernel family and method, or why there are none. */
+void report_exact(sbuf *b, const paper_ctx *p, const char *profile);
 
 #endif

@@ -10,7 +10,7 @@
 #include "harness/report_common.h"
 
 const char *const sweep_names[SW_COUNT] = {"fig2", "fig2fsht", "fig4", "fig5", "fig6",
-                                           "headline"};
+                                           "headline", "exact"};
 
 void sweeps_load(sweeps *s, const char *results_dir) {
   s->dir = results_dir;

@@ -1,12 +1,13 @@
 /* report_sweeps.h -- the results folder of `make reproduce` as the figure
  * data and REPORT.md read it: results/<profile>/<sweep>/results.json for the
- * sweeps below, and what the Fig. 2 sweep yields (speed-ups, Table 1). */
+ * sweeps below (the figures' and the whole-sphere accuracy sweep `exact`),
+ * and what the Fig. 2 sweep yields (speed-ups, Table 1). */
 #ifndef ARKCOS_HARNESS_REPORT_SWEEPS_H
 #define ARKCOS_HARNESS_REPORT_SWEEPS_H
 
 #include <jansson.h>
 
-enum { SW_FIG2, SW_FIG2FSHT, SW_FIG4, SW_FIG5, SW_FIG6, SW_HEADLINE, SW_COUNT };
+enum { SW_FIG2, SW_FIG2FSHT, SW_FIG4, SW_FIG5, SW_FIG6, SW_HEADLINE, SW_EXACT, SW_COUNT };
 extern const char *const sweep_names[SW_COUNT];
 
 typedef struct {

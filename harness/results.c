@@ -150,11 +150,13 @@ void results_doc_method_label(const json_t *m, char *buf, size_t len) {
     const char *mo = json_string_value(json_object_get(m, "mode"));
     const char *p = json_string_value(json_object_get(m, "precision"));
     json_int_t q = json_integer_value(json_object_get(m, "oversample"));
-    char qs[32] = "";
+    double acc = json_number_value(json_object_get(m, "accuracy"));
+    char qs[32] = "", as[40] = "";
     if (q) snprintf(qs, sizeof qs, "-q%lld", (long long)q);
-    snprintf(buf, len, "arkcos-%s-%s-%s%s%s", b ? b : "cpu", mo ? mo : "enhanced",
+    if (acc > 0) snprintf(as, sizeof as, "-a%g", acc); /* as -q: only when set */
+    snprintf(buf, len, "arkcos-%s-%s-%s%s%s%s", b ? b : "cpu", mo ? mo : "enhanced",
              p ? p : "double",
-             json_is_true(json_object_get(m, "cache_kernel_spectra")) ? "-cached" : "", qs);
+             json_is_true(json_object_get(m, "cache_kernel_spectra")) ? "-cached" : "", qs, as);
   } else if (!strcmp(name, "fsht")) {
     json_t *it = json_object_get(m, "iter");
     snprintf(buf, len, "fsht-iter%lld%s", it ? (long long)json_integer_value(it) : 3LL,

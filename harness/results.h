@@ -46,7 +46,9 @@ int results_doc_save(results_doc *r, arkcos_error *err);
 char *results_doc_summary_csv(const json_t *root);
 
 /* Short method label of a case's method object, as in the CSV "method"
- * column: "arkcos-cpu-enhanced-double", "fsht-iter3", "direct". */
+ * column: "arkcos-cpu-enhanced-double", "fsht-iter3", "direct"; arkcos
+ * options set away from their defaults add "-cached", "-q<oversample>",
+ * "-a<accuracy>" ("arkcos-cpu-enhanced-double-a1e-08"). */
 void results_doc_method_label(const json_t *method, char *buf, size_t len);
 
 /* mkdir -p */

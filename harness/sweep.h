@@ -36,6 +36,7 @@ typedef struct timing {
   arkcos_stage_times *stages;    /* per sample (arkcos) */
   int backend_used;              /* arkcos */
   size_t plan_memory;            /* arkcos */
+  double bound;                  /* arkcos: smoother_bound (+inf: none) */
   int lmax;                      /* fsht */
 } timing;
 

@@ -115,7 +115,11 @@ static json_t *case_base(run_ctx *c, const char *id, int64_t nside, int ki, int 
 }
 
 /* Stages of the repeat whose time is the (lower) median, plan time and
- * memory, backend (arkcos). sorted: the samples in ascending order. */
+ * memory, backend and bound (arkcos). sorted: the samples in ascending
+ * order. "bound" is the plan's a-priori bound against the direct sum
+ * (max |out - direct| <= bound * max |input|); JSON has no infinity, so a
+ * plan without a bound (paper mode) records null: present but null means
+ * "no bound", absent means results written before the key existed. */
 static void put_stages(json_t *cj, const timing *t, const double *sorted) {
   int n = t->n, at = 0;
   double med = sorted[(n - 1) / 2];
@@ -130,6 +134,7 @@ static void put_stages(json_t *cj, const timing *t, const double *sorted) {
   json_object_set_new(st, "kernel_eval", json_real(s->kernel_eval));
   json_object_set_new(st, "kernel_fft", json_real(s->kernel_fft));
   json_object_set_new(st, "reduction", json_real(s->reduction));
+  json_object_set_new(st, "direct", json_real(s->direct)); /* part of reduction */
   json_object_set_new(st, "map_ifft", json_real(s->map_ifft));
   json_object_set_new(st, "h2d", json_real(s->h2d));
   json_object_set_new(st, "d2h", json_real(s->d2h));
@@ -139,6 +144,7 @@ static void put_stages(json_t *cj, const timing *t, const double *sorted) {
   json_object_set_new(cj, "plan_memory", json_integer((json_int_t)t->plan_memory));
   json_object_set_new(cj, "backend_used",
                       json_string(t->backend_used == ARKCOS_BACKEND_GPU ? "gpu" : "cpu"));
+  json_object_set_new(cj, "bound", isfinite(t->bound) ? json_real(t->bound) : json_null());
 }
 
 static void put_timing(json_t *cj, const cfg_method *m, const timing *t) {

@@ -116,6 +116,7 @@ static void spec_of(const cfg_method *m, const arkcos_geometry *g, int threads,
     s->arkcos.threads = threads;
     s->arkcos.cache_kernel_spectra = m->cache_kernel_spectra;
     s->arkcos.oversample = m->oversample;
+    s->arkcos.accuracy = m->accuracy;
     break;
   case CFG_METHOD_FSHT:
     s->kind = METHOD_FSHT;
@@ -180,6 +181,7 @@ int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos
     t->plan_time = smoother_plan_time(sm);
     t->backend_used = smoother_backend(sm);
     t->plan_memory = smoother_plan_memory(sm);
+    t->bound = smoother_bound(sm);
   }
   if (!rc) rc = timed_applies(sm, in, out, repeats, warmup, t, err);
   smoother_destroy(sm);

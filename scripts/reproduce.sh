@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make reproduce [PROFILE=default|paper|ci]: the paper's Figures 2-6 and
-# Table 1, and a report against its published numbers.
+# Table 1, the whole-sphere accuracy against the direct sum, and a report
+# against its published numbers.
 #
 #   1. runs each sweep of configs/<profile>/ (fig2, fig2fsht, fig4, fig5, fig6,
-#      headline)
+#      headline, exact)
 #      with `arkcos run CONFIG --out results/<profile>/<fig>/ --resume`, so an
 #      interrupted reproduce picks up where it stopped; Table 1 is drawn from
 #      the Fig. 2 sweep's stage timers;
@@ -18,7 +19,7 @@
 # Environment: BUILD (build folder, default build), ARKCOS (the arkcos binary),
 # KERNEL_PROFILE (the kernel_profile binary),
 # ARKCOS_RESULTS_DIR and ARKCOS_PLOTS_DIR (replace results/ and plots/out/),
-# REPRODUCE_FIGS (a subset of "fig2 fig2fsht fig4 fig5 fig6 headline" to run; the
+# REPRODUCE_FIGS (a subset of "fig2 fig2fsht fig4 fig5 fig6 headline exact" to run; the
 # others are only rendered and reported from what is already there).
 # Exit status: 0 all done; 1 a case failed or a figure could not be drawn
 # (everything else is still done); 2 bad usage or missing tools.
@@ -36,7 +37,7 @@ KERNEL_PROFILE=${KERNEL_PROFILE:-$(dirname "$ARKCOS")/tools/kernel_profile}
 RES=${ARKCOS_RESULTS_DIR:-$ROOT/results}/$profile
 PLOTS=${ARKCOS_PLOTS_DIR:-$ROOT/plots/out}/$profile
 PUBLISHED=$ROOT/results/paper/published.json
-SWEEPS="fig2 fig2fsht fig4 fig5 fig6 headline"
+SWEEPS="fig2 fig2fsht fig4 fig5 fig6 headline exact"
 RUN=${REPRODUCE_FIGS:-$SWEEPS}
 
 for tool in "$ARKCOS" "$KERNEL_PROFILE"; do

@@ -38,6 +38,10 @@ hp.write_map(f"{d}/const.fits", np.full(npix, 2.5), dtype=np.float64)
 rng = np.random.default_rng(7)
 hp.write_map(f"{d}/rand.fits", rng.standard_normal(npix), dtype=np.float32)
 hp.write_map(f"{d}/rand2.fits", rng.standard_normal(npix), dtype=np.float64)
+# One unit pixel on the equator (the top-hat's disc stays in the belt).
+src = np.zeros(npix)
+src[hp.ang2pix(nside, np.pi / 2, 0.3)] = 1
+hp.write_map(f"{d}/source.fits", src, dtype=np.float64)
 fits.PrimaryHDU(np.zeros((4, 4))).writeto(f"{d}/image.fits")
 def table(name, n, **keys):
     h = fits.BinTableHDU.from_columns(
@@ -131,6 +135,25 @@ expect_fail "mode w/ direct"  "--mode"             "$O" "$C" "$O" "${G[@]}" --me
 expect_fail "unknown method"  "--method"           "$O" "$C" "$O" "${G[@]}" --method magic
 expect_fail "unknown mode"    "--mode"             "$O" "$C" "$O" "${G[@]}" --mode fast
 expect_fail "threads 0"       "--threads"          "$O" "$C" "$O" "${G[@]}" --threads 0
+expect_fail "tophat 0"        "--tophat-deg"       "$O" "$C" "$O" --tophat-deg 0
+expect_fail "tophat negative" "--tophat-deg"       "$O" "$C" "$O" --tophat-deg -5
+expect_fail "tophat 180.5"    "--tophat-deg"       "$O" "$C" "$O" --tophat-deg 180.5
+expect_fail "tophat nan"      "--tophat-deg"       "$O" "$C" "$O" --tophat-deg nan
+expect_fail "tophat inf"      "--tophat-deg"       "$O" "$C" "$O" --tophat-deg inf
+expect_fail "tophat text"     "--tophat-deg"       "$O" "$C" "$O" --tophat-deg wide
+expect_fail "tophat + fwhm"   "--tophat-deg"       "$O" "$C" "$O" --tophat-deg 10 "${G[@]}"
+expect_fail "tophat + file"   "--tophat-deg"       "$O" "$C" "$O" --tophat-deg 10 --kernel-file "$T/kernel.txt"
+expect_fail "tophat + cutoff-deg" "--cutoff-deg"   "$O" "$C" "$O" --tophat-deg 10 --cutoff-deg 5
+expect_fail "tophat + cutoff-rel" "--cutoff-rel"   "$O" "$C" "$O" --tophat-deg 10 --cutoff-rel 1e-3
+expect_fail "accuracy -1e-6"  "--accuracy"         "$O" "$C" "$O" "${G[@]}" --accuracy -1e-6
+expect_fail "accuracy nan"    "--accuracy"         "$O" "$C" "$O" "${G[@]}" --accuracy nan
+expect_fail "accuracy inf"    "--accuracy"         "$O" "$C" "$O" "${G[@]}" --accuracy inf
+expect_fail "accuracy text"   "--accuracy"         "$O" "$C" "$O" "${G[@]}" --accuracy tight
+expect_fail "accuracy 1e-3x"  "--accuracy"         "$O" "$C" "$O" "${G[@]}" --accuracy 1e-3x
+expect_fail "accuracy empty"  "--accuracy"         "$O" "$C" "$O" "${G[@]}" --accuracy=
+expect_fail "accuracy direct" "--accuracy"         "$O" "$C" "$O" "${G[@]}" --method direct --accuracy 1e-6
+expect_fail "accuracy fsht"   "--accuracy"         "$O" "$C" "$O" "${G[@]}" --method fsht --accuracy 1e-6
+expect_fail "accuracy paper"  "--accuracy"         "$O" "$C" "$O" "${G[@]}" --mode paper --accuracy 1e-6
 expect_fail "unknown option"  "--bogus"            "$O" "$C" "$O" "${G[@]}" --bogus
 expect_fail "missing value"   "--fwhm-arcmin"      "$O" "$C" "$O" --fwhm-arcmin
 expect_fail "value is option" "--cutoff-deg"       "$O" "$C" "$O" "${G[@]}" --cutoff-deg --force
@@ -216,6 +239,65 @@ check_le "constant map, FWHM 40 deg, fsht, max |s/2.5-1|" "$(const_dev "$T/c_fsh
   bad "kernel file: $(cat "$T/stderr")"
 grep -q "cutoff=15deg" "$T/stdout" && ok || bad "kernel file cutoff is not its last angle: $(cat "$T/stdout")"
 check_le "constant map, kernel file, max |s/2.5-1|" "$(const_dev "$T/c_file.fits")" 4e-2
+
+# ---------------------------------------------------------------- top-hat
+# A top-hat of radius R covers about 99 pixels at R = 20.3 deg, nside 16, so
+# the pixel count inside the disc against its area is the quadrature error
+# here. Measured max |s/2.5 - 1|: direct 4.6e-2, arkcos 4.1e-2 (6.7e-2 in
+# paper mode, not tested). An unnormalised or Gaussian kernel misses by far.
+R=20.3
+# One unit pixel on the equator: the smoothed map is (4 pi / npix) / (2 pi
+# (1 - cos R)) on the pixels whose centres lie within R (healpy's
+# query_disc) and 0 elsewhere. The disc stays in the belt, where both
+# methods are the direct sum to rounding (measured 1.1e-15 relative).
+# One Python for all four maps: importing healpy is most of the time.
+for m in arkcos direct; do
+  "$ARKCOS" smooth "$C" "$T/th_$m.fits" --tophat-deg $R --method $m >"$T/stdout" 2>"$T/stderr" ||
+    bad "top-hat, $m: $(cat "$T/stderr")"
+  grep -qE "tophat=${R}deg cutoff=${R}deg \(K/K0=1\)" "$T/stdout" && ok ||
+    bad "top-hat summary line, $m: $(cat "$T/stdout")"
+  "$ARKCOS" smooth "$T/source.fits" "$T/ths_$m.fits" --tophat-deg $R --method $m >/dev/null 2>"$T/stderr" ||
+    bad "top-hat of a source, $m: $(cat "$T/stderr")"
+done
+read -r c_ark c_dir s_ark s_dir < <("$PYTHON" -c "
+import healpy as h, numpy as n
+ns = 16; r = n.radians($R)
+def const(m): return abs(h.read_map('$T/th_%s.fits' % m) / 2.5 - 1).max()
+def source(m):
+    s = h.read_map('$T/ths_%s.fits' % m)
+    k = 4 * n.pi / s.size / (2 * n.pi * (1 - n.cos(r)))
+    disc = n.zeros(s.size, bool)
+    disc[h.query_disc(ns, h.pix2vec(ns, h.ang2pix(ns, n.pi / 2, 0.3)), r)] = True
+    return max(abs(s[disc] / k - 1).max(), abs(s[~disc]).max() / k)
+print(const('arkcos'), const('direct'), source('arkcos'), source('direct'))" 2>/dev/null)
+check_le "constant map, top-hat $R deg, arkcos, max |s/2.5-1|" "${c_ark:-nan}" 6e-2
+check_le "constant map, top-hat $R deg, direct, max |s/2.5-1|" "${c_dir:-nan}" 6e-2
+check_le "top-hat of a source, arkcos: max deviation from K inside / 0 outside, relative" "${s_ark:-nan}" 1e-12
+check_le "top-hat of a source, direct: max deviation from K inside / 0 outside, relative" "${s_dir:-nan}" 1e-12
+
+# ---------------------------------------------------- --accuracy and -v
+# -v prints the plan's a-priori bound on its own line; a plan asked for
+# accuracy EPS must report a bound <= EPS (arkcos_options.accuracy).
+bound_of() {  # prints the number on the "bound:" line of $T/stdout
+  sed -n 's/^bound: \([^ ]*\) (a-priori, max |ARKCoS - direct| per unit max |input|) nside=16$/\1/p' "$T/stdout"
+}
+"$ARKCOS" smooth "$T/rand2.fits" "$T/acc.fits" "${G[@]}" --accuracy 1e-6 -v >"$T/stdout" 2>"$T/stderr" &&
+  [ -s "$T/acc.fits" ] && ok || bad "--accuracy 1e-6: $(cat "$T/stderr")"
+grep -q "mode=enhanced precision=double accuracy=1e-06 " "$T/stdout" && ok ||
+  bad "--accuracy not in the summary line: $(cat "$T/stdout")"
+[ "$(grep -c '^bound: ' "$T/stdout")" -eq 1 ] && ok || bad "-v: not one bound line: $(cat "$T/stdout")"
+check_le "--accuracy 1e-6 -v: the plan's bound" "$(bound_of)" 1e-6
+"$ARKCOS" smooth "$T/rand2.fits" "$T/acc0.fits" "${G[@]}" --verbose >"$T/stdout" 2>"$T/stderr" ||
+  bad "--verbose: $(cat "$T/stderr")"
+b=$(bound_of)
+"$PYTHON" -c "import math, sys; b = float('$b'); sys.exit(0 if math.isfinite(b) and b >= 0 else 1)" 2>/dev/null &&
+  ok || bad "--verbose, exact plan: bound '$b' is not a finite number >= 0: $(cat "$T/stdout")"
+"$ARKCOS" smooth "$T/rand2.fits" "$T/acc1.fits" "${G[@]}" >"$T/stdout" 2>"$T/stderr" ||
+  bad "without -v: $(cat "$T/stderr")"
+grep -q '^bound:' "$T/stdout" && bad "a bound line without -v: $(cat "$T/stdout")" || ok
+"$ARKCOS" smooth "$T/rand2.fits" "$T/accd.fits" "${G[@]}" --method direct -v >"$T/stdout" 2>"$T/stderr" ||
+  bad "-v, direct: $(cat "$T/stderr")"
+grep -q '^bound: 0 (the direct sum itself) nside=16$' "$T/stdout" && ok || bad "-v, direct: $(cat "$T/stdout")"
 
 echo "TESTS $pass $fail"
 [ "$fail" -eq 0 ]

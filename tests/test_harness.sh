@@ -81,7 +81,27 @@ printf '{"grid": {"nside": [8]}, "kernels": [{"type": "gaussian", "fwhm_arcmin":
 expect_exit "source colatitude out of range -> 2 with path" 2 'input\.sources\[0\]\[0\]: must be <= 180' "$ARKCOS" run sources.json --out e11
 expect_exit "missing config file -> 2" 2 'nope\.json' "$ARKCOS" run nope.json --out e12
 expect_exit "unknown option -> 2" 2 "unknown option '--bogus'" "$ARKCOS" run range.json --bogus
-if ls -d e1 e2 e3 e4 e5 e6 e7 e8 e9 e10 e11 e12 >/dev/null 2>&1; then
+# top-hat kernels: the radius is cutoff_deg, required, in (0, 180]; nothing else
+th='"grid": {"nside": [8]}, "methods": [{"name": "arkcos"}]'
+printf '{%s, "kernels": [{"type": "tophat"}]}\n' "$th" > th_none.json
+expect_exit "top-hat without cutoff_deg -> 2 with path" 2 'kernels\[0\]\.cutoff_deg: required' "$ARKCOS" run th_none.json --out e13
+printf '{%s, "kernels": [{"type": "gaussian", "fwhm_arcmin": 60, "cutoff_deg": 2.1}, {"type": "tophat", "cutoff_deg": 190}]}\n' "$th" > th_big.json
+expect_exit "top-hat radius 190 deg -> 2 with path" 2 'kernels\[1\]\.cutoff_deg: must be <= 180' "$ARKCOS" run th_big.json --out e14
+printf '{%s, "kernels": [{"type": "tophat", "cutoff_deg": 5.1, "cutoff_rel": 0.1}]}\n' "$th" > th_rel.json
+expect_exit "top-hat with cutoff_rel -> 2 with path" 2 'kernels\[0\]\.cutoff_rel: unknown key \(expected one of: type, cutoff_deg\)' "$ARKCOS" run th_rel.json --out e15
+# accuracy: arkcos only, a number >= 0, enhanced mode only
+acc='"grid": {"nside": [8]}, "kernels": [{"type": "tophat", "cutoff_deg": 12.1}]'
+printf '{%s, "methods": [{"name": "arkcos"}, {"name": "arkcos", "accuracy": -1e-6}]}\n' "$acc" > acc_neg.json
+expect_exit "accuracy < 0 -> 2 with path" 2 'acc_neg\.json: methods\[1\]\.accuracy: must be >= 0' "$ARKCOS" run acc_neg.json --out e16
+printf '{%s, "methods": [{"name": "arkcos", "accuracy": "1e-6"}]}\n' "$acc" > acc_str.json
+expect_exit "accuracy as a string -> 2 with path" 2 'methods\[0\]\.accuracy: must be a number' "$ARKCOS" run acc_str.json --out e17
+printf '{%s, "methods": [{"name": "arkcos", "mode": "paper", "accuracy": 1e-6}]}\n' "$acc" > acc_paper.json
+expect_exit "accuracy in paper mode -> 2 with path" 2 'methods\[0\]\.accuracy: applies only to mode "enhanced"' "$ARKCOS" run acc_paper.json --out e18
+printf '{%s, "methods": [{"name": "fsht", "accuracy": 1e-6}]}\n' "$acc" > acc_fsht.json
+expect_exit "accuracy for fsht -> 2 with path" 2 'methods\[0\]\.accuracy: unknown key' "$ARKCOS" run acc_fsht.json --out e19
+printf '{%s, "methods": [{"name": "arkcos"}, {"name": "arkcos", "accuracy": 0}]}\n' "$acc" > acc_same.json
+expect_exit "accuracy 0 is the default: the same method -> 2" 2 'methods\[1\]: same method as methods\[0\]' "$ARKCOS" run acc_same.json --out e20
+if ls -d e1 e2 e3 e4 e5 e6 e7 e8 e9 e10 e11 e12 e13 e14 e15 e16 e17 e18 e19 e20 >/dev/null 2>&1; then
   bad "invalid configs write nothing" "$(ls -d e* 2>/dev/null)"
 else
   ok "invalid configs write nothing"
@@ -178,8 +198,10 @@ for c in cases:
         tot = sum(st.get(s, 0) for s in stage_keys)
         need(tot <= 1.05 * t["median"] + 1e-4, cid + ": stages add up to %g > median %g" % (tot, t["median"]))
         need(c.get("plan_memory", 0) > 0 and c.get("plan_time", 0) > 0, cid + ": plan_memory / plan_time")
+        b = c.get("bound", "missing")
+        need(b is None or (isinstance(b, num) and b >= 0), cid + ": bound %r" % (b,))
     else:
-        need("stages" not in c, cid + ": stages for a non-arkcos method")
+        need("stages" not in c and "bound" not in c, cid + ": stages or bound for a non-arkcos method")
     mt = c.get("metrics", {})
     need(mt.get("reference") == "direct", cid + ": metrics.reference")
     for key in ("frac_rms", "max_rel", "frac_rms_north", "frac_rms_belt", "frac_rms_south",
@@ -307,6 +329,40 @@ else
   bad "default folder results/<name>/<UTC timestamp>/, --resume finds it" "exit $rc, $n folders" "$(cat deflt.out)"
 fi
 cd "$T"
+
+# ------------------------------------------------------------ accuracy and bound
+# "accuracy" is part of the method's id and label (only when set, as
+# oversample), reaches the plan, and the plan's bound is recorded: within the
+# accuracy asked, finite for an exact plan, null (no bound) or a number in
+# paper mode. The label can name the reference.
+cat > acc.json <<'EOF'
+{"repeats": 1, "warmup": 0, "threads": 1, "grid": {"nside": [8]},
+ "kernels": [{"type": "tophat", "cutoff_deg": 12.1}],
+ "methods": [{"name": "direct"}, {"name": "arkcos"}, {"name": "arkcos", "accuracy": 1e-6},
+             {"name": "arkcos", "mode": "paper"}],
+ "reference": "arkcos-cpu-enhanced-double-a1e-06"}
+EOF
+"$ARKCOS" run acc.json --out acc >acc.out 2>&1
+check "accuracy: id, label, method object, bound" "$PY" -c "
+import csv, json, math
+d = json.load(open('acc/results.json'))
+cs = {(c['method']['name'], c['method'].get('mode'), c['method'].get('accuracy')): c for c in d['cases']}
+assert len(cs) == 4 and all(c['status'] == 'ok' for c in cs.values()), [c.get('reason') for c in d['cases']]
+a = cs[('arkcos', 'enhanced', 1e-6)]
+assert a['id'].endswith('precision=double accuracy=1e-06 threads=1'), a['id']
+assert d['cases'][0] is a, 'the reference (named by its label) runs first'
+assert a['metrics']['reference'] == 'arkcos-cpu-enhanced-double-a1e-06', a['metrics']
+assert isinstance(a['bound'], float) and 0 <= a['bound'] <= 1e-6, a['bound']
+e = cs[('arkcos', 'enhanced', 0)]
+assert 'accuracy' not in e['id'], e['id']
+assert isinstance(e['bound'], float) and math.isfinite(e['bound']) and e['bound'] >= 0, e['bound']
+p = cs[('arkcos', 'paper', 0)]
+assert 'bound' in p and (p['bound'] is None or p['bound'] >= 0), p.get('bound')
+assert 'bound' not in cs[('direct', None, None)]
+labels = [r['method'] for r in csv.DictReader(open('acc/summary.csv'))]
+assert labels == ['arkcos-cpu-enhanced-double-a1e-06', 'direct', 'arkcos-cpu-enhanced-double',
+                  'arkcos-cpu-paper-double'], labels
+"
 
 # ------------------------------------------------------------ skips and failures
 printf 'not a FITS file\n' > weights.fits

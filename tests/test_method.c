@@ -2,7 +2,8 @@
  * test_method.c -- the one method/backend selection (harness/method.h):
  * every method through a smoother gives bit for bit what the engine or the
  * reference gives when called directly; the AUTO backend follows the
- * engine's rule; what a method cannot do is refused with a message.
+ * engine's rule; the accuracy asked reaches the plan and its a-priori
+ * bound comes back; what a method cannot do is refused with a message.
  */
 #include <math.h>
 #include <stdint.h>
@@ -110,6 +111,7 @@ TEST_GROUP(each_method_as_called_directly) {
     CHECK(v[0] == f.b[0] && v[1] == f.b[n / 2] && v[2] == f.b[n - 1],
           "listed pixels equal the whole-map sum there");
     CHECK(smoother_plan_time(sm) == 0 && smoother_plan_memory(sm) == 0, "no plan");
+    CHECK(smoother_bound(sm) == 0, "the direct sum's bound against itself is 0");
   }
   smoother_destroy(sm);
 
@@ -123,6 +125,7 @@ TEST_GROUP(each_method_as_called_directly) {
     CHECK(smoother_apply(sm, f.in, f.a, &e) == 0, "apply: %s", e.msg);
     CHECK(ref_fsht_smooth(f.g, f.k, f.in, f.b, s.lmax, 1, NULL, 2, &e) == 0, "fsht: %s", e.msg);
     CHECK(same_bits(f.a, f.b, n), "fsht through the smoother, bit for bit");
+    CHECK(isinf(smoother_bound(sm)) && smoother_bound(sm) > 0, "fsht has no bound: +inf");
   }
   smoother_destroy(sm);
   fixture_free(&f);
@@ -158,6 +161,50 @@ TEST_GROUP(auto_backend) {
   fixture_free(&f);
 }
 
+/* spec.arkcos.accuracy is the plan's arkcos_options.accuracy: the same
+ * output bit for bit and the same bound as a plan made by hand with it, and
+ * a bound within what was asked (arkcos.h). */
+static void check_accuracy(const fixture *f, double eps) {
+  arkcos_error e = {0, ""};
+  method_spec s;
+  method_spec_default(&s);
+  s.arkcos.backend = ARKCOS_BACKEND_CPU;
+  s.arkcos.accuracy = eps;
+  s.threads = 2;
+  smoother *sm = smoother_create(&s, f->g, f->k, &e);
+  CHECK(sm != NULL, "arkcos smoother, accuracy %g: %s", eps, e.msg);
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  o.threads = 2;
+  o.accuracy = eps;
+  arkcos_plan *p = arkcos_plan_create(f->g, f->k, &o, &e);
+  CHECK(p != NULL, "plan, accuracy %g: %s", eps, e.msg);
+  if (sm && p) {
+    CHECK(smoother_apply(sm, f->in, f->a, &e) == 0, "apply: %s", e.msg);
+    CHECK(arkcos_execute(p, f->in, f->b, &e) == 0, "execute: %s", e.msg);
+    CHECK(same_bits(f->a, f->b, f->g->npix), "accuracy %g: the plan's output bit for bit", eps);
+    double b = smoother_bound(sm);
+    CHECK(b == arkcos_plan_bound(p), "accuracy %g: the plan's bound (%g)", eps, b);
+    CHECK(isfinite(b) && b >= 0, "accuracy %g: a finite bound >= 0 (%g)", eps, b);
+    if (eps > 0) CHECK(b <= eps, "accuracy %g: bound %g within it", eps, b);
+  }
+  arkcos_plan_destroy(p);
+  smoother_destroy(sm);
+}
+
+TEST_GROUP(accuracy_and_bound) {
+  fixture f = {0};
+  CHECK(fixture_make(&f), "fixture");
+  if (!f.g) return;
+  method_spec s;
+  method_spec_default(&s);
+  CHECK(s.arkcos.accuracy == 0, "exact (0) is the default");
+  check_accuracy(&f, 0);
+  check_accuracy(&f, 1e-6);
+  fixture_free(&f);
+}
+
 TEST_GROUP(refusals) {
   fixture f = {0};
   CHECK(fixture_make(&f), "fixture");
@@ -175,4 +222,5 @@ TEST_GROUP(refusals) {
   fixture_free(&f);
 }
 
-TEST_MAIN(TG(names), TG(each_method_as_called_directly), TG(auto_backend), TG(refusals))
+TEST_MAIN(TG(names), TG(each_method_as_called_directly), TG(auto_backend),
+          TG(accuracy_and_bound), TG(refusals))

@@ -3,7 +3,9 @@
 # ARKCOS_RESULTS_DIR / ARKCOS_PLOTS_DIR, so a user's results/ and plots/out/
 # are left alone): every figure exists as a real PNG and PDF, REPORT.md embeds
 # every figure and has a verdict line for every claim of
-# results/paper/published.json, and a second run resumes without running a case.
+# results/paper/published.json and a whole-sphere accuracy table (the exact
+# sweep) with a row per kernel family, and a second run resumes without
+# running a case.
 # reproduce.sh runs without Python (PYTHON=/bin/false and python/python3 on
 # PATH that fail and leave a trace), and under umask 022 its report files are
 # mode 0644.
@@ -81,7 +83,46 @@ check "ringing is absent in the belt (enhanced mode)" \
 check "spectrum error below the paper's 1e-3" \
   grep -qE '^\| `accuracy.spectrum.gauss6` .*\| consistent' "$report"
 
-for fig in fig2 fig2fsht fig4 fig5 fig6 headline; do
+# whole-sphere accuracy against the direct sum (configs/ci/exact.json): a row
+# per kernel family and method; the enhanced rows' numbers parse and are at
+# rounding (test_exact.c tests the engine itself); the paper's algorithm is not exact in
+# the caps for a top-hat
+exact=$(sed -n '/^## Whole-sphere accuracy against the direct sum/,/^## [^W]/p' "$report")
+check "REPORT.md has the whole-sphere accuracy section" test -n "$exact"
+# cells: 2 kernel, 3 method, 4 belt, 5 north, 6 south, 7 max, 8 paper, 9 verdict
+rows() { awk -F' [|] ' -v m="$1" '/^\| / && index($2, m) == 1' <<<"$exact"; }
+is_num() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?(e[-+][0-9]+)?$ ]]; }
+fams=$(awk -F' [|] ' '/^\| / && $2 == "ARKCoS enhanced" {print $1}' <<<"$exact" | sort -u | wc -l)
+check "the accuracy table has an enhanced row for each of the 5 kernel families ($fams)" test "$fams" -eq 5
+for fam in 'Gaussian, 2\.8 px per FWHM .*cut at 1e-05' 'Gaussian, 2\.8 px per FWHM .*cut at 0\.001' \
+    'Gaussian, 1\.4 px per FWHM' 'top-hat' 'table `exact_table\.txt`'; do
+  for m in "ARKCoS enhanced" "ARKCoS paper mode" "FSHT iter 3"; do
+    row=$(rows "$m" | grep -E "^\| $fam" | head -1)
+    IFS='|' read -r _ _ _ belt north south max _ verdict _ <<<"$row"
+    nums=1
+    for x in $belt $north $south $max; do is_num "$x" || nums=0; done
+    name=${fam//\\/}
+    check "exact: ${name//.\*/…} / $m: a row whose four numbers parse ($belt|$north|$south|$max)" \
+      test -n "$row" -a $nums -eq 1 -a -n "${verdict// /}"
+    # the default (exact) plan equals the direct sum to rounding on the whole
+    # sphere (measured at nside 64: rms <= 1.5e-14, max <= 1.3e-13)
+    [ "$m" = "ARKCoS enhanced" ] && check "exact: ${name//.\*/…}: enhanced is exact to rounding everywhere" \
+      awk -v b="$belt" -v n="$north" -v s="$south" -v x="$max" \
+      'BEGIN { exit !(b + 0 <= 1e-13 && n + 0 <= 1e-13 && s + 0 <= 1e-13 && x + 0 <= 1e-12) }'
+  done
+done
+row=$(rows "ARKCoS paper mode" | grep '^| top-hat' | head -1)
+IFS='|' read -r _ _ _ _ north south _ <<<"$row"
+check "exact: the paper's algorithm leaves a top-hat's caps off by more than 1e-8 ($north, $south)" \
+  awk -v n="$north" -v s="$south" 'BEGIN { exit !(n + 0 > 1e-8 && s + 0 > 1e-8) }'
+# without the exact sweep's results the section says so
+mkdir -p "$tmp/noexact"
+cp -r "$res/fig2" "$res/fig4" "$tmp/noexact/"
+"$ARKCOS" report --paper "$tmp/noexact" "$plots" results/paper/published.json ci >/dev/null 2>&1
+check "without exact/results.json the report says the section was not measured" \
+  grep -q '^Not measured: `exact/results.json` is missing' "$tmp/noexact/REPORT.md"
+
+for fig in fig2 fig2fsht fig4 fig5 fig6 headline exact; do
   check "$fig: results.json has no failed case" \
     "$PYTHON" -c "import json,sys; d=json.load(open('$res/$fig/results.json')); sys.exit(0 if d['cases'] and all(c['status'] in ('ok','skipped') for c in d['cases']) else 1)"
 done

@@ -4,14 +4,17 @@
  *
  * usage: bench [--nside N,N,...] [--threads T] [--repeats R] [--fsht-repeats R]
  *              [--fwhm-arcmin-2048 F] [--cutoff-rel EPS] [--no-fsht] [--no-cache]
- *              [--oversample Q]
+ *              [--oversample Q] [--tophat-px R] [--accuracy EPS]
  *        bench --support-sweep NSIDE [--threads T] [--repeats R]
  * ARKCoS times are medians of --repeats executes (default 9: single runs on a
  * shared machine scatter by tens of percent), FSHT times of --fsht-repeats (1),
  * at lmax = 3 nside - 1 (healpy's default) and 2 nside (the paper's), iter 0
  * and 3, all in the same run.
  * The beam keeps the pixels-per-FWHM ratio of 4.7' at nside 2048 (about 2.8):
- * FWHM = 4.7' * 2048 / nside unless --fwhm-arcmin-2048 says otherwise.
+ * FWHM = 4.7' * 2048 / nside unless --fwhm-arcmin-2048 says otherwise;
+ * --tophat-px R takes a top-hat of R pixels' radius instead. Beside the
+ * default (exact) plan, one with --accuracy EPS (default 1e-5): the cheaper
+ * path its a-priori bound allows.
  */
 #include <math.h>
 #include <omp.h>
@@ -116,12 +119,12 @@ typedef struct bench_args {
   long nsides[8];
   int nn, threads, repeats, frep, do_fsht, do_cache, oversample;
   long sweep_nside;
-  double fwhm2048, rel;
+  double fwhm2048, rel, tophat_px, accuracy;
 } bench_args;
 
 static int parse_args(int argc, char **argv, bench_args *a) {
   *a = (bench_args){.nsides = {512, 1024, 2048}, .nn = 3, .threads = 2, .repeats = 9, .frep = 1,
-                    .do_fsht = 1, .do_cache = 1, .fwhm2048 = 4.7, .rel = 1e-5};
+                    .do_fsht = 1, .do_cache = 1, .fwhm2048 = 4.7, .rel = 1e-5, .accuracy = 1e-5};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--nside") && i + 1 < argc) {
       a->nn = 0;
@@ -135,13 +138,15 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     else if (!strcmp(argv[i], "--no-cache")) a->do_cache = 0;
     else if (!strcmp(argv[i], "--oversample") && i + 1 < argc) a->oversample = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--support-sweep") && i + 1 < argc) a->sweep_nside = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--tophat-px") && i + 1 < argc) a->tophat_px = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--accuracy") && i + 1 < argc) a->accuracy = atof(argv[++i]);
     else {
       fprintf(stderr, "bench: unknown argument %s\n", argv[i]);
       return 2;
     }
   }
-  if (a->repeats < 1 || a->frep < 1 || a->threads < 1) {
-    fprintf(stderr, "bench: repeats and threads must be >= 1\n");
+  if (a->repeats < 1 || a->frep < 1 || a->threads < 1 || !(a->tophat_px >= 0) || !(a->accuracy > 0)) {
+    fprintf(stderr, "bench: repeats and threads must be >= 1, --tophat-px >= 0, --accuracy > 0\n");
     return 2;
   }
   return 0;
@@ -149,7 +154,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
 
 /* One plan's timing: median execute after a warm-up, mean stage times. */
 typedef struct plan_timing {
-  double median, plan, memory_mb;
+  double median, plan, memory_mb, bound;
   arkcos_stage_times mean;
 } plan_timing;
 
@@ -177,10 +182,12 @@ static int time_plan(const arkcos_geometry *g, const arkcos_kernel *k, const ark
     t->mean.kernel_fft += st.kernel_fft / repeats;
     t->mean.reduction += st.reduction / repeats;
     t->mean.map_ifft += st.map_ifft / repeats;
+    t->mean.direct += st.direct / repeats;
     t->mean.total += st.total / repeats;
   }
   t->median = median(ts, repeats);
   t->memory_mb = arkcos_plan_memory(p) / 1e6;
+  t->bound = arkcos_plan_bound(p);
   arkcos_plan_destroy(p);
   free(ts);
   return 0;
@@ -211,40 +218,51 @@ static int time_fsht(const arkcos_geometry *g, const arkcos_kernel *k, const dou
 }
 
 static void print_header(const bench_args *a) {
-  printf("# ARKCoS CPU bench: %d threads, Gaussian FWHM = %.2f' * 2048 / nside, cut at %.0e of the peak, double\n",
-         a->threads, a->fwhm2048, a->rel);
-  printf("# %-5s %7s %7s %6s | %9s %9s %9s | %7s %7s | %9s %9s | %5s %5s %5s %5s %5s | %8s %8s\n", "nside", "fwhm'",
-         "cut'", "rings", "arkcos_s", "plan_s", "reuse_s", "fsht0_s", "fsht3_s", "x_iter0", "x_iter3", "mapff",
-         "keval", "kfft", "reduc", "ifft", "plan_MB", "rss_MB");
+  if (a->tophat_px > 0)
+    printf("# ARKCoS CPU bench: %d threads, top-hat of %.3g pixels' radius, double\n", a->threads, a->tophat_px);
+  else
+    printf("# ARKCoS CPU bench: %d threads, Gaussian FWHM = %.2f' * 2048 / nside, cut at %.0e of the peak, double\n",
+           a->threads, a->fwhm2048, a->rel);
+  printf("# %-5s %7s %7s %6s | %9s %9s %9s | %7s %7s | %9s %9s | %5s %5s %5s %5s %5s (%5s) | %8s %8s\n", "nside",
+         "fwhm'", "cut'", "rings", "arkcos_s", "plan_s", "reuse_s", "fsht0_s", "fsht3_s", "x_iter0", "x_iter3",
+         "mapff", "keval", "kfft", "reduc", "ifft", "direct", "plan_MB", "rss_MB");
   printf("#       %7s %7s %6s | %9s | %9s %9s\n", "", "", "", "cached_s", "cache_MB", "");
 }
 
 static void print_rows(long nside, const arkcos_kernel *k, double fwhm, const plan_timing *t,
-                       double tcache, double cache_mb, double tq1, const double f[4]) {
+                       double tcache, double cache_mb, const plan_timing *tq1, double acc, const double f[4]) {
   const arkcos_stage_times *sm = &t->mean;
   double tot = sm->total > 0 ? sm->total : 1, cut = arkcos_kernel_cutoff(k);
-  printf("  %-5ld %7.2f %7.2f %6d | %9.4f %9.4f %9.4f | %7.2f %7.2f | %9.1f %9.1f | %4.0f%% %4.0f%% %4.0f%% %4.0f%% %4.0f%% | %8.0f %8.0f\n",
+  printf("  %-5ld %7.2f %7.2f %6d | %9.4f %9.4f %9.4f | %7.2f %7.2f | %9.1f %9.1f | %4.0f%% %4.0f%% %4.0f%% %4.0f%% %4.0f%% (%4.0f%%) | %8.0f %8.0f\n",
          nside, fwhm * 10800 / M_PI, cut * 10800 / M_PI, (int)ceil(2 * cut / (M_PI / (4.0 * nside))),
          t->median, t->plan, t->median + t->plan, f[0], f[1], f[0] / t->median, f[1] / t->median,
          100 * sm->map_fft / tot, 100 * sm->kernel_eval / tot, 100 * sm->kernel_fft / tot,
-         100 * sm->reduction / tot, 100 * sm->map_ifft / tot, t->memory_mb, peak_rss_bytes() / 1e6);
+         100 * sm->reduction / tot, 100 * sm->map_ifft / tot, 100 * sm->direct / tot, t->memory_mb,
+         peak_rss_bytes() / 1e6);
+  printf("        %7s %7s %6s | bound %.2g (a-priori, per unit max |input|)\n", "", "", "", t->bound);
   printf("        %7s %7s %6s | %9s | %7.2f %7.2f | %9.1f %9.1f   (FSHT at lmax = 2 nside, the paper's)\n", "",
          "", "", "", f[2], f[3], f[2] / t->median, f[3] / t->median);
   printf("        %7s %7s %6s | %9.4f | %9.0f   (cached kernel spectra: per-map time, plan memory)\n", "", "", "",
          tcache, cache_mb);
-  printf("        %7s %7s %6s | %9.4f | %9s %9s | %9.1f %9.1f   (4 nside kernel grid, oversample 1)\n", "", "", "",
-         tq1, "", "", f[0] / tq1, f[1] / tq1);
+  printf("        %7s %7s %6s | %9.4f | %9s %9s | %9.1f %9.1f   (--accuracy %.0e: bound %.2g, plan %.0f MB)\n",
+         "", "", "", tq1->median, "", "", f[0] / tq1->median, f[1] / tq1->median, acc, tq1->bound, tq1->memory_mb);
+  printf("        %7s %7s %6s | %9s | %9s %9s | %9.1f %9.1f   (--accuracy %.0e, FSHT at lmax = 2 nside)\n", "", "", "",
+         "", "", "", f[2] / tq1->median, f[3] / tq1->median, acc);
 }
 
-/* One nside: the default plan, the 4 nside grid (oversample 1: DESIGN.md's
- * algorithm and the GPU backend's grid), plan reuse with cached kernel
- * spectra (the per-map cost of many maps) and FSHT. */
+/* One nside: the default (exact) plan, a plan with --accuracy, plan reuse
+ * with cached kernel spectra (the per-map cost of many maps) and FSHT. */
 static int bench_nside(const bench_args *a, long nside) {
   arkcos_error err = {0, ""};
   arkcos_kernel_spec ks = {0};
   ks.type = ARKCOS_KERNEL_GAUSSIAN;
   ks.fwhm = a->fwhm2048 * 2048.0 / (double)nside * M_PI / 10800;
   ks.cutoff_rel = a->rel;
+  if (a->tophat_px > 0) { /* radius in pixels of sqrt(4 pi / npix) */
+    ks = (arkcos_kernel_spec){0};
+    ks.type = ARKCOS_KERNEL_TOPHAT;
+    ks.cutoff = a->tophat_px * sqrt(M_PI / 3) / (double)nside;
+  }
   arkcos_geometry *g = arkcos_geometry_healpix(nside, &err);
   arkcos_kernel *k = g ? arkcos_kernel_create(&ks, &err) : NULL;
   double *in = g ? malloc(sizeof(double) * g->npix) : NULL, *out = g ? malloc(sizeof(double) * g->npix) : NULL;
@@ -262,10 +280,10 @@ static int bench_nside(const bench_args *a, long nside) {
   plan_timing t, t1 = {.median = NAN}, tc = {.median = NAN, .memory_mb = NAN};
   double f[4] = {NAN, NAN, NAN, NAN};
   if (!rc) rc = time_plan(g, k, &o, in, out, a->repeats, &t, &err);
-  if (!rc && a->oversample != 1) {
-    o.oversample = 1;
-    if (time_plan(g, k, &o, in, out, a->repeats, &t1, &err)) t1.median = NAN;
-    o.oversample = a->oversample;
+  if (!rc) {
+    o.accuracy = a->accuracy;
+    if (time_plan(g, k, &o, in, out, a->repeats, &t1, &err)) t1.median = t1.bound = NAN;
+    o.accuracy = 0;
   }
   if (!rc && a->do_cache) {
     o.cache_kernel_spectra = 1;
@@ -275,7 +293,7 @@ static int bench_nside(const bench_args *a, long nside) {
     }
   }
   if (!rc && a->do_fsht) rc = time_fsht(g, k, in, out, a->threads, a->frep, f, &err);
-  if (!rc) print_rows(nside, k, ks.fwhm, &t, tc.median, tc.memory_mb, t1.median, f);
+  if (!rc) print_rows(nside, k, ks.fwhm, &t, tc.median, tc.memory_mb, &t1, a->accuracy, f);
   else fprintf(stderr, "bench: %s\n", err.msg);
   fflush(stdout);
   free(in);
@@ -293,10 +311,11 @@ int main(int argc, char **argv) {
   print_header(&a);
   for (int c = 0; c < a.nn; c++)
     if (bench_nside(&a, a.nsides[c])) return 1;
-  printf("# arkcos_s: median execute, default (automatic) oversampling of cap pairs' kernel grids;\n"
+  printf("# arkcos_s: median execute of the default plan, exact on the whole sphere (bound: its a-priori bound);\n"
          "# fsht0_s/fsht3_s: FSHT smoothing at lmax = 3 nside - 1 (healpy's default), iter 0 and 3;\n"
          "# the 'lmax = 2 nside' row: the same at the paper's band limit;\n"
-         "# the 'oversample 1' row: the same on the 4 nside grid everywhere (faster, less accurate caps);\n"
+         "# the '--accuracy' rows: a plan allowed the cheaper path its bound permits (float direct weights);\n"
+         "# direct: the share of the execute in directly summed ring pairs (part of reduc);\n"
          "# reuse_s: plan + one execute (no reuse); cached_s: median\n"
          "# execute of a plan that keeps every kernel spectrum (many maps, one beam);\n"
          "# x_iter0/3: FSHT time / ARKCoS time; stage shares of the execute time; rings: approx. support in rings\n");

@@ -1,0 +1,496 @@
+/*
+ * pairs_direct.c -- the exact path for ring pairs whose rings do not share
+ * the kernel grid (the polar caps and the belt's edge), and the plan's
+ * a-priori error bound. Shared by the CPU backends of both precisions: the
+ * weights, the sums and the output are double.
+ *
+ * A ring pair (i, j) contributes y_a = sum_b W_ab x_b, W_ab = w_j K(alpha_ab),
+ * to output pixel a of ring i from input pixel b of ring j. The azimuth
+ * offset of the two pixels is
+ *   dphi_ab = phi0_i - phi0_j + 2 pi (a n_j - b n_i) / (n_i n_j),
+ * its numerator an exact integer, and alpha_ab follows from the haversine
+ * form of the squared chord (arkcos_math.h), as in the Fourier path. Where
+ * n_i = n_j = L (the belt) the Fourier path is the exact circular
+ * convolution; elsewhere its kernel grid cannot hold both rings' pixels and
+ * it aliases, so these pairs are summed directly over the kernel's support
+ * on the ring, with the weights tabulated at plan time:
+ *  - rotating the sphere by 2 pi / g, g = gcd(n_i, n_j), moves output pixel
+ *    a to a + n_i / g and input pixel b to b + n_j / g and keeps every
+ *    offset: the table holds the P = n_i / g output pixels of one period;
+ *  - a geometry symmetric about the equator gives the mirror pair (i', j')
+ *    the same table;
+ *  - each output pixel reads wc consecutive input pixels (the widest window
+ *    of the period, padded with the exact kernel values, zero beyond the
+ *    cutoff), from a copy of the input ring laid out three times so that no
+ *    index wraps.
+ * Every weight is the kernel at the pair's exact offset, so the cutoff, a
+ * top-hat's jump or a table's kink land where the direct sum has them.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arkcos/plan_internal.h"
+
+/* One directly summed ring pair of a task: output ring task[t] (and its
+ * mirror) from input ring j (and its mirror jm). Rows a < P of the period;
+ * with lanes = 4 (4 divides g, every HEALPix pair) a row serves the four
+ * output pixels a + r P, r < 4, at once, else the g periods in turn. */
+typedef struct {
+  int j, jm;        /* input ring; the mirror output ring's input ring, or -1 */
+  int lanes;        /* 4: the four quarter turns as vector lanes; 1: a loop */
+  int64_t P, reps;  /* rows (output pixels n_i / (reps lanes)), periods looped over */
+  int64_t sj;       /* input pixels per lane / period: n_j / (reps lanes) */
+  int64_t bmin, bmax; /* range of the rows' first input pixels (unwrapped) */
+  int64_t maxlen;   /* longest row */
+  int64_t *b0;      /* first input pixel of row a (unwrapped: may be < 0) */
+  int64_t *wofs;    /* row a's weights: w[wofs[a] .. wofs[a] + wlen[a]), */
+  int64_t *wlen;
+  unsigned char *rev; /* read backwards (a row's mirror image, see pair_setup) */
+  int64_t nw;       /* weights stored */
+  double *w;        /* the weights, or NULL when held in float (wf) */
+  float *wf;        /* weights rounded to float, where --accuracy allows */
+  double wsum;      /* max over a of sum |W_ab| */
+} dpair;
+
+struct arkcos_direct {
+  int ntasks;
+  int *first;       /* pairs of task t: pair[first[t] .. first[t + 1]) */
+  dpair *pair;
+  int nthreads;
+  size_t xlen;      /* per-thread input buffer (doubles) */
+  double *xbuf;
+};
+
+/* Whether pair (i, j) takes the direct path: both rings on the kernel grid
+ * (length L) keep the exact Fourier path; in paper mode nothing is direct. */
+int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j) {
+  if (!p->direct_caps) return 0;
+  const arkcos_ring *rg = p->geom->rings;
+  return rg[i].nph != p->L || rg[j].nph != p->L;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+static inline int64_t wrap64(int64_t b, int64_t n) {
+  const int64_t r = b % n;
+  return r < 0 ? r + n : r;
+}
+
+/* The kernel's half-width in azimuth on pair (i, j) in input pixels of ring
+ * j, or -1 when it does not reach the ring, or a value >= n_j for all of it. */
+static double pair_halfwidth(const arkcos_plan *p, int i, int j) {
+  const arkcos_ring *rg = p->geom->rings;
+  const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+  const double half = arkcos_dphi_window(&p->kf, sdt * sdt, p->sin_theta[i] * p->sin_theta[j]);
+  if (half < 0) return -1;
+  if (half >= ARKCOS_PI) return (double)rg[j].nph;
+  return half * (double)rg[j].nph / (2 * ARKCOS_PI);
+}
+
+/* Candidate window of output pixel a (one pixel of margin each side,
+ * at most the whole ring): first input pixel, unwrapped, and count. */
+static void pixel_window(const arkcos_plan *p, int i, int j, double hw, int64_t a, int64_t *lo, int64_t *cnt) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int64_t ni = rg[i].nph, nj = rg[j].nph;
+  const double c = (rg[i].phi0 - rg[j].phi0) * (double)nj / (2 * ARKCOS_PI) + (double)a * (double)nj / (double)ni;
+  if (hw >= (double)nj) {
+    *lo = (int64_t)floor(c) - nj / 2;
+    *cnt = nj;
+    return;
+  }
+  const int64_t l = (int64_t)floor(c - hw) - 1, h = (int64_t)ceil(c + hw) + 1;
+  *lo = l;
+  *cnt = h - l + 1 < nj ? h - l + 1 : nj;
+}
+
+/* Row a of pair (i, j): the kernel at every candidate offset, then the
+ * zeros beyond the cutoff trimmed from both ends. Writes the row at w,
+ * returns its length and sets *b0 and *sum (sum of |W|). */
+static int64_t row_weights(const arkcos_plan *p, int i, int j, double hw, int64_t a, double *w, int64_t *b0,
+                           double *sum) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int64_t ni = rg[i].nph, nj = rg[j].nph;
+  const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+  const double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
+  const double d0 = rg[i].phi0 - rg[j].phi0, step = 2 * ARKCOS_PI / ((double)ni * (double)nj);
+  int64_t lo, cnt;
+  pixel_window(p, i, j, hw, a, &lo, &cnt);
+  int64_t f = -1, e = -1;
+  *sum = 0;
+  for (int64_t l = 0; l < cnt; l++) {
+    const int64_t b = lo + l;
+    const double dphi = d0 + step * (double)(a * nj - b * ni); /* exact numerator */
+    const double sh = sin(0.5 * dphi);
+    const double v = rg[j].weight * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh));
+    w[l] = v;
+    if (v != 0) {
+      if (f < 0) f = l;
+      e = l;
+      *sum += fabs(v);
+    }
+  }
+  if (f < 0) {
+    *b0 = lo;
+    return 0;
+  }
+  if (f > 0) memmove(w, w + f, sizeof(double) * (size_t)(e - f + 1));
+  *b0 = lo + f;
+  return e - f + 1;
+}
+
+/* Azimuth reflection: a ring whose first pixel sits at 0 or half a pixel
+ * (e = 2 phi0 n / 2 pi = 0 or 1; every HEALPix ring) maps onto itself under
+ * phi -> -phi, pixel a onto (-a - e) mod n. Returns e, or -1. */
+static int ring_reflection(const arkcos_ring *r) {
+  const double x = r->phi0 * (double)r->nph / ARKCOS_PI, e = floor(x + 0.5);
+  return fabs(x - e) < 1e-9 && (e == 0 || e == 1) ? (int)e : -1;
+}
+
+/* Row a's partner under the reflection: the row whose output pixels are
+ * the mirror images of row a's. Their weights are the same, in reverse
+ * order (K depends on sin^2(dphi / 2), the reflection negates dphi), and,
+ * the four lanes (or the periods) sharing a row's weights, only the row's
+ * first input pixel differs. Sets *q: the lane (period) of row a that maps
+ * onto the partner's first. */
+static int64_t row_partner(const dpair *d, int64_t ni, int ei, int64_t a, int64_t *q) {
+  const int64_t ar = wrap64(-a - ei, ni);
+  *q = ar / d->P;
+  return ar % d->P;
+}
+
+/* Sets up pair (i, j) of a task: lanes, period, the trimmed rows; a row
+ * whose reflection partner comes first is that row read backwards. */
+static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int64_t ni = rg[i].nph, nj = rg[j].nph;
+  const double hw = pair_halfwidth(p, i, j);
+  const int64_t g = gcd64(ni, nj);
+  const int ei = ring_reflection(&rg[i]), ej = ring_reflection(&rg[j]), refl = ei >= 0 && ej >= 0;
+  d->lanes = g % 4 == 0 ? 4 : 1;
+  d->reps = d->lanes == 4 ? 1 : g;
+  d->P = ni / (d->reps * d->lanes);
+  d->sj = nj / (d->reps * d->lanes);
+  int64_t cmax = 0;
+  for (int64_t a = 0; a < d->P; a += d->P > 1 ? d->P - 1 : 1) { /* windows differ by <= 2 pixels */
+    int64_t lo, cnt;
+    pixel_window(p, i, j, hw, a, &lo, &cnt);
+    if (cnt > cmax) cmax = cnt;
+  }
+  cmax = cmax + 2 < nj ? cmax + 2 : nj;
+  const size_t P = (size_t)d->P;
+  d->b0 = malloc(sizeof(int64_t) * P);
+  d->wofs = malloc(sizeof(int64_t) * P);
+  d->wlen = malloc(sizeof(int64_t) * P);
+  d->rev = calloc(P, 1);
+  d->w = malloc(sizeof(double) * (P * (size_t)cmax + 1));
+  if (!d->b0 || !d->wofs || !d->wlen || !d->rev || !d->w) return ARKCOS_ENOMEM;
+  int64_t n = 0;
+  d->wsum = 0;
+  d->maxlen = 0;
+  for (int64_t a = 0; a < d->P; a++) { /* rows that come before their partner */
+    int64_t q;
+    if (refl && row_partner(d, ni, ei, a, &q) < a) continue;
+    double sum;
+    d->wofs[a] = n;
+    d->wlen[a] = row_weights(p, i, j, hw, a, d->w + n, &d->b0[a], &sum);
+    n += d->wlen[a];
+    if (sum > d->wsum) d->wsum = sum;
+    if (d->wlen[a] > d->maxlen) d->maxlen = d->wlen[a];
+  }
+  for (int64_t a = 0; refl && a < d->P; a++) { /* their partners, read backwards */
+    int64_t q;
+    const int64_t c = row_partner(d, ni, ei, a, &q);
+    if (c >= a) continue;
+    int64_t lo, cnt;
+    pixel_window(p, i, j, hw, a, &lo, &cnt);
+    d->wofs[a] = d->wofs[c];
+    d->wlen[a] = d->wlen[c];
+    d->rev[a] = 1;
+    /* partner row c, lane q, reads b0_c + l + q sj; its mirror images
+     * -(that) - ej run backwards from b0_a: the representative near lo */
+    const int64_t b = -(d->b0[c] + d->wlen[c] - 1 + q * d->sj) - ej;
+    d->b0[a] = lo + wrap64(b - lo, nj);
+    if (d->b0[a] - lo > nj / 2) d->b0[a] -= nj;
+  }
+  d->bmin = INT64_MAX;
+  d->bmax = INT64_MIN;
+  for (int64_t a = 0; a < d->P; a++) {
+    if (d->b0[a] < d->bmin) d->bmin = d->b0[a];
+    if (d->b0[a] > d->bmax) d->bmax = d->b0[a];
+  }
+  d->nw = n;
+  double *w = realloc(d->w, sizeof(double) * (size_t)(n + 1));
+  if (w) d->w = w;
+  return ARKCOS_OK;
+}
+
+/* Doubles of the per-thread input buffer pair d needs */
+static size_t pair_xlen(const arkcos_ring *rg, const dpair *d) {
+  if (d->lanes == 4) return 8 * (size_t)(d->bmax - d->bmin + d->maxlen + 1);
+  return 6 * (size_t)rg[d->j].nph;
+}
+
+void arkcos_direct_destroy(arkcos_direct *D) {
+  if (!D) return;
+  if (D->pair && D->first)
+    for (int k = 0; k < D->first[D->ntasks]; k++) {
+      free(D->pair[k].b0);
+      free(D->pair[k].wofs);
+      free(D->pair[k].wlen);
+      free(D->pair[k].rev);
+      free(D->pair[k].w);
+      free(D->pair[k].wf);
+    }
+  free(D->pair);
+  free(D->first);
+  free(D->xbuf);
+  free(D);
+}
+
+/* Lists the direct pairs of every task (those the kernel reaches). */
+static int direct_list(const arkcos_plan *p, arkcos_direct *D) {
+  int n = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    n = 0;
+    for (int t = 0; t < p->ntasks; t++) {
+      const int i = p->task[t], i2 = p->mirror[i];
+      if (pass) D->first[t] = n;
+      for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+        if (!arkcos_pair_is_direct(p, i, j) || pair_halfwidth(p, i, j) < 0) continue;
+        if (pass) {
+          D->pair[n].j = j;
+          D->pair[n].jm = i2 >= 0 && i2 != i ? p->mirror[j] : -1;
+        }
+        n++;
+      }
+    }
+    if (!pass) {
+      D->first = malloc(sizeof(int) * (size_t)(p->ntasks + 1));
+      D->pair = calloc(n ? (size_t)n : 1, sizeof(dpair));
+      if (!D->first || !D->pair) return ARKCOS_ENOMEM;
+    }
+  }
+  D->first[p->ntasks] = n;
+  return ARKCOS_OK;
+}
+
+int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err) {
+  arkcos_direct *D = calloc(1, sizeof *D);
+  if (!D) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  p->direct = D;
+  D->ntasks = p->ntasks;
+  if (nthreads <= 0) nthreads = omp_get_max_threads();
+  D->nthreads = nthreads;
+  if (direct_list(p, D)) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  const int npair = D->first[p->ntasks];
+  int bad = 0;
+  size_t vals = 0, xlen = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads) reduction(| : bad) reduction(+ : vals) \
+    reduction(max : xlen)
+  for (int t = 0; t < p->ntasks; t++)
+    for (int k = D->first[t]; k < D->first[t + 1]; k++) {
+      dpair *d = &D->pair[k];
+      if (pair_setup(p, p->task[t], d->j, d) != ARKCOS_OK) {
+        bad = 1;
+        continue;
+      }
+      vals += (size_t)(d->nw + 3 * d->P);
+      const size_t xl = pair_xlen(p->geom->rings, d);
+      if (xl > xlen) xlen = xl;
+    }
+  D->xlen = (xlen + 7) / 8 * 8;
+  D->xbuf = malloc(sizeof(double) * (D->xlen * (size_t)nthreads + 1));
+  if (bad || !D->xbuf)
+    return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory (direct ring pairs need %.1f MB)",
+                       8.0 * (double)vals / 1e6);
+  p->bytes += 8 * vals + sizeof(dpair) * (size_t)npair + sizeof(double) * D->xlen * (size_t)nthreads;
+  return ARKCOS_OK;
+}
+
+typedef double v4d __attribute__((vector_size(32)));
+
+/* Lanes 4: x[(b - bmin) 8 + r] = ring j at b + r sj, x[.. + 4 + r] = ring jm
+ * there (the mirror's input), for the rows' whole range of b. */
+static void lanes_input(const arkcos_ring *rg, const dpair *d, const double *in, double *x) {
+  const int64_t nj = rg[d->j].nph, nb = d->bmax - d->bmin + d->maxlen;
+  const double *xj = in + rg[d->j].ofs, *xm = d->jm >= 0 ? in + rg[d->jm].ofs : xj;
+  for (int64_t b = 0; b < nb; b++)
+    for (int r = 0; r < 4; r++) {
+      const int64_t q = wrap64(d->bmin + b + r * d->sj, nj);
+      x[8 * b + r] = xj[q];
+      x[8 * b + 4 + r] = xm[q];
+    }
+}
+
+/* Lanes 4: y[a + r P] += sum_l w_al x_j(b0_a + l + r sj), r < 4, and the
+ * same weights on the mirror rings, as two vectors of four lanes; a row
+ * marked rev reads its weights backwards. WT: double or float weights
+ * (products and sums in double either way). */
+#define LANES_APPLY(NAME, WT, FIELD)                                           \
+  static void NAME(const dpair *d, const double *x, double *y, double *ym) {  \
+    for (int64_t a = 0; a < d->P; a++) {                                       \
+      const WT *wa = d->FIELD + d->wofs[a];                                    \
+      const int64_t len = d->wlen[a];                                          \
+      const double *xa = x + 8 * (d->b0[a] - d->bmin);                         \
+      v4d s = {0, 0, 0, 0}, t = {0, 0, 0, 0};                                  \
+      const int64_t l0 = d->rev[a] ? len - 1 : 0, dl = d->rev[a] ? -1 : 1;     \
+      for (int64_t l = 0; l < len; l++) {                                      \
+        v4d u, v;                                                              \
+        memcpy(&u, xa + 8 * l, sizeof u);                                      \
+        memcpy(&v, xa + 8 * l + 4, sizeof v);                                  \
+        const double wl = (double)wa[l0 + dl * l];                             \
+        s += wl * u;                                                           \
+        t += wl * v;                                                           \
+      }                                                                        \
+      for (int r = 0; r < 4; r++) y[a + r * d->P] += s[r];                     \
+      if (ym)                                                                  \
+        for (int r = 0; r < 4; r++) ym[a + r * d->P] += t[r];                  \
+    }                                                                          \
+  }
+LANES_APPLY(lanes_apply_d, double, w)
+LANES_APPLY(lanes_apply_f, float, wf)
+#undef LANES_APPLY
+
+/* Lanes 1: ring j laid out three times (any window of <= n_j pixels that
+ * starts in [0, 2 n_j) is contiguous); y[a + r P] += sum_l w_al x(b0_a + l + r sj). */
+static void loop_apply(const arkcos_ring *rj, const dpair *d, const double *in, double *x, double *y) {
+  const int64_t nj = rj->nph;
+  for (int c = 0; c < 3; c++) memcpy(x + c * nj, in + rj->ofs, sizeof(double) * (size_t)nj);
+  for (int64_t a = 0; a < d->P; a++) {
+    const int64_t len = d->wlen[a], b = wrap64(d->b0[a], nj), last = d->rev[a] ? len - 1 : 0;
+    const int64_t dir = d->rev[a] ? -1 : 1, o = d->wofs[a];
+    for (int64_t r = 0; r < d->reps; r++) {
+      const double *xa = x + b + r * d->sj;
+      double s = 0;
+      if (d->w)
+        for (int64_t l = 0; l < len; l++) s += d->w[o + last + dir * l] * xa[l];
+      else
+        for (int64_t l = 0; l < len; l++) s += (double)d->wf[o + last + dir * l] * xa[l];
+      y[a + r * d->P] += s;
+    }
+  }
+}
+
+/* Stage "reduction", direct part: adds every direct pair's sums to out,
+ * task by task (a task's output rings are its own). Returns the seconds. */
+double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out) {
+  const arkcos_direct *D = p->direct;
+  if (!D || D->first[D->ntasks] == 0) return 0;
+  const arkcos_ring *rg = p->geom->rings;
+  const double t0 = omp_get_wtime();
+#pragma omp parallel num_threads(D->nthreads)
+  {
+    double *x = D->xbuf + (size_t)omp_get_thread_num() * D->xlen;
+#pragma omp for schedule(dynamic, 1)
+    for (int t = 0; t < D->ntasks; t++) {
+      const int i = p->task[t], i2 = p->mirror[i];
+      for (int k = D->first[t]; k < D->first[t + 1]; k++) {
+        const dpair *d = &D->pair[k];
+        if (d->lanes == 4) {
+          lanes_input(rg, d, in, x);
+          (d->w ? lanes_apply_d : lanes_apply_f)(d, x, out + rg[i].ofs, d->jm >= 0 ? out + rg[i2].ofs : NULL);
+          continue;
+        }
+        loop_apply(&rg[d->j], d, in, x, out + rg[i].ofs);
+        if (d->jm >= 0) loop_apply(&rg[d->jm], d, in, x, out + rg[i2].ofs);
+      }
+    }
+  }
+  return omp_get_wtime() - t0;
+}
+
+/* ------------------------------------------------------------- the bound */
+
+/* sum_n |w_j K| over the kernel-grid samples of belt pair (i, j) */
+static double fourier_pair_abs(const arkcos_plan *p, int i, int j, int *nsamp) {
+  const arkcos_ring *rg = p->geom->rings;
+  const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+  const double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
+  const double half = arkcos_dphi_window(&p->kf, sdt2, ss);
+  const double delta = rg[i].phi0 - rg[j].phi0;
+  int64_t n0, n1;
+  *nsamp = (int)arkcos_sample_range(half, delta, p->L, &n0, &n1);
+  double s = 0;
+  for (int64_t n = n0; n <= n1; n++) {
+    const double sh = sin(0.5 * (delta + 2 * ARKCOS_PI / (double)p->L * (double)n));
+    s += fabs(rg[j].weight * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh)));
+  }
+  return s;
+}
+
+/* Rounds task t's direct weights to float (half the memory and the
+ * memory traffic); returns the bytes freed. */
+static size_t task_to_float(arkcos_direct *D, int t) {
+  size_t freed = 0;
+  for (int k = D->first[t]; k < D->first[t + 1]; k++) {
+    dpair *d = &D->pair[k];
+    float *wf = malloc(sizeof(float) * (size_t)(d->nw + 1));
+    if (!wf) return freed; /* keeps the double weights */
+    for (int64_t q = 0; q < d->nw; q++) wf[q] = (float)d->w[q];
+    free(d->w);
+    d->w = NULL;
+    d->wf = wf;
+    freed += sizeof(float) * (size_t)d->nw;
+  }
+  return freed;
+}
+
+/* The plan's a-priori bound (docs/EXACTNESS.md): per output ring,
+ *  direct pairs:  (n_terms + 64) u_d sum_b |W_ab|  (the sum's rounding,
+ *                 n_terms the ring's direct terms, and 64 u_d for each
+ *                 weight's own evaluation), plus 2^-24 sum_b |W_ab| where
+ *                 the weights are held in float;
+ *  Fourier pairs: (10 log2 L + K^2 + n_pairs + 16) u sqrt(L) sum_n |h_n|,
+ *                 u the precision's unit roundoff: the FFTs' rounding in
+ *                 the 2-norm (log2 L steps of <= 5 u), the Clenshaw sums'
+ *                 (<= K^2 u sum |a_k|, K <= 64 their length; longer windows
+ *                 take an FFT), the accumulation over pairs, and sqrt(L) from
+ *                 the 2-norm to the max norm of a ring of L pixels;
+ * and the plan's bound is the largest over output rings. With an accuracy
+ * EPS > 0, a ring whose bound with float weights stays <= EPS gets them:
+ * the cheaper path under the requested accuracy. Sets p->bound. */
+void arkcos_plan_set_bound(arkcos_plan *p, int single) {
+  if (p->opt.mode == ARKCOS_MODE_PAPER) {
+    p->bound = INFINITY;
+    return;
+  }
+  const double ud = 0x1p-53, u = single ? 0x1p-24 : ud;
+  const double lg = log2((double)(p->L > 2 ? p->L : 2)), sq = sqrt((double)p->L);
+  arkcos_direct *D = p->direct;
+  double worst = 0;
+  for (int t = 0; t < p->ntasks; t++) {
+    const int i = p->task[t];
+    double fsum = 0, dsum = 0, dterms = 0;
+    int npairs = 0, kmax = 0;
+    for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+      if (arkcos_pair_is_direct(p, i, j)) continue;
+      int ns;
+      fsum += fourier_pair_abs(p, i, j, &ns);
+      if (ns > 0) npairs++;
+      if (ns > kmax) kmax = ns;
+    }
+    if (D)
+      for (int k = D->first[t]; k < D->first[t + 1]; k++) {
+        dsum += D->pair[k].wsum;
+        dterms += (double)D->pair[k].maxlen + 1;
+      }
+    const double kc = kmax < 64 ? kmax : 64;
+    double b = (10 * lg + kc * kc + npairs + 16) * u * sq * fsum + (dterms + 64) * ud * dsum;
+    if (D && dsum > 0 && p->opt.accuracy > 0 && b + 0x1p-24 * dsum <= p->opt.accuracy) {
+      const size_t freed = task_to_float(D, t);
+      p->bytes -= freed < p->bytes ? freed : 0;
+      if (freed) b += 0x1p-24 * dsum;
+    }
+    if (b > worst) worst = b;
+  }
+  p->bound = worst;
+}
