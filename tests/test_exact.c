@@ -38,21 +38,37 @@
 
 /* ------------------------------------------------------------ thresholds */
 
-/* Double precision, exact plan, whole sphere (the issue's requirements). */
-#define TOL_RMS 1e-10
-#define TOL_MAX 1e-8
-/* A double exact plan's bound must be meaningful, not merely satisfied. */
-#define TOL_BOUND_DOUBLE 1e-8
-/* Rings whose whole kernel disc lies in the belt: exact before this change. */
+/* Measured values are the worst over the cases of each group (x86-64, gcc
+ * -O3 -march=native); thresholds are about ten times that. The issue asked
+ * for 1e-10 (rms), 1e-8 (max) and 1e-12 (symmetry, constant map). */
+
+/* Double precision, exact plan, whole sphere. Measured rms 8.1e-15, max
+ * 9.7e-14 (both nside 48, gauss 1.4 px per FWHM); top-hats 6e-17 / 4e-16. */
+#define TOL_RMS 1e-13
+#define TOL_MAX 1e-12
+/* A double exact plan's bound must be meaningful, not merely satisfied.
+ * Measured on HEALPix 1.5e-13 (nside 16) .. 8.0e-13 (nside 128); on ECP
+ * 4.7e-12 (rings of 96 pixels, all Fourier pairs: the FFTs' sqrt(L) term). */
+#define TOL_BOUND_DOUBLE 1e-11
+#define TOL_BOUND_ECP 5e-11
+/* Rings whose whole kernel disc lies in the belt: exact before the caps
+ * were. Measured 9.3e-15 (nside 48, gauss 1.4 px per FWHM). */
 #define TOL_BELT 1e-13
-/* Single precision against the double direct sum: float rounding. */
-#define TOL_SINGLE_RMS 1e-6
-#define TOL_SINGLE_MAX 1e-5
-/* <y, A x> = <A y, x>, relative to ||y|| ||A x||. */
-#define TOL_SYMMETRY 1e-12
-/* Constant map: per pixel, relative to 7 * sum_q w_q K(alpha_pq). */
-#define TOL_CONSTANT 1e-12
-/* The looser accuracy asked of a plan in accuracy_loose. */
+/* Single precision against the double direct sum: float rounding in the
+ * belt's Fourier pairs (the caps' direct pairs measure 1e-15). Measured rms
+ * 3.2e-8, max 1.6e-7; bound 1.4e-4 .. 2.5e-4 (the Fourier terms' worst case
+ * in u = 2^-24, against 9e-8 measured per max |x|). */
+#define TOL_SINGLE_RMS 3e-7
+#define TOL_SINGLE_MAX 2e-6
+#define TOL_BOUND_SINGLE 3e-3
+/* <y, A x> = <A y, x>, relative to ||y|| ||A x||. Measured 2.2e-17. */
+#define TOL_SYMMETRY 3e-16
+/* Constant map: per pixel, relative to 7 * sum_q w_q K(alpha_pq).
+ * Measured 1.3e-14 (nside 48, gauss 2.8 px per FWHM). */
+#define TOL_CONSTANT 1e-13
+/* The looser accuracy asked of a plan in accuracy_loose. Measured bound
+ * 6.0e-8 .. 6.8e-8 (float direct weights) against errors per max |x| of
+ * 7e-9 .. 1.5e-8. */
 #define LOOSE_ACCURACY 1e-5
 
 /* Factor on radii given in pixels, so that no cutoff is a pixel distance. */
@@ -365,7 +381,7 @@ TEST_GROUP(ecp_geometry) {
     if (ok) {
       print_stats(label, &st);
       check_matches_direct(label, &st, TOL_RMS, TOL_MAX);
-      check_bound(label, &st, TOL_BOUND_DOUBLE);
+      check_bound(label, &st, TOL_BOUND_ECP);
     }
     free(ref);
     arkcos_kernel_destroy(k);
@@ -392,7 +408,7 @@ TEST_GROUP(single_precision) {
       if (ok) {
         print_stats(label, &st);
         check_matches_direct(label, &st, TOL_SINGLE_RMS, TOL_SINGLE_MAX);
-        check_bound(label, &st, 10 * TOL_SINGLE_MAX);
+        check_bound(label, &st, TOL_BOUND_SINGLE);
       }
       free(ref);
       arkcos_kernel_destroy(k);
@@ -469,8 +485,10 @@ static double asymmetry(const arkcos_geometry *g, const arkcos_kernel *k, uint64
   return r;
 }
 
-/* On HEALPix (equal areas) the direct sum is a symmetric matrix; an exact
- * ARKCoS is too, whereas aliasing between rings of unequal length is not. */
+/* On HEALPix (equal areas) the direct sum is a symmetric matrix, and so is
+ * ARKCoS when both paths build a pair's kernel from the same symmetric
+ * quantities (docs/EXACTNESS.md). (The former aliased cap path was symmetric
+ * too, to 6e-17: this guards the symmetry, not the exactness.) */
 TEST_GROUP(operator_symmetry) {
   const int64_t nsides[] = {32, 48};
   const family f[] = {FAM_GAUSS, FAM_TOPHAT};
