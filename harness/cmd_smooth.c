@@ -553,9 +553,11 @@ static int smooth_column(smooth_state *s, file_job *job, int c, arkcos_error *er
   if (!job->outs[c])
     return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the output map",
                        job->in);
-  double t0 = wall_time(), t_weight = 0;
+  /* dt includes the smoothing of the column's weight map when it is the
+   * first column that needs it */
+  double t0 = wall_time();
   int rc = mask_smooth_column(&job->mask, s->sm, c, job->maps[c], job->outs[c],
-                              &job->sum, &t_weight, err);
+                              &job->sum, err);
   if (rc) return rc;
   double dt = wall_time() - t0;
   if (s->a->method == METHOD_ARKCOS) {

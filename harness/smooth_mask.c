@@ -240,8 +240,7 @@ static void add_stage_times(arkcos_stage_times *sum, const arkcos_stage_times *t
 /* s->aw = A(w), w = 0 at the set's missing pixels, the --mask weight (or 1)
  * elsewhere. */
 static int smooth_weight(mask_job *j, smoother *sm, mask_set *s,
-                         arkcos_stage_times *stages, double *weight_time,
-                         arkcos_error *err) {
+                         arkcos_stage_times *stages, arkcos_error *err) {
   const int64_t npix = j->npix;
   const double *mw = j->mw ? j->mw->w : NULL;
   double *w = malloc(sizeof *w * (size_t)npix);
@@ -256,7 +255,7 @@ static int smooth_weight(mask_job *j, smoother *sm, mask_set *s,
     w[p] = is_missing(s->bits, p) ? 0.0 : mw ? mw[p] : 1.0;
   double t0 = wall_time();
   int rc = smoother_apply(sm, w, s->aw, err);
-  *weight_time += wall_time() - t0;
+  j->weight_time += wall_time() - t0;
   free(w);
   if (rc) return rc;
   if (smoother_kind(sm) == METHOD_ARKCOS) {
@@ -297,12 +296,11 @@ static int64_t finish_column(const mask_job *j, const double *aw, double *out) {
 }
 
 int mask_smooth_column(mask_job *j, smoother *sm, int c, double *in, double *out,
-                       arkcos_stage_times *stages, double *weight_time,
-                       arkcos_error *err) {
+                       arkcos_stage_times *stages, arkcos_error *err) {
   mask_set *s = &j->sets[j->set_of[c]];
   int rc = ARKCOS_OK;
   if (!s->aw && (!s->trivial || j->o->write_weight))
-    rc = smooth_weight(j, sm, s, stages, weight_time, err);
+    rc = smooth_weight(j, sm, s, stages, err);
   if (rc) return rc;
   if (!s->trivial) apply_weight(j, in);
   if ((rc = smoother_apply(sm, in, out, err))) return rc;
@@ -339,9 +337,11 @@ void mask_job_report(const mask_job *j, const hpx_header *h) {
       fprintf(stderr, "%lld output pixels UNSEEN (A(w) < %g)\n", (long long)j->nunseen[c],
               j->o->min_weight);
   }
-  fprintf(stderr, "arkcos smooth: %s: --mask-mode %s: out = %s, %d weight map(s) A(w) smoothed\n",
+  fprintf(stderr,
+          "arkcos smooth: %s: --mask-mode %s: out = %s, %d weight map(s) A(w) smoothed "
+          "(%.3gs)\n",
           j->path, zero ? "zero" : "normalize", zero ? "A(w m)" : "A(w m) / A(w)",
-          j->nsmoothed);
+          j->nsmoothed, j->weight_time);
   if (zero && nmissing)
     fprintf(stderr, "arkcos smooth: note: %s: --mask-mode zero: the %lld missing pixel(s) "
             "count as 0, which pulls the smoothed map towards 0 near them\n",

@@ -86,6 +86,7 @@ typedef struct mask_job {
   mask_set *sets;
   int nsets;
   int nsmoothed;     /* A(w) computed (weight smoothings) */
+  double weight_time; /* seconds they took */
   int active;        /* some column has missing pixels, or --mask */
 } mask_job;
 
@@ -97,11 +98,10 @@ int mask_job_begin(mask_job *j, const mask_opts *o, const mask_weights *mw,
 
 /* Smooths column c: in (modified: becomes w m) into out. A(w) is computed
  * first when its set needs it and has none yet, its stage times (METHOD_ARKCOS)
- * added to *stages and its seconds to *weight_time; the last smoother_apply
- * is the column's own, so smoother_stages afterwards gives its stages. */
+ * added to *stages; the last smoother_apply is the column's own, so
+ * smoother_stages afterwards gives its stages. */
 int mask_smooth_column(mask_job *j, smoother *sm, int c, double *in, double *out,
-                       arkcos_stage_times *stages, double *weight_time,
-                       arkcos_error *err);
+                       arkcos_stage_times *stages, arkcos_error *err);
 
 /* Stderr: per column, the missing pixels and the output pixels set to
  * UNSEEN; in zero mode a note. Nothing for a file without missing pixels
