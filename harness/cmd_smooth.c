@@ -24,6 +24,7 @@
 #include "harness/commands.h"
 #include "harness/mapio.h"
 #include "harness/method.h"
+#include "harness/smooth_mask.h"
 #include "harness/status.h"
 #include "harness/util.h"
 
@@ -47,6 +48,7 @@ typedef struct smooth_args {
   arkcos_backend backend;
   long threads, lmax, iter;
   int force, verbose;
+  mask_opts mask; /* --mask, --mask-mode, --min-weight, --write-weight */
   /* which options were given: for the "both / neither" and "does not apply
    * to this method" checks */
   int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_method,
@@ -70,8 +72,7 @@ static void usage(FILE *f) {
 "it ends in '/' and does not exist). Every column of a multi-column map (I, Q,\n"
 "U, ...) is smoothed and written to the same column of the output, which keeps\n"
 "the input's ORDERING (RING or NESTED), float type, column names and COORDSYS.\n"
-"One kernel and one plan serve all maps of the same nside. UNSEEN and NaN\n"
-"pixels are treated as 0 and counted (bad_pixels=).\n"
+"One kernel and one plan serve all maps of the same nside.\n"
 "\n"
 "Kernel (exactly one):\n"
 "  --fwhm-arcmin F      Gaussian beam of full width at half maximum F arcmin\n"
@@ -102,6 +103,20 @@ static void usage(FILE *f) {
 "                       (default 3 nside - 1)\n"
 "  --iter N             fsht only: Jacobi iterations of map2alm, N >= 0\n"
 "                       (default 3, as HEALPix and healpy)\n"
+"Missing data (UNSEEN and NaN pixels, pixels a partial-sky map does not list,\n"
+"pixels a --mask gives weight 0; each column has its own; counted in bad_pixels=):\n"
+"  --mask FILE          HEALPix map of 0/1 or weights in [0, 1] with the input's\n"
+"                       NSIDE (any ORDERING); the weight w of a pixel is 0 where\n"
+"                       the data are missing, else the mask's value (1 without)\n"
+"  --mask-mode M        normalize (default): out = A(w m) / A(w), the normalised\n"
+"                       convolution (an average of the data that exist); zero:\n"
+"                       out = A(w m), missing pixels count as 0\n"
+"  --min-weight W       output UNSEEN where A(w) < W, 0 <= W <= 1 (default 0.5;\n"
+"                       0: no threshold); A is the smoothing\n"
+"  --write-weight       also write A(w) as a column WEIGHT after the maps\n"
+"                       (WEIGHT_<column> per column when their w differ)\n"
+"Columns without missing pixels are smoothed as is when there is no --mask.\n"
+"Per column, stderr says how many pixels were missing and became UNSEEN.\n"
 "Other:\n"
 "  --threads N          CPU threads (default: all, %d here)\n"
 "  --force              overwrite existing outputs\n"
@@ -165,7 +180,7 @@ static int *option_seen(smooth_args *a, const char *name) {
   };
   for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
     if (!strcmp(name, known[j].name)) return known[j].seen;
-  return NULL;
+  return mask_option_seen(&a->mask, name);
 }
 
 /* The kernel's options: --fwhm-arcmin, --kernel-file, --tophat-deg,
@@ -281,6 +296,7 @@ static int parse_value_option(int argc, char **argv, int *i, smooth_args *a) {
   if (!rc) rc = set_choice_option(a, name, val);
   if (!rc) rc = set_integer_option(a, name, val);
   if (!rc) rc = set_accuracy_option(a, name, val);
+  if (!rc) rc = mask_set_option(&a->mask, name, val);
   return rc;
 }
 
@@ -350,12 +366,15 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
       a->force = 1;
     } else if (!strcmp(arg, "-v") || !strcmp(arg, "--verbose")) {
       a->verbose = 1;
+    } else if (mask_take_flag(&a->mask, arg)) {
+      /* --write-weight */
     } else {
       rc = parse_value_option(argc, argv, &i, a);
     }
   }
   if (rc || (rc = check_combinations(a))) return rc;
   if (!a->has_iter) a->iter = 3;
+  mask_opts_finish(&a->mask);
   if (!a->has_threads) a->threads = omp_get_max_threads();
   return 0;
 }
@@ -412,6 +431,7 @@ typedef struct smooth_state {
   int ninputs;
   hpx_header *inputs;   /* per input: its header, read once by the check */
   char **outs;          /* per input: where its output goes */
+  mask_weights mask;    /* --mask, read by the check */
 } smooth_state;
 
 /* Maps (columns) over all inputs that share this nside: one plan serves
@@ -521,6 +541,7 @@ typedef struct file_job {
   double **maps, **outs;
   int ncols;
   int64_t nbad;
+  mask_job mask;           /* the columns' missing pixels and weights */
   arkcos_stage_times sum;  /* METHOD_ARKCOS: stages over the columns */
   double t_read, t_exec, t_write, plan_time;
 } file_job;
@@ -532,8 +553,11 @@ static int smooth_column(smooth_state *s, file_job *job, int c, arkcos_error *er
   if (!job->outs[c])
     return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the output map",
                        job->in);
+  /* dt includes the smoothing of the column's weight map when it is the
+   * first column that needs it */
   double t0 = wall_time();
-  int rc = smoother_apply(s->sm, job->maps[c], job->outs[c], err);
+  int rc = mask_smooth_column(&job->mask, s->sm, c, job->maps[c], job->outs[c],
+                              &job->sum, err);
   if (rc) return rc;
   double dt = wall_time() - t0;
   if (s->a->method == METHOD_ARKCOS) {
@@ -602,23 +626,39 @@ static void print_summary(const smooth_state *s, const file_job *job) {
   fflush(stdout);
 }
 
+/* The smoothed columns (and the weights with --write-weight) into job->out,
+ * with the input's ordering, float type, column labels and COORDSYS. */
+static int write_output(const smooth_state *s, file_job *job, arkcos_error *err) {
+  const hpx_header *h = job->h;
+  const double **all = NULL;
+  hpx_column *cols = NULL;
+  int nall = 0;
+  job->t_write = wall_time();
+  int rc = mask_job_columns(&job->mask, job->outs, h, &all, &cols, &nall, err);
+  if (!rc)
+    rc = hpx_write_maps_ex(job->out, all, nall, h->nside, h->nested, h->is_float32,
+                           s->a->force, cols, h->coordsys, err);
+  job->t_write = wall_time() - job->t_write;
+  free(all);
+  free(cols);
+  return rc;
+}
+
 /* Input i: its columns read (the header is the check's), smoothed, written
  * with the input's ordering, float type, column labels and COORDSYS. */
 static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   file_job job = {.in = s->a->pos[i], .out = s->outs[i], .h = &s->inputs[i]};
   const hpx_header *h = job.h;
   job.t_read = wall_time();
-  int rc = hpx_read_columns(h, &job.maps, &job.ncols, &job.nbad, err);
+  int rc = hpx_read_columns_missing(h, &job.maps, &job.ncols, &job.nbad, err);
   if (rc) return rc;
   job.t_read = wall_time() - job.t_read;
-  if (!(rc = smooth_columns(s, &job, err))) {
-    job.t_write = wall_time();
-    rc = hpx_write_maps_ex(job.out, (const double *const *)job.outs, job.ncols,
-                           h->nside, h->nested, h->is_float32, s->a->force,
-                           h->cols, h->coordsys, err);
-    job.t_write = wall_time() - job.t_write;
-  }
+  rc = mask_job_begin(&job.mask, &s->a->mask, &s->mask, job.in, job.maps, job.ncols,
+                      h->npix, err);
+  if (!rc && !(rc = smooth_columns(s, &job, err))) rc = write_output(s, &job, err);
+  if (!rc) mask_job_report(&job.mask, h);
   if (!rc) print_summary(s, &job);
+  mask_job_free(&job.mask);
   hpx_free_maps(job.outs, job.outs ? job.ncols : 0);
   hpx_free_maps(job.maps, job.ncols);
   return rc;
@@ -743,6 +783,7 @@ static int check_all(smooth_state *s, const char *last, int to_dir,
   int status = check_target(s, last, to_dir);
   for (int i = 0; i < s->ninputs && !status; i++)
     status = check_input(s, i, last, to_dir, err);
+  if (!status) status = mask_load(&s->mask, &s->a->mask, s->inputs, s->ninputs);
   if (!status) status = make_kernel(s, err);
   if (!status) status = check_gpu(s->a);
   if (!status && to_dir && !is_dir(last) && mkdir(last, 0777) != 0) {
@@ -774,6 +815,7 @@ static void free_state(smooth_state *s) {
   free(s->outs);
   free(s->inputs);
   free(s->map_times);
+  mask_weights_free(&s->mask);
   smoother_destroy(s->sm);
   arkcos_geometry_destroy(s->geom);
   arkcos_kernel_destroy(s->kernel);

@@ -365,13 +365,14 @@ static int is_bad(double x) {
   return isnan(x) || fabs(x - HPX_UNSEEN) <= 1e-8 + 1e-5 * fabs(HPX_UNSEEN);
 }
 
-/* Zeroes bad values in v[0..n) and returns how many there were. */
-static int64_t zero_bad(double *v, int64_t n) {
+/* Replaces bad values in v[0..n) by bad_value (0, or NaN to keep them
+ * recognisable as missing) and returns how many there were. */
+static int64_t replace_bad(double *v, int64_t n, double bad_value) {
   int64_t nbad = 0;
 #pragma omp parallel for reduction(+ : nbad) schedule(static)
   for (int64_t i = 0; i < n; i++)
     if (is_bad(v[i])) {
-      v[i] = 0.0;
+      v[i] = bad_value;
       nbad++;
     }
   return nbad;
@@ -409,6 +410,7 @@ typedef struct col_reader {
   fitsfile *fp;      /* at the HEALPix table */
   double *buf;       /* values in file order (NESTED or partial sky) */
   long long *pixel;  /* partial sky: pixel index per row */
+  double bad_value;  /* what UNSEEN, NaN and unlisted pixels become: 0 or NaN */
   int status;        /* CFITSIO status of the last read */
 } col_reader;
 
@@ -465,19 +467,19 @@ static int prepare_reader(col_reader *r, arkcos_error *err) {
 static int64_t read_one_column(col_reader *r, int col, double *m) {
   const hpx_header *h = r->h;
   if (h->explicit_index) {
-    /* Pixels not listed are unobserved: UNSEEN in healpy, 0 and counted as
-     * bad here. Listed pixels are in the file's ORDERING. */
+    /* Pixels not listed are unobserved: UNSEEN in healpy, bad (0 or NaN)
+     * and counted here. Listed pixels are in the file's ORDERING. */
     if (h->nvalues > 0 && read_flat(r->fp, col, 0, h->nvalues, r->buf, &r->status))
       return -1;
     for (int64_t p = 0; p < h->npix; p++) m[p] = NAN;
     for (long long i = 0; i < h->nvalues; i++)
       m[h->nested ? arkcos_healpix_nest2ring(h->nside, r->pixel[i]) : r->pixel[i]] =
           r->buf[i];
-    return zero_bad(m, h->npix);
+    return replace_bad(m, h->npix, r->bad_value);
   }
   if (!h->nested) {
     if (read_flat(r->fp, col, 0, h->npix, m, &r->status)) return -1;
-    return zero_bad(m, h->npix);
+    return replace_bad(m, h->npix, r->bad_value);
   }
   const int64_t nside = h->nside;
   int64_t nbad = 0;
@@ -485,7 +487,7 @@ static int64_t read_one_column(col_reader *r, int col, double *m) {
   for (long long q0 = 0; q0 < h->npix; q0 += HPX_CHUNK) {
     long long n = h->npix - q0 < HPX_CHUNK ? h->npix - q0 : HPX_CHUNK;
     if (read_flat(r->fp, col, q0, n, buf, &r->status)) return -1;
-    nbad += zero_bad(buf, n);
+    nbad += replace_bad(buf, n, r->bad_value);
 #pragma omp parallel for schedule(static)
     for (long long i = 0; i < n; i++)
       m[arkcos_healpix_nest2ring(nside, q0 + i)] = buf[i];
@@ -511,8 +513,10 @@ static int read_all_columns(col_reader *r, double **maps, int want,
   return ARKCOS_OK;
 }
 
-int hpx_read_columns(const hpx_header *h, double ***maps_out, int *ncols,
-                     int64_t *nbad, arkcos_error *err) {
+/* hpx_read_columns and hpx_read_columns_missing: bad pixels become
+ * bad_value. */
+static int read_columns(const hpx_header *h, double ***maps_out, int *ncols,
+                        int64_t *nbad, double bad_value, arkcos_error *err) {
   *maps_out = NULL;
   *nbad = 0;
   int want = *ncols <= 0 ? h->ncols : *ncols;
@@ -520,7 +524,7 @@ int hpx_read_columns(const hpx_header *h, double ***maps_out, int *ncols,
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "%s: has %d map column(s), %d requested", h->path,
                        h->ncols, want);
-  col_reader r = {.h = h};
+  col_reader r = {.h = h, .bad_value = bad_value};
   double **maps = calloc((size_t)want, sizeof *maps);
   int rc = reopen_table(&r, err);
   if (!rc && (!maps || prepare_reader(&r, err) == 1))
@@ -539,6 +543,16 @@ int hpx_read_columns(const hpx_header *h, double ***maps_out, int *ncols,
   *ncols = want;
   *maps_out = maps;
   return ARKCOS_OK;
+}
+
+int hpx_read_columns(const hpx_header *h, double ***maps, int *ncols,
+                     int64_t *nbad, arkcos_error *err) {
+  return read_columns(h, maps, ncols, nbad, 0.0, err);
+}
+
+int hpx_read_columns_missing(const hpx_header *h, double ***maps, int *ncols,
+                             int64_t *nbad, arkcos_error *err) {
+  return read_columns(h, maps, ncols, nbad, NAN, err);
 }
 
 int hpx_read_maps(const char *path, double ***maps, int *ncols,
@@ -573,7 +587,7 @@ int hpx_read_map(const char *path, double **map, hpx_map_info *info,
 /* ----------------------------------------------------------------- write */
 
 /* Column names healpy gives by default (fitsfunc.standard_column_names). */
-static const char *standard_name(int nmaps, int c, char *buf, size_t len) {
+const char *hpx_standard_column_name(int nmaps, int c, char *buf, size_t len) {
   static const char *const iqu[] = {"TEMPERATURE", "Q_POLARISATION",
                                     "U_POLARISATION"};
   static const char *const cov[] = {"II", "IQ", "IU", "QQ", "QU", "UU"};
@@ -644,7 +658,7 @@ static int prepare_writer(map_writer *w, int as_float32, const hpx_column *cols)
   for (int c = 0; c < w->nmaps; c++) {
     const char *name = cols && cols[c].name[0]
                            ? cols[c].name
-                           : standard_name(w->nmaps, c, w->names[c], HPX_NAME_LEN);
+                           : hpx_standard_column_name(w->nmaps, c, w->names[c], HPX_NAME_LEN);
     if (name != w->names[c]) snprintf(w->names[c], HPX_NAME_LEN, "%s", name);
     w->ttype[c] = w->names[c];
     w->tforms[c] = w->tform;

@@ -64,7 +64,13 @@ void hpx_header_info(const hpx_header *h, hpx_map_info *info);
 int hpx_read_columns(const hpx_header *h, double ***maps, int *ncols,
                      int64_t *nbad, arkcos_error *err);
 
-/* Convenience on top of the two above: header and columns [0, ncols) of a
+/* As hpx_read_columns, but UNSEEN and NaN pixels (and the pixels a
+ * partial-sky map does not list) become NaN instead of 0, so that the
+ * caller can tell missing data from zeros; *nbad counts them. */
+int hpx_read_columns_missing(const hpx_header *h, double ***maps, int *ncols,
+                             int64_t *nbad, arkcos_error *err);
+
+/* Convenience on top of hpx_read_header and hpx_read_columns: header and columns [0, ncols) of a
  * map (all columns if *ncols <= 0; on return *ncols is the number read),
  * with info->nbad the UNSEEN/NaN count. */
 int hpx_read_maps(const char *path, double ***maps, int *ncols,
@@ -73,6 +79,11 @@ int hpx_read_maps(const char *path, double ***maps, int *ncols,
 int hpx_read_map(const char *path, double **map, hpx_map_info *info,
                  arkcos_error *err);
 void hpx_free_maps(double **maps, int ncols);
+
+/* The name healpy gives column c of a table of nmaps unnamed columns
+ * (TEMPERATURE, Q_POLARISATION, ..., COLUMN_<c+1>); buf (len bytes) may
+ * receive it. */
+const char *hpx_standard_column_name(int nmaps, int c, char *buf, size_t len);
 
 /* Writes nmaps RING-ordered maps as one HEALPix table (float64 columns,
  * float32 if as_float32), in NESTED order if nested. Atomic: written to a

@@ -157,7 +157,10 @@ def test_iqu(d):
 
 
 def test_unseen(d):
-    """UNSEEN and NaN pixels count as 0 and are reported."""
+    """UNSEEN and NaN pixels are missing data: counted, left out of the
+    normalised convolution by default, zeros with --mask-mode zero; a
+    partial-sky map's unlisted pixels are missing too. (tests/test_mask.sh
+    checks the values against the direct sum.)"""
     nside = 16
     m = random_map(nside, 6)
     bad = np.zeros(m.size, bool)
@@ -170,22 +173,35 @@ def test_unseen(d):
     hp.write_map(f"{d}/unseen.fits", masked, dtype=np.float64, overwrite=True)
     hp.write_map(f"{d}/zeroed.fits", zeroed, dtype=np.float64, overwrite=True)
     r = smooth([f"{d}/unseen.fits", f"{d}/unseen_out.fits", "--fwhm-arcmin", 600])
+    rz = smooth([f"{d}/unseen.fits", f"{d}/unseen_zero.fits", "--fwhm-arcmin", 600,
+                 "--mask-mode", "zero", "--min-weight", 0])
     smooth([f"{d}/zeroed.fits", f"{d}/zeroed_out.fits", "--fwhm-arcmin", 600])
     nbad = int(bad.sum()) + (0 if bad[5] else 1)
     check(f"bad_pixels={nbad}" in r.stdout, f"UNSEEN count: expected {nbad}: {r.stdout}")
+    check(f"{nbad} of {m.size} pixels missing" in r.stderr, f"missing count on stderr: {r.stderr}")
+    check("note:" in rz.stderr and "--mask-mode zero" in rz.stderr, f"zero mode note: {rz.stderr}")
     a = hp.read_map(f"{d}/unseen_out.fits")
+    z = hp.read_map(f"{d}/unseen_zero.fits")
     b = hp.read_map(f"{d}/zeroed_out.fits")
-    check(same(a, b), "UNSEEN input differs from zeros")
+    check(same(z, b), "--mask-mode zero --min-weight 0: UNSEEN input differs from zeros")
+    # one pixel in 37 missing: every output pixel keeps most of its weight,
+    # and the normalised map is not the zero-filled one
+    check(not np.any(a == hp.UNSEEN) and float(np.abs(a - b).max()) > 1e-3 * float(np.abs(b).max()),
+          "normalize: UNSEEN output pixels, or no different from zero filling")
     # healpy's partial-sky layout (PIXEL column, INDXSCHM = EXPLICIT): the
-    # missing pixels are UNSEEN, so again zeros.
+    # pixels not listed are missing like UNSEEN ones.
     hp.write_map(f"{d}/partial.fits", np.where(bad, hp.UNSEEN, m), partial=True, dtype=np.float64,
                  overwrite=True)
-    smooth([f"{d}/partial.fits", f"{d}/partial_out.fits", "--fwhm-arcmin", 600])
-    hp.write_map(f"{d}/zeroed2.fits", np.where(bad, 0.0, m), dtype=np.float64, overwrite=True)
-    smooth([f"{d}/zeroed2.fits", f"{d}/zeroed2_out.fits", "--fwhm-arcmin", 600])
-    if os.path.exists(f"{d}/partial_out.fits"):
-        check(same(hp.read_map(f"{d}/partial_out.fits"), hp.read_map(f"{d}/zeroed2_out.fits")),
-              "partial-sky input differs from the full map with zeros")
+    hp.write_map(f"{d}/full_unseen.fits", np.where(bad, hp.UNSEEN, m), dtype=np.float64,
+                 overwrite=True)
+    for mode in ("normalize", "zero"):
+        smooth([f"{d}/partial.fits", f"{d}/partial_{mode}.fits", "--fwhm-arcmin", 600,
+                "--mask-mode", mode])
+        smooth([f"{d}/full_unseen.fits", f"{d}/full_{mode}.fits", "--fwhm-arcmin", 600,
+                "--mask-mode", mode])
+        if os.path.exists(f"{d}/partial_{mode}.fits") and os.path.exists(f"{d}/full_{mode}.fits"):
+            check(same(hp.read_map(f"{d}/partial_{mode}.fits"), hp.read_map(f"{d}/full_{mode}.fits")),
+                  f"{mode}: partial-sky input differs from the full map with UNSEEN")
 
 
 def test_round_trip_tiny_kernel(d):
