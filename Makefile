@@ -52,8 +52,11 @@ LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 .PHONY: all test bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check
 
 TOOL_BIN := $(BUILD)/tools/gpu_check $(BUILD)/tools/bench $(BUILD)/tools/kernel_profile
+# helper programs of the Python tests (built by the tests' rule below; not
+# named test_*, so tests/run.sh does not run them)
+TESTTOOL_BIN := $(BUILD)/tests/spin2_direct_tool
 
-all: $(BUILD)/arkcos $(TEST_BIN) $(TOOL_BIN)
+all: $(BUILD)/arkcos $(TEST_BIN) $(TOOL_BIN) $(TESTTOOL_BIN)
 
 $(BUILD)/obj/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
 	@mkdir -p $(dir $@)

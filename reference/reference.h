@@ -35,6 +35,35 @@ int ref_direct_sum(const arkcos_geometry *g, const arkcos_kernel *k,
 double ref_direct_cost(const arkcos_geometry *g, const arkcos_kernel *k,
                        int64_t npixout);
 
+/* ------------------------------------------- spin 2 (polarization) */
+
+/* Q and U in healpy's convention (map2alm(pol=True), HEALPix/COSMO: local
+ * basis e_theta, e_phi; P = Q + iU = |P| e^{2i gamma}, gamma counted from
+ * e_theta towards e_phi). docs/POLARIZATION.md derives what follows. */
+
+/* The parallel-transport factor e^{2i(psi_p - psi_q)} that carries P from
+ * a source pixel q to the frame of a target pixel p along the great circle,
+ * as a function of the two colatitudes and dphi = phi_q - phi_p only;
+ * 1 at p = q. Conjugated by dphi -> -dphi, by the north/south mirror
+ * (theta -> pi - theta for both) and by exchanging p and q (with -dphi). */
+double complex ref_spin2_rotation(double theta_p, double theta_q,
+                                  double dphi);
+
+/* P'_p = sum_q w_q K(alpha_pq) e^{2i(psi_p - psi_q)} P_q over the q with
+ * alpha_pq <= cutoff, P = Q + iU. pix, npixout and threads as in
+ * ref_direct_sum (q_out[i], u_out[i] the values at pixel pix[i]). */
+int ref_direct_sum_spin2(const arkcos_geometry *g, const arkcos_kernel *k,
+                         const double *q_in, const double *u_in,
+                         double *q_out, double *u_out, const int64_t *pix,
+                         int64_t npixout, int threads, arkcos_error *err);
+
+/* The harmonic equivalent: E_lm and B_lm are multiplied by
+ * K_l^(2) = 2 pi int_0^cutoff K(beta) d^l_22(beta) sin(beta) dbeta,
+ * l = 0..lmax (0 for l < 2), by composite Gauss-Legendre quadrature and the
+ * three-term recurrence of d^l_22 in l. kl2 has lmax + 1 entries. */
+int ref_kernel_legendre_spin2(const arkcos_kernel *k, int lmax, double *kl2,
+                              arkcos_error *err);
+
 /* ----------------------------------------------------- harmonic space */
 
 int64_t ref_alm_size(int lmax);

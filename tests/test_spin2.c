@@ -1,0 +1,658 @@
+/*
+ * test_spin2.c -- the spin-2 references (reference/direct_spin2.c): the
+ * transport factor against an independent parallel transport and its
+ * symmetries, the same symmetries on whole smoothed maps, exact l = 2
+ * fields (eigenfunctions with eigenvalue K_2^(2)) including fields uniform
+ * in the tangent frame at a pole, and K_l^(2). The comparison with healpy's
+ * harmonic smoothing is tests/test_spin2.py.
+ *
+ * Thresholds are the measured values (noted next to each) loosened by a
+ * small factor.
+ */
+#include <complex.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arkcos/arkcos.h"
+#include "reference/reference.h"
+#include "tests/testlib.h"
+#include "tests/testmaps.h"
+
+#define PI 3.14159265358979323846
+
+static arkcos_geometry *healpix(int64_t nside) {
+  arkcos_error err = {0, ""};
+  arkcos_geometry *g = arkcos_geometry_healpix(nside, &err);
+  if (!g) {
+    fprintf(stderr, "geometry: %s\n", err.msg);
+    exit(1);
+  }
+  return g;
+}
+
+static arkcos_kernel *kernel(arkcos_kernel_type type, double fwhm,
+                             double cutoff, double cutoff_rel) {
+  arkcos_error err = {0, ""};
+  arkcos_kernel_spec s;
+  memset(&s, 0, sizeof s);
+  s.type = type;
+  s.fwhm = fwhm;
+  s.cutoff = cutoff;
+  s.cutoff_rel = cutoff_rel;
+  arkcos_kernel *k = arkcos_kernel_create(&s, &err);
+  if (!k) {
+    fprintf(stderr, "kernel: %s\n", err.msg);
+    exit(1);
+  }
+  return k;
+}
+
+/* A Gaussian of `ppf` HEALPix pixels per FWHM at nside, cut at 1e-8. */
+static arkcos_kernel *gaussian_px(int64_t nside, double ppf) {
+  const double pix = sqrt(4 * PI / (12.0 * nside * nside));
+  return kernel(ARKCOS_KERNEL_GAUSSIAN, ppf * pix, 0, 1e-8);
+}
+
+/* P' = S P on complex maps through ref_direct_sum_spin2. */
+static void smooth_p(const arkcos_geometry *g, const arkcos_kernel *k,
+                     const double complex *p, double complex *out) {
+  const size_t n = (size_t)g->npix;
+  double *buf = malloc(4 * n * sizeof *buf);
+  if (!buf) exit(1);
+  for (size_t i = 0; i < n; i++) {
+    buf[i] = creal(p[i]);
+    buf[n + i] = cimag(p[i]);
+  }
+  arkcos_error err = {0, ""};
+  int rc = ref_direct_sum_spin2(g, k, buf, buf + n, buf + 2 * n, buf + 3 * n,
+                                NULL, 0, 0, &err);
+  CHECK(rc == 0, "spin-2 direct sum: %s", err.msg);
+  for (size_t i = 0; i < n; i++) out[i] = buf[2 * n + i] + I * buf[3 * n + i];
+  free(buf);
+}
+
+/* The same with the conjugate transport factor (the wrong sign):
+ * conj(S conj(P)), since S with conj(w) is conj o S o conj. */
+static void smooth_p_wrong_sign(const arkcos_geometry *g,
+                                const arkcos_kernel *k,
+                                const double complex *p,
+                                double complex *out) {
+  const size_t n = (size_t)g->npix;
+  double complex *c = calloc(n, sizeof *c);
+  if (!c) exit(1);
+  for (size_t i = 0; i < n; i++) c[i] = conj(p[i]);
+  smooth_p(g, k, c, out);
+  for (size_t i = 0; i < n; i++) out[i] = conj(out[i]);
+  free(c);
+}
+
+/* Q and U smoothed each as a scalar map (no transport). */
+static void smooth_p_scalar(const arkcos_geometry *g, const arkcos_kernel *k,
+                            const double complex *p, double complex *out) {
+  const size_t n = (size_t)g->npix;
+  double *buf = malloc(4 * n * sizeof *buf);
+  if (!buf) exit(1);
+  for (size_t i = 0; i < n; i++) {
+    buf[i] = creal(p[i]);
+    buf[n + i] = cimag(p[i]);
+  }
+  arkcos_error err = {0, ""};
+  CHECK(ref_direct_sum(g, k, buf, buf + 2 * n, NULL, 0, 0, &err) == 0, "%s",
+        err.msg);
+  CHECK(ref_direct_sum(g, k, buf + n, buf + 3 * n, NULL, 0, 0, &err) == 0,
+        "%s", err.msg);
+  for (size_t i = 0; i < n; i++) out[i] = buf[2 * n + i] + I * buf[3 * n + i];
+  free(buf);
+}
+
+static double complex *random_p(int64_t n) {
+  double complex *p = malloc((size_t)n * sizeof *p);
+  if (!p) exit(1);
+  for (int64_t i = 0; i < n; i++) p[i] = (2 * urand() - 1) + I * (2 * urand() - 1);
+  return p;
+}
+
+static double max_abs(const double complex *a, int64_t n) {
+  double m = 0;
+  for (int64_t i = 0; i < n; i++) m = fmax(m, cabs(a[i]));
+  return m;
+}
+
+static double max_diff(const double complex *a, const double complex *b,
+                       int64_t n) {
+  double m = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (!(cabs(a[i] - b[i]) <= m)) m = cabs(a[i] - b[i]);
+  return m;
+}
+
+/* Pixel azimuth in a geometry */
+static double pix_phi(const arkcos_ring *r, int64_t j) {
+  return r->phi0 + 2 * PI * (double)j / (double)r->nph;
+}
+
+/* ------------------------------------------- the transport factor */
+
+static void unit(double t, double p, double v[3]) {
+  v[0] = sin(t) * cos(p);
+  v[1] = sin(t) * sin(p);
+  v[2] = cos(t);
+}
+static void e_theta(double t, double p, double v[3]) {
+  v[0] = cos(t) * cos(p);
+  v[1] = cos(t) * sin(p);
+  v[2] = -sin(t);
+}
+static void e_phi(double p, double v[3]) {
+  v[0] = -sin(p);
+  v[1] = cos(p);
+  v[2] = 0;
+}
+static double dot3(const double a[3], const double b[3]) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+static void cross3(const double a[3], const double b[3], double c[3]) {
+  c[0] = a[1] * b[2] - a[2] * b[1];
+  c[1] = a[2] * b[0] - a[0] * b[2];
+  c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* Independent of the derivation: carry e_theta(q) to p by the rotation
+ * about b x a that takes b to a (the parallel transport along the great
+ * circle, Rodrigues' formula), read its angle gamma in p's basis; P = 1 at
+ * q (gamma_q = 0) arrives as e^{2i gamma}. *tangent: |v'.a|. */
+static double complex transported(double tp, double pp, double tq, double pq,
+                                  double *tangent) {
+  double a[3], b[3], n[3], v[3], nv[3], et[3], ep[3];
+  unit(tp, pp, a);
+  unit(tq, pq, b);
+  cross3(b, a, n);
+  const double s = sqrt(dot3(n, n)), c = dot3(a, b);
+  for (int i = 0; i < 3; i++) n[i] /= s;
+  e_theta(tq, pq, v);
+  cross3(n, v, nv);
+  const double nd = dot3(n, v);
+  double r[3];
+  for (int i = 0; i < 3; i++) r[i] = v[i] * c + nv[i] * s + n[i] * nd * (1 - c);
+  e_theta(tp, pp, et);
+  e_phi(pp, ep);
+  *tangent = fabs(dot3(r, a));
+  const double g = atan2(dot3(r, ep), dot3(r, et));
+  return cexp(2 * I * g);
+}
+
+TEST_GROUP(rotation_factor) {
+  rng_state = 101;
+  double dev = 0, tang = 0, unimod = 0, refl = 0, mirror = 0, swap = 0,
+         both = 0, shift = 0;
+  for (int t = 0; t < 20000; t++) {
+    const double tp = acos(2 * urand() - 1), tq = acos(2 * urand() - 1);
+    const double pp = 2 * PI * urand(), pq = 2 * PI * urand();
+    double tg;
+    const double complex ind = transported(tp, pp, tq, pq, &tg);
+    if (acos(cos(tp) * cos(tq) + sin(tp) * sin(tq) * cos(pq - pp)) > 3.1)
+      continue; /* near-antipodal: the great circle is ill-defined */
+    const double d = pq - pp;
+    const double complex w = ref_spin2_rotation(tp, tq, d);
+    dev = fmax(dev, cabs(w - ind));
+    tang = fmax(tang, tg);
+    unimod = fmax(unimod, fabs(cabs(w) - 1));
+    refl = fmax(refl, cabs(ref_spin2_rotation(tp, tq, -d) - conj(w)));
+    mirror = fmax(mirror, cabs(ref_spin2_rotation(PI - tp, PI - tq, d) - conj(w)));
+    swap = fmax(swap, cabs(ref_spin2_rotation(tq, tp, -d) - conj(w)));
+    both = fmax(both, cabs(ref_spin2_rotation(PI - tp, PI - tq, -d) - w));
+    shift = fmax(shift, cabs(ref_spin2_rotation(tp, tq, d + 2 * PI) - w));
+  }
+  /* measured: 1.7e-14 (the independent transport loses digits for close
+   * pairs), tangent 5.6e-16, unimodular 6.7e-16, the relations 0 to 5.3e-14
+   * (pi - theta and d + 2 pi are rounded arguments) */
+  CHECK_LE("w vs Rodrigues transport of e_theta, max |diff|", dev, 1e-12);
+  CHECK_LE("the transported vector stays tangent at p", tang, 1e-14);
+  CHECK_LE("| |w| - 1 |", unimod, 1e-14);
+  CHECK_LE("azimuth reflection: w(tp,tq,-d) = conj w", refl, 1e-14);
+  CHECK_LE("north/south mirror: w(pi-tp,pi-tq,d) = conj w", mirror, 2e-13);
+  CHECK_LE("exchange p, q: w(tq,tp,-d) = conj w", swap, 1e-14);
+  CHECK_LE("mirror + reflection (rotation about x): w unchanged", both, 2e-13);
+  CHECK_LE("w periodic in the azimuth offset", shift, 5e-13);
+
+  /* special pairs: same meridian (the frames are parallel along it), the
+   * equator (also a great circle along e_phi), the same point, and a pair
+   * on one ring across the pole: there the arc runs along both meridians,
+   * the tangent is -e_theta at both ends, w = 1 */
+  CHECK(cabs(ref_spin2_rotation(0.3, 1.2, 0) - 1) < 1e-15, "same meridian");
+  CHECK(cabs(ref_spin2_rotation(PI / 2, PI / 2, 0.7) - 1) < 1e-15, "equator");
+  CHECK(ref_spin2_rotation(0.8, 0.8, 0) == 1, "p = q");
+  CHECK(cabs(ref_spin2_rotation(0.1, 0.1, PI) - 1) < 1e-15, "across the pole");
+  /* the quarter of a small circle around the pole: the pole's tangent-frame
+   * directions are e_theta at azimuth phi, so a field uniform there reads
+   * e^{-2i phi} in the local bases; between azimuths 0 and pi/2 at small
+   * colatitude t the transport is close to the frame rotation e^{-2i pi/2}
+   * = -1 (exactly -1 as t -> 0: measured |w + 1| = 1.0e-4 = t^2 at
+   * t = 0.01, 1.0e-6 at t = 0.001) */
+  CHECK_LE("transport near the pole ~ frame rotation, t = 0.01", cabs(ref_spin2_rotation(0.01, 0.01, PI / 2) + 1), 2e-4);
+  CHECK_LE("transport near the pole ~ frame rotation, t = 0.001", cabs(ref_spin2_rotation(0.001, 0.001, PI / 2) + 1), 2e-6);
+}
+
+/* ------------------------------------------------------ map symmetries */
+
+/* Pixel maps of HEALPix symmetries: quarter turn, north/south mirror,
+ * azimuth reflection phi -> -phi. */
+static int64_t quarter_turn(const arkcos_geometry *g, int i, int64_t j) {
+  const arkcos_ring *r = &g->rings[i];
+  return r->ofs + (j + r->nph / 4) % r->nph;
+}
+static int64_t ns_mirror(const arkcos_geometry *g, int i, int64_t j) {
+  return g->rings[g->nrings - 1 - i].ofs + j;
+}
+static int64_t reflection(const arkcos_geometry *g, int i, int64_t j) {
+  const arkcos_ring *r = &g->rings[i];
+  const int64_t shift = (int64_t)llround(2 * r->phi0 * (double)r->nph / (2 * PI));
+  return r->ofs + (((-j - shift) % r->nph) + r->nph) % r->nph;
+}
+
+/* out[map(p)] = f(in[p]) with f = identity (conj_u = 0) or (Q, -U). */
+static void transform(const arkcos_geometry *g,
+                      int64_t (*map)(const arkcos_geometry *, int, int64_t),
+                      int conj_u, const double complex *in,
+                      double complex *out) {
+  for (int i = 0; i < g->nrings; i++)
+    for (int64_t j = 0; j < g->rings[i].nph; j++) {
+      const double complex v = in[g->rings[i].ofs + j];
+      out[map(g, i, j)] = conj_u ? conj(v) : v;
+    }
+}
+
+TEST_GROUP(map_symmetries) {
+  rng_state = 202;
+  const int64_t nside = 16;
+  arkcos_geometry *g = healpix(nside);
+  arkcos_kernel *k = gaussian_px(nside, 4.0);
+  const int64_t n = g->npix;
+  double complex *p = random_p(n), *sp = malloc(n * sizeof *sp);
+  double complex *t = malloc(n * sizeof *t), *st = malloc(n * sizeof *st);
+  double complex *ts = malloc(n * sizeof *ts);
+  if (!sp || !t || !st || !ts) exit(1);
+  smooth_p(g, k, p, sp);
+  const double scale = max_abs(sp, n);
+  struct {
+    const char *what;
+    int64_t (*map)(const arkcos_geometry *, int, int64_t);
+    int conj_u;
+  } sym[] = {
+      {"quarter turn: S(shift P) = shift S(P)", quarter_turn, 0},
+      {"north/south mirror, (Q,U) -> (Q,-U): commutes with S", ns_mirror, 1},
+      {"azimuth reflection, (Q,U) -> (Q,-U): commutes with S", reflection, 1},
+  };
+  for (size_t s = 0; s < sizeof sym / sizeof sym[0]; s++) {
+    transform(g, sym[s].map, sym[s].conj_u, p, t);
+    smooth_p(g, k, t, st);
+    transform(g, sym[s].map, sym[s].conj_u, sp, ts);
+    /* measured 7.0e-15, 2.2e-15, 4.7e-15 (relative to max |S P|) */
+    CHECK_LE(sym[s].what, max_diff(st, ts, n) / scale, 1e-14);
+  }
+  /* the same relations with U left alone must fail: they are not symmetries
+   * of a spin-2 field (measured 1.06 for both) */
+  for (size_t s = 1; s < 3; s++) {
+    transform(g, sym[s].map, 0, p, t);
+    smooth_p(g, k, t, st);
+    transform(g, sym[s].map, 0, sp, ts);
+    CHECK_GE("... and with U kept instead, the relation breaks", max_diff(st, ts, n) / scale, 0.1);
+  }
+
+  /* Hermitian: <a, S b> = <S a, b> (equal pixel weights) */
+  double complex *b = random_p(n);
+  smooth_p(g, k, b, st);
+  double complex ab = 0, ba = 0;
+  double norm = 0;
+  for (int64_t i = 0; i < n; i++) {
+    ab += conj(p[i]) * st[i];
+    ba += conj(sp[i]) * b[i];
+    norm += cabs(p[i]) * cabs(st[i]);
+  }
+  /* measured 2.2e-17 */
+  CHECK_LE("Hermitian: |<a,Sb> - <Sa,b>| / sum |a||Sb|", cabs(ab - ba) / norm, 1e-14);
+
+  /* listed output pixels give the values of the whole map */
+  int64_t pix[5] = {0, 7, n / 2 + 3, n - 1, 1000};
+  double q_in[3072], u_in[3072], qo[5], uo[5];
+  for (int64_t i = 0; i < n; i++) {
+    q_in[i] = creal(p[i]);
+    u_in[i] = cimag(p[i]);
+  }
+  arkcos_error err = {0, ""};
+  CHECK(ref_direct_sum_spin2(g, k, q_in, u_in, qo, uo, pix, 5, 1, &err) == 0,
+        "%s", err.msg);
+  double dl = 0;
+  for (int i = 0; i < 5; i++) dl = fmax(dl, cabs(qo[i] + I * uo[i] - sp[pix[i]]));
+  CHECK(dl == 0, "listed pixels differ from the whole map by %g", dl);
+
+  /* bad arguments */
+  int64_t bad = n;
+  CHECK(ref_direct_sum_spin2(g, k, q_in, u_in, qo, uo, &bad, 1, 1, &err) == ARKCOS_EINVAL,
+        "pixel outside the map accepted");
+  CHECK(ref_direct_sum_spin2(g, k, NULL, u_in, qo, uo, NULL, 0, 1, &err) == ARKCOS_EINVAL,
+        "missing input accepted");
+  free(p);
+  free(b);
+  free(sp);
+  free(t);
+  free(st);
+  free(ts);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+}
+
+/* --------------------------------------------------------- l = 2 fields */
+
+/* The l = 2 spin-2 fields in healpy's convention, P = Q + iU:
+ *  NPOLE  cos^4(theta/2) e^{-2i phi}: uniform polarization (along x) in the
+ *         tangent frame at the north pole, vanishing at the south pole;
+ *  SPOLE  sin^4(theta/2) e^{+2i phi}: its mirror, uniform at the south pole;
+ *  E0     sin^2(theta) (Q only: along the meridians, an E mode, m = 0);
+ *  B0     i sin^2(theta) (U only: the B mode).
+ * A transported convolution multiplies each by K_2^(2). */
+enum { NPOLE, SPOLE, E0, B0, NFIELDS };
+static const char *field_name[NFIELDS] = {"uniform at the north pole",
+                                          "uniform at the south pole",
+                                          "E, m = 0", "B, m = 0"};
+
+static double complex field(int f, double t, double p) {
+  switch (f) {
+  case NPOLE: return pow(cos(t / 2), 4) * cexp(-2 * I * p);
+  case SPOLE: return pow(sin(t / 2), 4) * cexp(2 * I * p);
+  case E0: return pow(sin(t), 2);
+  default: return I * pow(sin(t), 2);
+  }
+}
+
+static void fill_field(const arkcos_geometry *g, int f, double complex *m) {
+  for (int i = 0; i < g->nrings; i++)
+    for (int64_t j = 0; j < g->rings[i].nph; j++)
+      m[g->rings[i].ofs + j] = field(f, g->rings[i].theta, pix_phi(&g->rings[i], j));
+}
+
+/* The level of the scalar direct sum on the same grid and kernel: the mass
+ * of the discrete kernel N_p = (S 1)_p, and for Y_20 ~ 3 cos^2 - 1 the
+ * largest |S y - K_2 y| and |S y - N K_2 y| relative to max |y|. */
+static void scalar_level(const arkcos_geometry *g, const arkcos_kernel *k,
+                         double *mass, double *e, double *en) {
+  arkcos_error err = {0, ""};
+  const int64_t n = g->npix;
+  double *y = malloc(n * sizeof *y), *sy = malloc(n * sizeof *sy);
+  double kl[3];
+  if (!y || !sy) exit(1);
+  CHECK(arkcos_kernel_legendre(k, 2, kl, &err) == 0, "%s", err.msg);
+  for (int64_t i = 0; i < n; i++) y[i] = 1;
+  CHECK(ref_direct_sum(g, k, y, mass, NULL, 0, 0, &err) == 0, "%s", err.msg);
+  for (int i = 0; i < g->nrings; i++)
+    for (int64_t j = 0; j < g->rings[i].nph; j++)
+      y[g->rings[i].ofs + j] = 3 * pow(cos(g->rings[i].theta), 2) - 1;
+  CHECK(ref_direct_sum(g, k, y, sy, NULL, 0, 0, &err) == 0, "%s", err.msg);
+  *e = *en = 0;
+  for (int64_t i = 0; i < n; i++) {
+    *e = fmax(*e, fabs(sy[i] - kl[2] * y[i]) / 2);
+    *en = fmax(*en, fabs(sy[i] - mass[i] * kl[2] * y[i]) / 2);
+  }
+  free(y);
+  free(sy);
+}
+
+/* max |a - c m b| over the rings with theta in [t0, t1], m the kernel mass
+ * per pixel (NULL: 1) */
+static double max_dev(const arkcos_geometry *g, const double complex *a,
+                      const double complex *b, double c, const double *m,
+                      double t0, double t1) {
+  double d = 0;
+  for (int i = 0; i < g->nrings; i++) {
+    if (g->rings[i].theta < t0 || g->rings[i].theta > t1) continue;
+    for (int64_t j = 0; j < g->rings[i].nph; j++) {
+      const int64_t q = g->rings[i].ofs + j;
+      d = fmax(d, cabs(a[q] - c * (m ? m[q] : 1) * b[q]));
+    }
+  }
+  return d;
+}
+
+/* S F against K_2^(2) F for the four fields: the largest deviation relative
+ * to max |F| as is (*e) and with the kernel mass divided out (*en) */
+static void l2_levels(const arkcos_geometry *g, const arkcos_kernel *k,
+                      const double *mass, double kl2, double *e, double *en) {
+  const int64_t n = g->npix;
+  double complex *f = malloc(n * sizeof *f), *sf = malloc(n * sizeof *sf);
+  if (!f || !sf) exit(1);
+  for (int fi = 0; fi < NFIELDS; fi++) {
+    fill_field(g, fi, f);
+    smooth_p(g, k, f, sf);
+    const double fm = max_abs(f, n);
+    e[fi] = max_dev(g, sf, f, kl2, NULL, 0, PI) / fm;
+    en[fi] = max_dev(g, sf, f, kl2, mass, 0, PI) / fm;
+    printf("  %-26s max |S P - K_2^(2) P| %.3e, with the mass divided out %.3e\n",
+           field_name[fi], e[fi], en[fi]);
+  }
+  free(f);
+  free(sf);
+}
+
+TEST_GROUP(l2_fields) {
+  const int64_t nside = 32;
+  arkcos_geometry *g = healpix(nside);
+  arkcos_kernel *k = gaussian_px(nside, 3.5);
+  const int64_t n = g->npix;
+  arkcos_error err = {0, ""};
+  double kl2[3];
+  CHECK(ref_kernel_legendre_spin2(k, 2, kl2, &err) == 0, "%s", err.msg);
+  double *mass = malloc(n * sizeof *mass), e0, e0n, e[NFIELDS], en[NFIELDS];
+  scalar_level(g, k, mass, &e0, &e0n);
+  printf("  scalar Y_20: max |S y - K_2 y| / max |y| %.3e, with the mass divided out %.3e\n",
+         e0, e0n);
+  l2_levels(g, k, mass, kl2[2], e, en);
+  for (int fi = 0; fi < NFIELDS; fi++) {
+    char what[128];
+    /* measured (relative to the scalar Y_20 level): 1.0 (the pole-uniform
+     * fields), 0.017 (m = 0); with the mass divided out 0.33 and 0.25 */
+    snprintf(what, sizeof what, "%s, relative to the scalar level", field_name[fi]);
+    CHECK_LE(what, e[fi] / e0, 3.0);
+    snprintf(what, sizeof what, "%s, mass divided out, relative", field_name[fi]);
+    CHECK_LE(what, en[fi] / e0n, 3.0);
+  }
+
+  /* near the north pole, where the local bases turn fastest: the field
+   * uniform in the pole's tangent frame is reproduced; transport with the
+   * wrong sign, or none, is off by O(1) there */
+  double complex *f = malloc(n * sizeof *f), *sf = malloc(n * sizeof *sf);
+  const double cap = acos(2.0 / 3.0), polar = 0.1; /* 5.7 deg: 4 rings */
+  fill_field(g, NPOLE, f);
+  smooth_p(g, k, f, sf);
+  const double good = max_dev(g, sf, f, kl2[2], mass, 0, polar);
+  smooth_p_wrong_sign(g, k, f, sf);
+  const double wrong = max_dev(g, sf, f, kl2[2], mass, 0, polar);
+  const double wrong_belt = max_dev(g, sf, f, kl2[2], mass, cap, PI - cap);
+  smooth_p_scalar(g, k, f, sf);
+  const double none = max_dev(g, sf, f, kl2[2], mass, 0, polar);
+  /* measured 5.5e-5; wrong sign 0.97, no transport 0.91; in the belt the
+   * wrong sign leaves 1.5e-2 */
+  CHECK_LE("uniform at the pole, theta < 0.1: max |S P - N K_2^(2) P|", good, 2e-4);
+  CHECK_GE("... with the wrong sign of the rotation", wrong, 0.3);
+  CHECK_GE("... smoothing Q and U as scalars", none, 0.3);
+  printf("  wrong sign, belt: max |S P - N K_2^(2) P| = %.3e\n", wrong_belt);
+
+  /* P constant in the local basis (Q = 1, U = 0: radial lines about the
+   * poles). Near the pole the radial pattern averages out, |P'| -> 0 (the
+   * field is discontinuous at the pole), while at the equator it is nearly
+   * parallel and Q' is just under the kernel mass. U' is odd under the
+   * azimuth reflection about the pixel's meridian, so it vanishes where the
+   * pixel set is symmetric about it: on HEALPix at azimuths k pi/4. */
+  for (int64_t i = 0; i < n; i++) f[i] = 1;
+  smooth_p(g, k, f, sf);
+  double umax = 0, usym = 0;
+  for (int i = 0; i < g->nrings; i++)
+    for (int64_t j = 0; j < g->rings[i].nph; j++) {
+      const int64_t q = g->rings[i].ofs + j;
+      const double x = pix_phi(&g->rings[i], j) / (PI / 4);
+      umax = fmax(umax, fabs(cimag(sf[q])));
+      if (fabs(x - nearbyint(x)) < 1e-9) usym = fmax(usym, fabs(cimag(sf[q])));
+    }
+  const arkcos_ring *r0 = &g->rings[0], *req = &g->rings[2 * nside - 1];
+  const double q_pole = creal(sf[r0->ofs]), q_eq = creal(sf[req->ofs]) / mass[req->ofs];
+  printf("  Q = 1: Q' on the polar ring %.4f, Q' / N on the equator %.6f; max |U'| %.2e\n",
+         q_pole, q_eq, umax);
+  /* measured 0.071 on the first ring (theta 1.5 deg, sigma 2.7 deg),
+   * 0.999997 at the equator, |U'| 1.7e-16 at the symmetric azimuths (6e-3
+   * elsewhere) */
+  CHECK(fabs(q_pole) < 0.3, "Q = 1: first ring Q' = %g, expected near 0", q_pole);
+  CHECK(q_eq < 1 && q_eq > 0.9999, "Q = 1: equator Q' / N = %.8f", q_eq);
+  CHECK_LE("Q = 1: |U'| at azimuths k pi/4", usym, 1e-14);
+  free(mass);
+  free(f);
+  free(sf);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+}
+
+/* The same exact fields on an equiangular grid (unequal pixel weights, many
+ * pixels on the rings next to the poles): the sum is not HEALPix-specific. */
+TEST_GROUP(l2_fields_ecp) {
+  arkcos_error err = {0, ""};
+  arkcos_geometry *g = arkcos_geometry_ecp(64, 128, 0.5, &err);
+  CHECK(g != NULL, "%s", err.msg);
+  if (!g) return;
+  arkcos_kernel *k = kernel(ARKCOS_KERNEL_GAUSSIAN, 8 * PI / 180, 0, 1e-8);
+  double kl2[3];
+  CHECK(ref_kernel_legendre_spin2(k, 2, kl2, &err) == 0, "%s", err.msg);
+  double *mass = malloc(g->npix * sizeof *mass), e0, e0n, e[NFIELDS], en[NFIELDS];
+  scalar_level(g, k, mass, &e0, &e0n);
+  printf("  scalar Y_20: max |S y - K_2 y| / max |y| %.3e, with the mass divided out %.3e\n",
+         e0, e0n);
+  l2_levels(g, k, mass, kl2[2], e, en);
+  for (int fi = 0; fi < NFIELDS; fi++) {
+    /* measured 1.0 and 0.0036; mass divided out 0.33 and 0.21 */
+    CHECK_LE("ECP: l = 2 field relative to the scalar level", e[fi] / e0, 3.0);
+    CHECK_LE("ECP: the same with the mass divided out", en[fi] / e0n, 3.0);
+  }
+  free(mass);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+}
+
+/* ------------------------------------------------------------ K_l^(2) */
+
+static double binom(int n, int k) {
+  double b = 1;
+  for (int i = 1; i <= k; i++) b = b * (n - k + i) / i;
+  return b;
+}
+
+/* d^l_22 as v^2 P^{(0,4)}_{l-2}(2v - 1), v = cos^2(beta/2), from the
+ * explicit sum sum_s C(n, s) C(n+4, s) (v - 1)^s v^(n - s) (no recurrence) */
+static double d22_explicit(int l, double v) {
+  const int n = l - 2;
+  double s = 0;
+  for (int j = 0; j <= n; j++)
+    s += binom(n, j) * binom(n + 4, j) * pow(v - 1, j) * pow(v, n - j);
+  return v * v * s;
+}
+
+TEST_GROUP(kl2) {
+  arkcos_error err = {0, ""};
+  /* a top-hat of radius c: 2 pi N int_0^c d(beta) sin(beta) dbeta
+   * = int_{v_c}^1 2 d(v) dv / (2 (1 - v_c)), a polynomial of degree l in v:
+   * Gauss-Legendre with 40 nodes is exact for l < 80 */
+  const double c = 0.3;
+  arkcos_kernel *th = kernel(ARKCOS_KERNEL_TOPHAT, 0, c, 0);
+  const int lmax = 40;
+  double kl2[41], x[40], w[40];
+  CHECK(ref_kernel_legendre_spin2(th, lmax, kl2, &err) == 0, "%s", err.msg);
+  /* nodes: the tests' own Newton iteration on P_40 */
+  for (int i = 0; i < 40; i++) {
+    double z = cos(PI * (i + 0.75) / 40.5), dp = 1;
+    for (int it = 0; it < 100; it++) {
+      double p0 = 1, p1 = z;
+      for (int l = 2; l <= 40; l++) {
+        double p2 = ((2 * l - 1) * z * p1 - (l - 1) * p0) / l;
+        p0 = p1;
+        p1 = p2;
+      }
+      dp = 40 * (z * p1 - p0) / (z * z - 1);
+      z -= p1 / dp;
+    }
+    x[i] = z;
+    w[i] = 2 / ((1 - z * z) * dp * dp);
+  }
+  const double vc = pow(cos(c / 2), 2);
+  double dev = 0;
+  for (int l = 2; l <= lmax; l++) {
+    double s = 0;
+    for (int i = 0; i < 40; i++) {
+      const double v = vc + (1 - vc) * 0.5 * (x[i] + 1);
+      s += 0.5 * (1 - vc) * w[i] * 2 * d22_explicit(l, v);
+    }
+    s /= 2 * (1 - vc);
+    dev = fmax(dev, fabs(kl2[l] - s));
+  }
+  printf("  top-hat 0.3 rad: K_2^(2) = %.15f, closed form (1 + v + v^2)/3 = %.15f\n",
+         kl2[2], (1 + vc + vc * vc) / 3);
+  /* measured 1.8e-15 and 1.2e-14 */
+  CHECK_LE("top-hat: K_2^(2) vs (1 + v_c + v_c^2) / 3", fabs(kl2[2] - (1 + vc + vc * vc) / 3), 1e-14);
+  CHECK_LE("top-hat: K_l^(2), l <= 40, vs exact polynomial quadrature", dev, 1e-13);
+  CHECK(kl2[0] == 0 && kl2[1] == 0, "K_0^(2), K_1^(2) = %g, %g", kl2[0], kl2[1]);
+
+  /* a narrow Gaussian: K_l^(2) / K_l -> exp(2 sigma^2), the factor of
+   * healpy.gauss_beam(pol=True) (checked against healpy itself in
+   * test_spin2.py); the recurrence stays stable up to l = 8000 */
+  const double fwhm = 10.0 / 60 * PI / 180; /* 10 arcmin */
+  arkcos_kernel *ga = kernel(ARKCOS_KERNEL_GAUSSIAN, fwhm, 0, 1e-15);
+  const int L = 8000;
+  double *a = malloc((L + 1) * sizeof *a), *b = malloc((L + 1) * sizeof *b);
+  CHECK(arkcos_kernel_legendre(ga, L, a, &err) == 0, "%s", err.msg);
+  CHECK(ref_kernel_legendre_spin2(ga, L, b, &err) == 0, "%s", err.msg);
+  const double sigma = fwhm / sqrt(8 * log(2));
+  double rdev = 0, kmin = 1;
+  for (int l = 2; l <= L; l++) {
+    if (a[l] < 1e-6) break; /* the ratio of tiny numbers says little */
+    rdev = fmax(rdev, fabs(b[l] / a[l] / exp(2 * sigma * sigma) - 1));
+    kmin = a[l];
+  }
+  /* measured 3.1e-6 over K_l > 1e-6 (l up to 4000): the sphere's
+   * Gaussian, not an error of the quadrature (the same Gaussian cut at 1e-8
+   * gives 1.1e-6) */
+  printf("  10' Gaussian: down to K_l = %.1e\n", kmin);
+  CHECK_LE("10' Gaussian: K_l^(2) / (K_l exp(2 sigma^2)) - 1", rdev, 2e-5);
+  /* completeness: int d^l_22 d^l'_22 sin = 2 delta / (2l + 1), so
+   * K(beta) = sum_l (2l + 1) / (4 pi) K_l^(2) d^l_22(beta) inside the
+   * support; d^l_22 here from the Jacobi recurrence in n for P^(0,4)_n.
+   * This checks every K_l^(2) up to where the Gaussian's have died out. */
+  double rec = 0;
+  for (int t = 0; t < 4; t++) {
+    const double beta = t * sigma, x = cos(beta), v = 0.5 * (1 + x);
+    double p0 = 1, p1 = 3 * x - 2, s = 5 * b[2] * p0 + 7 * b[3] * p1;
+    for (int nn = 2; nn + 2 <= L; nn++) {
+      const double p2 = ((2 * nn + 3) * ((2 * nn + 4) * (2 * nn + 2) * x - 16) * p1 -
+                         2.0 * (nn - 1) * (nn + 3) * (2 * nn + 4) * p0) /
+                        (2.0 * nn * (nn + 4) * (2 * nn + 2));
+      s += (2 * nn + 5) * b[nn + 2] * p2;
+      p0 = p1;
+      p1 = p2;
+    }
+    s *= v * v / (4 * PI);
+    const double want = arkcos_kernel_value(ga, beta);
+    rec = fmax(rec, fabs(s - want) / arkcos_kernel_value(ga, 0));
+  }
+  /* measured 1.1e-11 relative to K(0) (the floor: each K_l^(2) is good to
+   * ~ l eps absolute, as the engine's K_l; a cut at 1e-8 instead leaves the
+   * series' Gibbs tail, 6e-10) */
+  CHECK_LE("10' Gaussian: K(beta) = sum_l (2l+1)/4pi K_l^(2) d^l_22, 0..3 sigma", rec, 1e-10);
+  double bmax = 0;
+  for (int l = 0; l <= L; l++) bmax = fmax(bmax, fabs(b[l]));
+  CHECK(bmax <= 1 + 1e-12, "|K_l^(2)| up to %g", bmax);
+  CHECK(ref_kernel_legendre_spin2(ga, -1, b, &err) == ARKCOS_EINVAL, "lmax -1 accepted");
+  free(a);
+  free(b);
+  arkcos_kernel_destroy(th);
+  arkcos_kernel_destroy(ga);
+}
+
+TEST_MAIN(TG(rotation_factor), TG(map_symmetries), TG(l2_fields),
+          TG(l2_fields_ecp), TG(kl2))
