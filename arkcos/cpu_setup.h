@@ -172,7 +172,9 @@ static int SFX(setup_buffers)(arkcos_plan *p, SFX(cpu_state) *s, size_t bytes, a
 }
 
 /* FFTW plans of every ring length and the kernel grid, from the process-wide
- * cache; wisdom saved when some had to be planned */
+ * cache (none for the rings off the grid where pairs_direct.c sums every
+ * pair they take part in: no FFT reads or writes them); wisdom saved when
+ * some had to be planned */
 static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err) {
   const int nr = p->geom->nrings;
   const arkcos_ring *rg = p->geom->rings;
@@ -180,6 +182,7 @@ static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
   int fresh = 0;
   for (int j = 0; j < nr; j++) {
     int64_t N = rg[j].nph;
+    if (p->direct_caps && N != p->L) continue;
     if (j > 0 && rg[j - 1].nph == N) {
       s->r2c[j] = s->r2c[j - 1];
       s->c2r[j] = s->c2r[j - 1];
