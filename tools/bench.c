@@ -4,7 +4,7 @@
  *
  * usage: bench [--nside N,N,...] [--threads T] [--repeats R] [--fsht-repeats R]
  *              [--fwhm-arcmin-2048 F] [--cutoff-rel EPS] [--no-fsht] [--no-cache]
- *              [--oversample Q]
+ *              [--oversample Q]   (no effect since the caps are exact; accepted, with a warning)
  *        bench --support-sweep NSIDE [--threads T] [--repeats R]
  * ARKCoS times are medians of --repeats executes (default 9: single runs on a
  * shared machine scatter by tens of percent), FSHT times of --fsht-repeats (1),
@@ -114,7 +114,7 @@ static int support_sweep(long nside, int threads, int repeats, double rel) {
 
 typedef struct bench_args {
   long nsides[8];
-  int nn, threads, repeats, frep, do_fsht, do_cache, oversample;
+  int nn, threads, repeats, frep, do_fsht, do_cache;
   long sweep_nside;
   double fwhm2048, rel;
 } bench_args;
@@ -122,6 +122,7 @@ typedef struct bench_args {
 static int parse_args(int argc, char **argv, bench_args *a) {
   *a = (bench_args){.nsides = {512, 1024, 2048}, .nn = 3, .threads = 2, .repeats = 9, .frep = 1,
                     .do_fsht = 1, .do_cache = 1, .fwhm2048 = 4.7, .rel = 1e-5};
+  int oversample = 0; /* given: no effect since the caps are exact */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--nside") && i + 1 < argc) {
       a->nn = 0;
@@ -133,7 +134,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     else if (!strcmp(argv[i], "--cutoff-rel") && i + 1 < argc) a->rel = atof(argv[++i]);
     else if (!strcmp(argv[i], "--no-fsht")) a->do_fsht = 0;
     else if (!strcmp(argv[i], "--no-cache")) a->do_cache = 0;
-    else if (!strcmp(argv[i], "--oversample") && i + 1 < argc) a->oversample = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--oversample") && i + 1 < argc) {
+      i++;
+      oversample = 1;
+    }
     else if (!strcmp(argv[i], "--support-sweep") && i + 1 < argc) a->sweep_nside = atol(argv[++i]);
     else {
       fprintf(stderr, "bench: unknown argument %s\n", argv[i]);
@@ -144,6 +148,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     fprintf(stderr, "bench: repeats and threads must be >= 1\n");
     return 2;
   }
+  if (oversample)
+    fprintf(stderr, "bench: warning: --oversample has no effect (the polar caps are exact now); ignored\n");
   return 0;
 }
 
@@ -220,7 +226,7 @@ static void print_header(const bench_args *a) {
 }
 
 static void print_rows(long nside, const arkcos_kernel *k, double fwhm, const plan_timing *t,
-                       double tcache, double cache_mb, double tq1, const double f[4]) {
+                       double tcache, double cache_mb, const double f[4]) {
   const arkcos_stage_times *sm = &t->mean;
   double tot = sm->total > 0 ? sm->total : 1, cut = arkcos_kernel_cutoff(k);
   printf("  %-5ld %7.2f %7.2f %6d | %9.4f %9.4f %9.4f | %7.2f %7.2f | %9.1f %9.1f | %4.0f%% %4.0f%% %4.0f%% %4.0f%% %4.0f%% | %8.0f %8.0f\n",
@@ -232,13 +238,10 @@ static void print_rows(long nside, const arkcos_kernel *k, double fwhm, const pl
          "", "", "", f[2], f[3], f[2] / t->median, f[3] / t->median);
   printf("        %7s %7s %6s | %9.4f | %9.0f   (cached kernel spectra: per-map time, plan memory)\n", "", "", "",
          tcache, cache_mb);
-  printf("        %7s %7s %6s | %9.4f | %9s %9s | %9.1f %9.1f   (4 nside kernel grid, oversample 1)\n", "", "", "",
-         tq1, "", "", f[0] / tq1, f[1] / tq1);
 }
 
-/* One nside: the default plan, the 4 nside grid (oversample 1: DESIGN.md's
- * algorithm and the GPU backend's grid), plan reuse with cached kernel
- * spectra (the per-map cost of many maps) and FSHT. */
+/* One nside: the default plan, plan reuse with cached kernel spectra (the
+ * per-map cost of many maps) and FSHT. */
 static int bench_nside(const bench_args *a, long nside) {
   arkcos_error err = {0, ""};
   arkcos_kernel_spec ks = {0};
@@ -258,15 +261,9 @@ static int bench_nside(const bench_args *a, long nside) {
   arkcos_options_default(&o);
   o.backend = ARKCOS_BACKEND_CPU;
   o.threads = a->threads;
-  o.oversample = a->oversample;
-  plan_timing t, t1 = {.median = NAN}, tc = {.median = NAN, .memory_mb = NAN};
+  plan_timing t, tc = {.median = NAN, .memory_mb = NAN};
   double f[4] = {NAN, NAN, NAN, NAN};
   if (!rc) rc = time_plan(g, k, &o, in, out, a->repeats, &t, &err);
-  if (!rc && a->oversample != 1) {
-    o.oversample = 1;
-    if (time_plan(g, k, &o, in, out, a->repeats, &t1, &err)) t1.median = NAN;
-    o.oversample = a->oversample;
-  }
   if (!rc && a->do_cache) {
     o.cache_kernel_spectra = 1;
     if (time_plan(g, k, &o, in, out, a->repeats, &tc, &err)) {
@@ -275,7 +272,7 @@ static int bench_nside(const bench_args *a, long nside) {
     }
   }
   if (!rc && a->do_fsht) rc = time_fsht(g, k, in, out, a->threads, a->frep, f, &err);
-  if (!rc) print_rows(nside, k, ks.fwhm, &t, tc.median, tc.memory_mb, t1.median, f);
+  if (!rc) print_rows(nside, k, ks.fwhm, &t, tc.median, tc.memory_mb, f);
   else fprintf(stderr, "bench: %s\n", err.msg);
   fflush(stdout);
   free(in);
@@ -293,10 +290,9 @@ int main(int argc, char **argv) {
   print_header(&a);
   for (int c = 0; c < a.nn; c++)
     if (bench_nside(&a, a.nsides[c])) return 1;
-  printf("# arkcos_s: median execute, default (automatic) oversampling of cap pairs' kernel grids;\n"
+  printf("# arkcos_s: median execute of the default plan;\n"
          "# fsht0_s/fsht3_s: FSHT smoothing at lmax = 3 nside - 1 (healpy's default), iter 0 and 3;\n"
          "# the 'lmax = 2 nside' row: the same at the paper's band limit;\n"
-         "# the 'oversample 1' row: the same on the 4 nside grid everywhere (faster, less accurate caps);\n"
          "# reuse_s: plan + one execute (no reuse); cached_s: median\n"
          "# execute of a plan that keeps every kernel spectrum (many maps, one beam);\n"
          "# x_iter0/3: FSHT time / ARKCoS time; stage shares of the execute time; rings: approx. support in rings\n");
