@@ -71,13 +71,19 @@ static arkcos_kernel *gauss(double fwhm, double cutoff, double rel) {
   return k;
 }
 
-static double *smooth(const arkcos_geometry *g, const arkcos_kernel *k, const double *in,
-                      arkcos_mode mode, arkcos_precision prec) {
+/* The default options on the CPU backend, in the given mode and precision */
+static arkcos_options cpu_options(arkcos_mode mode, arkcos_precision prec) {
   arkcos_options o;
   arkcos_options_default(&o);
   o.mode = mode;
   o.precision = prec;
   o.backend = ARKCOS_BACKEND_CPU;
+  return o;
+}
+
+static double *smooth(const arkcos_geometry *g, const arkcos_kernel *k, const double *in,
+                      arkcos_mode mode, arkcos_precision prec) {
+  arkcos_options o = cpu_options(mode, prec);
   arkcos_error e;
   arkcos_plan *p = arkcos_plan_create(g, k, &o, &e);
   if (!p) {
@@ -397,11 +403,7 @@ TEST_GROUP(oversample_no_effect) {
       for (int mode = 0; mode < 2; mode++) {
         int made = 1;
         for (int q = 0; q < 3; q++) {
-          arkcos_options o;
-          arkcos_options_default(&o);
-          o.backend = ARKCOS_BACKEND_CPU;
-          o.mode = mode;
-          o.precision = prec;
+          arkcos_options o = cpu_options(mode, prec);
           o.oversample = q;
           arkcos_plan *p = arkcos_plan_create(g, ks[kk], &o, NULL);
           made &= p && arkcos_execute(p, x, out[q], NULL) == ARKCOS_OK;
@@ -554,11 +556,7 @@ TEST_GROUP(plan_reuse) {
   arkcos_kernel *k = gauss(3.5 * pix, 0, 1e-6);
   for (int prec = 0; prec < 2; prec++)
     for (int mode = 0; mode < 2; mode++) {
-      arkcos_options o;
-      arkcos_options_default(&o);
-      o.backend = ARKCOS_BACKEND_CPU;
-      o.mode = mode;
-      o.precision = prec;
+      arkcos_options o = cpu_options(mode, prec);
       arkcos_plan *p1 = arkcos_plan_create(g, k, &o, NULL);
       o.cache_kernel_spectra = 1;
       arkcos_plan *p2 = arkcos_plan_create(g, k, &o, NULL);
