@@ -181,17 +181,10 @@ typedef struct arkcos_options {
   int threads;                /* CPU threads; <= 0: OpenMP default */
   int cache_kernel_spectra;   /* keep kernel spectra from plan creation on */
   int device;                 /* CUDA device ordinal */
-  /* Kernel-grid oversampling for ring pairs that involve a polar-cap ring
-   * (enhanced mode, CPU): the kernel's azimuthal spectrum is sampled on
-   * oversample x 4 nside points at the belt's edge (and on grids halved as
-   * often as sin theta halves toward the poles, which keeps the samples per
-   * kernel width), pushing its aliasing below the
-   * truncation's own error (caps at 2.8 pixels per FWHM, cut 1e-5: 7.8e-4 ->
-   * 6.4e-6) for about twice the time. Belt pairs are exact either way.
-   * 0 = automatic (2 only when the kernel is narrow enough for the 4 nside
-   * grid to alias above its cutoff level), 1 = off (the 4 nside grid of
-   * DESIGN.md and of the GPU backend), 2..8 = that factor. The GPU backend
-   * takes 0 as 1 and refuses 2..8 (ARKCOS_EINVAL; AUTO then uses the CPU). */
+  /* No effect; kept for source compatibility. It was the oversampling of
+   * the kernel grid for ring pairs that involve a polar-cap ring; such pairs
+   * are now summed directly and exactly in enhanced mode, and paper mode
+   * keeps the paper's L grid. Any value is accepted and ignored. */
   int oversample;
   /* Accuracy asked of the plan (enhanced mode), as a bound on
    * max_p |ARKCoS(x)_p - direct(x)_p| / max_q |x_q| over every map x:

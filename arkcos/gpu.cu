@@ -964,14 +964,6 @@ extern "C" int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err) {
                        (long long)p->L, (long long)MAX_L);
   if (p->geom->npix <= 0 || p->geom->nrings <= 0)
     return arkcos_fail(err, ARKCOS_EINVAL, "GPU: empty geometry");
-  /* The GPU backend samples every pair's kernel on the 4 nside grid
-   * (oversample 1). Automatic (0) takes that grid; an explicit factor it
-   * cannot honour is refused rather than silently ignored. */
-  if (p->opt.oversample > 1)
-    return arkcos_fail(err, ARKCOS_EINVAL,
-                       "GPU: oversample %d is not implemented on the GPU backend (it uses the "
-                       "4 nside kernel grid, oversample 1); use the CPU backend or oversample 0 or 1",
-                       p->opt.oversample);
   gpu_state *st = new (std::nothrow) gpu_state();
   if (!st) return arkcos_fail(err, ARKCOS_ENOMEM, "GPU: out of host memory");
   st->dev = dev;

@@ -44,7 +44,6 @@ typedef struct smooth_args {
   method_kind method;
   arkcos_mode mode;
   arkcos_precision precision;
-  long oversample; /* arkcos_options.oversample: 0 automatic */
   arkcos_backend backend;
   long threads, lmax, iter;
   int force, verbose;
@@ -90,9 +89,8 @@ static void usage(FILE *f) {
 "                       map2alm, times K_l, alm2map)\n"
 "  --mode M             arkcos only: enhanced (default) or paper\n"
 "  --precision P        arkcos only: double (default) or single\n"
-"  --oversample Q       arkcos only: kernel grid of Q x 4 nside points for ring\n"
-"                       pairs that involve a polar-cap ring (1 = off; default:\n"
-"                       2 where the 4 nside grid would alias above the cutoff)\n"
+"  --oversample Q       arkcos only: no effect (the polar caps are summed exactly\n"
+"                       now); Q in [1, 8] is still accepted, with a warning\n"
 "  --backend B          arkcos only: auto (default: GPU if one is usable, else\n"
 "                       CPU), cpu or gpu (exit 2 if there is no usable GPU)\n"
 "  --accuracy EPS       arkcos, enhanced mode only: 0 (default) = exact, the\n"
@@ -247,7 +245,7 @@ static int set_accuracy_option(smooth_args *a, const char *name, const char *val
   return 0;
 }
 
-/* The integers: --threads, --lmax, --oversample, --iter. */
+/* The integers: --threads, --lmax, --oversample (checked, then ignored), --iter. */
 static int set_integer_option(smooth_args *a, const char *name, const char *val) {
   if (!strcmp(name, "--threads")) {
     if (!parse_long(val, &a->threads) || a->threads < 1 || a->threads > 4096)
@@ -257,7 +255,8 @@ static int set_integer_option(smooth_args *a, const char *name, const char *val)
       return bad_arg("--lmax: '%s' is not an integer", val);
     if (a->lmax < 1) return bad_arg("--lmax: %s must be >= 1", val);
   } else if (!strcmp(name, "--oversample")) {
-    if (!parse_long(val, &a->oversample) || a->oversample < 1 || a->oversample > 8)
+    long q;
+    if (!parse_long(val, &q) || q < 1 || q > 8)
       return bad_arg("--oversample: '%s' is not an integer in [1, 8]", val);
   } else if (!strcmp(name, "--iter")) {
     if (!parse_long(val, &a->iter) || a->iter > 1000)
@@ -373,6 +372,9 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
     }
   }
   if (rc || (rc = check_combinations(a))) return rc;
+  if (a->has_oversample)
+    fprintf(stderr, "arkcos smooth: warning: --oversample has no effect (the polar caps are exact "
+                    "now); ignored\n");
   if (!a->has_iter) a->iter = 3;
   mask_opts_finish(&a->mask);
   if (!a->has_threads) a->threads = omp_get_max_threads();
@@ -449,7 +451,6 @@ static void method_spec_for(const smooth_state *s, int64_t nside, method_spec *m
   m->kind = a->method;
   m->arkcos.mode = a->mode;
   m->arkcos.precision = a->precision;
-  m->arkcos.oversample = (int)a->oversample;
   m->arkcos.backend = a->backend;
   m->arkcos.accuracy = a->accuracy;
   /* With more than one map, keep the kernel spectra from plan creation so

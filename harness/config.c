@@ -100,7 +100,7 @@ static const field arkcos_fields[] = {
     {"mode", F_ENUM, 0, 0, 0, "\"enhanced\"", "enhanced|paper", NULL},
     {"precision", F_ENUM, 0, 0, 0, "\"double\"", "double|single", NULL},
     {"cache_kernel_spectra", F_BOOL, 0, 0, 0, "false", NULL, NULL},
-    {"oversample", F_INT, 0, 8, 0, "0", NULL, NULL},
+    {"oversample", F_INT, 0, 8, 0, NULL, NULL, NULL}, /* no effect: see fill_method */
     {"accuracy", F_NUM, 0, NOLIM_HI, 0, "0", NULL, NULL},
     {"repeats", F_INT, 1, 10000, 0, NULL, NULL, NULL},
     {"warmup", F_INT, 0, 1000, 0, NULL, NULL, NULL},
@@ -703,14 +703,16 @@ static void fill_method(const char *cfgpath, json_t *o, int repeats,
     m->mode = !strcmp(mode, "paper") ? ARKCOS_MODE_PAPER : ARKCOS_MODE_ENHANCED;
     m->precision = !strcmp(prec, "single") ? ARKCOS_SINGLE : ARKCOS_DOUBLE;
     m->cache_kernel_spectra = json_is_true(json_object_get(o, "cache_kernel_spectra"));
-    m->oversample = (int)num(o, "oversample", 0);
     m->accuracy = num(o, "accuracy", 0);
-    char q[32] = "";
-    if (m->oversample) snprintf(q, sizeof q, " oversample=%d", m->oversample);
-    /* the id names oversample and accuracy only when set, so ids of
-     * existing results stay */
-    snprintf(id, sizeof id, "arkcos backend=%s mode=%s precision=%s%s%s", b, mode,
-             prec, m->cache_kernel_spectra ? " cache_kernel_spectra=true" : "", q);
+    /* "oversample" has no effect since the polar caps are summed exactly:
+     * still accepted (old configs run), then dropped from the method object,
+     * so that it is in no new id, label or results file (results written
+     * before name it where it was set, and stay readable as they are) */
+    m->had_oversample = json_object_get(o, "oversample") != NULL;
+    json_object_del(o, "oversample");
+    /* the id names accuracy only when set, so ids of existing results stay */
+    snprintf(id, sizeof id, "arkcos backend=%s mode=%s precision=%s%s", b, mode,
+             prec, m->cache_kernel_spectra ? " cache_kernel_spectra=true" : "");
     if (m->accuracy > 0) append_num(id, sizeof id, "accuracy", m->accuracy);
   } else if (!strcmp(name, "fsht")) {
     m->type = CFG_METHOD_FSHT;
@@ -825,14 +827,26 @@ static void fill_kernels(errlist *e, const char *cfgpath, const json_t *n,
   }
 }
 
+/* Drops method m, filled but the same as an earlier one (no error: it
+ * differed only by "oversample", which has no effect). */
+static void drop_method(cfg_method *m) {
+  free(m->ring_weights);
+  free(m->id);
+  free(m->label);
+  memset(m, 0, sizeof *m);
+}
+
 static void fill_methods(errlist *e, const char *cfgpath, const json_t *n,
                          run_config *cfg) {
   json_t *ms = json_object_get(n, "methods");
-  cfg->nmethods = (int)json_array_size(ms);
-  cfg->methods = calloc((size_t)cfg->nmethods, sizeof(cfg_method));
-  for (int i = 0; i < cfg->nmethods; i++) {
-    cfg_method *m = &cfg->methods[i];
+  const int nm = (int)json_array_size(ms);
+  cfg->methods = calloc((size_t)nm, sizeof(cfg_method));
+  int *at = calloc((size_t)nm + 1, sizeof(int)); /* index in the file of methods[k] */
+  cfg->nmethods = 0;
+  for (int i = 0; cfg->methods && at && i < nm; i++) {
+    cfg_method *m = &cfg->methods[cfg->nmethods];
     fill_method(cfgpath, json_array_get(ms, (size_t)i), cfg->repeats, cfg->warmup, m);
+    if (m->had_oversample && !cfg->oversample_at) cfg->oversample_at = i + 1;
     char p[64];
     snprintf(p, sizeof p, "methods[%d].ring_weights", i);
     check_readable(e, p, m->ring_weights);
@@ -841,12 +855,20 @@ static void fill_methods(errlist *e, const char *cfgpath, const json_t *n,
       snprintf(p, sizeof p, "methods[%d].accuracy", i);
       add_error(e, p, "applies only to mode \"enhanced\", not \"paper\"");
     }
-    for (int j = 0; j < i; j++)
-      if (!strcmp(cfg->methods[j].id, m->id)) {
-        snprintf(p, sizeof p, "methods[%d]", i);
-        add_error(e, p, "same method as methods[%d]", j);
-      }
+    int same = -1;
+    for (int j = 0; j < cfg->nmethods && same < 0; j++)
+      if (!strcmp(cfg->methods[j].id, m->id)) same = j;
+    if (same >= 0 && (m->had_oversample || cfg->methods[same].had_oversample)) {
+      drop_method(m); /* the same method once "oversample" is ignored: run once */
+      continue;
+    }
+    if (same >= 0) {
+      snprintf(p, sizeof p, "methods[%d]", i);
+      add_error(e, p, "same method as methods[%d]", at[same]);
+    }
+    at[cfg->nmethods++] = i;
   }
+  free(at);
 }
 
 /* The first direct method, else the first fsht method, else none. */

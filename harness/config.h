@@ -74,7 +74,7 @@ typedef struct cfg_method {
   arkcos_mode mode;            /* arkcos */
   arkcos_precision precision;  /* arkcos */
   int cache_kernel_spectra;    /* arkcos */
-  int oversample;              /* arkcos: arkcos_options.oversample (0 automatic) */
+  int had_oversample;          /* arkcos: the config gave "oversample" (no effect, ignored) */
   double accuracy;             /* arkcos: arkcos_options.accuracy (0 exact) */
   int iter;                    /* fsht */
   double lmax_factor;          /* fsht */
@@ -106,6 +106,8 @@ typedef struct run_config {
   cfg_method *methods;
   int nmethods;
   int reference;       /* index into methods, CFG_REF_NONE or CFG_REF_EXACT */
+  int oversample_at;   /* 1 + index in the file of the first method that gives
+                        * "oversample" (which has no effect), or 0 */
   double direct_max_evals;
   double memory_bytes; /* 0 = 90% of the machine's memory */
   struct {

@@ -30,7 +30,7 @@ int method_from_name(const char *s);
 
 typedef struct method_spec {
   method_kind kind;
-  /* METHOD_ARKCOS: mode, precision, backend, oversample, cache and accuracy
+  /* METHOD_ARKCOS: mode, precision, backend, cache and accuracy
    * (arkcos.accuracy: 0 exact, EPS > 0 the bound the plan may spend; the
    * options' own field, so that no second copy can disagree with it) */
   arkcos_options arkcos;

@@ -149,11 +149,12 @@ void results_doc_method_label(const json_t *m, char *buf, size_t len) {
     const char *b = json_string_value(json_object_get(m, "backend"));
     const char *mo = json_string_value(json_object_get(m, "mode"));
     const char *p = json_string_value(json_object_get(m, "precision"));
+    /* "oversample": only in results written while it had an effect */
     json_int_t q = json_integer_value(json_object_get(m, "oversample"));
     double acc = json_number_value(json_object_get(m, "accuracy"));
     char qs[32] = "", as[40] = "";
     if (q) snprintf(qs, sizeof qs, "-q%lld", (long long)q);
-    if (acc > 0) snprintf(as, sizeof as, "-a%g", acc); /* as -q: only when set */
+    if (acc > 0) snprintf(as, sizeof as, "-a%g", acc); /* only when set */
     snprintf(buf, len, "arkcos-%s-%s-%s%s%s%s", b ? b : "cpu", mo ? mo : "enhanced",
              p ? p : "double",
              json_is_true(json_object_get(m, "cache_kernel_spectra")) ? "-cached" : "", qs, as);

@@ -47,8 +47,9 @@ char *results_doc_summary_csv(const json_t *root);
 
 /* Short method label of a case's method object, as in the CSV "method"
  * column: "arkcos-cpu-enhanced-double", "fsht-iter3", "direct"; arkcos
- * options set away from their defaults add "-cached", "-q<oversample>",
- * "-a<accuracy>" ("arkcos-cpu-enhanced-double-a1e-08"). */
+ * options set away from their defaults add "-cached", "-a<accuracy>"
+ * ("arkcos-cpu-enhanced-double-a1e-08"), and, in results written while
+ * "oversample" had an effect, "-q<oversample>" before "-a". */
 void results_doc_method_label(const json_t *method, char *buf, size_t len);
 
 /* mkdir -p */

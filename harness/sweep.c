@@ -408,6 +408,9 @@ int cmd_run(int argc, char **argv) {
     config_free(&cfg);
     return report_error(&err);
   }
+  if (cfg.oversample_at)
+    fprintf(stderr, "arkcos run: warning: methods[%d].oversample has no effect (the polar caps are "
+                    "exact now); ignored\n", cfg.oversample_at - 1);
   run_ctx c;
   memset(&c, 0, sizeof c);
   c.cfg = &cfg;

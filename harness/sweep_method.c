@@ -115,7 +115,6 @@ static void spec_of(const cfg_method *m, const arkcos_geometry *g, int threads,
     s->arkcos.backend = m->backend;
     s->arkcos.threads = threads;
     s->arkcos.cache_kernel_spectra = m->cache_kernel_spectra;
-    s->arkcos.oversample = m->oversample;
     s->arkcos.accuracy = m->accuracy;
     break;
   case CFG_METHOD_FSHT:

@@ -299,5 +299,19 @@ grep -q '^bound:' "$T/stdout" && bad "a bound line without -v: $(cat "$T/stdout"
   bad "-v, direct: $(cat "$T/stderr")"
 grep -q '^bound: 0 (the direct sum itself) nside=16$' "$T/stdout" && ok || bad "-v, direct: $(cat "$T/stdout")"
 
+# ------------------------------------------------------------ --oversample
+# No effect since the polar caps are summed exactly: still accepted (old
+# scripts run), one warning on stderr, the same map as without it.
+"$ARKCOS" smooth "$T/rand2.fits" "$T/os2.fits" "${G[@]}" --oversample 2 >"$T/stdout" 2>"$T/stderr" &&
+  ok || bad "--oversample 2: $(cat "$T/stderr")"
+[ "$(grep -c 'warning: --oversample has no effect' "$T/stderr")" -eq 1 ] && ok ||
+  bad "--oversample 2: not one warning: $(cat "$T/stderr")"
+"$PYTHON" -c "
+import sys, numpy as n
+from astropy.io import fits
+a, b = (fits.getdata(f, 1)['T'] for f in sys.argv[1:])
+sys.exit(0 if n.array_equal(a, b) else 1)" "$T/os2.fits" "$T/acc1.fits" 2>/dev/null && ok ||
+  bad "--oversample 2 changed the map"
+
 echo "TESTS $pass $fail"
 [ "$fail" -eq 0 ]

@@ -9,6 +9,7 @@
 
 #include "arkcos/arkcos.h"
 #include "arkcos/arkcos_math.h"
+#include "tests/testkernels.h"
 #include "tests/testlib.h"
 #include "tests/testmaps.h"
 
@@ -70,16 +71,19 @@ static arkcos_kernel *gauss(double fwhm, double cutoff, double rel) {
   return k;
 }
 
-static int oversample = 0; /* arkcos_options.oversample for smooth() */
-
-static double *smooth(const arkcos_geometry *g, const arkcos_kernel *k, const double *in,
-                      arkcos_mode mode, arkcos_precision prec) {
+/* The default options on the CPU backend, in the given mode and precision */
+static arkcos_options cpu_options(arkcos_mode mode, arkcos_precision prec) {
   arkcos_options o;
   arkcos_options_default(&o);
-  o.oversample = oversample;
   o.mode = mode;
   o.precision = prec;
   o.backend = ARKCOS_BACKEND_CPU;
+  return o;
+}
+
+static double *smooth(const arkcos_geometry *g, const arkcos_kernel *k, const double *in,
+                      arkcos_mode mode, arkcos_precision prec) {
+  arkcos_options o = cpu_options(mode, prec);
   arkcos_error e;
   arkcos_plan *p = arkcos_plan_create(g, k, &o, &e);
   if (!p) {
@@ -284,8 +288,8 @@ static void healpix_case(int64_t nside, double pix_per_fwhm, double rel, double 
   *belt = nb ? frac_rms(g, a, ref, mask) : 0;
   *whole = frac_rms(g, a, ref, NULL);
   *paper_whole = frac_rms(g, b, ref, NULL);
-  printf("  nside %4lld %4.1f pix/FWHM cut %.0e (%.2f deg) q %d: belt rings %3d  enhanced belt %.2e whole %.2e | paper whole %.2e\n",
-         (long long)nside, pix_per_fwhm, rel, c / DEG, oversample ? oversample : 2, nb, *belt, *whole, *paper_whole);
+  printf("  nside %4lld %4.1f pix/FWHM cut %.0e (%.2f deg): belt rings %3d  enhanced belt %.2e whole %.2e | paper whole %.2e\n",
+         (long long)nside, pix_per_fwhm, rel, c / DEG, nb, *belt, *whole, *paper_whole);
   free(mask);
   free(in);
   free(ref);
@@ -309,11 +313,10 @@ TEST_GROUP(arkcos_vs_direct_healpix) {
     if (paper > worst_paper) worst_paper = paper;
   }
   CHECK_LE("enhanced, rings whose disc is in the belt: frac RMS", worst_belt, 1e-10);
-  /* measured (automatic oversampling): 5.6e-7 (nside 13, 5 pix/FWHM, cut
-   * 1e-6), 4.2e-4 (cut 1e-3: the kernel's jump at the cutoff; the 4 nside
-   * grid is chosen there), paper 1.1e-2 */
-  CHECK_LE("enhanced whole sphere, cut <= 1e-6", worst_whole8, 6e-7);
-  CHECK_LE("enhanced whole sphere, cut 1e-3", worst_whole3, 6e-4);
+  /* measured 1.6e-15 .. 3.2e-15 (the caps are summed exactly); paper
+   * 1.2e-2 */
+  CHECK_LE("enhanced whole sphere, cut <= 1e-6", worst_whole8, 1e-13);
+  CHECK_LE("enhanced whole sphere, cut 1e-3", worst_whole3, 1e-13);
   CHECK_LE("paper whole sphere", worst_paper, 1.5e-2);
 }
 
@@ -366,41 +369,56 @@ TEST_GROUP(pair_symmetry_without_mirror) {
 
 /* whole-sphere level on HEALPix for 3..10 pixels per FWHM at nside 32 */
 TEST_GROUP(arkcos_whole_sphere_levels) {
-  /* Measured (enhanced, whole sphere; the belt is exact in every case):
-   *   pix/FWHM                 3        4.4      6        10
-   *   q 2 (default) cut 1e-8  4.1e-9   3.5e-9   3.2e-9   2.6e-9
-   *                 cut 1e-3  3.3e-4   2.8e-4   2.7e-4   2.2e-4
-   *   q 1 (4 nside) cut 1e-8  2.1e-4   1.2e-7   4.6e-9   3.2e-9
-   *                 cut 1e-3  4.9e-4   3.7e-4   3.1e-4   2.6e-4
-   * In the caps the kernel's azimuthal spectrum is aliased on the kernel
-   * grid: on the 4 nside grid below ~4 pixels per FWHM by the sampling;
-   * otherwise, and on the oversampled grid, by the jump at the cutoff.
-   * Paper mode: 3.3e-5 .. 1.1e-2. */
+  /* Measured (enhanced, whole sphere): 1.6e-15 .. 4.8e-15 for 3..10 pixels
+   * per FWHM, cut 1e-8 or 1e-3: the belt by the exact Fourier path, the caps
+   * summed directly. Paper mode: 3.3e-5 .. 1.2e-2. */
   const double ppf[] = {3, 4.4, 6, 10};
-  for (int q = 2; q >= 1; q--) {
-    oversample = q;
-    double worst8_3 = 0, worst8 = 0, worst3 = 0, worstp = 0;
-    for (int c = 0; c < 4; c++) {
-      double belt, whole, paper;
-      healpix_case(32, ppf[c], 1e-8, &belt, &whole, &paper);
-      if (c == 0) worst8_3 = whole; else if (whole > worst8) worst8 = whole;
-      if (paper > worstp) worstp = paper;
-      healpix_case(32, ppf[c], 1e-3, &belt, &whole, &paper);
-      if (whole > worst3) worst3 = whole;
-      if (paper > worstp) worstp = paper;
-    }
-    if (q == 2) {
-      CHECK_LE("q 2: enhanced whole sphere, nside 32, 3 pix/FWHM, cut 1e-8", worst8_3, 6e-9);
-      CHECK_LE("q 2: enhanced whole sphere, nside 32, 4.4-10 pix/FWHM, cut 1e-8", worst8, 5e-9);
-      CHECK_LE("q 2: enhanced whole sphere, nside 32, 3-10 pix/FWHM, cut 1e-3", worst3, 4.5e-4);
-    } else {
-      CHECK_LE("q 1: enhanced whole sphere, nside 32, 3 pix/FWHM, cut 1e-8", worst8_3, 3e-4);
-      CHECK_LE("q 1: enhanced whole sphere, nside 32, 4.4-10 pix/FWHM, cut 1e-8", worst8, 2e-7);
-      CHECK_LE("q 1: enhanced whole sphere, nside 32, 3-10 pix/FWHM, cut 1e-3", worst3, 7e-4);
-    }
-    CHECK_LE("paper whole sphere, nside 32, 3-10 pix/FWHM", worstp, 1.5e-2);
+  double worst8 = 0, worst3 = 0, worstp = 0;
+  for (int c = 0; c < 4; c++) {
+    double belt, whole, paper;
+    healpix_case(32, ppf[c], 1e-8, &belt, &whole, &paper);
+    if (whole > worst8) worst8 = whole;
+    if (paper > worstp) worstp = paper;
+    healpix_case(32, ppf[c], 1e-3, &belt, &whole, &paper);
+    if (whole > worst3) worst3 = whole;
+    if (paper > worstp) worstp = paper;
   }
-  oversample = 0;
+  CHECK_LE("enhanced whole sphere, nside 32, 3-10 pix/FWHM, cut 1e-8", worst8, 1e-13);
+  CHECK_LE("enhanced whole sphere, nside 32, 3-10 pix/FWHM, cut 1e-3", worst3, 1e-13);
+  CHECK_LE("paper whole sphere, nside 32, 3-10 pix/FWHM", worstp, 1.5e-2);
+}
+
+/* arkcos_options.oversample has no effect (the polar caps are summed
+ * exactly, paper mode keeps its L grid): 0, 1 and 2 give bit-identical
+ * output in both modes and precisions, for a narrow Gaussian (2.8 pixels
+ * per FWHM, cut 1e-5, where the caps were once oversampled) and a top-hat. */
+TEST_GROUP(oversample_no_effect) {
+  arkcos_geometry *g = arkcos_geometry_healpix(16, NULL);
+  const double pix = sqrt(4 * M_PI / g->npix);
+  arkcos_kernel *ks[2] = {gauss(2.8 * pix, 0, 1e-5), tophat(2.3 * pix)};
+  double *x = random_map(g->npix), *out[3];
+  for (int q = 0; q < 3; q++) out[q] = malloc(sizeof(double) * g->npix);
+  for (int kk = 0; kk < 2; kk++)
+    for (int prec = 0; prec < 2; prec++)
+      for (int mode = 0; mode < 2; mode++) {
+        int made = 1;
+        for (int q = 0; q < 3; q++) {
+          arkcos_options o = cpu_options(mode, prec);
+          o.oversample = q;
+          arkcos_plan *p = arkcos_plan_create(g, ks[kk], &o, NULL);
+          made &= p && arkcos_execute(p, x, out[q], NULL) == ARKCOS_OK;
+          arkcos_plan_destroy(p);
+        }
+        CHECK(made && !memcmp(out[0], out[1], sizeof(double) * g->npix) &&
+                  !memcmp(out[0], out[2], sizeof(double) * g->npix),
+              "%s, %s, %s: oversample 0, 1, 2 bit-identical", kk ? "top-hat" : "Gaussian 2.8 pix/FWHM",
+              mode ? "paper" : "enhanced", prec ? "single" : "double");
+      }
+  for (int q = 0; q < 3; q++) free(out[q]);
+  free(x);
+  arkcos_kernel_destroy(ks[0]);
+  arkcos_kernel_destroy(ks[1]);
+  arkcos_geometry_destroy(g);
 }
 
 TEST_GROUP(arkcos_vs_direct_ecp) {
@@ -538,11 +556,7 @@ TEST_GROUP(plan_reuse) {
   arkcos_kernel *k = gauss(3.5 * pix, 0, 1e-6);
   for (int prec = 0; prec < 2; prec++)
     for (int mode = 0; mode < 2; mode++) {
-      arkcos_options o;
-      arkcos_options_default(&o);
-      o.backend = ARKCOS_BACKEND_CPU;
-      o.mode = mode;
-      o.precision = prec;
+      arkcos_options o = cpu_options(mode, prec);
       arkcos_plan *p1 = arkcos_plan_create(g, k, &o, NULL);
       o.cache_kernel_spectra = 1;
       arkcos_plan *p2 = arkcos_plan_create(g, k, &o, NULL);
@@ -695,5 +709,5 @@ TEST_GROUP(plan_errors) {
 
 TEST_MAIN(TG(geometry_vs_chealpix), TG(pixel_arithmetic), TG(ecp_geometry), TG(kernel_normalisation),
           TG(kernel_legendre), TG(arkcos_vs_direct_healpix), TG(arkcos_whole_sphere_levels),
-          TG(pair_symmetry_without_mirror), TG(arkcos_vs_direct_ecp), TG(properties), TG(single_precision), TG(plan_reuse), TG(shared_math),
-          TG(plan_errors))
+          TG(oversample_no_effect), TG(pair_symmetry_without_mirror), TG(arkcos_vs_direct_ecp), TG(properties),
+          TG(single_precision), TG(plan_reuse), TG(shared_math), TG(plan_errors))

@@ -265,7 +265,7 @@ arkcos_kernel *gauss(double fwhm, double rel) {
   return k;
 }
 
-/* The CPU backend on the GPU's kernel grid: the reference, and the plan
+/* The CPU backend (the GPU's kernel grid): the reference, and the plan
  * (rings, tasks, mirrors, kernel) the emulation builds its tables from. */
 arkcos_plan *cpu_plan(const arkcos_geometry *g, const arkcos_kernel *k, int paper, int single) {
   arkcos_options o;
@@ -273,7 +273,6 @@ arkcos_plan *cpu_plan(const arkcos_geometry *g, const arkcos_kernel *k, int pape
   o.mode = paper ? ARKCOS_MODE_PAPER : ARKCOS_MODE_ENHANCED;
   o.precision = single ? ARKCOS_SINGLE : ARKCOS_DOUBLE;
   o.backend = ARKCOS_BACKEND_CPU;
-  o.oversample = 1;
   arkcos_error e;
   arkcos_plan *p = arkcos_plan_create(g, k, &o, &e);
   if (!p) fprintf(stderr, "plan: %s\n", e.msg);

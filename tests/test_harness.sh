@@ -331,10 +331,10 @@ fi
 cd "$T"
 
 # ------------------------------------------------------------ accuracy and bound
-# "accuracy" is part of the method's id and label (only when set, as
-# oversample), reaches the plan, and the plan's bound is recorded: within the
-# accuracy asked, finite for an exact plan, null (no bound) or a number in
-# paper mode. The label can name the reference.
+# "accuracy" is part of the method's id and label (only when set), reaches
+# the plan, and the plan's bound is recorded: within the accuracy asked,
+# finite for an exact plan, null (no bound) or a number in paper mode. The
+# label can name the reference.
 cat > acc.json <<'EOF'
 {"repeats": 1, "warmup": 0, "threads": 1, "grid": {"nside": [8]},
  "kernels": [{"type": "tophat", "cutoff_deg": 12.1}],
@@ -362,6 +362,51 @@ assert 'bound' not in cs[('direct', None, None)]
 labels = [r['method'] for r in csv.DictReader(open('acc/summary.csv'))]
 assert labels == ['arkcos-cpu-enhanced-double-a1e-06', 'direct', 'arkcos-cpu-enhanced-double',
                   'arkcos-cpu-paper-double'], labels
+"
+
+# ------------------------------------------------------------ oversample
+# "oversample" has no effect since the polar caps are summed exactly: still
+# accepted, with one warning per run (a resumed run too); in no new id,
+# label or method object, and methods that differed only by it run once. A
+# results file written before, whose ids and labels name it, is still read
+# by compare and report.
+cat > os.json <<'EOF'
+{"repeats": 1, "warmup": 0, "threads": 1, "grid": {"nside": [8]},
+ "kernels": [{"type": "tophat", "cutoff_deg": 12.1}],
+ "methods": [{"name": "arkcos", "oversample": 1}, {"name": "arkcos", "oversample": 2},
+             {"name": "arkcos", "mode": "paper", "oversample": 0}]}
+EOF
+"$ARKCOS" run os.json --out os >os.out 2>os.err
+rc=$?
+"$ARKCOS" run os.json --out os --resume >os2.out 2>os2.err
+rc2=$?
+check "oversample: accepted with one warning, in no id, label or method object" "$PY" -c "
+import csv, json
+assert $rc == 0 and $rc2 == 0, ($rc, $rc2, open('os.err').read())
+for f in ('os.err', 'os2.err'):
+    err = open(f).read()
+    assert err.count('oversample has no effect') == 1, err
+d = json.load(open('os/results.json'))
+assert len(d['cases']) == 2, [c['id'] for c in d['cases']]
+for c in d['cases']:
+    assert 'oversample' not in c['id'] and 'oversample' not in c['method'], c
+labels = [r['method'] for r in csv.DictReader(open('os/summary.csv'))]
+assert labels == ['arkcos-cpu-enhanced-double', 'arkcos-cpu-paper-double'], labels
+q = json.loads(json.dumps(d['cases'][0]))
+q['id'] = q['id'].replace('precision=double', 'precision=double oversample=2')
+q['method']['oversample'] = 2
+d['cases'].append(q)
+json.dump(d, open('os_old.json', 'w'))
+"
+"$ARKCOS" compare os_old.json os/results.json >oscmp.out 2>&1
+rc=$?
+"$ARKCOS" report os_old.json -o osrep >osrep.out 2>&1
+rc2=$?
+check "oversample: older results naming it are read by compare and report" "$PY" -c "
+assert $rc == 0 and $rc2 == 0, ($rc, $rc2)
+out = open('oscmp.out').read()
+assert '2 cases in common' in out and '1 cases only in the baseline' in out, out
+assert 'oversample=2' in open('osrep/report.md').read()
 "
 
 # ------------------------------------------------------------ skips and failures

@@ -66,9 +66,6 @@ static arkcos_plan *make_plan(const arkcos_geometry *g, const arkcos_kernel *k, 
   o.mode = mode;
   o.precision = prec;
   o.backend = be;
-  /* the GPU samples kernels on the 4 nside grid everywhere: compare it with
-   * the CPU on the same grid (no oversampling of cap pairs) */
-  o.oversample = 1;
   arkcos_error e;
   arkcos_plan *p = arkcos_plan_create(g, k, &o, &e);
   if (!p) fprintf(stderr, "plan (%s, %s, %s): %s\n", be == ARKCOS_BACKEND_GPU ? "gpu" : "cpu",
