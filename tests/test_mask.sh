@@ -133,7 +133,7 @@ run mask_nest "$T/mk_nest.fits" "$T/complete.fits" "${G[@]}" --mask "$T/mask_nes
 run mask_unseen "$T/mk_unseen.fits" "$T/complete.fits" "${G[@]}" --mask "$T/mask_unseen.fits"
 run mask_prod "$T/mk_prod.fits" "$T/holes.fits" "${G[@]}" --mask "$T/gal.fits" --write-weight
 run apod      "$T/mk_apod.fits" "$T/complete.fits" "${G[@]}" --mask "$T/apod.fits" --write-weight
-run iqu       "$T/iqu_out.fits" "$T/iqu.fits" "${G[@]}" --write-weight
+run iqu       "$T/iqu_out.fits" "$T/iqu.fits" "${G[@]}" --write-weight --no-pol
 run clean_w   "$T/clean_w.fits" "$T/complete.fits" "${G[@]}" --write-weight
 
 # ----------------------------------------------------------- stderr
