@@ -51,7 +51,7 @@ LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 
 .PHONY: all test bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check
 
-TOOL_BIN := $(BUILD)/tools/gpu_check $(BUILD)/tools/bench $(BUILD)/tools/kernel_profile
+TOOL_BIN := $(BUILD)/tools/gpu_check $(BUILD)/tools/bench $(BUILD)/tools/kernel_profile $(BUILD)/tools/narrow_beams
 
 all: $(BUILD)/arkcos $(TEST_BIN) $(TOOL_BIN)
 
