@@ -51,7 +51,7 @@ LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 
 .PHONY: all test bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check
 
-TOOL_BIN := $(BUILD)/tools/gpu_check $(BUILD)/tools/bench $(BUILD)/tools/kernel_profile
+TOOL_BIN := $(BUILD)/tools/gpu_check $(BUILD)/tools/bench $(BUILD)/tools/kernel_profile $(BUILD)/tools/narrow_beams
 # helper programs of the Python tests (built by the tests' rule below; not
 # named test_*, so tests/run.sh does not run them)
 TESTTOOL_BIN := $(BUILD)/tests/spin2_direct_tool

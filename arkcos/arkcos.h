@@ -141,6 +141,34 @@ arkcos_kernel *arkcos_kernel_create(const arkcos_kernel_spec *spec,
 arkcos_kernel *arkcos_kernel_from_file(const char *path, double cutoff,
                                        double cutoff_rel, arkcos_error *err);
 
+/* The unit of a kernel file's angle column. */
+typedef enum {
+  ARKCOS_ANGLE_RAD = 0,
+  ARKCOS_ANGLE_DEG = 1,
+  ARKCOS_ANGLE_ARCMIN = 2
+} arkcos_angle_unit;
+
+typedef struct arkcos_kernel_file_options {
+  arkcos_angle_unit unit;  /* of the first column (default radians) */
+  int allow_negative;      /* K < 0 accepted (wavelets); else ARKCOS_EINVAL */
+  double cutoff, cutoff_rel; /* as in arkcos_kernel_spec */
+  /* How the caller's users set the two switches above, quoted in messages
+   * ("--kernel-unit", "--allow-negative"); NULL: described in words. */
+  const char *unit_name, *allow_negative_name;
+} arkcos_kernel_file_options;
+
+/* arkcos_kernel_from_file with options (o == NULL: all zero; the plain
+ * function is this with radians, the cutoffs given and negative values
+ * refused). Besides malformed lines it refuses, naming the file and the
+ * line: angles beyond pi in the given unit (with a hint when they look like
+ * degrees or arcminutes), a first column 0, 1, 2, ... that looks like the
+ * multipoles of a beam transfer function `l B_l`, negative K unless
+ * allowed, NaN or infinite values, non-increasing angles, fewer than two
+ * data lines. */
+arkcos_kernel *arkcos_kernel_from_file_ex(const char *path,
+                                          const arkcos_kernel_file_options *o,
+                                          arkcos_error *err);
+
 void arkcos_kernel_destroy(arkcos_kernel *k); /* NULL is a no-op */
 
 double arkcos_kernel_cutoff(const arkcos_kernel *k);   /* radians */

@@ -282,91 +282,223 @@ arkcos_kernel *arkcos_kernel_create(const arkcos_kernel_spec *s, arkcos_error *e
   return k;
 }
 
-/* Long on purpose: a line parser whose length is its error messages, one per way a line can be wrong. */
-arkcos_kernel *arkcos_kernel_from_file(const char *path, double cutoff, double cutoff_rel,
-                                       arkcos_error *err) {
+/* ---------------------------------------------------------- kernel files */
+
+/* A kernel file's data lines: angle (in the file's unit), K, line number. */
+typedef struct ktable {
+  double *a, *v;
+  int *line;
+  int n, cap;
+} ktable;
+
+static void ktable_free(ktable *t) {
+  free(t->a);
+  free(t->v);
+  free(t->line);
+}
+
+static int ktable_push(ktable *t, double a, double v, int line) {
+  if (t->n == t->cap) {
+    int cap = t->cap ? 2 * t->cap : 256;
+    double *na = realloc(t->a, sizeof(double) * cap);
+    if (na) t->a = na;
+    double *nv = realloc(t->v, sizeof(double) * cap);
+    if (nv) t->v = nv;
+    int *nl = realloc(t->line, sizeof(int) * cap);
+    if (nl) t->line = nl;
+    if (!na || !nv || !nl) return ARKCOS_ENOMEM;
+    t->cap = cap;
+  }
+  t->a[t->n] = a;
+  t->v[t->n] = v;
+  t->line[t->n] = line;
+  t->n++;
+  return ARKCOS_OK;
+}
+
+static const char *unit_word(arkcos_angle_unit u) {
+  return u == ARKCOS_ANGLE_DEG ? "degrees" : u == ARKCOS_ANGLE_ARCMIN ? "arcmin" : "radians";
+}
+static double unit_radians(arkcos_angle_unit u) {
+  return u == ARKCOS_ANGLE_DEG ? M_PI / 180 : u == ARKCOS_ANGLE_ARCMIN ? M_PI / 10800 : 1;
+}
+/* pi (180 degrees) in the unit, as written in messages */
+static const char *unit_pi(arkcos_angle_unit u) {
+  return u == ARKCOS_ANGLE_DEG ? "180 degrees" : u == ARKCOS_ANGLE_ARCMIN ? "10800 arcmin" : "pi";
+}
+static const char *unit_switch(const arkcos_kernel_file_options *o) {
+  return o->unit_name ? o->unit_name : "the angle unit";
+}
+
+/* More numbers after the two columns: with an integer first column, the
+ * rows of a beam transfer function (l, B_T, B_E, B_B). */
+static int extra_columns(const char *path, int lineno, double x, const char *rest,
+                         arkcos_error *err) {
+  char *e;
+  strtod(rest, &e);
+  int bl = e != rest && x == floor(x);
+  return arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: unexpected text after two columns%s", path,
+                     lineno,
+                     bl ? " (an integer followed by several numbers: this looks like a beam "
+                          "transfer function `l B_l ...`, not a radial profile `angle K`)"
+                        : "");
+}
+
+/* One line of a kernel file: 1 (a data line: *x, *y), 0 (comment or blank)
+ * or an error code. */
+static int parse_kernel_line(const char *path, int lineno, const char *line,
+                             const arkcos_kernel_file_options *o, double *x, double *y,
+                             arkcos_error *err) {
+  const char *p = line;
+  while (*p == ' ' || *p == '\t') p++;
+  if (*p == '#' || *p == '\n' || *p == '\r' || *p == 0) return 0;
+  if (lineno == 1 && !strncmp(p, "SIMPLE  =", 9))
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s:1: this is a FITS file; a kernel file is text with two columns, "
+                       "angle in %s and K", path, unit_word(o->unit));
+  char *e1, *e2 = NULL;
+  *x = strtod(p, &e1);
+  if (e1 != p) *y = strtod(e1, &e2);
+  if (e1 == p || e2 == e1)
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: expected two numbers (angle in %s, K)",
+                       path, lineno, unit_word(o->unit));
+  const char *e3 = e2;
+  while (*e3 == ' ' || *e3 == '\t' || *e3 == '\r' || *e3 == '\n') e3++;
+  if (*e3 && *e3 != '#') return extra_columns(path, lineno, *x, e3, err);
+  if (isnan(*x) || isnan(*y))
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: NaN %s", path, lineno, isnan(*x) ? "angle" : "K");
+  if (!isfinite(*x) || !isfinite(*y))
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: infinite %s", path, lineno,
+                       isfinite(*x) ? "K" : "angle");
+  if (*x < 0) return arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: negative angle %g", path, lineno, *x);
+  return 1;
+}
+
+/* The data lines of fp into t, each checked on its own and against the
+ * previous one (angles increase). */
+static int read_kernel_lines(FILE *fp, const char *path, const arkcos_kernel_file_options *o,
+                             ktable *t, arkcos_error *err) {
+  char line[4096];
+  int lineno = 0;
+  while (fgets(line, sizeof line, fp)) {
+    double x = 0, y = 0;
+    int rc = parse_kernel_line(path, ++lineno, line, o, &x, &y, err);
+    if (rc < 0 || rc > 1) return rc;
+    if (!rc) continue;
+    if (t->n && x <= t->a[t->n - 1])
+      return arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: angles must increase (%g after %g on line %d)",
+                         path, lineno, x, t->a[t->n - 1], t->line[t->n - 1]);
+    if (ktable_push(t, x, y, lineno)) return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", path);
+  }
+  if (t->n < 2)
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s:%d: end of file after %d data line%s: a kernel file needs at least 2 "
+                       "lines of `angle K`", path, lineno + 1, t->n, t->n == 1 ? "" : "s");
+  return ARKCOS_OK;
+}
+
+/* 0, 1, 2, ... (or any run of consecutive integers, three or more): the
+ * multipoles of a beam transfer function. */
+static int looks_like_multipoles(const ktable *t) {
+  if (t->n < 3) return 0;
+  for (int i = 0; i < t->n; i++)
+    if (t->a[i] != floor(t->a[i]) || (i && t->a[i] != t->a[i - 1] + 1)) return 0;
+  return 1;
+}
+
+/* The angle column against its unit: a transfer function's multipoles,
+ * angles beyond pi (with what the unit probably is). */
+static int check_kernel_angles(const char *path, const arkcos_kernel_file_options *o,
+                               const ktable *t, arkcos_error *err) {
+  const double top = M_PI / unit_radians(o->unit) * (1 + 1e-12);
+  int beyond = -1;
+  for (int i = 0; i < t->n && beyond < 0; i++)
+    if (t->a[i] > top) beyond = i;
+  if (looks_like_multipoles(t) && (o->unit == ARKCOS_ANGLE_RAD || beyond >= 0))
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s:%d: the first column runs %g, %g, %g, ... %g in steps of 1: this looks "
+                       "like a beam transfer function `l B_l` (multipole, window), not a radial "
+                       "profile `angle K`; convert it to K(angle) (a Legendre sum), or, if these "
+                       "are angles, give %s deg or arcmin", path, t->line[0], t->a[0], t->a[1],
+                       t->a[2], t->a[t->n - 1], unit_switch(o));
+  if (beyond < 0) return ARKCOS_OK;
+  const double amax = t->a[t->n - 1];
+  /* what the unit probably is: degrees up to 180, arcmin beyond */
+  const char *guess = o->unit == ARKCOS_ANGLE_RAD ? (amax <= 180 ? "deg" : "arcmin")
+                      : o->unit == ARKCOS_ANGLE_DEG ? "arcmin" : NULL;
+  char hint[300] = "";
+  if (guess)
+    snprintf(hint, sizeof hint, ": the angles (up to %g) look like %s (give %s %s)", amax,
+             !strcmp(guess, "deg") ? "degrees" : "arcmin", unit_switch(o), guess);
+  return arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: angle %g is beyond %s, the angle unit being %s%s",
+                     path, t->line[beyond], t->a[beyond], unit_pi(o->unit), unit_word(o->unit), hint);
+}
+
+/* K < 0 only when allowed (a wavelet's negative lobes). */
+static int check_kernel_values(const char *path, const arkcos_kernel_file_options *o,
+                               const ktable *t, arkcos_error *err) {
+  if (o->allow_negative) return ARKCOS_OK;
+  for (int i = 0; i < t->n; i++)
+    if (t->v[i] < 0)
+      return arkcos_fail(err, ARKCOS_EINVAL,
+                         "%s:%d: K = %g is negative; a kernel with negative lobes (a wavelet) "
+                         "needs %s", path, t->line[i], t->v[i],
+                         o->allow_negative_name ? o->allow_negative_name
+                                                : "negative values to be allowed explicitly");
+  return ARKCOS_OK;
+}
+
+/* The checked table as a TABLE kernel, angles in radians; errors from the
+ * kernel's own checks are prefixed with the file's name. */
+static arkcos_kernel *kernel_of_table(const char *path, const arkcos_kernel_file_options *o,
+                                      ktable *t, arkcos_error *err) {
+  const double f = unit_radians(o->unit);
+  for (int i = 0; i < t->n; i++) t->a[i] = fmin(t->a[i] * f, M_PI);
+  arkcos_kernel_spec s = {0};
+  s.type = ARKCOS_KERNEL_TABLE;
+  s.alpha = t->a;
+  s.value = t->v;
+  s.ntable = t->n;
+  s.cutoff = o->cutoff;
+  s.cutoff_rel = o->cutoff_rel;
+  arkcos_kernel *k = arkcos_kernel_create(&s, err);
+  if (!k && err) {
+    char msg[sizeof err->msg];
+    memcpy(msg, err->msg, sizeof msg);
+    arkcos_fail(err, err->code, "%s: %s", path, msg);
+  }
+  return k;
+}
+
+arkcos_kernel *arkcos_kernel_from_file_ex(const char *path, const arkcos_kernel_file_options *o,
+                                          arkcos_error *err) {
+  const arkcos_kernel_file_options none = {0};
+  if (!o) o = &none;
+  if (o->unit != ARKCOS_ANGLE_RAD && o->unit != ARKCOS_ANGLE_DEG && o->unit != ARKCOS_ANGLE_ARCMIN) {
+    arkcos_fail(err, ARKCOS_EINVAL, "%s: unknown angle unit %d", path, (int)o->unit);
+    return NULL;
+  }
   FILE *fp = fopen(path, "r");
   if (!fp) {
     arkcos_fail(err, ARKCOS_EINVAL, "%s: cannot read kernel file: %s", path, strerror(errno));
     return NULL;
   }
-  int n = 0, cap = 256, lineno = 0, oom = 0;
-  double *a = malloc(sizeof(double) * cap), *v = malloc(sizeof(double) * cap);
-  char line[4096];
+  ktable t = {0};
   arkcos_kernel *k = NULL;
-  while (a && v && fgets(line, sizeof line, fp)) {
-    lineno++;
-    char *p = line;
-    while (*p == ' ' || *p == '\t') p++;
-    if (*p == '#' || *p == '\n' || *p == '\r' || *p == 0) continue;
-    char *e1, *e2, *e3;
-    errno = 0;
-    double x = strtod(p, &e1);
-    double y = e1 != p ? strtod(e1, &e2) : 0;
-    if (e1 == p || e2 == e1 || errno) {
-      arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: expected two numbers (angle in radians, K)", path, lineno);
-      goto done;
-    }
-    e3 = e2;
-    while (*e3 == ' ' || *e3 == '\t' || *e3 == '\r' || *e3 == '\n') e3++;
-    if (*e3 && *e3 != '#') {
-      arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: unexpected text after two columns", path, lineno);
-      goto done;
-    }
-    if (!isfinite(x) || !isfinite(y)) {
-      arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: non-finite value", path, lineno);
-      goto done;
-    }
-    if (x < 0) {
-      arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: negative angle %g", path, lineno, x);
-      goto done;
-    }
-    if (n && x <= a[n - 1]) {
-      arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: angles must increase (%g after %g)", path, lineno, x, a[n - 1]);
-      goto done;
-    }
-    if (n == cap) {
-      cap *= 2;
-      double *na = realloc(a, sizeof(double) * cap), *nv = realloc(v, sizeof(double) * cap);
-      if (na) a = na;
-      if (nv) v = nv;
-      if (!na || !nv) {
-        oom = 1;
-        break;
-      }
-    }
-    a[n] = x;
-    v[n] = y;
-    n++;
-  }
-  if (!a || !v || oom) {
-    arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", path);
-    goto done;
-  }
-  if (n < 2) {
-    arkcos_fail(err, ARKCOS_EINVAL, "%s: a kernel file needs at least 2 lines of `angle K`", path);
-    goto done;
-  }
-  {
-    arkcos_kernel_spec s = {0};
-    s.type = ARKCOS_KERNEL_TABLE;
-    s.alpha = a;
-    s.value = v;
-    s.ntable = n;
-    s.cutoff = cutoff;
-    s.cutoff_rel = cutoff_rel;
-    k = arkcos_kernel_create(&s, err);
-    if (!k && err) {
-      char msg[sizeof err->msg];
-      memcpy(msg, err->msg, sizeof msg);
-      arkcos_fail(err, err->code, "%s: %s", path, msg);
-    }
-  }
-done:
+  if (!read_kernel_lines(fp, path, o, &t, err) && !check_kernel_angles(path, o, &t, err) &&
+      !check_kernel_values(path, o, &t, err))
+    k = kernel_of_table(path, o, &t, err);
   fclose(fp);
-  free(a);
-  free(v);
+  ktable_free(&t);
   return k;
+}
+
+arkcos_kernel *arkcos_kernel_from_file(const char *path, double cutoff, double cutoff_rel,
+                                       arkcos_error *err) {
+  arkcos_kernel_file_options o = {0};
+  o.cutoff = cutoff;
+  o.cutoff_rel = cutoff_rel;
+  return arkcos_kernel_from_file_ex(path, &o, err);
 }
 
 void arkcos_kernel_destroy(arkcos_kernel *k) {

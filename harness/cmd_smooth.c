@@ -27,6 +27,8 @@
 #include "harness/mapio.h"
 #include "harness/method.h"
 #include "harness/smooth_mask.h"
+#include "harness/narrow.h"
+#include "harness/smooth_checks.h"
 #include "harness/status.h"
 #include "harness/util.h"
 
@@ -50,6 +52,7 @@ typedef struct smooth_args {
   long threads, lmax, iter;
   int force, verbose, no_pol;
   mask_opts mask; /* --mask, --mask-mode, --min-weight, --write-weight */
+  narrow_opts narrow; /* --normalize, --allow-subpixel, --kernel-unit, --allow-negative */
   /* which options were given: for the "both / neither" and "does not apply
    * to this method" checks */
   int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_method,
@@ -77,7 +80,8 @@ static void usage(FILE *f) {
 "\n"
 "Kernel (exactly one):\n"
 "  --fwhm-arcmin F      Gaussian beam of full width at half maximum F arcmin\n"
-"  --kernel-file FILE   radial profile: two columns, angle in radians and K,\n"
+"  --kernel-file FILE   radial profile: two columns, angle (radians, or see\n"
+"                       --kernel-unit) and K >= 0 (see --allow-negative),\n"
 "                       increasing angles ('#' comments allowed)\n"
 "  --tophat-deg R       top-hat: constant inside a radius of R degrees, 0 outside,\n"
 "                       0 < R <= 180 (R is the cutoff)\n"
@@ -126,13 +130,14 @@ static void usage(FILE *f) {
 "  -v, --verbose        also print each plan's a-priori bound against the\n"
 "                       direct sum (\"bound: ...\" lines)\n"
 "  --help               this text\n"
+"%s"
 "\n"
 "Prints one line per input file with the stage times, plus a plan/per-map\n"
 "line when several maps were smoothed. Exit status: 0 success, 1 runtime\n"
 "failure, 2 bad usage or bad input (nothing is written). Outputs are written\n"
 "to a temporary file and renamed; with several inputs, outputs finished\n"
 "before a runtime failure are kept.\n",
-          omp_get_max_threads());
+          omp_get_max_threads(), smooth_checks_usage);
 }
 
 /* ------------------------------------------------------------- parsing */
@@ -324,6 +329,7 @@ static int check_kernel_options(const smooth_args *a) {
  * --mode paper with --method direct should learn it has no effect. */
 static int check_combinations(const smooth_args *a) {
   int rc = check_kernel_options(a);
+  if (!rc) rc = smooth_checks_combinations(&a->narrow, a->method, a->has_kernel);
   if (rc) return rc;
   const char *m = method_name(a->method);
   if (a->method != METHOD_ARKCOS) {
@@ -374,6 +380,8 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
       a->no_pol = 1;
     } else if (mask_take_flag(&a->mask, arg)) {
       /* --write-weight */
+    } else if (smooth_checks_parse(argc, argv, &i, &a->narrow, &rc)) {
+      /* --normalize, --allow-subpixel, --kernel-unit, --allow-negative */
     } else {
       rc = parse_value_option(argc, argv, &i, a);
     }
@@ -441,6 +449,8 @@ typedef struct smooth_state {
   hpx_header *inputs;   /* per input: its header, read once by the check */
   char **outs;          /* per input: where its output goes */
   mask_weights mask;    /* --mask, read by the check */
+  double width;         /* the kernel's (effective) FWHM, radians (narrow.h) */
+  double *norm_w;       /* --normalize: A(1) of the smoother (smooth_checks.h) */
 } smooth_state;
 
 /* Maps (columns) over all inputs that share this nside: one plan serves
@@ -494,6 +504,8 @@ static int ensure_smoother(smooth_state *s, int64_t nside, arkcos_error *err) {
   if (s->geom && s->nside == nside) return ARKCOS_OK;
   smoother_destroy(s->sm);
   arkcos_geometry_destroy(s->geom);
+  free(s->norm_w);
+  s->norm_w = NULL;
   s->sm = NULL;
   s->nside = 0;
   s->geom = arkcos_geometry_healpix(nside, err);
@@ -503,6 +515,8 @@ static int ensure_smoother(smooth_state *s, int64_t nside, arkcos_error *err) {
   method_spec_for(s, nside, &m);
   s->sm = smoother_create(&m, s->geom, s->kernel, err);
   if (!s->sm) return err->code ? err->code : ARKCOS_ERUNTIME;
+  int rc = smooth_checks_weights(&s->a->narrow, s->sm, s->geom->npix, &s->norm_w, err);
+  if (rc) return rc;
   const char *note = smoother_note(s->sm);
   if (note[0]) fprintf(stderr, "arkcos smooth: note: %s\n", note);
   if (s->a->verbose) print_bound(s);
@@ -567,6 +581,7 @@ static int smooth_column(smooth_state *s, file_job *job, int c, arkcos_error *er
   int rc = mask_smooth_column(&job->mask, s->sm, c, job->maps[c], job->outs[c],
                               &job->sum, err);
   if (rc) return rc;
+  smooth_checks_normalize(s->norm_w, job->outs[c], s->geom->npix);
   double dt = wall_time() - t0;
   if (s->a->method == METHOD_ARKCOS) {
     arkcos_stage_times t;
@@ -614,13 +629,16 @@ static void print_summary(const smooth_state *s, const file_job *job) {
   else if (a->method == METHOD_FSHT)
     snprintf(extra, sizeof extra, " lmax=%d iter=%ld",
              a->has_lmax ? (int)a->lmax : (int)(3 * h->nside - 1), a->iter);
+  if (a->narrow.normalize)
+    snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " normalize=yes");
   printf("smooth: %s -> %s nside=%lld maps=%d ordering=%s type=%s method=%s%s "
-         "threads=%ld %s cutoff=%.4gdeg (K/K0=%.2g) time=%.4gs",
+         "threads=%ld %s cutoff=%.4gdeg (K/K0=%.2g) pixels_per_fwhm=%.3g time=%.4gs",
          job->in, job->out, (long long)h->nside, job->ncols,
          h->nested ? "NESTED" : "RING", h->is_float32 ? "float32" : "float64",
          method_name(a->method), extra, a->threads, kern,
          arkcos_kernel_cutoff(s->kernel) / DEG,
-         arkcos_kernel_cutoff_level(s->kernel), job->t_exec);
+         arkcos_kernel_cutoff_level(s->kernel), narrow_pixels_per_fwhm(s->width, h->nside),
+         job->t_exec);
   const arkcos_stage_times *t = &job->sum;
   if (arkcos) {
     printf(" (map_fft %.3g kernel_eval %.3g kernel_fft %.3g reduction %.3g "
@@ -794,11 +812,14 @@ static int make_kernel(smooth_state *s, arkcos_error *err) {
     spec.cutoff = a->tophat_deg * DEG;
     s->kernel = arkcos_kernel_create(&spec, err);
   } else {
-    s->kernel = arkcos_kernel_from_file(
-        a->kernel_file, a->has_cutoff_deg ? a->cutoff_deg * DEG : 0,
+    s->kernel = smooth_checks_kernel_file(
+        &a->narrow, a->kernel_file, a->has_cutoff_deg ? a->cutoff_deg * DEG : 0,
         a->has_cutoff_rel ? a->cutoff_rel : 0, err);
   }
-  if (s->kernel) return 0;
+  if (s->kernel) {
+    s->width = narrow_kernel_width(s->kernel, a->has_fwhm ? a->fwhm_arcmin * ARCMIN : 0);
+    return 0;
+  }
   if (!err->code) arkcos_fail(err, ARKCOS_EINVAL, "cannot create the kernel");
   return report_error(err);
 }
@@ -822,6 +843,9 @@ static int check_all(smooth_state *s, const char *last, int to_dir,
     status = check_input(s, i, last, to_dir, err);
   if (!status) status = mask_load(&s->mask, &s->a->mask, s->inputs, s->ninputs);
   if (!status) status = make_kernel(s, err);
+  if (!status)
+    status = smooth_checks_sampling(&s->a->narrow, s->a->method, s->kernel, s->width,
+                                    s->a->has_fwhm, s->inputs, s->ninputs);
   if (!status) status = check_gpu(s->a);
   if (!status && to_dir && !is_dir(last) && mkdir(last, 0777) != 0) {
     fprintf(stderr, "arkcos smooth: %s: cannot create folder: %s\n", last,
@@ -853,6 +877,7 @@ static void free_state(smooth_state *s) {
   free(s->inputs);
   free(s->map_times);
   mask_weights_free(&s->mask);
+  free(s->norm_w);
   smoother_destroy(s->sm);
   arkcos_geometry_destroy(s->geom);
   arkcos_kernel_destroy(s->kernel);

@@ -88,6 +88,8 @@ static const field file_kernel_fields[] = {
     {"path", F_STR, 0, 0, 0, REQUIRED, NULL, NULL},
     {"cutoff_deg", F_NUM, 0, 180, 1, NULL, NULL, NULL},
     {"cutoff_rel", F_NUM, 0, 1, 1, NULL, NULL, NULL},
+    {"unit", F_ENUM, 0, 0, 0, "\"rad\"", "rad|deg|arcmin", NULL},
+    {"allow_negative", F_BOOL, 0, 0, 0, "false", NULL, NULL},
     END};
 static const variant kernel_variants[] = {{"gaussian", gaussian_fields},
                                           {"tophat", tophat_fields},
@@ -126,6 +128,7 @@ static const schema method_schema = {NULL, "name", "method", method_variants};
 static const field limits_fields[] = {
     {"direct_max_evals", F_NUM, 0, NOLIM_HI, 0, "1e10", NULL, NULL},
     {"memory_bytes", F_NUM, 0, NOLIM_HI, 0, "0", NULL, NULL},
+    {"min_pixels_per_fwhm", F_NUM, 0, NOLIM_HI, 0, "1", NULL, NULL},
     END};
 static const schema limits_schema = {limits_fields, NULL, NULL, NULL};
 
@@ -674,6 +677,15 @@ static int fill_kernel(errlist *e, const char *cfgpath, int idx, json_t *o,
     snprintf(sub, sizeof sub, "%s.path", path);
     check_readable(e, sub, k->path);
     append(id, sizeof id, " path=%s", p);
+    /* unit and allow_negative enter the id only when not the default, so
+     * ids of earlier results stay valid */
+    const char *u = str(o, "unit");
+    if (!u) u = "rad";
+    k->unit = !strcmp(u, "deg") ? ARKCOS_ANGLE_DEG
+              : !strcmp(u, "arcmin") ? ARKCOS_ANGLE_ARCMIN : ARKCOS_ANGLE_RAD;
+    k->allow_negative = json_is_true(json_object_get(o, "allow_negative"));
+    if (k->unit != ARKCOS_ANGLE_RAD) append(id, sizeof id, " unit=%s", u);
+    if (k->allow_negative) append(id, sizeof id, " allow_negative=true");
     const char *base = strrchr(p, '/');
     snprintf(label, sizeof label, "file:%s", base ? base + 1 : p);
     for (char *c = label; *c; c++)
@@ -927,6 +939,7 @@ static void fill_limits_and_outputs(const json_t *n, run_config *cfg) {
   json_t *lim = json_object_get(n, "limits");
   cfg->direct_max_evals = num(lim, "direct_max_evals", 1e10);
   cfg->memory_bytes = num(lim, "memory_bytes", 0);
+  cfg->min_pixels_per_fwhm = num(lim, "min_pixels_per_fwhm", 1);
 
   json_t *out = json_object_get(n, "outputs");
   cfg->outputs.maps = json_is_true(json_object_get(out, "maps"));

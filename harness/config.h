@@ -61,6 +61,8 @@ typedef struct cfg_kernel {
   cfg_kernel_type type;
   double fwhm_arcmin;   /* gaussian */
   char *path;           /* file: resolved path */
+  int unit;             /* file: arkcos_angle_unit of the angle column */
+  int allow_negative;   /* file: negative K accepted */
   double cutoff_deg;    /* 0 when not given */
   double cutoff_rel;    /* 0 when not given */
   json_t *json;         /* the kernel object with defaults (borrowed) */
@@ -110,6 +112,7 @@ typedef struct run_config {
                         * "oversample" (which has no effect), or 0 */
   double direct_max_evals;
   double memory_bytes; /* 0 = 90% of the machine's memory */
+  double min_pixels_per_fwhm; /* arkcos and direct cases below are skipped (harness/narrow.h) */
   struct {
     int maps, maps_float32, spectra, spectra_iter;
     double spectra_lmax_factor;

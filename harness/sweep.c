@@ -21,6 +21,7 @@
 #include "harness/commands.h"
 #include "harness/mapio.h"
 #include "harness/meta.h"
+#include "harness/narrow.h"
 #include "harness/status.h"
 #include "harness/sweep.h"
 #include "harness/util.h"
@@ -86,11 +87,26 @@ static int parse_args(int argc, char **argv, run_args *a) {
 static int prepare(run_ctx *c, const char *cfgpath) {
   const run_config *cfg = c->cfg;
   c->kernels = calloc((size_t)cfg->nkernels, sizeof *c->kernels);
+  c->kernel_width = calloc((size_t)cfg->nkernels, sizeof *c->kernel_width);
+  if (!c->kernels || !c->kernel_width) {
+    fprintf(stderr, "arkcos: out of memory\n");
+    return 1;
+  }
   for (int i = 0; i < cfg->nkernels; i++) {
     const cfg_kernel *kc = &cfg->kernels[i];
     arkcos_error kerr = {0, ""};
     if (kc->type == CFG_KERNEL_FILE) {
-      c->kernels[i] = arkcos_kernel_from_file(kc->path, kc->cutoff_deg * DEG, kc->cutoff_rel, &kerr);
+      char unit[64], neg[96];
+      snprintf(unit, sizeof unit, "kernels[%d].unit", i);
+      snprintf(neg, sizeof neg, "kernels[%d].allow_negative: true", i);
+      arkcos_kernel_file_options fo = {0};
+      fo.unit = (arkcos_angle_unit)kc->unit;
+      fo.allow_negative = kc->allow_negative;
+      fo.cutoff = kc->cutoff_deg * DEG;
+      fo.cutoff_rel = kc->cutoff_rel;
+      fo.unit_name = unit;
+      fo.allow_negative_name = neg;
+      c->kernels[i] = arkcos_kernel_from_file_ex(kc->path, &fo, &kerr);
     } else {
       arkcos_kernel_spec s;
       memset(&s, 0, sizeof s);
@@ -104,6 +120,8 @@ static int prepare(run_ctx *c, const char *cfgpath) {
       fprintf(stderr, "arkcos: %s: kernels[%d]: %s\n", cfgpath, i, kerr.msg);
       return 2;
     }
+    c->kernel_width[i] = narrow_kernel_width(
+        c->kernels[i], kc->type == CFG_KERNEL_GAUSSIAN ? kc->fwhm_arcmin / 60.0 * DEG : 0);
   }
   if (cfg->input.type == CFG_INPUT_FITS) {
     hpx_map_info info;
@@ -379,6 +397,11 @@ static int summary(run_ctx *c) {
   printf("arkcos run: %zu cases (%d ok, %d skipped, %d failed; %d run now) in %.1f s -> %s\n",
          json_array_size(cases), nok, nskip, nfail, c->ran_now, wall_time() - c->t_start,
          c->doc.json_path);
+  if (c->nwarned)
+    fprintf(stderr, "arkcos run: warning: %d case%s run now sample%s the kernel with fewer than "
+            "%g pixels per FWHM; each says what that costs in its \"warning\" (%s)\n",
+            c->nwarned, c->nwarned == 1 ? "" : "s", c->nwarned == 1 ? "s" : "", NARROW_WARN,
+            c->doc.json_path);
   return nfail ? 1 : 0;
 }
 
@@ -427,6 +450,7 @@ int cmd_run(int argc, char **argv) {
   results_doc_free(&c.doc);
   for (int i = 0; c.kernels && i < cfg.nkernels; i++) arkcos_kernel_destroy(c.kernels[i]);
   free(c.kernels);
+  free(c.kernel_width);
   free(c.fits_map);
   config_free(&cfg);
   return status;

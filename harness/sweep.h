@@ -62,6 +62,8 @@ typedef struct ref_state {
 typedef struct run_ctx {
   run_config *cfg;
   arkcos_kernel **kernels;
+  double *kernel_width;  /* per kernel: its (effective) FWHM in radians (narrow.h) */
+  int nwarned;           /* cases run now that sample their kernel coarsely */
   results_doc doc;
   double *fits_map;      /* fits input, read once */
   int64_t fits_nside;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/narrow.h"
 #include "harness/sweep.h"
 #include "harness/util.h"
 
@@ -110,6 +111,8 @@ static json_t *case_base(run_ctx *c, const char *id, int64_t nside, int ki, int 
   json_object_set_new(cj, "method", json_deep_copy(cfg->methods[mi].json));
   json_object_set_new(cj, "threads", json_integer(threads));
   json_object_set_new(cj, "threads_used", json_integer(sweep_threads(threads)));
+  json_object_set_new(cj, "pixels_per_fwhm",
+                      json_real(narrow_pixels_per_fwhm(c->kernel_width[ki], nside)));
   json_object_set_new(cj, "status", json_string("ok")); /* set for real later; keeps the key order */
   return cj;
 }
@@ -215,6 +218,22 @@ static int run_and_record(run_ctx *c, const arkcos_geometry *g, int ki, int mi, 
   return rc;
 }
 
+/* A pixel-space method with the kernel below NARROW_WARN pixels per FWHM:
+ * the "warning" of the case, with the error expected at that sampling
+ * (harness/narrow.h; the constant map's range from the measured table). */
+static void put_sampling_warning(run_ctx *c, const arkcos_geometry *g, int ki, int mi,
+                                 json_t *cj) {
+  const double w = c->kernel_width[ki];
+  if (c->cfg->methods[mi].type == CFG_METHOD_FSHT ||
+      narrow_pixels_per_fwhm(w, g->nside) >= NARROW_WARN)
+    return;
+  char msg[1024];
+  narrow_warning(w, c->cfg->kernels[ki].type == CFG_KERNEL_GAUSSIAN, g->nside, NAN, NAN, 0,
+                 msg, sizeof msg);
+  json_object_set_new(cj, "warning", json_string(msg));
+  c->nwarned++;
+}
+
 /* Runs (or skips) one case and records it. Returns 1 if the case failed. */
 int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
                    const char *id, input_state *in, ref_state *rs) {
@@ -227,6 +246,8 @@ int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int thr
   } else if (run_and_record(c, g, ki, mi, threads, in, rs, cj, &err)) {
     failed = 1;
     put_not_ok(c, cj, mi, rs, "failed", err.msg[0] ? err.msg : "unknown error", err.msg);
+  } else {
+    put_sampling_warning(c, g, ki, mi, cj);
   }
   arkcos_error werr = {0, ""};
   if (results_doc_put(&c->doc, cj, &werr)) {

@@ -15,6 +15,7 @@
 #endif
 
 #include "harness/method.h"
+#include "harness/narrow.h"
 #include "harness/sweep.h"
 #include "harness/util.h"
 
@@ -217,9 +218,29 @@ static double estimate_memory(const run_ctx *c, const cfg_method *m, int64_t nsi
   return est;
 }
 
+/* A pixel-space method (arkcos, direct) and a kernel below
+ * limits.min_pixels_per_fwhm on this nside: 1 with the reason. */
+static int too_narrow(const run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
+                      const arkcos_kernel *k, char *why, size_t len) {
+  if (m->type == CFG_METHOD_FSHT || g->kind != ARKCOS_GEOM_HEALPIX) return 0;
+  int ki = 0;
+  while (ki < c->cfg->nkernels && c->kernels[ki] != k) ki++;
+  if (ki == c->cfg->nkernels || !c->kernel_width) return 0;
+  const double w = c->kernel_width[ki];
+  if (narrow_pixels_per_fwhm(w, g->nside) >= c->cfg->min_pixels_per_fwhm) return 0;
+  char d[200];
+  narrow_describe(w, c->cfg->kernels[ki].type == CFG_KERNEL_GAUSSIAN, g->nside, d, sizeof d);
+  snprintf(why, len,
+           "kernel is %s, below limits.min_pixels_per_fwhm = %g: the pixel grid does not "
+           "sample it (its discrete sum is not 1; docs/NARROW_BEAMS.md); set the limit to 0 "
+           "to run it anyway", d, c->cfg->min_pixels_per_fwhm);
+  return 1;
+}
+
 /* Why a case (or the untimed reference run) cannot run here; 0 if it can. */
 int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                       const arkcos_kernel *k, char *why, size_t len) {
+  if (too_narrow(c, m, g, k, why, len)) return 1;
   if (c->cfg->input.type == CFG_INPUT_FITS && g->nside != c->fits_nside) {
     snprintf(why, len, "input map %s has nside %lld, the case needs nside %lld",
              c->cfg->input.path, (long long)c->fits_nside, (long long)g->nside);

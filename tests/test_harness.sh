@@ -134,7 +134,9 @@ EOF
 "$ARKCOS" run tiny.json --out full >full.out 2>full.err
 rc=$?
 if [ $rc -eq 0 ]; then ok "tiny sweep exits 0"; else bad "tiny sweep exits 0" "exit $rc" "$(head -5 full.err)"; fi
-if [ -s full.err ]; then bad "no progress output when stderr is not a terminal" "$(head -3 full.err)"; else ok "no progress output when stderr is not a terminal"; fi
+# (nside 8 samples the 600' Gaussian with 1.4 pixels per FWHM: the one
+# line on stderr is the run's warning about it, docs/NARROW_BEAMS.md)
+if grep -qv '^arkcos run: warning: ' full.err; then bad "no progress output when stderr is not a terminal" "$(head -3 full.err)"; else ok "no progress output when stderr is not a terminal"; fi
 
 cat > contract.py <<'EOF'
 import csv, json, math, os, sys

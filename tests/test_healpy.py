@@ -212,7 +212,9 @@ def test_unseen(d):
 def test_round_trip_tiny_kernel(d):
     """A kernel narrower than the pixel spacing touches only its own pixel:
     the direct sum gives s_p = (4 pi / npix) K(0) r_p. Any pixel moved by the
-    FITS layer (in either ORDERING) breaks the proportionality."""
+    FITS layer (in either ORDERING) breaks the proportionality. Such a kernel
+    (0.005 pixels per FWHM) is refused unless the pixel sum is asked for
+    explicitly: --method direct --allow-subpixel (docs/NARROW_BEAMS.md)."""
     nside = 16
     m = random_map(nside, 7) + 3.0
     fwhm, eps = 1.0, 1e-5  # arcmin; cut at eps K(0): 2.5', pixels ~220' apart
@@ -220,30 +222,25 @@ def test_round_trip_tiny_kernel(d):
     # K(0) of the Gaussian truncated at eps and normalised on the sphere:
     # 1 / (2 pi sigma^2 (1 - eps)) to O(sigma^2) = 1e-8.
     c = 4 * np.pi / hp.nside2npix(nside) / (2 * np.pi * sigma ** 2 * (1 - eps))
-    theta, _ = hp.pix2ang(nside, np.arange(m.size))
-    belt = np.abs(np.cos(theta)) <= 2.0 / 3.0
     for nest in (False, True):
         src = hp.reorder(m, r2n=True) if nest else m
         tag = "nest" if nest else "ring"
         hp.write_map(f"{d}/tiny_{tag}.fits", src, nest=nest, dtype=np.float64, overwrite=True)
-        for method in ("direct", "arkcos"):
-            out_path = f"{d}/tiny_{tag}_{method}.fits"
-            smooth([f"{d}/tiny_{tag}.fits", out_path, "--fwhm-arcmin", fwhm, "--method", method])
-            if not os.path.exists(out_path):
-                continue
-            # compare in RING order, where the belt is easy to select
-            ratio = hp.read_map(out_path, nest=False) / m
-            # ARKCoS samples the kernel on 4 nside azimuths; a kernel far
-            # narrower than that is outside its domain in the polar caps
-            # (measured: s/r from -10 to 1.8 there), exact in the belt.
-            sel = belt if method == "arkcos" else np.ones(m.size, bool)
-            where = "belt" if method == "arkcos" else "all"
-            # measured spread: 3.4e-16 (direct), 1.0e-15 (arkcos, belt)
-            check_le(f"tiny kernel {tag} {method} ({where}): spread of s/r",
-                     float(np.ptp(ratio[sel]) / ratio[sel].mean()), 1e-13)
-            # measured 5.1e-9 (the flat-sky K(0) is off by O(sigma^2))
-            check_le(f"tiny kernel {tag} {method} ({where}): s/r vs 4pi/npix K(0)",
-                     abs(ratio[sel].mean() / c - 1), 2e-8)
+        r = smooth([f"{d}/tiny_{tag}.fits", f"{d}/tiny_{tag}_arkcos.fits", "--fwhm-arcmin", fwhm],
+                   expect_rc=2)
+        check("0.00455 pixels per FWHM" in r.stderr and not os.path.exists(f"{d}/tiny_{tag}_arkcos.fits"),
+              f"tiny kernel {tag}, arkcos: not refused with the figure: {r.stderr}")
+        out_path = f"{d}/tiny_{tag}_direct.fits"
+        smooth([f"{d}/tiny_{tag}.fits", out_path, "--fwhm-arcmin", fwhm, "--method", "direct",
+                "--allow-subpixel"])
+        if not os.path.exists(out_path):
+            continue
+        # compare in RING order
+        ratio = hp.read_map(out_path, nest=False) / m
+        # measured spread: 3.4e-16
+        check_le(f"tiny kernel {tag} direct: spread of s/r", float(np.ptp(ratio) / ratio.mean()), 1e-13)
+        # measured 5.1e-9 (the flat-sky K(0) is off by O(sigma^2))
+        check_le(f"tiny kernel {tag} direct: s/r vs 4pi/npix K(0)", abs(ratio.mean() / c - 1), 2e-8)
 
 
 def test_against_healpy_smoothing(d):
