@@ -256,6 +256,25 @@ void arkcos_direct_destroy(arkcos_direct *D) {
   free(D);
 }
 
+/* Bytes the direct tables of plan p will hold, estimated before they are
+ * built: per pair, the stored rows (n_i / 4 quarter-turn rows, half of
+ * them after the azimuth reflection) times the window's width, in doubles. */
+double arkcos_direct_estimate_bytes(const arkcos_plan *p) {
+  const arkcos_ring *rg = p->geom->rings;
+  double vals = 0;
+  for (int t = 0; t < p->ntasks; t++) {
+    const int i = p->task[t];
+    for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+      if (!arkcos_pair_is_direct(p, i, j)) continue;
+      const double hw = pair_halfwidth(p, i, j);
+      if (hw < 0) continue;
+      const double w = 2 * hw + 1 < (double)rg[j].nph ? 2 * hw + 1 : (double)rg[j].nph;
+      vals += (double)rg[i].nph / 8 * w;
+    }
+  }
+  return 8 * vals;
+}
+
 /* Lists the direct pairs of every task (those the kernel reaches). */
 static int direct_list(const arkcos_plan *p, arkcos_direct *D) {
   int n = 0;

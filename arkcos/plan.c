@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "arkcos/kernel_internal.h"
 #include "arkcos/plan_internal.h"
@@ -161,14 +162,46 @@ static void plan_tasks(arkcos_plan *p, const arkcos_geometry *g) {
   }
 }
 
+/* Memory the direct tables may take: $ARKCOS_DIRECT_MAX_GB, else half the
+ * machine's physical memory. */
+static double direct_budget_bytes(void) {
+  const char *v = getenv("ARKCOS_DIRECT_MAX_GB");
+  char *end;
+  if (v && *v) {
+    double gb = strtod(v, &end);
+    if (*end == 0 && gb > 0) return gb * 1e9;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && psz > 0 ? 0.5 * (double)pages * (double)psz : 8e9;
+}
+
+/* Pixels within the kernel's cutoff around a pixel (disc area / pixel area) */
+static double direct_support_pixels(const arkcos_plan *p) {
+  const double c = p->kf.cutoff, area = 2 * M_PI * (1 - cos(c));
+  return area / (4 * M_PI / (double)p->geom->npix);
+}
+
 /* Which path the ring pairs take: in enhanced mode, pairs of rings off the
  * kernel grid (length L) are summed directly and exactly (pairs_direct.c),
  * the others by the Fourier path, exact for them; paper mode keeps the
  * paper's algorithm everywhere. */
-static void plan_paths(arkcos_plan *p) {
+static int plan_paths(arkcos_plan *p, arkcos_error *err) {
   int uniform = 1;
   for (int j = 0; j < p->geom->nrings; j++) uniform &= p->geom->rings[j].nph == p->L;
   p->direct_caps = p->opt.mode == ARKCOS_MODE_ENHANCED && !uniform;
+  if (!p->direct_caps) return ARKCOS_OK;
+  /* the direct tables grow with the kernel's area in pixels: refused up
+   * front, with the figure, where they would not fit */
+  const double need = arkcos_direct_estimate_bytes(p), have = direct_budget_bytes();
+  if (need > have)
+    return arkcos_fail(err, ARKCOS_ENOMEM,
+                       "plan: the exact path of the polar caps would hold %.1f GB of kernel weights for "
+                       "this kernel (its support covers about %.0f pixels), more than the %.1f GB allowed "
+                       "(half this machine's memory; ARKCOS_DIRECT_MAX_GB overrides). For kernels this "
+                       "wide use --method fsht, or --mode paper (the paper's algorithm, not exact in the "
+                       "polar caps)",
+                       need / 1e9, direct_support_pixels(p), have / 1e9);
+  return ARKCOS_OK;
 }
 
 arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k,
@@ -185,8 +218,7 @@ arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k
   if (plan_options(p, o, err) || plan_alloc(p, g, k, err)) goto fail;
   plan_ring_ranges(p, g);
   plan_tasks(p, g);
-  plan_paths(p);
-  if (create_backend(p, err)) goto fail;
+  if (plan_paths(p, err) || create_backend(p, err)) goto fail;
   arkcos_plan_set_bound(p, p->opt.precision == ARKCOS_SINGLE);
   return p;
 fail:

@@ -43,6 +43,7 @@ int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);
 /* pairs_direct.c: the exact path of ring pairs off the kernel grid */
 int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j);
 int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err);
+double arkcos_direct_estimate_bytes(const arkcos_plan *p);
 double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out);
 void arkcos_direct_destroy(arkcos_direct *D);
 void arkcos_plan_set_bound(arkcos_plan *p, int single);
