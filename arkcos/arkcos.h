@@ -209,10 +209,11 @@ typedef struct arkcos_options {
   int threads;                /* CPU threads; <= 0: OpenMP default */
   int cache_kernel_spectra;   /* keep kernel spectra from plan creation on */
   int device;                 /* CUDA device ordinal */
-  /* No effect; kept for source compatibility. It was the oversampling of
-   * the kernel grid for ring pairs that involve a polar-cap ring; such pairs
-   * are now summed directly and exactly in enhanced mode, and paper mode
-   * keeps the paper's L grid. Any value is accepted and ignored. */
+  /* Oversampling of the kernel grid for ring pairs that involve a
+   * polar-cap ring, used only by enhanced plans whose kernel is too wide for
+   * the exact path of the caps (arkcos_plan_exactness): 0 = automatic,
+   * 1 = the L grid, 2..8 = that factor. Exact plans sum those pairs directly
+   * and ignore it; paper mode keeps the paper's L grid. */
   int oversample;
   /* Accuracy asked of the plan (enhanced mode), as a bound on
    * max_p |ARKCoS(x)_p - direct(x)_p| / max_q |x_q| over every map x:
@@ -256,6 +257,12 @@ const char *arkcos_plan_note(const arkcos_plan *p);
  * (rounding of every stage included; docs/EXACTNESS.md derives it).
  * Paper mode, whose polar caps are not exact, reports +infinity. */
 double arkcos_plan_bound(const arkcos_plan *p);
+/* "" when the plan is exact on the whole sphere (enhanced mode); else why
+ * not: a kernel so wide (in pixels) that the exact path of the polar caps
+ * would cost too much keeps the oversampled Fourier path there, whose error
+ * is about the kernel's relative level at its cutoff. Its bound is then
+ * +infinity. Paper mode says nothing here (it is the paper's algorithm). */
+const char *arkcos_plan_exactness(const arkcos_plan *p);
 void arkcos_plan_destroy(arkcos_plan *p); /* NULL is a no-op */
 
 /* ------------------------------------------------------------ GPU / info */

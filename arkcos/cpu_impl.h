@@ -15,42 +15,55 @@
  * For N_i = N_j = L this is the exact circular convolution of the ring with
  * the kernel samples, i.e. the direct sum, whatever the kernel's width.
  *
- * Enhanced mode computes by this path only the ring pairs whose two rings
- * both have the kernel grid's length L (the belt; every pair of a geometry
- * whose rings all have length L), where it is exact. Pairs that involve a
- * ring of another length (the polar caps, the belt's edge), whose kernel
- * samples the L grid cannot hold without aliasing, are summed directly and
- * exactly with weights tabulated at plan time (pairs_direct.c,
- * arkcos_pair_is_direct); the backend skips them and adds their sums to its
- * output (cpu_execute). Paper mode keeps the paper's algorithm for every
- * pair: one L grid, delta = 0, zero padding and truncation.
+ * Exact plans (p->direct_caps, the default) leave every pair that involves
+ * a cap ring to pairs_direct.c, which sums it directly and exactly; only
+ * pairs of two length-L rings come here. A kernel too wide in pixels for
+ * that (plan.c, plan_paths) keeps the Fourier path for cap pairs too, with
+ * the machinery below, not exact in the caps (arkcos_plan_exactness).
  *
- * Rotated frame and pair symmetry (enhanced mode where the caps are summed
- * directly): see pair_real and pairsym_stage. A belt pair whose samples are
- * symmetric about 0 or a half step (HEALPix: delta = 0 or +-pi/L) has a
- * real kernel spectrum, symmetric in (i, j): one Clenshaw chain, computed
- * once for both of its output rings.
+ * Oversampling (enhanced mode, wide kernels): pairs that involve a cap ring
+ * (N_i or N_j below L) use a kernel grid of q L points instead; the kernel's azimuthal
+ * spectrum then aliases only beyond q L / 2, where it has decayed. All pairs
+ * accumulate into one spectrum of q L / 2 + 1 modes, folded with L_acc = q L:
+ * a pair on the L grid enters scaled by q (the 1/L_acc normalisation) with
+ * its Nyquist mode L/2 halved (the +L/2 and -L/2 halves of that grid).
+ * Belt pairs stay exact: L_acc is a multiple of their ring length.
+ *
+ * Coarser grids toward the poles: the kernel on a ring pair is a function
+ * of sin th_i sin th_j sin^2(dphi / 2), so its width in azimuth grows as
+ * 1 / sqrt(sin th_i sin th_j) and its spectrum shrinks by the same factor.
+ * A cap pair with sqrt(sin th_i sin th_j) <= s_ref / 2^s (s_ref: the largest
+ * sin th of a cap ring) therefore uses the grid of q L / 2^s points: it has
+ * as many samples per kernel width as the cap pairs at the belt's edge on
+ * the q L grid, so it aliases no more than they do, for 2^s times fewer
+ * samples and modes. Such a pair enters only modes m <= q L / 2^(s+1) of the
+ * accumulation (scaled by 2^s, its Nyquist mode halved as above), and ring
+ * spectra are kept only up to the highest mode some pair reads.
+ *
+ * Rotated frame and pair symmetry (with the coarser grids): see pair_real
+ * and pairsym_stage. Kernel spectra become real and symmetric in (i, j), so
+ * each is one Clenshaw chain, computed once for both of its output rings.
  *
  * H_ij: a compact kernel has few non-zero samples (|n| <= nmax). Then
  * H[m] = sum_k (h_k + h_-k) cos(k t) - i sum_k (h_k - h_-k) sin(k t),
  * t = 2 pi m / L, is a short Chebyshev series in cos t, summed for all m by
  * Clenshaw's recurrence (kernel_clenshaw): O(nmax L) vectorised work, much
  * cheaper than an FFT of length L when nmax is small (near the equator).
- * Wide windows (wide kernels; paper mode's polar caps) use an FFTW r2c of
- * the kernel grid.
+ * Wide windows (near the poles) use an FFTW r2c of the kernel grid.
  *
  * Files (each included once per precision, in this order):
  *   cpu_impl.h      backend state, create, destroy, execute (this file)
- *   cpu_ringfft.h   ring FFTs in and out: spectrum rows, fold
+ *   cpu_ringfft.h   ring FFTs in and out: periodic extension, fold
  *   cpu_pairspec.h  pair kernel spectra: sampling, Clenshaw, kernel FFT
  *   cpu_reduce.h    reduction over ring pairs, per ring or pair-symmetric
- *   cpu_setup.h     plan-time steps: grid, extents, chunks, buffers, FFTW
+ *   cpu_setup.h     plan-time steps: grids, extents, chunks, buffers, FFTW
  */
 
-/* The kernel grid: L points in azimuth, nm = L / 2 + 1 modes kept. */
+/* A kernel grid: L points in azimuth, nm = L / 2 + 1 modes kept. */
 typedef struct SFX(kgrid_t) {
   int64_t L, nm;
   int cheb_max;         /* largest nmax for the direct cosine sum */
+  int half;             /* index of the grid of L / 2 points, or -1 */
   int64_t rowlen;       /* padded row length (>= nm + 1, whole Clenshaw blocks) */
   double *cos_m, *sin_m;/* cos, sin(2 pi m / L), padded to nmp */
   double *ch_m;         /* cos(pi m / L): the real kernel spectrum of samples
@@ -62,8 +75,14 @@ typedef struct SFX(kgrid_t) {
 
 typedef struct SFX(cpu_state) {
   int nthreads;
-  int64_t nmp;          /* padded row length (grid.rowlen >= nm + 1) */
-  SFX(kgrid_t) grid;    /* the kernel grid: L = max ring length */
+  int q;                /* oversampling of cap pairs' kernel grids */
+  int64_t Lacc, nmacc;  /* accumulated spectra: q L, q L / 2 + 1 modes */
+  int64_t nmp;          /* padded row length (>= nmacc) */
+  int ngrid;            /* kernel grids of distinct lengths: */
+  SFX(kgrid_t) grid[ARKCOS_MAX_GRIDS]; /* [0]: L = max ring length (belt pairs) */
+  int nlev;             /* cap-pair levels s = 0 .. nlev - 1 (0: none, all on L) */
+  int lev[ARKCOS_MAX_GRIDS]; /* grid of level s: q L / 2^s points */
+  double s_ref;         /* sqrt(sin th_i sin th_j) up to which level 0 holds */
   int sym;              /* rotated frame: real kernel spectra (see pair_real) */
   /* pair symmetry (see pairsym_stage): each pair's G computed once for both
    * of its output rings; tasks in nchunk chunks of >= 2 (w + 1) tasks */
@@ -82,7 +101,7 @@ typedef struct SFX(cpu_state) {
   R *hcache;            /* cache_kernel_spectra: H of every ring pair (re row, im row) */
   size_t *pair_ofs;     /* first pair of each task */
   size_t *hofs;         /* each pair's rows in hcache */
-  unsigned char *pair_used; /* 0: kernel does not reach the pair; else 1 (| 0x80: real) */
+  unsigned char *pair_used; /* 0: kernel does not reach the pair; else 1 + grid */
 } SFX(cpu_state);
 
 /* per-thread workspace layout, in units of nmp R values (hr, hi are
@@ -106,10 +125,12 @@ static void SFX(cpu_destroy)(arkcos_plan *p) {
   free(s->spec_ofs);
   free(s->task_nm);
   free(s->hofs);
-  FFTWP(free)(s->grid.cos_m);
-  FFTWP(free)(s->grid.sin_m);
-  FFTWP(free)(s->grid.ch_m);
-  FFTWP(free)(s->grid.sh_k);
+  for (int g = 0; g < s->ngrid; g++) {
+    FFTWP(free)(s->grid[g].cos_m);
+    FFTWP(free)(s->grid[g].sin_m);
+    FFTWP(free)(s->grid[g].ch_m);
+    FFTWP(free)(s->grid[g].sh_k);
+  }
   FFTWP(free)(s->spec_re);
   FFTWP(free)(s->spec_im);
   FFTWP(free)(s->work);
@@ -144,7 +165,7 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
   (void)err;
   SFX(cpu_state) *s = (SFX(cpu_state) *)p->impl;
   double t_start = omp_get_wtime();
-  /* 1. ring FFTs: each ring's spectrum row, the modes the pairs read */
+  /* 1. ring FFTs, spectra extended to the kernel grid's L/2 + 1 modes */
   SFX(ring_ffts_in)(p, s, in);
   double t_mapfft = omp_get_wtime() - t_start;
   /* 2. per output ring (and its mirror): kernel samples, their spectra,
@@ -169,7 +190,7 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
   s->nthreads = p->opt.threads > 0 ? p->opt.threads : omp_get_max_threads();
   size_t bytes = 0;
   int rc;
-  if ((rc = SFX(setup_grid)(p, s, &bytes, err)) != ARKCOS_OK) return rc;
+  if ((rc = SFX(setup_grids)(p, s, &bytes, err)) != ARKCOS_OK) return rc;
   if ((rc = SFX(setup_extents)(p, s, err)) != ARKCOS_OK) return rc;
   if ((rc = SFX(setup_pairsym)(p, s, &bytes, err)) != ARKCOS_OK) return rc;
   if ((rc = SFX(setup_buffers)(p, s, bytes, err)) != ARKCOS_OK) return rc;

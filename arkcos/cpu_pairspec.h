@@ -3,12 +3,13 @@
  * spectrum of each ring pair. Part of the CPU backend template (see
  * cpu_impl.h): included once per precision, R / FFTWP / SFX set by cpu.c.
  *
- * For output ring i and input ring j (a pair on the Fourier path: not one
- * that pairs_direct.c sums): the kernel sampled on the L grid (ksample)
- * over the window it reaches, and the samples' spectrum H_ij (or the real
- * G_ij in the rotated frame, pair_real) by
+ * For output ring i and input ring j: the pair's kernel grid (pair_grid:
+ * L, or a coarser cap level), the kernel sampled on it (ksample) over the
+ * window it reaches, and the samples' spectrum H_ij (or the real G_ij in
+ * the rotated frame, pair_real) by
  *   - Clenshaw sums of the short Chebyshev series (samples_spectrum,
- *     kernel_clenshaw), or
+ *     kernel_clenshaw), optionally on the grid of half the points, even
+ *     and odd samples apart (decim_spectrum), or
  *   - an FFTW r2c of the kernel grid for wide windows (fft_spectrum).
  * pair_row fetches a pair's spectrum from the cache or computes it.
  */
@@ -107,10 +108,12 @@ static int SFX(offset_kind)(double delta, int64_t L) {
  * |n| must not exceed ARKCOS_CHEB_LIMIT. */
 static void SFX(samples_spectrum)(const SFX(kgrid_t) *G, const double *hs, int64_t n0, int64_t n1,
                                   double delta, R *hr, R *hi) {
+  const double half_step = ARKCOS_PI / (double)G->L;
   double ca[ARKCOS_CHEB_LIMIT + 2], cb[ARKCOS_CHEB_LIMIT + 2];
   const int64_t nmax = n1 > -n0 ? n1 : -n0;
 #define HS(n) ((n) >= n0 && (n) <= n1 ? hs[(n) - n0] : 0.0)
   int kind = SFX(offset_kind)(delta, G->L), K;
+  (void)half_step;
   if (kind == 1) {
     K = (int)nmax;
     for (int k = 0; k <= K; k++) ca[k] = k ? HS(k) + HS(-k) : HS(0);
@@ -149,15 +152,26 @@ static inline double SFX(ksample)(const arkcos_plan *p, const SFX(kgrid_t) *G, d
   return arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh));
 }
 
+/* Kernel grid of ring pair (i, j): L for belt pairs (exact) and in paper
+ * mode, else level s of q L / 2^s points by sqrt(sin th_i sin th_j). */
+static int SFX(pair_grid)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j) {
+  const arkcos_ring *rg = p->geom->rings;
+  if (s->nlev == 0 || (rg[i].nph == p->L && rg[j].nph == p->L)) return 0;
+  const double r = sqrt(p->sin_theta[i] * p->sin_theta[j]);
+  int lv = 0;
+  while (lv + 1 < s->nlev && r * (double)((int64_t)2 << lv) <= ARKCOS_LEVEL_MARGIN * s->s_ref) lv++;
+  return s->lev[lv];
+}
+
 /* Whether the kernel reaches ring j from ring i (some sample in its window) */
-static int SFX(pair_reached)(const arkcos_plan *p, int i, int j) {
+static int SFX(pair_reached)(const arkcos_plan *p, int i, int j, int64_t L) {
   const arkcos_ring *rg = p->geom->rings;
   if (arkcos_pair_is_direct(p, i, j)) return 0; /* pairs_direct.c sums it */
   double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
   double half = arkcos_dphi_window(&p->kf, sdt * sdt, p->sin_theta[i] * p->sin_theta[j]);
   double delta = p->opt.mode == ARKCOS_MODE_PAPER ? 0.0 : rg[i].phi0 - rg[j].phi0;
   int64_t n0, n1;
-  return arkcos_sample_range(half, delta, p->L, &n0, &n1) > 0;
+  return arkcos_sample_range(half, delta, L, &n0, &n1) > 0;
 }
 
 /* The rotated frame (s->sym): ring spectra are multiplied by e^{-i m phi0_j}
@@ -165,24 +179,80 @@ static int SFX(pair_reached)(const arkcos_plan *p, int i, int j) {
  * so that a pair enters through G[m] = e^{-i m delta} H[m], the spectrum of
  * its kernel samples taken at their absolute azimuths. G is real when the
  * samples are symmetric about 0: a belt pair's true offsets delta = 0 or
- * +-pi/L (HEALPix, equal-offset grids), so it stays exact. A real G halves
- * the Clenshaw sums (one chain instead of a cosine and a sine chain) and the
- * reduction. Used in enhanced mode where the caps are summed directly
- * (pairs_direct.c): only belt pairs come here. */
+ * +-pi/L (HEALPix, equal-offset grids) keep its exactness, and the other
+ * pairs, whose kernel grids only resolve the kernel, are sampled at
+ * delta = 0 instead of the pixels' offset. A real G halves the Clenshaw
+ * sums (one chain instead of a cosine and a sine chain) and the reduction.
+ * Used with the coarser cap grids; oversample 1 keeps the paper's 4 nside
+ * algorithm with true offsets throughout, as the GPU backend has it. */
 static int SFX(pair_real)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j) {
   const arkcos_ring *rg = p->geom->rings;
-  return s->sym && SFX(offset_kind)(rg[i].phi0 - rg[j].phi0, p->L) != 0;
+  if (!s->sym) return 0;
+  if (rg[i].nph != p->L || rg[j].nph != p->L) return 1;
+  return SFX(offset_kind)(rg[i].phi0 - rg[j].phi0, p->L) != 0;
 }
 
-/* Spectrum on grid G of the kernel samples n0 <= n <= n1 by an FFTW r2c
- * of the whole grid (wide windows); *t_eval: the time the samples were
- * ready. */
+/* Spectrum on grid G (nm modes) of the samples hs[n - n0], n0 <= n <= n1
+ * (offset delta), by decimation in azimuth on G's grid of L0 = L / 2 points:
+ * H'[m] = E[m] + e^{-i pi m / L0} O[m], E, O the L0-grid spectra of the even
+ * samples (offset delta) and the odd ones (offset delta + pi / L0),
+ * L0-periodic and Hermitian. re_only: the real G into hr alone. */
+static void SFX(decim_spectrum)(const SFX(cpu_state) *s, const SFX(kgrid_t) *G, const double *hs, int64_t n0,
+                                int64_t n1, double delta, int re_only, R *ws, R *hr, R *hi) {
+  const int64_t nm = G->nm;
+  const SFX(kgrid_t) *C = &s->grid[G->half];
+  const int64_t L0 = C->L;
+  double he[2 * ARKCOS_CHEB_LIMIT + 4], ho[2 * ARKCOS_CHEB_LIMIT + 4];
+  /* even n = 2u: u in [ceil(n0/2), floor(n1/2)];
+   * odd n = 2u + 1: u in [ceil((n0-1)/2), floor((n1-1)/2)] */
+  const int64_t e0 = -arkcos_floor_div2(-n0), e1 = arkcos_floor_div2(n1);
+  const int64_t o0 = -arkcos_floor_div2(1 - n0), o1 = arkcos_floor_div2(n1 - 1);
+  for (int64_t u = e0; u <= e1; u++) he[u - e0] = hs[2 * u - n0];
+  for (int64_t u = o0; u <= o1; u++) ho[u - o0] = hs[2 * u + 1 - n0];
+  /* scratch free while pairs are processed: the ring-input buffer for
+   * E, the FFT-path spectrum buffer for O (2 nmp values each) */
+  R *er = ws + WS(s, WS_RIN), *ei = er + s->nmp;
+  R *orr = ws + WS(s, WS_KSPEC), *oi = orr + s->nmp;
+  if (e1 >= e0) SFX(samples_spectrum)(C, he, e0, e1, delta, er, re_only ? NULL : ei);
+  else memset(er, 0, sizeof(R) * 2 * (size_t)s->nmp);
+  if (o1 >= o0) SFX(samples_spectrum)(C, ho, o0, o1, delta + ARKCOS_PI / (double)L0, orr, re_only ? NULL : oi);
+  else memset(orr, 0, sizeof(R) * 2 * (size_t)s->nmp);
+  const double *tc = G->cos_m, *ts = G->sin_m; /* cos, sin(pi m / L0) */
+  const int64_t h0 = L0 / 2;
+  if (re_only) {
+    /* G = G_E + G_O: G_E even and L0-periodic, G_O (samples at odd
+     * multiples of pi / L0) odd about L0 / 2 */
+#pragma omp simd
+    for (int64_t m = 0; m <= h0; m++) hr[m] = (R)(er[m] + orr[m]);
+#pragma omp simd
+    for (int64_t m = h0 + 1; m < nm; m++) hr[m] = (R)(er[L0 - m] - orr[L0 - m]);
+    return;
+  }
+#pragma omp simd
+  for (int64_t m = 0; m <= h0; m++) {
+    hr[m] = (R)(er[m] + tc[m] * orr[m] + ts[m] * oi[m]);
+    hi[m] = (R)(ei[m] + tc[m] * oi[m] - ts[m] * orr[m]);
+  }
+  /* m > L0/2: E and O at L0 - m, conjugated (Hermitian) */
+#pragma omp simd
+  for (int64_t m = h0 + 1; m < nm; m++) {
+    const int64_t mm = L0 - m;
+    hr[m] = (R)(er[mm] + tc[m] * orr[mm] - ts[m] * oi[mm]);
+    hi[m] = (R)(-ei[mm] - tc[m] * oi[mm] - ts[m] * orr[mm]);
+  }
+}
+
+/* Spectrum on grid G of the kernel samples n0 <= n <= n1 (times scale) by
+ * an FFTW r2c of the whole grid (wide windows); *t_eval: the time the
+ * samples were ready. */
 static void SFX(fft_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, const SFX(kgrid_t) *G, double sdt2,
-                              double ss, double delta, int e, int64_t n0, int64_t n1, int re_only, R *ws, R *hr,
-                              R *hi, double *t_eval) {
+                              double ss, double delta, int e, int64_t n0, int64_t n1, double scale, int re_only,
+                              R *ws, R *hr, R *hi, double *t_eval) {
   const int64_t L = G->L, nm = G->nm;
   R *kgrid = ws + WS(s, WS_KGRID), *kspec = ws + WS(s, WS_KSPEC);
-  for (int64_t n = n0; n <= n1; n++) kgrid[arkcos_wrap(n, L)] = (R)SFX(ksample)(p, G, sdt2, ss, delta, e, n);
+  for (int64_t n = n0; n <= n1; n++)
+    kgrid[arkcos_wrap(n, L)] =
+        (R)(scale * SFX(ksample)(p, G, sdt2, ss, delta, e, n));
   *t_eval = omp_get_wtime();
   FFTWP(execute_dft_r2c)(G->kplan, kgrid, (FFTWP(complex) *)kspec);
   for (int64_t n = n0; n <= n1; n++) kgrid[arkcos_wrap(n, L)] = 0;
@@ -203,43 +273,62 @@ static void SFX(fft_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, con
   }
 }
 
-/* Kernel spectrum H_ij[m] of output ring i and input ring j into hr, hi
- * (nm modes of the L grid); in the rotated frame G_ij, into hr alone where
- * it is real (*real = 1). *t_eval is the time the kernel samples were
- * ready. Returns 0 when the kernel does not reach ring j or pairs_direct.c
- * sums the pair, else 1. ws: the calling thread's workspace. */
+/* Kernel spectrum H_ij[m] of output ring i and input ring j into hr, hi,
+ * ready to be accumulated (scaled and halved for the L grid when q > 1);
+ * in the rotated frame G_ij, into hr alone where it is real (*real = 1).
+ * *t_eval is the time the kernel samples were ready. Returns 0 when the
+ * kernel does not reach ring j, else 1 + the grid used (its nm modes are
+ * written). ws: the calling thread's workspace. */
 static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j, R *ws, R *hr,
                               R *hi, double *t_eval, int *real) {
   const arkcos_ring *rg = p->geom->rings;
   if (arkcos_pair_is_direct(p, i, j)) return 0; /* pairs_direct.c sums it */
+  const int gi = SFX(pair_grid)(p, s, i, j);
   const int re_only = SFX(pair_real)(p, s, i, j);
   *real = re_only;
-  const SFX(kgrid_t) *G = &s->grid;
+  const SFX(kgrid_t) *G = &s->grid[gi];
   const int64_t L = G->L, nm = G->nm;
   double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
   double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
   double half = arkcos_dphi_window(&p->kf, sdt2, ss);
   double delta = p->opt.mode == ARKCOS_MODE_PAPER ? 0.0 : rg[i].phi0 - rg[j].phi0;
+  if (s->sym && (rg[i].nph != p->L || rg[j].nph != p->L)) delta = 0; /* symmetric samples */
   int64_t n0, n1, cnt = arkcos_sample_range(half, delta, L, &n0, &n1);
   if (cnt == 0) return 0;
   const int kd = SFX(offset_kind)(delta, L), e = kd == 1 ? 0 : kd == 2 ? 1 : kd == -2 ? -1 : 2;
   int64_t nmax = n1 > -n0 ? n1 : -n0;
-  if (cnt < L && nmax <= G->cheb_max) {
-    double hs[2 * ARKCOS_CHEB_LIMIT + 2];
-    for (int64_t n = n0; n <= n1; n++) hs[n - n0] = SFX(ksample)(p, G, sdt2, ss, delta, e, n);
+  /* an L-grid pair in a q L accumulation enters scaled by q (the 1/(q L)
+   * normalisation); the factor goes into the samples, which is free */
+  const double scale = (double)s->Lacc / (double)L;
+  /* where a grid of L / 2 points exists, the Clenshaw sums run on it, once
+   * for the even and once for the odd samples, so they may reach twice as
+   * far (belt pairs' short single-chain sums stay on their own grid) */
+  const int decim = G->half >= 0 && gi != 0 && nmax <= 2 * s->grid[G->half].cheb_max;
+  if (cnt < L && (decim || nmax <= G->cheb_max)) {
+    double hs[4 * ARKCOS_CHEB_LIMIT + 8];
+    for (int64_t n = n0; n <= n1; n++)
+      hs[n - n0] = scale * SFX(ksample)(p, G, sdt2, ss, delta, e, n);
     *t_eval = omp_get_wtime();
-    SFX(samples_spectrum)(G, hs, n0, n1, delta, hr, re_only ? NULL : hi);
-    if (!re_only && s->sym && delta != 0) SFX(rotate_rows)(hr, hi, nm, -delta);
+    if (decim) {
+      SFX(decim_spectrum)(s, G, hs, n0, n1, delta, re_only, ws, hr, hi);
+    } else {
+      SFX(samples_spectrum)(G, hs, n0, n1, delta, hr, re_only ? NULL : hi);
+      if (!re_only && s->sym && delta != 0) SFX(rotate_rows)(hr, hi, nm, -delta);
+    }
   } else {
-    SFX(fft_spectrum)(p, s, G, sdt2, ss, delta, e, n0, n1, re_only, ws, hr, hi, t_eval);
+    SFX(fft_spectrum)(p, s, G, sdt2, ss, delta, e, n0, n1, scale, re_only, ws, hr, hi, t_eval);
   }
-  return 1;
+  if (L != s->Lacc && L % 2 == 0) { /* the L grid's Nyquist mode is +L/2 and -L/2 */
+    hr[L / 2] *= (R)0.5;
+    if (!re_only) hi[L / 2] *= (R)0.5;
+  }
+  return 1 + gi;
 }
 
 /* Kernel spectrum of pair (i, j) of task t: from the cache, or computed
  * into hr, hi. Sets *kr, *ki (its rows), *real, and the times the samples
  * (*t1) and the spectrum (*t2) were ready; returns 0 when the kernel does
- * not reach ring j (or the pair is summed directly), else 1. */
+ * not reach ring j, else 1 + the grid used. */
 static int SFX(pair_row)(const arkcos_plan *p, const SFX(cpu_state) *s, int t, int i, int j, R *ws, R *hr, R *hi,
                          const R **kr, const R **ki, int *real, double t0, double *t1, double *t2) {
   int used;
@@ -249,7 +338,7 @@ static int SFX(pair_row)(const arkcos_plan *p, const SFX(cpu_state) *s, int t, i
     *real = used >> 7;
     used &= 0x7f;
     *kr = s->hcache + s->hofs[pk];
-    *ki = *kr + s->grid.rowlen;
+    *ki = *kr + s->grid[used - 1].rowlen;
     *t1 = *t2 = t0;
     return used;
   }

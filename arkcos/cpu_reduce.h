@@ -10,9 +10,9 @@
  *   pairsym_stage  each pair's real G once, added to both of its ends.
  */
 
-/* Pair symmetry. In the rotated frame G_ij = G_ji (the pair's samples and
- * sums do not depend on its order, bit for bit), and the mirror pair has
- * the same G. So task t (ring i, mirror i2) computes G only for
+/* Pair symmetry. In the rotated frame G_ij = G_ji (the pair's kernel grid,
+ * samples and sums do not depend on its order, bit for bit), and the mirror
+ * pair has the same G. So task t (ring i, mirror i2) computes G only for
  * input rings j whose task u = tidx[j] is t or later, and adds it to both
  * ends: A_i += G S_j, A_i2 += G S_j' (j' the mirror of j), and, for u > t,
  * A_j += G S_i, A_j' += G S_i2. Each task's accumulators (a slot: rows a1r,
@@ -171,7 +171,8 @@ static void SFX(pairsym_stage)(const arkcos_plan *p, const SFX(cpu_state) *s, do
           st[0] += t1 - t0;
           st[1] += t2 - t1;
           const int far = u > t && u < c1;
-          SFX(pair_reduce)(p, s, t, j, u, kr, s->grid.nm, A, far ? SFX(slot)(s, u, tid) : NULL, own, far);
+          SFX(pair_reduce)(p, s, t, j, u, kr, s->grid[used - 1].nm, A, far ? SFX(slot)(s, u, tid) : NULL, own,
+                           far);
           t0 = omp_get_wtime();
           st[2] += t0 - t2;
         }
@@ -234,7 +235,7 @@ static inline void SFX(perring_task)(const arkcos_plan *p, const SFX(cpu_state) 
     int real;
     const int used = SFX(pair_row)(p, s, t, i, j, ws, hr, hi, &kr, &ki, &real, t0, &t1, &t2);
     if (!used) continue;
-    const int64_t len = s->grid.nm; /* modes this pair fills */
+    const int64_t len = s->grid[used - 1].nm; /* modes this pair fills */
     st[0] += t1 - t0;
     st[1] += t2 - t1;
     if (real) /* real G: half the multiplications (a1r .. a2i are consecutive rows) */

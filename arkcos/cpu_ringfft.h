@@ -1,17 +1,13 @@
 /*
  * cpu_ringfft.h -- CPU stages "map FFT" and "map inverse FFT": the ring
- * FFTs in and out, a ring's spectrum row for the kernel grid's modes and
- * an accumulated spectrum back onto the ring's own modes. Part of the CPU
- * backend template (see cpu_impl.h): included once per precision, R /
- * FFTWP / SFX set by cpu.c.
+ * FFTs in and out, with the periodic extension of a ring's spectrum to the
+ * kernel grid's modes and the fold of an accumulated spectrum back onto the
+ * ring's own modes. Part of the CPU backend template (see cpu_impl.h):
+ * included once per precision, R / FFTWP / SFX set by cpu.c.
  *
- * In enhanced mode every ring on the Fourier path has the kernel grid's
- * length L (pairs with any other ring are summed in pairs_direct.c), so its
- * spectrum already holds the grid's L / 2 + 1 modes and its output needs
- * no fold beyond the Nyquist mode's two halves.
  * In:  r2c of each ring (weighted), then enhanced mode: the spectrum
- *      (rotated by -phi0 in the rotated frame); paper mode: phase-aligned,
- *      Nyquist halved, zero-padded.
+ *      extended periodically (rotated by -phi0 in the rotated frame);
+ *      paper mode: phase-aligned, Nyquist halved, zero-padded.
  * Out: enhanced mode: fold_out; paper mode: paper_out (rotate back,
  *      truncate at the ring's Nyquist frequency); then c2r into the map.
  * rotate_rows is also used by the kernel spectra (cpu_pairspec.h).
@@ -50,17 +46,45 @@ static void SFX(rotate_rows)(R *re, R *im, int64_t n, double phi) {
 }
 
 /* Enhanced mode: ring j's spectrum (sre, sim; the nmj modes pairs read)
- * from its half spectrum sp, times wf, rotated by -phi0 in the rotated
- * frame. The ring has the kernel grid's length (N = L, nmj <= N / 2 + 1):
- * its half spectrum holds every mode a pair reads. */
-static inline void SFX(spectrum_enhanced)(const SFX(cpu_state) *s, const arkcos_ring *rj, const R *sp, R wf,
+ * from its half spectrum sp, times wf. The DFT of a sampled ring is
+ * periodic in m: one period from the half spectrum (Hermitian), rotated in
+ * the rotated frame, then S[m + p N] = c^p S[m], c = e^{-i N phi0} there
+ * and 1 otherwise */
+static inline void SFX(spectrum_extend)(const SFX(cpu_state) *s, const arkcos_ring *rj, const R *sp, R wf,
                                         int64_t nmj, R *sre, R *sim) {
-  for (int64_t m = 0; m < nmj; m++) {
+  const int64_t N = rj->nph;
+  const int64_t np = nmj < N ? nmj : N, h = N / 2;
+  for (int64_t m = 0; m < np && m <= h; m++) {
     sre[m] = wf * sp[2 * m];
     sim[m] = wf * sp[2 * m + 1];
   }
+#pragma omp simd
+  for (int64_t m = h + 1; m < np; m++) {
+    sre[m] = wf * sp[2 * (N - m)];
+    sim[m] = -wf * sp[2 * (N - m) + 1];
+  }
   const double phi = s->sym ? rj->phi0 : 0;
-  if (phi != 0) SFX(rotate_rows)(sre, sim, nmj, -phi);
+  if (phi != 0) SFX(rotate_rows)(sre, sim, np, -phi);
+  for (int64_t m0 = N, per = 1; m0 < nmj; m0 += N, per++) {
+    const int64_t cnt = nmj - m0 < N ? nmj - m0 : N;
+    const double cr = cos((double)(per * N) * phi), ci = -sin((double)(per * N) * phi);
+    R *dr = sre + m0, *di = sim + m0;
+    if (fabs(ci) < 1e-14) { /* c = +-1 (HEALPix caps: -1) */
+      const R c = (R)cr;
+#pragma omp simd
+      for (int64_t m = 0; m < cnt; m++) {
+        dr[m] = c * sre[m];
+        di[m] = c * sim[m];
+      }
+    } else {
+#pragma omp simd
+      for (int64_t m = 0; m < cnt; m++) {
+        const double a = (double)sre[m], b = (double)sim[m];
+        dr[m] = (R)(a * cr - b * ci);
+        di[m] = (R)(a * ci + b * cr);
+      }
+    }
+  }
 }
 
 /* Paper mode: align rings by phase rotation (Eq. 8), half weight on the
@@ -98,7 +122,7 @@ static inline void SFX(ring_spectrum)(const arkcos_plan *p, const SFX(cpu_state)
     for (int64_t k = 0; k < N; k++) rin[k] = (R)(w * src[k]);
     FFTWP(execute_dft_r2c)(s->r2c[j], rin, (FFTWP(complex) *)sp);
   }
-  if (!paper) SFX(spectrum_enhanced)(s, &rg[j], sp, wf, nmj, sre, sim);
+  if (!paper) SFX(spectrum_extend)(s, &rg[j], sp, wf, nmj, sre, sim);
   else SFX(spectrum_paper)(&rg[j], sp, nmj, sre, sim);
 }
 
@@ -111,21 +135,22 @@ static void SFX(ring_ffts_in)(const arkcos_plan *p, const SFX(cpu_state) *s, con
 
 /* Output ring io from its accumulated spectrum (ar, ai; amax modes; ar
  * and ai are modified): fold, inverse FFT, into out (enhanced mode). */
+/* Long on purpose: one pass over the accumulated rows (fold by periods, rotate, pack, c2r) with its scratch. */
 static void SFX(fold_out)(const arkcos_plan *p, const SFX(cpu_state) *s, R *ws, int io, R *ar, R *ai,
                           int64_t amax, double *out) {
   const arkcos_ring *rg = p->geom->rings;
-  const int64_t N = rg[io].nph, L = p->L;
+  const int64_t N = rg[io].nph, L = s->Lacc;
   R *rspec = ws + WS(s, WS_RSPEC), *rout = ws + WS(s, WS_ROUT);
   if (amax == 0) { /* no Fourier pair: only the direct pairs add to it */
     memset(out + rg[io].ofs, 0, sizeof(double) * (size_t)N);
     return;
   }
-  /* fold onto the ring's N / 2 + 1 bins (arkcos_fold's rule): the ring has
-   * the grid's length (N = L, amax <= N / 2 + 1), so bin r gets
-   * A[r] + conj(A[N - r]) (the negative modes), less A[0] counted twice at
-   * r = 0: A[r] itself but at the Nyquist bin, where the halves of
-   * A[N / 2] for +N/2 and -N/2 meet. In the rotated frame A = e^{i m phi0}
-   * A'. The 1 / L normalisation goes in here. */
+  /* fold onto the ring's N / 2 + 1 bins (arkcos_fold's rule, by
+   * periods): P[r] = sum_p A[r + p N] over the modes m >= 0, then
+   * bin r gets P[r] + conj(P[N - r]) (the negative modes), less
+   * A[0] counted twice at r = 0. In the rotated frame A = e^{i m
+   * phi0} A', so P[r] = e^{i r phi0} sum_p c^p A'[r + p N] with
+   * c = e^{i N phi0}. The 1 / L_acc normalisation goes in here. */
   R *pr = ws + WS(s, WS_RIN), *pi = ws + WS(s, WS_KSPEC); /* N values each */
   if (L % 2 == 0 && L / 2 < amax) { /* the Nyquist mode is +L/2 and -L/2 */
     ar[L / 2] *= (R)0.5;
@@ -138,6 +163,26 @@ static void SFX(fold_out)(const arkcos_plan *p, const SFX(cpu_state) *s, R *ws, 
   if (np < N) {
     memset(pr + np, 0, sizeof(R) * (size_t)(N - np));
     memset(pi + np, 0, sizeof(R) * (size_t)(N - np));
+  }
+  for (int64_t m0 = N, per = 1; m0 < amax; m0 += N, per++) {
+    const int64_t cnt = amax - m0 < N ? amax - m0 : N;
+    const double cr = cos((double)(per * N) * phi), ci = sin((double)(per * N) * phi);
+    const R *br = ar + m0, *bi = ai + m0;
+    if (fabs(ci) < 1e-14) {
+      const R c = (R)cr;
+#pragma omp simd
+      for (int64_t m = 0; m < cnt; m++) {
+        pr[m] += c * br[m];
+        pi[m] += c * bi[m];
+      }
+    } else {
+#pragma omp simd
+      for (int64_t m = 0; m < cnt; m++) {
+        const double a = (double)br[m], b = (double)bi[m];
+        pr[m] += (R)(a * cr - b * ci);
+        pi[m] += (R)(a * ci + b * cr);
+      }
+    }
   }
   if (phi != 0) SFX(rotate_rows)(pr, pi, N, phi);
   const R sc = (R)(1.0 / (double)L);
@@ -179,7 +224,7 @@ static void SFX(paper_out)(const arkcos_plan *p, const SFX(cpu_state) *s, R *ws,
     rspec[2 * m + 1] = (R)im;
   }
   FFTWP(execute_dft_c2r)(s->c2r[io], (FFTWP(complex) *)rspec, rout);
-  const double scale = 1.0 / (double)p->L;
+  const double scale = 1.0 / (double)s->Lacc;
   double *o = out + rg[io].ofs;
   for (int64_t k = 0; k < N; k++) o[k] = scale * (double)rout[k];
 }

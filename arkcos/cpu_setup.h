@@ -1,10 +1,10 @@
 /*
  * cpu_setup.h -- CPU plan creation steps, run once per plan: the kernel
- * grid, the modes each ring spectrum and each task needs, the
- * pair-symmetry chunks, the buffers, the FFTW plans (from a process-wide
- * cache) and the optional cache of every pair's kernel spectrum. Part of
- * the CPU backend template (see cpu_impl.h): included once per precision,
- * R / FFTWP / SFX set by cpu.c.
+ * grids and cap-pair levels, the modes each ring spectrum and each task
+ * needs, the pair-symmetry chunks, the buffers, the FFTW plans (from a
+ * process-wide cache) and the optional cache of every pair's kernel
+ * spectrum. Part of the CPU backend template (see cpu_impl.h): included
+ * once per precision, R / FFTWP / SFX set by cpu.c.
  */
 
 /* ---- process-wide FFTW plan cache: planning awkward lengths (4r, r with
@@ -52,8 +52,12 @@ out:
   return e;
 }
 
-/* The kernel grid of L points and its tables; 0, or -1 when out of memory. */
-static int SFX(grid_init)(SFX(kgrid_t) *G, int64_t L, size_t *bytes) {
+/* Adds a kernel grid of length L (or finds one); returns its index or -1. */
+static int SFX(grid_add)(SFX(cpu_state) *s, int64_t L, size_t *bytes) {
+  for (int g = 0; g < s->ngrid; g++)
+    if (s->grid[g].L == L) return g;
+  if (s->ngrid == ARKCOS_MAX_GRIDS) return -1;
+  SFX(kgrid_t) *G = &s->grid[s->ngrid];
   G->L = L;
   G->nm = L / 2 + 1;
   G->rowlen = (G->nm + 1 + 47) / 48 * 48; /* whole Clenshaw blocks, 64-byte multiples */
@@ -62,6 +66,7 @@ static int SFX(grid_init)(SFX(kgrid_t) *G, int64_t L, size_t *bytes) {
   int lg = 0;
   while (((int64_t)1 << lg) < L) lg++;
   G->cheb_max = 2 * lg < ARKCOS_CHEB_LIMIT ? 2 * lg : ARKCOS_CHEB_LIMIT;
+  G->half = -1;
   G->cos_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
   G->sin_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
   G->ch_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
@@ -75,16 +80,50 @@ static int SFX(grid_init)(SFX(kgrid_t) *G, int64_t L, size_t *bytes) {
     G->ch_m[m] = m < G->nm ? cos(ARKCOS_PI * (double)m / (double)L) : 0;
   }
   *bytes += 3 * sizeof(double) * (size_t)G->rowlen;
-  return 0;
+  return s->ngrid++;
 }
 
-/* The kernel grid (L = max ring length: every Fourier-path pair uses it),
- * the row length nmp, and the rotated frame: enhanced mode where the caps
- * are summed directly (pairs_direct.c), so that only belt pairs remain */
-static int SFX(setup_grid)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, arkcos_error *err) {
-  if (SFX(grid_init)(&s->grid, p->L, bytes)) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-  s->nmp = s->grid.rowlen;
-  s->sym = p->direct_caps;
+/* Oversampling q, the kernel grids (L, then the cap-pair levels q L / 2^s
+ * down to 16 points), s_ref, each grid's half grid, and the row length nmp */
+static int SFX(setup_grids)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, arkcos_error *err) {
+  const int nr = p->geom->nrings;
+  const arkcos_ring *rg = p->geom->rings;
+  /* oversampling of cap pairs: enhanced mode only, and only where rings
+   * of different lengths meet */
+  int uniform = 1;
+  for (int j = 0; j < nr; j++) uniform &= rg[j].nph == p->L;
+  const int paper = p->opt.mode == ARKCOS_MODE_PAPER;
+  s->q = p->opt.oversample > 0 ? p->opt.oversample : arkcos_auto_oversample(&p->kf, p->L);
+  if (s->q > 8) s->q = 8;
+  if (paper || uniform || p->direct_caps) s->q = 1; /* direct caps: belt pairs only */
+  s->Lacc = s->q * p->L;
+  s->nmacc = s->Lacc / 2 + 1;
+  /* kernel grids: L, then the cap-pair levels q L / 2^s down to 16 points */
+  int ok = SFX(grid_add)(s, p->L, bytes) == 0;
+  /* coarser cap-pair grids: not when oversample is 1 (the 4 nside grid
+   * everywhere, as DESIGN.md and the GPU backend have it), nor for kernels
+   * with a large jump at the cutoff (a top-hat: the jump, not the width,
+   * sets the spectrum there) */
+  const int coarsen = p->opt.oversample != 1 && arkcos_cut_level(&p->kf) <= 1e-3;
+  s->sym = (coarsen || p->direct_caps) && !paper && !uniform;
+  if (!paper && !uniform && !p->direct_caps) {
+    for (int lv = 0; lv < ARKCOS_MAX_GRIDS - 1 && ok; lv++) {
+      const int64_t Ls = s->Lacc >> lv;
+      if (lv > 0 && (!coarsen || s->Lacc % ((int64_t)2 << lv) != 0 || Ls < 16)) break;
+      int g = SFX(grid_add)(s, Ls, bytes);
+      ok = g >= 0;
+      s->lev[s->nlev++] = g;
+    }
+    for (int j = 0; j < nr; j++)
+      if (rg[j].nph < p->L && p->sin_theta[j] > s->s_ref) s->s_ref = p->sin_theta[j];
+  }
+  for (int g = 0; g < s->ngrid && ok; g++)
+    for (int h = 0; h < s->ngrid; h++)
+      if (2 * s->grid[h].L == s->grid[g].L) s->grid[g].half = h;
+  if (!ok) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  s->nmp = s->grid[s->ngrid - 1].rowlen;
+  for (int g = 0; g < s->ngrid; g++)
+    if (s->grid[g].rowlen > s->nmp) s->nmp = s->grid[g].rowlen;
   return ARKCOS_OK;
 }
 
@@ -98,9 +137,11 @@ static int SFX(setup_extents)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *e
   for (int t = 0; t < p->ntasks; t++) {
     const int i = p->task[t], i2 = p->mirror[i];
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
-      if (!SFX(pair_reached)(p, i, j)) continue;
-      s->task_nm[t] = s->ring_nm[j] = s->grid.nm;
-      if (i2 >= 0 && i2 != i) s->ring_nm[p->mirror[j]] = s->grid.nm;
+      const SFX(kgrid_t) *G = &s->grid[SFX(pair_grid)(p, s, i, j)];
+      if (!SFX(pair_reached)(p, i, j, G->L)) continue;
+      if (G->nm > s->task_nm[t]) s->task_nm[t] = G->nm;
+      if (G->nm > s->ring_nm[j]) s->ring_nm[j] = G->nm;
+      if (i2 >= 0 && i2 != i && G->nm > s->ring_nm[p->mirror[j]]) s->ring_nm[p->mirror[j]] = G->nm;
     }
   }
   return ARKCOS_OK;
@@ -121,9 +162,11 @@ static int SFX(setup_pairsym)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, 
   for (int t = 0; t < p->ntasks && psym; t++) {
     const int i = p->task[t];
     for (int j = p->jlo[i]; j <= p->jhi[i] && psym; j++) {
-      const int rij = SFX(pair_reached)(p, i, j);
+      const int g = SFX(pair_grid)(p, s, i, j);
+      const int rij = SFX(pair_reached)(p, i, j, s->grid[g].L);
       if (s->tidx[j] < t) continue;
-      psym = rij == SFX(pair_reached)(p, j, i) && (!rij || SFX(pair_real)(p, s, i, j));
+      psym = g == SFX(pair_grid)(p, s, j, i) && rij == SFX(pair_reached)(p, j, i, s->grid[g].L) &&
+             (!rij || SFX(pair_real)(p, s, i, j));
       if (rij && s->tidx[j] - t > s->w) s->w = s->tidx[j] - t;
     }
   }
@@ -171,10 +214,8 @@ static int SFX(setup_buffers)(arkcos_plan *p, SFX(cpu_state) *s, size_t bytes, a
   return ARKCOS_OK;
 }
 
-/* FFTW plans of every ring length and the kernel grid, from the process-wide
- * cache (none for the rings off the grid where pairs_direct.c sums every
- * pair they take part in: no FFT reads or writes them); wisdom saved when
- * some had to be planned */
+/* FFTW plans of every ring length and kernel grid, from the process-wide
+ * cache; wisdom saved when some had to be planned */
 static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err) {
   const int nr = p->geom->nrings;
   const arkcos_ring *rg = p->geom->rings;
@@ -182,7 +223,6 @@ static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
   int fresh = 0;
   for (int j = 0; j < nr; j++) {
     int64_t N = rg[j].nph;
-    if (p->direct_caps && N != p->L) continue;
     if (j > 0 && rg[j - 1].nph == N) {
       s->r2c[j] = s->r2c[j - 1];
       s->c2r[j] = s->c2r[j - 1];
@@ -193,9 +233,11 @@ static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
     s->r2c[j] = e->r2c;
     s->c2r[j] = e->c2r;
   }
-  SFX(plan_entry) *e = SFX(plans_for)(s->grid.L, FFTW_MEASURE, &fresh);
-  if (!e) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan the kernel grid");
-  s->grid.kplan = e->r2c;
+  for (int g = 0; g < s->ngrid; g++) {
+    SFX(plan_entry) *e = SFX(plans_for)(s->grid[g].L, FFTW_MEASURE, &fresh);
+    if (!e) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan the kernel grid");
+    s->grid[g].kplan = e->r2c;
+  }
   if (fresh) arkcos_fftw_wisdom_save();
   return ARKCOS_OK;
 }
@@ -213,14 +255,16 @@ static int SFX(fill_cache)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
   s->pair_used = (unsigned char *)calloc(npairs ? npairs : 1, 1);
   s->hofs = (size_t *)calloc(npairs ? npairs : 1, sizeof(size_t));
   if (!s->pair_used || !s->hofs) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-  /* rows only for the pairs the kernel reaches */
+  /* rows only for the pairs the kernel reaches, each as long as its grid's */
   for (int t = 0; t < p->ntasks; t++) {
     const int i = p->task[t];
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+      const int g = SFX(pair_grid)(p, s, i, j);
       const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
       s->hofs[pk] = nvals; /* a real G has no imaginary row */
       if (s->pairsym && s->tidx[j] < t) continue; /* the other end's */
-      if (SFX(pair_reached)(p, i, j)) nvals += (SFX(pair_real)(p, s, i, j) ? 1 : 2) * (size_t)s->grid.rowlen;
+      if (SFX(pair_reached)(p, i, j, s->grid[g].L))
+        nvals += (SFX(pair_real)(p, s, i, j) ? 1 : 2) * (size_t)s->grid[g].rowlen;
     }
   }
   double bytes = (double)nvals * sizeof(R);
@@ -234,11 +278,12 @@ static int SFX(fill_cache)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
     const int i = p->task[t];
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
       const size_t pk = s->pair_ofs[t] + (size_t)(j - p->jlo[i]);
+      const int g = SFX(pair_grid)(p, s, i, j);
       if (s->pairsym && s->tidx[j] < t) continue;
-      if (!SFX(pair_reached)(p, i, j)) continue;
+      if (!SFX(pair_reached)(p, i, j, s->grid[g].L)) continue;
       R *hr = s->hcache + s->hofs[pk];
       double te;
-      int real, used = SFX(pair_spectrum)(p, s, i, j, ws, hr, hr + s->grid.rowlen, &te, &real);
+      int real, used = SFX(pair_spectrum)(p, s, i, j, ws, hr, hr + s->grid[g].rowlen, &te, &real);
       s->pair_used[pk] = (unsigned char)(used | (used && real ? 0x80 : 0));
     }
   }

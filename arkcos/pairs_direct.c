@@ -479,7 +479,7 @@ static size_t task_to_float(arkcos_direct *D, int t) {
  * the cheaper path under the requested accuracy; single precision plans
  * get them at the default (exact to their own rounding). Sets p->bound. */
 void arkcos_plan_set_bound(arkcos_plan *p, int single) {
-  if (p->opt.mode == ARKCOS_MODE_PAPER) {
+  if (p->opt.mode == ARKCOS_MODE_PAPER || p->exactness[0]) { /* no certified bound */
     p->bound = INFINITY;
     return;
   }

@@ -162,15 +162,20 @@ static void plan_tasks(arkcos_plan *p, const arkcos_geometry *g) {
   }
 }
 
+/* A positive number from the environment, or dflt */
+static double env_double(const char *name, double dflt) {
+  const char *v = getenv(name);
+  char *end;
+  if (!v || !*v) return dflt;
+  const double x = strtod(v, &end);
+  return *end == 0 && x > 0 ? x : dflt;
+}
+
 /* Memory the direct tables may take: $ARKCOS_DIRECT_MAX_GB, else half the
  * machine's physical memory. */
 static double direct_budget_bytes(void) {
-  const char *v = getenv("ARKCOS_DIRECT_MAX_GB");
-  char *end;
-  if (v && *v) {
-    double gb = strtod(v, &end);
-    if (*end == 0 && gb > 0) return gb * 1e9;
-  }
+  const double gb = env_double("ARKCOS_DIRECT_MAX_GB", 0);
+  if (gb > 0) return gb * 1e9;
   const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
   return pages > 0 && psz > 0 ? 0.5 * (double)pages * (double)psz : 8e9;
 }
@@ -186,21 +191,27 @@ static double direct_support_pixels(const arkcos_plan *p) {
  * the others by the Fourier path, exact for them; paper mode keeps the
  * paper's algorithm everywhere. */
 static int plan_paths(arkcos_plan *p, arkcos_error *err) {
+  (void)err;
   int uniform = 1;
   for (int j = 0; j < p->geom->nrings; j++) uniform &= p->geom->rings[j].nph == p->L;
   p->direct_caps = p->opt.mode == ARKCOS_MODE_ENHANCED && !uniform;
   if (!p->direct_caps) return ARKCOS_OK;
-  /* the direct tables grow with the kernel's area in pixels: refused up
-   * front, with the figure, where they would not fit */
+  /* The direct sums grow with the kernel's area in pixels (time and the
+   * tables' memory), the Fourier path only with its radius: a kernel
+   * wider than the limits keeps the oversampled Fourier path in the caps,
+   * which is not exact there, and the plan says so (arkcos_plan_exactness). */
   const double need = arkcos_direct_estimate_bytes(p), have = direct_budget_bytes();
-  if (need > have)
-    return arkcos_fail(err, ARKCOS_ENOMEM,
-                       "plan: the exact path of the polar caps would hold %.1f GB of kernel weights for "
-                       "this kernel (its support covers about %.0f pixels), more than the %.1f GB allowed "
-                       "(half this machine's memory; ARKCOS_DIRECT_MAX_GB overrides). For kernels this "
-                       "wide use --method fsht, or --mode paper (the paper's algorithm, not exact in the "
-                       "polar caps)",
-                       need / 1e9, direct_support_pixels(p), have / 1e9);
+  const double px = direct_support_pixels(p), pxmax = env_double("ARKCOS_DIRECT_MAX_PIXELS", 4000);
+  if (need > have || px > pxmax) {
+    p->direct_caps = 0;
+    snprintf(p->exactness, sizeof p->exactness,
+             "the polar caps are not exact: the kernel's support covers about %.0f pixels (limit %.0f, "
+             "ARKCOS_DIRECT_MAX_PIXELS) and the exact path's tables would hold %.2g GB (limit %.2g GB, "
+             "ARKCOS_DIRECT_MAX_GB), so ring pairs of different lengths take the oversampled Fourier "
+             "path; their error is about the kernel's relative level at its cutoff (%.1e) or below",
+             px, pxmax, need / 1e9, have / 1e9, arkcos_kfun_alpha(&p->kf, p->kf.cutoff) /
+             (arkcos_kfun_alpha(&p->kf, 0) != 0 ? arkcos_kfun_alpha(&p->kf, 0) : 1));
+  }
   return ARKCOS_OK;
 }
 
@@ -237,3 +248,4 @@ arkcos_backend arkcos_plan_backend(const arkcos_plan *p) { return p->backend; }
 size_t arkcos_plan_memory(const arkcos_plan *p) { return p->bytes; }
 const char *arkcos_plan_note(const arkcos_plan *p) { return p->note; }
 double arkcos_plan_bound(const arkcos_plan *p) { return p->bound; }
+const char *arkcos_plan_exactness(const arkcos_plan *p) { return p->exactness; }

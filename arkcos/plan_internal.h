@@ -32,6 +32,7 @@ struct arkcos_plan {
   int direct_caps;           /* pairs of rings off the kernel grid are summed
                               * directly (pairs_direct.c) */
   arkcos_direct *direct;     /* their tables, or NULL */
+  char exactness[400];       /* why an enhanced plan is not exact ("" if it is) */
   void *impl;                /* backend state */
   int (*execute)(arkcos_plan *, const double *, double *, arkcos_error *);
   void (*destroy)(arkcos_plan *);

@@ -519,6 +519,8 @@ static int ensure_smoother(smooth_state *s, int64_t nside, arkcos_error *err) {
   if (rc) return rc;
   const char *note = smoother_note(s->sm);
   if (note[0]) fprintf(stderr, "arkcos smooth: note: %s\n", note);
+  const char *inexact = smoother_exactness(s->sm);
+  if (inexact[0]) fprintf(stderr, "arkcos smooth: warning: nside %lld: %s\n", (long long)nside, inexact);
   if (s->a->verbose) print_bound(s);
   if (s->a->method == METHOD_ARKCOS) {
     s->plan_time += smoother_plan_time(s->sm);

@@ -118,6 +118,10 @@ double smoother_plan_time(const smoother *sm) { return sm->plan ? sm->plan_time 
 size_t smoother_plan_memory(const smoother *sm) { return sm->plan ? arkcos_plan_memory(sm->plan) : 0; }
 const char *smoother_note(const smoother *sm) { return sm->note; }
 
+const char *smoother_exactness(const smoother *sm) {
+  return sm->plan ? arkcos_plan_exactness(sm->plan) : "";
+}
+
 double smoother_bound(const smoother *sm) {
   if (sm->plan) return arkcos_plan_bound(sm->plan);
   return sm->spec.kind == METHOD_DIRECT ? 0 : HUGE_VAL;

@@ -72,6 +72,9 @@ size_t smoother_plan_memory(const smoother *sm); /* bytes; 0 but for ARKCOS */
  * (it is the direct sum); METHOD_FSHT: +infinity (a band limit has no
  * bound against a pixel sum). */
 double smoother_bound(const smoother *sm);
+/* "" when the method is exact against the direct sum (or is not arkcos);
+ * else why not (arkcos_plan_exactness: a kernel too wide in pixels). */
+const char *smoother_exactness(const smoother *sm);
 /* Why the backend or the cache differ from what was asked ("" if not). */
 const char *smoother_note(const smoother *sm);
 

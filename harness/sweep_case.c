@@ -148,6 +148,7 @@ static void put_stages(json_t *cj, const timing *t, const double *sorted) {
   json_object_set_new(cj, "backend_used",
                       json_string(t->backend_used == ARKCOS_BACKEND_GPU ? "gpu" : "cpu"));
   json_object_set_new(cj, "bound", isfinite(t->bound) ? json_real(t->bound) : json_null());
+  if (t->inexact[0]) json_object_set_new(cj, "not_exact", json_string(t->inexact)); /* why not */
 }
 
 static void put_timing(json_t *cj, const cfg_method *m, const timing *t) {

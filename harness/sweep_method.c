@@ -182,6 +182,7 @@ int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos
     t->backend_used = smoother_backend(sm);
     t->plan_memory = smoother_plan_memory(sm);
     t->bound = smoother_bound(sm);
+    snprintf(t->inexact, sizeof t->inexact, "%s", smoother_exactness(sm));
   }
   if (!rc) rc = timed_applies(sm, in, out, repeats, warmup, t, err);
   smoother_destroy(sm);

@@ -548,28 +548,21 @@ TEST_GROUP(constant_map) {
   }
 }
 
-/* The direct tables grow with the kernel's area in pixels: a plan whose
- * tables would exceed the budget is refused up front (ARKCOS_ENOMEM, the
- * figures in the message), not killed by the OOM killer; paper mode, which
- * has no tables, still plans. */
-TEST_GROUP(direct_budget) {
+/* The direct sums grow with the kernel's area in pixels: a kernel beyond
+ * the limits (here forced by ARKCOS_DIRECT_MAX_PIXELS) keeps the Fourier
+ * path in the caps, and the plan says so: not exact, no bound; within the
+ * limits (the default here) the plan is exact. */
+TEST_GROUP(direct_limits) {
   arkcos_geometry *g = arkcos_geometry_healpix(32, NULL);
-  arkcos_kernel *k = g ? family_kernel(FAM_TOPHAT, healpix_pixel(g)) : NULL;
-  setenv("ARKCOS_DIRECT_MAX_GB", "1e-6", 1); /* 1 kB: the top-hat's tables need ~100 kB */
-  arkcos_options o;
-  arkcos_options_default(&o);
-  o.backend = ARKCOS_BACKEND_CPU;
-  arkcos_error err = {0, ""};
-  arkcos_plan *p = k ? arkcos_plan_create(g, k, &o, &err) : NULL;
-  CHECK(!p && err.code == ARKCOS_ENOMEM && strstr(err.msg, "GB of kernel weights") && strstr(err.msg, "--mode paper"),
-        "over the budget: refused with the figures (code %d: %s)", err.code, err.msg);
+  arkcos_kernel *k = g ? family_kernel(FAM_GAUSS, healpix_pixel(g)) : NULL;
+  setenv("ARKCOS_DIRECT_MAX_PIXELS", "10", 1); /* the kernel covers ~100 */
+  arkcos_plan *p = k ? make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0) : NULL;
+  CHECK(p && strstr(arkcos_plan_exactness(p), "not exact") && isinf(arkcos_plan_bound(p)),
+        "over the limit: planned, not exact, no bound (%s)", p ? arkcos_plan_exactness(p) : "no plan");
   arkcos_plan_destroy(p);
-  arkcos_plan *q = k ? make_plan(g, k, ARKCOS_MODE_PAPER, ARKCOS_DOUBLE, 0) : NULL;
-  CHECK(q != NULL, "paper mode plans whatever the budget");
-  arkcos_plan_destroy(q);
-  unsetenv("ARKCOS_DIRECT_MAX_GB");
-  p = k ? arkcos_plan_create(g, k, &o, &err) : NULL;
-  CHECK(p != NULL, "within the default budget: planned (%s)", p ? "" : err.msg);
+  unsetenv("ARKCOS_DIRECT_MAX_PIXELS");
+  p = k ? make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0) : NULL;
+  CHECK(p && !arkcos_plan_exactness(p)[0] && isfinite(arkcos_plan_bound(p)), "within the limits: exact");
   arkcos_plan_destroy(p);
   arkcos_kernel_destroy(k);
   arkcos_geometry_destroy(g);
@@ -577,4 +570,4 @@ TEST_GROUP(direct_budget) {
 
 TEST_MAIN(TG(exact_is_default), TG(kernel_families_healpix), TG(healpix_nside_128), TG(ecp_geometry),
           TG(single_precision), TG(accuracy_loose), TG(paper_mode_bound), TG(operator_symmetry),
-          TG(constant_map), TG(direct_budget))
+          TG(constant_map), TG(direct_limits))
