@@ -11,23 +11,7 @@
 # with healpy/astropy ($PYTHON). Last line: "TESTS <passed> <failed>".
 set -u
 cd "$(dirname "$0")/.."
-ARKCOS="${ARKCOS:-$PWD/build/arkcos}"
-PYTHON="${PYTHON:-/usr/bin/python3}"
-pass=0; fail=0
-ok()  { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-check_le() {  # NAME VALUE BOUND
-  if "$PYTHON" -c "import sys; sys.exit(0 if float('$2') <= float('$3') else 1)" 2>/dev/null; then
-    echo "  $1: $2 (bound $3)"; ok
-  else bad "$1: $2 exceeds $3"; fi
-}
-
-T=$(mktemp -d /tmp/arkcos-test-mask-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-
-if [ ! -x "$ARKCOS" ]; then
-  echo "FAIL no arkcos binary at $ARKCOS"; echo "TESTS 0 1"; exit 1
-fi
+. tests/cli_lib.sh mask
 
 # ---------------------------------------------------------------- fixtures
 if ! "$PYTHON" - "$T" <<'EOF'
