@@ -142,22 +142,6 @@ static void usage(FILE *f) {
 
 /* ------------------------------------------------------------- parsing */
 
-/* Prints a usage error naming the offending argument; returns exit status 2. */
-static int bad_arg(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-static int bad_arg(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "arkcos smooth: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n(arkcos smooth --help for usage)\n");
-  va_end(ap);
-  return 2;
-}
-
 static int parse_choice(const char *opt, const char *v,
                         const char *const *names, int n, int *out) {
   for (int i = 0; i < n; i++)
@@ -165,7 +149,7 @@ static int parse_choice(const char *opt, const char *v,
       *out = i;
       return 0;
     }
-  return bad_arg("%s: unknown value '%s'", opt, v);
+  return smooth_usage_error("%s: unknown value '%s'", opt, v);
 }
 
 /* An option that takes a value ("--name value" or "--name=value"), with the
@@ -196,27 +180,27 @@ static int *option_seen(smooth_args *a, const char *name) {
 static int set_kernel_option(smooth_args *a, const char *name, const char *val) {
   if (!strcmp(name, "--fwhm-arcmin")) {
     if (!parse_double(val, &a->fwhm_arcmin))
-      return bad_arg("--fwhm-arcmin: '%s' is not a number", val);
+      return smooth_usage_error("--fwhm-arcmin: '%s' is not a number", val);
     if (!(a->fwhm_arcmin > 0))
-      return bad_arg("--fwhm-arcmin: %s must be positive", val);
+      return smooth_usage_error("--fwhm-arcmin: %s must be positive", val);
   } else if (!strcmp(name, "--kernel-file")) {
-    if (!*val) return bad_arg("--kernel-file: empty file name");
+    if (!*val) return smooth_usage_error("--kernel-file: empty file name");
     a->kernel_file = val;
   } else if (!strcmp(name, "--tophat-deg")) {
     if (!parse_double(val, &a->tophat_deg))
-      return bad_arg("--tophat-deg: '%s' is not a finite number", val);
+      return smooth_usage_error("--tophat-deg: '%s' is not a finite number", val);
     if (!(a->tophat_deg > 0 && a->tophat_deg <= 180))
-      return bad_arg("--tophat-deg: %s is outside (0, 180] degrees", val);
+      return smooth_usage_error("--tophat-deg: %s is outside (0, 180] degrees", val);
   } else if (!strcmp(name, "--cutoff-deg")) {
     if (!parse_double(val, &a->cutoff_deg))
-      return bad_arg("--cutoff-deg: '%s' is not a number", val);
+      return smooth_usage_error("--cutoff-deg: '%s' is not a number", val);
     if (!(a->cutoff_deg > 0 && a->cutoff_deg <= 180))
-      return bad_arg("--cutoff-deg: %s is outside (0, 180] degrees", val);
+      return smooth_usage_error("--cutoff-deg: %s is outside (0, 180] degrees", val);
   } else if (!strcmp(name, "--cutoff-rel")) {
     if (!parse_double(val, &a->cutoff_rel))
-      return bad_arg("--cutoff-rel: '%s' is not a number", val);
+      return smooth_usage_error("--cutoff-rel: '%s' is not a number", val);
     if (!(a->cutoff_rel > 0 && a->cutoff_rel < 1))
-      return bad_arg("--cutoff-rel: %s is outside (0, 1)", val);
+      return smooth_usage_error("--cutoff-rel: %s is outside (0, 1)", val);
   }
   return 0;
 }
@@ -229,7 +213,7 @@ static int set_choice_option(smooth_args *a, const char *name, const char *val) 
   int choice = 0, rc = 0;
   if (!strcmp(name, "--method")) {
     if ((choice = method_from_name(val)) < 0)
-      return bad_arg("%s: unknown value '%s'", name, val);
+      return smooth_usage_error("%s: unknown value '%s'", name, val);
     a->method = (method_kind)choice;
   } else if (!strcmp(name, "--mode")) {
     if ((rc = parse_choice(name, val, modes, 2, &choice))) return rc;
@@ -250,8 +234,8 @@ static int set_choice_option(smooth_args *a, const char *name, const char *val) 
 static int set_accuracy_option(smooth_args *a, const char *name, const char *val) {
   if (strcmp(name, "--accuracy")) return 0;
   if (!parse_double(val, &a->accuracy))
-    return bad_arg("--accuracy: '%s' is not a finite number", val);
-  if (a->accuracy < 0) return bad_arg("--accuracy: %s must be >= 0 (0 = exact)", val);
+    return smooth_usage_error("--accuracy: '%s' is not a finite number", val);
+  if (a->accuracy < 0) return smooth_usage_error("--accuracy: %s must be >= 0 (0 = exact)", val);
   return 0;
 }
 
@@ -259,19 +243,19 @@ static int set_accuracy_option(smooth_args *a, const char *name, const char *val
 static int set_integer_option(smooth_args *a, const char *name, const char *val) {
   if (!strcmp(name, "--threads")) {
     if (!parse_long(val, &a->threads) || a->threads < 1 || a->threads > 4096)
-      return bad_arg("--threads: '%s' is not an integer in [1, 4096]", val);
+      return smooth_usage_error("--threads: '%s' is not an integer in [1, 4096]", val);
   } else if (!strcmp(name, "--lmax")) {
     if (!parse_long(val, &a->lmax))
-      return bad_arg("--lmax: '%s' is not an integer", val);
-    if (a->lmax < 1) return bad_arg("--lmax: %s must be >= 1", val);
+      return smooth_usage_error("--lmax: '%s' is not an integer", val);
+    if (a->lmax < 1) return smooth_usage_error("--lmax: %s must be >= 1", val);
   } else if (!strcmp(name, "--oversample")) {
     long q;
     if (!parse_long(val, &q) || q < 1 || q > 8)
-      return bad_arg("--oversample: '%s' is not an integer in [1, 8]", val);
+      return smooth_usage_error("--oversample: '%s' is not an integer in [1, 8]", val);
   } else if (!strcmp(name, "--iter")) {
     if (!parse_long(val, &a->iter) || a->iter > 1000)
-      return bad_arg("--iter: '%s' is not an integer <= 1000", val);
-    if (a->iter < 0) return bad_arg("--iter: %s must be >= 0", val);
+      return smooth_usage_error("--iter: '%s' is not an integer <= 1000", val);
+    if (a->iter < 0) return smooth_usage_error("--iter: %s must be >= 0", val);
   }
   return 0;
 }
@@ -291,14 +275,14 @@ static int parse_value_option(int argc, char **argv, int *i, smooth_args *a) {
     snprintf(name, sizeof name, "%s", arg);
   }
   int *seen = option_seen(a, name);
-  if (!seen) return bad_arg("unknown option '%s'", arg);
-  if (*seen) return bad_arg("%s given twice", name);
+  if (!seen) return smooth_usage_error("unknown option '%s'", arg);
+  if (*seen) return smooth_usage_error("%s given twice", name);
   *seen = 1;
   if (!val) {
     /* A following "--option" is a forgotten value, not a value; negative
      * numbers ("-5") are still taken, and rejected by the range checks. */
     if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
-      return bad_arg("%s needs a value", name);
+      return smooth_usage_error("%s needs a value", name);
     val = argv[++*i];
   }
   int rc = set_kernel_option(a, name, val);
@@ -314,13 +298,13 @@ static int parse_value_option(int argc, char **argv, int *i, smooth_args *a) {
 static int check_kernel_options(const smooth_args *a) {
   int nkernels = a->has_fwhm + a->has_kernel + a->has_tophat;
   if (nkernels > 1)
-    return bad_arg("give only one kernel: --fwhm-arcmin, --kernel-file or --tophat-deg");
+    return smooth_usage_error("give only one kernel: --fwhm-arcmin, --kernel-file or --tophat-deg");
   if (!nkernels)
-    return bad_arg("a kernel is needed: --fwhm-arcmin F, --kernel-file FILE or --tophat-deg R");
+    return smooth_usage_error("a kernel is needed: --fwhm-arcmin F, --kernel-file FILE or --tophat-deg R");
   if (a->has_cutoff_deg && a->has_cutoff_rel)
-    return bad_arg("give either --cutoff-deg or --cutoff-rel, not both");
+    return smooth_usage_error("give either --cutoff-deg or --cutoff-rel, not both");
   if (a->has_tophat && (a->has_cutoff_deg || a->has_cutoff_rel))
-    return bad_arg("%s does not apply to --tophat-deg (its radius is the cutoff)",
+    return smooth_usage_error("%s does not apply to --tophat-deg (its radius is the cutoff)",
                    a->has_cutoff_deg ? "--cutoff-deg" : "--cutoff-rel");
   return 0;
 }
@@ -333,25 +317,25 @@ static int check_combinations(const smooth_args *a) {
   if (rc) return rc;
   const char *m = method_name(a->method);
   if (a->method != METHOD_ARKCOS) {
-    if (a->has_mode) return bad_arg("--mode applies only to --method arkcos, not %s", m);
+    if (a->has_mode) return smooth_usage_error("--mode applies only to --method arkcos, not %s", m);
     if (a->has_precision)
-      return bad_arg("--precision applies only to --method arkcos, not %s", m);
+      return smooth_usage_error("--precision applies only to --method arkcos, not %s", m);
     if (a->has_backend)
-      return bad_arg("--backend applies only to --method arkcos, not %s", m);
+      return smooth_usage_error("--backend applies only to --method arkcos, not %s", m);
     if (a->has_oversample)
-      return bad_arg("--oversample applies only to --method arkcos, not %s", m);
+      return smooth_usage_error("--oversample applies only to --method arkcos, not %s", m);
     if (a->has_accuracy)
-      return bad_arg("--accuracy applies only to --method arkcos, not %s", m);
+      return smooth_usage_error("--accuracy applies only to --method arkcos, not %s", m);
   }
   /* paper mode's polar caps are not exact: it has no bound to trade */
   if (a->has_accuracy && a->mode == ARKCOS_MODE_PAPER)
-    return bad_arg("--accuracy applies only to --mode enhanced, not paper");
+    return smooth_usage_error("--accuracy applies only to --mode enhanced, not paper");
   if (a->method != METHOD_FSHT) {
-    if (a->has_lmax) return bad_arg("--lmax applies only to --method fsht, not %s", m);
-    if (a->has_iter) return bad_arg("--iter applies only to --method fsht, not %s", m);
+    if (a->has_lmax) return smooth_usage_error("--lmax applies only to --method fsht, not %s", m);
+    if (a->has_iter) return smooth_usage_error("--iter applies only to --method fsht, not %s", m);
   }
   if (a->npos < 2)
-    return bad_arg("need an input map and an output (IN.fits OUT.fits)");
+    return smooth_usage_error("need an input map and an output (IN.fits OUT.fits)");
   return 0;
 }
 
@@ -360,12 +344,12 @@ static int check_combinations(const smooth_args *a) {
 static int parse_args(int argc, char **argv, smooth_args *a) {
   memset(a, 0, sizeof *a);
   a->pos = calloc((size_t)argc, sizeof *a->pos);
-  if (!a->pos) return bad_arg("out of memory");
+  if (!a->pos) return smooth_usage_error("out of memory");
   int options_done = 0, rc = 0;
   for (int i = 1; i < argc && !rc; i++) {
     const char *arg = argv[i];
     if (options_done || arg[0] != '-' || !arg[1]) {
-      if (!strcmp(arg, "-")) return bad_arg("'-': standard input is not supported");
+      if (!strcmp(arg, "-")) return smooth_usage_error("'-': standard input is not supported");
       a->pos[a->npos++] = arg;
     } else if (!strcmp(arg, "--")) {
       options_done = 1;
@@ -698,11 +682,11 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
  * name ending in '/') or one file. Returns 0 or an exit status. */
 static int check_target(const smooth_state *s, const char *last, int to_dir) {
   if (s->ninputs > 1 && !to_dir)
-    return bad_arg("with several inputs the last argument must be a folder "
+    return smooth_usage_error("with several inputs the last argument must be a folder "
                    "(existing, or ending in '/'): '%s'", last);
   struct stat st;
   if (to_dir && !is_dir(last) && stat(last, &st) == 0)
-    return bad_arg("%s: exists and is not a folder", last);
+    return smooth_usage_error("%s: exists and is not a folder", last);
   return 0;
 }
 

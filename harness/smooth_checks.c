@@ -8,6 +8,7 @@
 
 #include "harness/narrow.h"
 #include "harness/smooth_checks.h"
+#include "harness/util.h"
 
 const char smooth_checks_usage[] =
     "Narrow kernels (docs/NARROW_BEAMS.md; arkcos and direct only, fsht does not\n"
@@ -26,20 +27,6 @@ const char smooth_checks_usage[] =
     "  --allow-negative     accept negative K (a wavelet's lobes; the minimum of\n"
     "                       K/K(0) is reported)\n";
 
-static int bad(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-static int bad(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "arkcos smooth: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n(arkcos smooth --help for usage)\n");
-  va_end(ap);
-  return 2;
-}
 
 /* --kernel-unit VALUE or --kernel-unit=VALUE */
 static int parse_unit(int argc, char **argv, int *i, narrow_opts *o) {
@@ -47,15 +34,15 @@ static int parse_unit(int argc, char **argv, int *i, narrow_opts *o) {
   const char *arg = argv[*i], *val = NULL;
   if (arg[13] == '=') val = arg + 14;
   else if (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2)) val = argv[++*i];
-  if (!val) return bad("--kernel-unit needs a value (rad, deg or arcmin)");
-  if (o->has_unit) return bad("--kernel-unit given twice");
+  if (!val) return smooth_usage_error("--kernel-unit needs a value (rad, deg or arcmin)");
+  if (o->has_unit) return smooth_usage_error("--kernel-unit given twice");
   o->has_unit = 1;
   for (int u = 0; u < 3; u++)
     if (!strcmp(val, names[u])) {
       o->unit = (arkcos_angle_unit)u;
       return 0;
     }
-  return bad("--kernel-unit: unknown value '%s' (rad, deg or arcmin)", val);
+  return smooth_usage_error("--kernel-unit: unknown value '%s' (rad, deg or arcmin)", val);
 }
 
 int smooth_checks_parse(int argc, char **argv, int *i, narrow_opts *o, int *status) {
@@ -73,15 +60,15 @@ int smooth_checks_parse(int argc, char **argv, int *i, narrow_opts *o, int *stat
 
 int smooth_checks_combinations(const narrow_opts *o, method_kind m, int has_kernel_file) {
   if (o->normalize && m == METHOD_FSHT)
-    return bad("--normalize applies only to --method arkcos or direct, not fsht (harmonic "
+    return smooth_usage_error("--normalize applies only to --method arkcos or direct, not fsht (harmonic "
                "smoothing keeps a constant map constant by construction)");
   if (o->allow_subpixel && m != METHOD_DIRECT)
-    return bad("--allow-subpixel applies only to --method direct, not %s (the pixel sum of "
+    return smooth_usage_error("--allow-subpixel applies only to --method direct, not %s (the pixel sum of "
                "a kernel narrower than a pixel must be asked for explicitly)", method_name(m));
   if (o->has_unit && !has_kernel_file)
-    return bad("--kernel-unit applies only to --kernel-file");
+    return smooth_usage_error("--kernel-unit applies only to --kernel-file");
   if (o->allow_negative && !has_kernel_file)
-    return bad("--allow-negative applies only to --kernel-file");
+    return smooth_usage_error("--allow-negative applies only to --kernel-file");
   return 0;
 }
 

@@ -23,20 +23,6 @@
 
 /* ------------------------------------------------------------- options */
 
-static int bad_option(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-static int bad_option(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "arkcos smooth: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n(arkcos smooth --help for usage)\n");
-  va_end(ap);
-  return 2;
-}
 
 int *mask_option_seen(mask_opts *o, const char *name) {
   if (!strcmp(name, "--mask")) return &o->has_file;
@@ -47,7 +33,7 @@ int *mask_option_seen(mask_opts *o, const char *name) {
 
 int mask_set_option(mask_opts *o, const char *name, const char *val) {
   if (!strcmp(name, "--mask")) {
-    if (!*val) return bad_option("--mask: empty file name");
+    if (!*val) return smooth_usage_error("--mask: empty file name");
     o->file = val;
   } else if (!strcmp(name, "--mask-mode")) {
     if (!strcmp(val, "normalize"))
@@ -55,12 +41,12 @@ int mask_set_option(mask_opts *o, const char *name, const char *val) {
     else if (!strcmp(val, "zero"))
       o->mode = MASK_MODE_ZERO;
     else
-      return bad_option("--mask-mode: unknown value '%s' (normalize or zero)", val);
+      return smooth_usage_error("--mask-mode: unknown value '%s' (normalize or zero)", val);
   } else if (!strcmp(name, "--min-weight")) {
     if (!parse_double(val, &o->min_weight))
-      return bad_option("--min-weight: '%s' is not a finite number", val);
+      return smooth_usage_error("--min-weight: '%s' is not a finite number", val);
     if (!(o->min_weight >= 0 && o->min_weight <= 1))
-      return bad_option("--min-weight: %s is outside [0, 1]", val);
+      return smooth_usage_error("--min-weight: %s is outside [0, 1]", val);
   }
   return 0;
 }

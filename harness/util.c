@@ -2,6 +2,7 @@
 #include "harness/util.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,4 +110,14 @@ int parse_long(const char *s, long *v) {
   if (*end || errno) return 0;
   *v = x;
   return 1;
+}
+
+int smooth_usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "arkcos smooth: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n(arkcos smooth --help for usage)\n");
+  va_end(ap);
+  return 2;
 }

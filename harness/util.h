@@ -28,4 +28,12 @@ size_t peak_rss_bytes(void);          /* process peak resident set */
 int parse_double(const char *s, double *v);  /* whole string, finite */
 int parse_long(const char *s, long *v);      /* whole string */
 
+/* `arkcos smooth`'s usage error: "arkcos smooth: <message>" and a pointer
+ * to --help on stderr; returns exit status 2. */
+int smooth_usage_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
 #endif

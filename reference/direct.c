@@ -178,20 +178,24 @@ static double direct_one(const arkcos_geometry *g, const arkcos_kernel *k,
   return acc.sum + acc.comp;
 }
 
+int ref_check_outputs(const arkcos_geometry *g, const int64_t *pix, int64_t npixout, const char *what,
+                      arkcos_error *err) {
+  if (pix && npixout < 0)
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s: negative number of output pixels", what);
+  for (int64_t i = 0; pix && i < npixout; i++)
+    if (pix[i] < 0 || pix[i] >= g->npix)
+      return arkcos_fail(err, ARKCOS_EINVAL, "%s: output pixel %lld outside [0, %lld)", what,
+                         (long long)pix[i], (long long)g->npix);
+  return ARKCOS_OK;
+}
+
 int ref_direct_sum(const arkcos_geometry *g, const arkcos_kernel *k,
                    const double *in, double *out, const int64_t *pix,
                    int64_t npixout, int threads, arkcos_error *err) {
   if (!g || !k || !in || !out || g->nrings < 1 || !g->rings)
     return arkcos_fail(err, ARKCOS_EINVAL, "direct sum: missing argument");
-  if (pix && npixout < 0)
-    return arkcos_fail(err, ARKCOS_EINVAL,
-                       "direct sum: negative number of output pixels");
+  if (ref_check_outputs(g, pix, npixout, "direct sum", err)) return ARKCOS_EINVAL;
   const int64_t nout = pix ? npixout : g->npix;
-  for (int64_t i = 0; pix && i < nout; i++)
-    if (pix[i] < 0 || pix[i] >= g->npix)
-      return arkcos_fail(err, ARKCOS_EINVAL,
-                         "direct sum: output pixel %lld outside [0, %lld)",
-                         (long long)pix[i], (long long)g->npix);
   ring_span *spans = ring_spans(g);
   if (!spans)
     return arkcos_fail(err, ARKCOS_ENOMEM, "direct sum: out of memory");

@@ -294,15 +294,8 @@ int ref_direct_sum_spin2(const arkcos_geometry *g, const arkcos_kernel *k,
   if (!g || !k || !q_in || !u_in || !q_out || !u_out || g->nrings < 1 ||
       !g->rings)
     return arkcos_fail(err, ARKCOS_EINVAL, "spin-2 direct sum: missing argument");
-  if (pix && npixout < 0)
-    return arkcos_fail(err, ARKCOS_EINVAL,
-                       "spin-2 direct sum: negative number of output pixels");
+  if (ref_check_outputs(g, pix, npixout, "spin-2 direct sum", err)) return ARKCOS_EINVAL;
   const int64_t nout = pix ? npixout : g->npix;
-  for (int64_t i = 0; pix && i < nout; i++)
-    if (pix[i] < 0 || pix[i] >= g->npix)
-      return arkcos_fail(err, ARKCOS_EINVAL,
-                         "spin-2 direct sum: output pixel %lld outside [0, %lld)",
-                         (long long)pix[i], (long long)g->npix);
   ring_start *starts = ring_starts(g);
   if (!starts)
     return arkcos_fail(err, ARKCOS_ENOMEM, "spin-2 direct sum: out of memory");

@@ -30,6 +30,12 @@ int ref_direct_sum(const arkcos_geometry *g, const arkcos_kernel *k,
                    const double *in, double *out, const int64_t *pix,
                    int64_t npixout, int threads, arkcos_error *err);
 
+/* The output pixel list of a direct sum (pix may be NULL: every pixel):
+ * ARKCOS_EINVAL with `what` in the message for a negative count or a pixel
+ * outside the map. */
+int ref_check_outputs(const arkcos_geometry *g, const int64_t *pix, int64_t npixout, const char *what,
+                      arkcos_error *err);
+
 /* Estimated number of kernel evaluations for npixout output pixels
  * (<= 0: the whole map), for work limits. */
 double ref_direct_cost(const arkcos_geometry *g, const arkcos_kernel *k,
