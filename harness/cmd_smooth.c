@@ -513,18 +513,6 @@ static int ensure_smoother(smooth_state *s, int64_t nside, arkcos_error *err) {
   return ARKCOS_OK;
 }
 
-static void add_stages(arkcos_stage_times *sum, const arkcos_stage_times *t) {
-  sum->map_fft += t->map_fft;
-  sum->kernel_eval += t->kernel_eval;
-  sum->kernel_fft += t->kernel_fft;
-  sum->reduction += t->reduction;
-  sum->map_ifft += t->map_ifft;
-  sum->h2d += t->h2d;
-  sum->d2h += t->d2h;
-  sum->other += t->other;
-  sum->total += t->total;
-}
-
 static int record_map_time(smooth_state *s, double t) {
   if (s->nmaps_done == s->map_cap) {
     int cap = s->map_cap ? 2 * s->map_cap : 16;
@@ -572,7 +560,7 @@ static int smooth_column(smooth_state *s, file_job *job, int c, arkcos_error *er
   if (s->a->method == METHOD_ARKCOS) {
     arkcos_stage_times t;
     smoother_stages(s->sm, &t);
-    add_stages(&job->sum, &t);
+    stage_times_add(&job->sum, &t);
   }
   job->t_exec += dt;
   if ((rc = record_map_time(s, dt))) return arkcos_fail(err, rc, "out of memory");

@@ -210,19 +210,6 @@ int mask_job_begin(mask_job *j, const mask_opts *o, const mask_weights *mw,
 
 /* ------------------------------------------------------------ smoothing */
 
-static void add_stage_times(arkcos_stage_times *sum, const arkcos_stage_times *t) {
-  sum->map_fft += t->map_fft;
-  sum->kernel_eval += t->kernel_eval;
-  sum->kernel_fft += t->kernel_fft;
-  sum->reduction += t->reduction;
-  sum->map_ifft += t->map_ifft;
-  sum->h2d += t->h2d;
-  sum->d2h += t->d2h;
-  sum->other += t->other;
-  sum->total += t->total;
-  sum->direct += t->direct;
-}
-
 /* s->aw = A(w), w = 0 at the set's missing pixels, the --mask weight (or 1)
  * elsewhere. */
 static int smooth_weight(mask_job *j, smoother *sm, mask_set *s,
@@ -247,7 +234,7 @@ static int smooth_weight(mask_job *j, smoother *sm, mask_set *s,
   if (smoother_kind(sm) == METHOD_ARKCOS) {
     arkcos_stage_times t;
     smoother_stages(sm, &t);
-    add_stage_times(stages, &t);
+    stage_times_add(stages, &t);
   }
   j->nsmoothed++;
   return ARKCOS_OK;

@@ -121,3 +121,16 @@ int smooth_usage_error(const char *fmt, ...) {
   va_end(ap);
   return 2;
 }
+
+void stage_times_add(arkcos_stage_times *sum, const arkcos_stage_times *t) {
+  sum->map_fft += t->map_fft;
+  sum->kernel_eval += t->kernel_eval;
+  sum->kernel_fft += t->kernel_fft;
+  sum->reduction += t->reduction;
+  sum->map_ifft += t->map_ifft;
+  sum->h2d += t->h2d;
+  sum->d2h += t->d2h;
+  sum->other += t->other;
+  sum->total += t->total;
+  sum->direct += t->direct;
+}

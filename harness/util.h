@@ -28,6 +28,9 @@ size_t peak_rss_bytes(void);          /* process peak resident set */
 int parse_double(const char *s, double *v);  /* whole string, finite */
 int parse_long(const char *s, long *v);      /* whole string */
 
+/* sum += t, stage by stage (every field of arkcos_stage_times). */
+void stage_times_add(arkcos_stage_times *sum, const arkcos_stage_times *t);
+
 /* `arkcos smooth`'s usage error: "arkcos smooth: <message>" and a pointer
  * to --help on stderr; returns exit status 2. */
 int smooth_usage_error(const char *fmt, ...)
