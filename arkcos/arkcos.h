@@ -225,6 +225,15 @@ typedef struct arkcos_options {
    * by pair, the cheapest path whose a-priori bound stays below EPS.
    * arkcos_plan_bound reports the bound the plan reached. */
   double accuracy;
+  /* 0 (default): a scalar plan, run with arkcos_execute. 2: a spin-2 plan
+   * for polarization, run with arkcos_execute_spin2 on Q and U (healpy's
+   * convention, docs/POLARIZATION.md): each input pixel's P = Q + iU is
+   * carried along the great circle to the output pixel's frame, then
+   * weighted with the kernel. Spin-2 plans are enhanced, double precision,
+   * CPU (a GPU request gives ARKCOS_ENODEV, AUTO takes the CPU and says so in
+   * arkcos_plan_note) and exact on the whole sphere; a kernel too wide for
+   * the exact path of the caps is refused. */
+  int spin;
 } arkcos_options;
 
 void arkcos_options_default(arkcos_options *o);
@@ -247,6 +256,13 @@ arkcos_plan *arkcos_plan_create(const arkcos_geometry *g,
 /* in and out hold g->npix values each and must not overlap. */
 int arkcos_execute(arkcos_plan *p, const double *in, double *out,
                    arkcos_error *err);
+/* Spin-2 plans (options.spin = 2): q_out + i u_out = S (q + i u), each
+ * array g->npix values; outputs must not overlap the inputs or each other.
+ * arkcos_execute on a spin-2 plan, or this on a scalar plan, is EINVAL. */
+int arkcos_execute_spin2(arkcos_plan *p, const double *q, const double *u, double *q_out,
+                         double *u_out, arkcos_error *err);
+/* The plan's spin: 0 or 2. */
+int arkcos_plan_spin(const arkcos_plan *p);
 void arkcos_plan_stages(const arkcos_plan *p, arkcos_stage_times *t);
 arkcos_backend arkcos_plan_backend(const arkcos_plan *p); /* CPU or GPU */
 size_t arkcos_plan_memory(const arkcos_plan *p); /* bytes held by the plan */

@@ -149,4 +149,23 @@ ARKCOS_HD static inline int64_t arkcos_fold_source(int64_t d, int64_t N, int64_t
   return (t & 1) ? ((t >> 1) + 1) * N - d : (t >> 1) * N + d;
 }
 
+
+/* Spin-2 transport factor w = e^{2i (beta_pq - beta_qp)} from pixel q at
+ * (tq, phi_p + dphi) to pixel p at (tp, phi_p), healpy's Q/U convention
+ * (docs/POLARIZATION.md): A and B are the bearings' unnormalised directions
+ * in half-angle form, w = (A conj B)^2 / (|A|^2 |B|^2); w = 1 where the
+ * great circle is undefined (p = q or antipodal). Sets *wr, *wi. */
+ARKCOS_HD static inline void arkcos_spin2_transport(double tp, double tq, double dphi, double *wr,
+                                                    double *wi) {
+  const double stp = sin(tp), ctp = cos(tp), stq = sin(tq), ctq = cos(tq);
+  const double sh = sin(0.5 * dphi), sd = sin(dphi), s2 = 2.0 * sh * sh;
+  const double ar = sin(tq - tp) - ctp * stq * s2, ai = stq * sd;
+  const double br = -sin(tq - tp) - stp * ctq * s2, bi = -stp * sd;
+  const double zr = ar * br + ai * bi, zi = ai * br - ar * bi; /* A conj(B) */
+  const double n2 = zr * zr + zi * zi;
+  if (!(n2 > 0)) { *wr = 1.0; *wi = 0.0; return; }
+  *wr = (zr * zr - zi * zi) / n2;
+  *wi = 2.0 * zr * zi / n2;
+}
+
 #endif

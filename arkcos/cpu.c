@@ -146,3 +146,5 @@ void arkcos_fftw_wisdom_save(void) {
 #undef R
 #undef FFTWP
 #undef SFX
+
+#include "arkcos/cpu_spin2.h"

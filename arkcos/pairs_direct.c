@@ -50,6 +50,7 @@ typedef struct {
   unsigned char *rev; /* read backwards (a row's mirror image, see pair_setup) */
   int64_t nw;       /* weights stored */
   double *w;        /* the weights, or NULL when held in float (wf) */
+  double *wi;       /* spin-2 plans: the weights' imaginary parts (w the real) */
   float *wf;        /* weights rounded to float, where --accuracy allows */
   double wsum;      /* max over a of sum |W_ab| */
 } dpair;
@@ -67,6 +68,7 @@ struct arkcos_direct {
  * (length L) keep the exact Fourier path; in paper mode nothing is direct. */
 int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j) {
   if (!p->direct_caps) return 0;
+  if (p->opt.spin == 2) return !arkcos_spin2_ring_on_grid(p, i) || !arkcos_spin2_ring_on_grid(p, j);
   const arkcos_ring *rg = p->geom->rings;
   return rg[i].nph != p->L || rg[j].nph != p->L;
 }
@@ -113,10 +115,11 @@ static void pixel_window(const arkcos_plan *p, int i, int j, double hw, int64_t 
 }
 
 /* Row a of pair (i, j): the kernel at every candidate offset, then the
- * zeros beyond the cutoff trimmed from both ends. Writes the row at w,
+ * zeros beyond the cutoff trimmed from both ends. Writes the row at w (and,
+ * for spin-2 plans, the transported weights' imaginary parts at wi),
  * returns its length and sets *b0 and *sum (sum of |W|). */
-static int64_t row_weights(const arkcos_plan *p, int i, int j, double hw, int64_t a, double *w, int64_t *b0,
-                           double *sum) {
+static int64_t row_weights(const arkcos_plan *p, int i, int j, double hw, int64_t a, double *w, double *wi,
+                           int64_t *b0, double *sum) {
   const arkcos_ring *rg = p->geom->rings;
   const int64_t ni = rg[i].nph, nj = rg[j].nph;
   const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
@@ -132,6 +135,12 @@ static int64_t row_weights(const arkcos_plan *p, int i, int j, double hw, int64_
     const double sh = sin(0.5 * dphi);
     const double v = rg[j].weight * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh));
     w[l] = v;
+    if (wi) { /* input pixel q on ring j, output p on ring i: phi_q - phi_p = -dphi */
+      double tr, ti;
+      arkcos_spin2_transport(rg[i].theta, rg[j].theta, -dphi, &tr, &ti);
+      w[l] = v * tr;
+      wi[l] = v * ti;
+    }
     if (v != 0) {
       if (f < 0) f = l;
       e = l;
@@ -143,6 +152,7 @@ static int64_t row_weights(const arkcos_plan *p, int i, int j, double hw, int64_
     return 0;
   }
   if (f > 0) memmove(w, w + f, sizeof(double) * (size_t)(e - f + 1));
+  if (f > 0 && wi) memmove(wi, wi + f, sizeof(double) * (size_t)(e - f + 1));
   *b0 = lo + f;
   return e - f + 1;
 }
@@ -157,7 +167,8 @@ static int ring_reflection(const arkcos_ring *r) {
 
 /* Row a's partner under the reflection: the row whose output pixels are
  * the mirror images of row a's. Their weights are the same, in reverse
- * order (K depends on sin^2(dphi / 2), the reflection negates dphi), and,
+ * order (K depends on sin^2(dphi / 2), the reflection negates dphi; a
+ * spin-2 weight is conjugated, docs/POLARIZATION.md), and,
  * the four lanes (or the periods) sharing a row's weights, only the row's
  * first input pixel differs. Sets *q: the lane (period) of row a that maps
  * onto the partner's first. */
@@ -192,7 +203,9 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
   d->wlen = malloc(sizeof(int64_t) * P);
   d->rev = calloc(P, 1);
   d->w = malloc(sizeof(double) * (P * (size_t)cmax + 1));
-  if (!d->b0 || !d->wofs || !d->wlen || !d->rev || !d->w) return ARKCOS_ENOMEM;
+  if (p->opt.spin == 2) d->wi = malloc(sizeof(double) * (P * (size_t)cmax + 1));
+  if (!d->b0 || !d->wofs || !d->wlen || !d->rev || !d->w || (p->opt.spin == 2 && !d->wi))
+    return ARKCOS_ENOMEM;
   int64_t n = 0;
   d->wsum = 0;
   d->maxlen = 0;
@@ -201,7 +214,7 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
     if (refl && row_partner(d, ni, ei, a, &q) < a) continue;
     double sum;
     d->wofs[a] = n;
-    d->wlen[a] = row_weights(p, i, j, hw, a, d->w + n, &d->b0[a], &sum);
+    d->wlen[a] = row_weights(p, i, j, hw, a, d->w + n, d->wi ? d->wi + n : NULL, &d->b0[a], &sum);
     n += d->wlen[a];
     if (sum > d->wsum) d->wsum = sum;
     if (d->wlen[a] > d->maxlen) d->maxlen = d->wlen[a];
@@ -230,12 +243,13 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
   d->nw = n;
   double *w = realloc(d->w, sizeof(double) * (size_t)(n + 1));
   if (w) d->w = w;
+  if (d->wi && (w = realloc(d->wi, sizeof(double) * (size_t)(n + 1)))) d->wi = w;
   return ARKCOS_OK;
 }
 
 /* Doubles of the per-thread input buffer pair d needs */
 static size_t pair_xlen(const arkcos_ring *rg, const dpair *d) {
-  if (d->lanes == 4) return 8 * (size_t)(d->bmax - d->bmin + d->maxlen + 1);
+  if (d->lanes == 4) return (d->wi ? 16 : 8) * (size_t)(d->bmax - d->bmin + d->maxlen + 1);
   return 6 * (size_t)rg[d->j].nph;
 }
 
@@ -248,6 +262,7 @@ void arkcos_direct_destroy(arkcos_direct *D) {
       free(D->pair[k].wlen);
       free(D->pair[k].rev);
       free(D->pair[k].w);
+      free(D->pair[k].wi);
       free(D->pair[k].wf);
     }
   free(D->pair);
@@ -272,7 +287,7 @@ double arkcos_direct_estimate_bytes(const arkcos_plan *p) {
       vals += (double)rg[i].nph / 8 * w;
     }
   }
-  return 8 * vals;
+  return (p->opt.spin == 2 ? 16 : 8) * vals;
 }
 
 /* Lists the direct pairs of every task (those the kernel reaches). */
@@ -322,7 +337,7 @@ int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err) {
         bad = 1;
         continue;
       }
-      vals += (size_t)(d->nw + 3 * d->P);
+      vals += (size_t)((d->wi ? 2 : 1) * d->nw + 3 * d->P);
       const size_t xl = pair_xlen(p->geom->rings, d);
       if (xl > xlen) xlen = xl;
     }
@@ -427,6 +442,115 @@ double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out) 
   return omp_get_wtime() - t0;
 }
 
+/* ------------------------------------------------------- spin-2 pairs */
+
+/* Lanes 4, spin 2: x[(b - bmin) 16 + r] = Q of ring j at b + r sj, then U,
+ * then Q and U of ring jm (the mirror's input). */
+static void lanes_input2(const arkcos_ring *rg, const dpair *d, const double *q, const double *u, double *x) {
+  const int64_t nj = rg[d->j].nph, nb = d->bmax - d->bmin + d->maxlen;
+  const int64_t oj = rg[d->j].ofs, om = d->jm >= 0 ? rg[d->jm].ofs : oj;
+  for (int64_t b = 0; b < nb; b++)
+    for (int r = 0; r < 4; r++) {
+      const int64_t k = wrap64(d->bmin + b + r * d->sj, nj);
+      x[16 * b + r] = q[oj + k];
+      x[16 * b + 4 + r] = u[oj + k];
+      x[16 * b + 8 + r] = q[om + k];
+      x[16 * b + 12 + r] = u[om + k];
+    }
+}
+
+/* Lanes 4, spin 2: P_i += W P_j with complex W = w + i wi, and on the
+ * mirror rings P_i' += conj(W) P_j' (the north/south mirror conjugates the
+ * transport); a row read backwards is its partner's conjugate (reflection). */
+static void lanes_apply2(const dpair *d, const double *x, double *yq, double *yu, double *mq, double *mu) {
+  for (int64_t a = 0; a < d->P; a++) {
+    const double *wr = d->w + d->wofs[a], *wi = d->wi + d->wofs[a];
+    const int64_t len = d->wlen[a];
+    const double *xa = x + 16 * (d->b0[a] - d->bmin);
+    const int64_t l0 = d->rev[a] ? len - 1 : 0, dl = d->rev[a] ? -1 : 1;
+    const double sg = d->rev[a] ? -1.0 : 1.0;
+    v4d sq = {0, 0, 0, 0}, su = sq, tq = sq, tu = sq;
+    for (int64_t l = 0; l < len; l++) {
+      v4d xq, xu, zq, zu;
+      memcpy(&xq, xa + 16 * l, sizeof xq);
+      memcpy(&xu, xa + 16 * l + 4, sizeof xu);
+      memcpy(&zq, xa + 16 * l + 8, sizeof zq);
+      memcpy(&zu, xa + 16 * l + 12, sizeof zu);
+      const double c = wr[l0 + dl * l], e = sg * wi[l0 + dl * l];
+      sq += c * xq - e * xu;
+      su += c * xu + e * xq;
+      tq += c * zq + e * zu;
+      tu += c * zu - e * zq;
+    }
+    for (int r = 0; r < 4; r++) {
+      yq[a + r * d->P] += sq[r];
+      yu[a + r * d->P] += su[r];
+    }
+    if (mq)
+      for (int r = 0; r < 4; r++) {
+        mq[a + r * d->P] += tq[r];
+        mu[a + r * d->P] += tu[r];
+      }
+  }
+}
+
+/* Lanes 1, spin 2: rings laid out three times (Q at x, U at x + 3 n_j);
+ * conj = 1 for the mirror rings. */
+static void loop_apply2(const arkcos_ring *rj, const dpair *d, const double *q, const double *u, double *x,
+                        int conj, double *yq, double *yu) {
+  const int64_t nj = rj->nph;
+  double *xu = x + 3 * nj;
+  for (int c = 0; c < 3; c++) {
+    memcpy(x + c * nj, q + rj->ofs, sizeof(double) * (size_t)nj);
+    memcpy(xu + c * nj, u + rj->ofs, sizeof(double) * (size_t)nj);
+  }
+  for (int64_t a = 0; a < d->P; a++) {
+    const int64_t len = d->wlen[a], b = wrap64(d->b0[a], nj), last = d->rev[a] ? len - 1 : 0;
+    const int64_t dir = d->rev[a] ? -1 : 1, o = d->wofs[a];
+    const double sg = (d->rev[a] ? -1.0 : 1.0) * (conj ? -1.0 : 1.0);
+    for (int64_t r = 0; r < d->reps; r++) {
+      const double *xa = x + b + r * d->sj, *ya = xu + b + r * d->sj;
+      double sq = 0, su = 0;
+      for (int64_t l = 0; l < len; l++) {
+        const double c = d->w[o + last + dir * l], e = sg * d->wi[o + last + dir * l];
+        sq += c * xa[l] - e * ya[l];
+        su += c * ya[l] + e * xa[l];
+      }
+      yq[a + r * d->P] += sq;
+      yu[a + r * d->P] += su;
+    }
+  }
+}
+
+double arkcos_direct_apply_spin2(const arkcos_plan *p, const double *q, const double *u, double *q_out,
+                                 double *u_out) {
+  const arkcos_direct *D = p->direct;
+  if (!D || D->first[D->ntasks] == 0) return 0;
+  const arkcos_ring *rg = p->geom->rings;
+  const double t0 = omp_get_wtime();
+#pragma omp parallel num_threads(D->nthreads)
+  {
+    double *x = D->xbuf + (size_t)omp_get_thread_num() * D->xlen;
+#pragma omp for schedule(dynamic, 1)
+    for (int t = 0; t < D->ntasks; t++) {
+      const int i = p->task[t], i2 = p->mirror[i];
+      for (int k = D->first[t]; k < D->first[t + 1]; k++) {
+        const dpair *d = &D->pair[k];
+        if (d->lanes == 4) {
+          lanes_input2(rg, d, q, u, x);
+          const int m = d->jm >= 0;
+          lanes_apply2(d, x, q_out + rg[i].ofs, u_out + rg[i].ofs, m ? q_out + rg[i2].ofs : NULL,
+                       m ? u_out + rg[i2].ofs : NULL);
+          continue;
+        }
+        loop_apply2(&rg[d->j], d, q, u, x, 0, q_out + rg[i].ofs, u_out + rg[i].ofs);
+        if (d->jm >= 0) loop_apply2(&rg[d->jm], d, q, u, x, 1, q_out + rg[i2].ofs, u_out + rg[i2].ofs);
+      }
+    }
+  }
+  return omp_get_wtime() - t0;
+}
+
 /* ------------------------------------------------------------- the bound */
 
 /* sum_n |w_j K| over the kernel-grid samples of belt pair (i, j) */
@@ -505,9 +629,11 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
       }
     const double kc = kmax < 64 ? kmax : 64;
     double b = (10 * lg + kc * kc + npairs + 16) * u * sq * fsum + (dterms + 64) * ud * dsum;
+    if (p->opt.spin == 2) b *= 2; /* complex products: about twice the rounding */
     /* float weights: where the accuracy asked allows them, and in single
      * precision plans, whose Fourier part rounds at the float level anyway */
-    const int to_float = p->opt.accuracy > 0 ? b + 0x1p-24 * dsum <= p->opt.accuracy : single;
+    int to_float = p->opt.accuracy > 0 ? b + 0x1p-24 * dsum <= p->opt.accuracy : single;
+    if (p->opt.spin == 2) to_float = 0; /* spin-2 weights stay double */
     if (D && dsum > 0 && to_float) {
       const size_t freed = task_to_float(D, t);
       p->bytes -= freed < p->bytes ? freed : 0;

@@ -61,6 +61,16 @@ static int create_backend(arkcos_plan *p, arkcos_error *err) {
   arkcos_backend want = p->opt.backend;
   if (want != ARKCOS_BACKEND_AUTO && want != ARKCOS_BACKEND_CPU && want != ARKCOS_BACKEND_GPU)
     return arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown backend %d", (int)want);
+  if (p->opt.spin == 2) { /* spin-2 plans: the CPU only (arkcos.h, options.spin) */
+    char why[256] = "";
+    if (want == ARKCOS_BACKEND_GPU)
+      return arkcos_fail(err, ARKCOS_ENODEV,
+                         "plan: spin-2 (polarization) plans run on the CPU only; ask for the CPU backend");
+    if (want == ARKCOS_BACKEND_AUTO && arkcos_gpu_available(why, sizeof why))
+      snprintf(p->note, sizeof p->note, "spin-2 (polarization) plans run on the CPU only");
+    p->backend = ARKCOS_BACKEND_CPU;
+    return arkcos_spin2_create(p, err);
+  }
   if (want == ARKCOS_BACKEND_GPU) {
     p->backend = ARKCOS_BACKEND_GPU;
     return arkcos_gpu_create(p, err);
@@ -94,6 +104,13 @@ static int plan_options(arkcos_plan *p, const arkcos_options *o, arkcos_error *e
   if (!(p->opt.accuracy >= 0) || isinf(p->opt.accuracy))
     return arkcos_fail(err, ARKCOS_EINVAL, "plan: accuracy must be a finite number >= 0 (got %g)",
                        p->opt.accuracy);
+  if (p->opt.spin != 0 && p->opt.spin != 2)
+    return arkcos_fail(err, ARKCOS_EINVAL, "plan: spin must be 0 (scalar) or 2 (Q, U), got %d",
+                       p->opt.spin);
+  if (p->opt.spin == 2 && p->opt.mode != ARKCOS_MODE_ENHANCED)
+    return arkcos_fail(err, ARKCOS_EINVAL, "plan: spin-2 plans need the enhanced mode (paper mode is scalar only)");
+  if (p->opt.spin == 2 && p->opt.precision != ARKCOS_DOUBLE)
+    return arkcos_fail(err, ARKCOS_EINVAL, "plan: spin-2 plans are double precision only");
   return ARKCOS_OK;
 }
 
@@ -191,10 +208,11 @@ static double direct_support_pixels(const arkcos_plan *p) {
  * the others by the Fourier path, exact for them; paper mode keeps the
  * paper's algorithm everywhere. */
 static int plan_paths(arkcos_plan *p, arkcos_error *err) {
-  (void)err;
   int uniform = 1;
   for (int j = 0; j < p->geom->nrings; j++) uniform &= p->geom->rings[j].nph == p->L;
-  p->direct_caps = p->opt.mode == ARKCOS_MODE_ENHANCED && !uniform;
+  /* spin-2 plans also sum directly the pairs whose rings are off the
+   * half-step azimuth grid, so they may need it on uniform grids */
+  p->direct_caps = p->opt.mode == ARKCOS_MODE_ENHANCED && (!uniform || p->opt.spin == 2);
   if (!p->direct_caps) return ARKCOS_OK;
   /* The direct sums grow with the kernel's area in pixels (time and the
    * tables' memory), the Fourier path only with its radius: a kernel
@@ -202,6 +220,12 @@ static int plan_paths(arkcos_plan *p, arkcos_error *err) {
    * which is not exact there, and the plan says so (arkcos_plan_exactness). */
   const double need = arkcos_direct_estimate_bytes(p), have = direct_budget_bytes();
   const double px = direct_support_pixels(p), pxmax = env_double("ARKCOS_DIRECT_MAX_PIXELS", 4000);
+  if ((need > have || px > pxmax) && p->opt.spin == 2)
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "plan: this kernel is too wide for the exact spin-2 path: its support covers about "
+                       "%.0f pixels (limit %.0f, ARKCOS_DIRECT_MAX_PIXELS) and the polar caps' tables would "
+                       "hold %.2g GB (limit %.2g GB, ARKCOS_DIRECT_MAX_GB)",
+                       px, pxmax, need / 1e9, have / 1e9);
   if (need > have || px > pxmax) {
     p->direct_caps = 0;
     snprintf(p->exactness, sizeof p->exactness,
@@ -240,8 +264,22 @@ fail:
 int arkcos_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
   if (!p || !in || !out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: NULL argument");
   if (in == out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: in and out must differ");
+  if (p->opt.spin == 2)
+    return arkcos_fail(err, ARKCOS_EINVAL, "execute: this is a spin-2 plan; use arkcos_execute_spin2");
   return p->execute(p, in, out, err);
 }
+
+int arkcos_execute_spin2(arkcos_plan *p, const double *q, const double *u, double *q_out,
+                         double *u_out, arkcos_error *err) {
+  if (!p || !q || !u || !q_out || !u_out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: NULL argument");
+  if (p->opt.spin != 2)
+    return arkcos_fail(err, ARKCOS_EINVAL, "execute: this is a scalar plan; make it with options.spin = 2");
+  if (q_out == u_out || q_out == q || q_out == u || u_out == q || u_out == u)
+    return arkcos_fail(err, ARKCOS_EINVAL, "execute: outputs must differ from the inputs and each other");
+  return p->execute2(p, q, u, q_out, u_out, err);
+}
+
+int arkcos_plan_spin(const arkcos_plan *p) { return p->opt.spin; }
 
 void arkcos_plan_stages(const arkcos_plan *p, arkcos_stage_times *t) { *t = p->last; }
 arkcos_backend arkcos_plan_backend(const arkcos_plan *p) { return p->backend; }

@@ -35,17 +35,26 @@ struct arkcos_plan {
   char exactness[400];       /* why an enhanced plan is not exact ("" if it is) */
   void *impl;                /* backend state */
   int (*execute)(arkcos_plan *, const double *, double *, arkcos_error *);
+  int (*execute2)(arkcos_plan *, const double *, const double *, double *, double *,
+                  arkcos_error *); /* spin-2 plans (spin2.c) */
   void (*destroy)(arkcos_plan *);
 };
 
 int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
 int arkcos_cpu_create_float(arkcos_plan *p, arkcos_error *err);
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);
+int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err);
+/* spin-2 plans: whether ring i takes part in the Fourier path (length L,
+ * first pixel on the half-step grid pi / L) */
+int arkcos_spin2_ring_on_grid(const arkcos_plan *p, int i);
 /* pairs_direct.c: the exact path of ring pairs off the kernel grid */
 int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j);
 int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err);
 double arkcos_direct_estimate_bytes(const arkcos_plan *p);
 double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out);
+/* spin-2 plans: (q_out, u_out) += the direct pairs' complex sums */
+double arkcos_direct_apply_spin2(const arkcos_plan *p, const double *q, const double *u, double *q_out,
+                                 double *u_out);
 void arkcos_direct_destroy(arkcos_direct *D);
 void arkcos_plan_set_bound(arkcos_plan *p, int single);
 void arkcos_fftw_wisdom_load(void);

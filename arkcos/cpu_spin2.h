@@ -1,0 +1,377 @@
+/*
+ * cpu_spin2.h -- the spin-2 (polarization) CPU backend, double precision,
+ * included once by cpu.c (it shares FFTW's planner lock and wisdom).
+ *
+ * P = Q + iU is smoothed as P'(p) = sum_q w_q K(alpha_pq) w(p, q) P(q), the
+ * transport factor w of docs/POLARIZATION.md (arkcos_spin2_transport). As
+ * for scalars, w and K depend on the two colatitudes and the azimuth offset
+ * only, so each ring pair is a circular convolution, with a complex kernel:
+ *
+ *   belt pairs (both rings of length L with their first pixel on the
+ *   half-step grid pi / L): the ring's complex FFT in the rotated frame
+ *     Pt_j[m] = e^{-i m phi0_j} w_j sum_k P_j(k) e^{-2 pi i m k / L},
+ *   m signed in [-L/2, L/2), gives Pt'_i[m] = sum_j F_ij[m] Pt_j[m] exactly
+ *   (the circular convolution of the ring with the kernel's samples), with
+ *     F_ij[m] = sum_x W_ij(x) e^{i m x},  x over the offsets phi_q - phi_p,
+ *   W_ij(x) = w_j K(alpha) w(p, q) with the pixel weight w_j,
+ *   x = pi (2n + sigma) / L, sigma = 0 or 1. The offsets are symmetric about
+ *   0 and W is Hermitian in x (W(-x) = conj W(x)), so F is real:
+ *     F[+-m] = C[m] -+ S[m],  C = sum_x>=0 c_x Re W(x) cos(m x),
+ *                             S = sum_x>=0 c_x Im W(x) sin(m x)
+ *   (c_x = 2, 1 at x = 0 and pi), each a short Chebyshev-like series in
+ *   cos(2 pi m / L) summed by Clenshaw's recurrence: sigma = 0 in T_n and
+ *   U_(n-1) (times sin(2 pi m / L)), sigma = 1 in the third and fourth kinds
+ *   V_n, W_n (times cos, sin(pi m / L)). The N/S mirror pair conjugates W:
+ *   F_i'j'[m] = F_ij[-m], the same C and S.
+ *
+ *   every other pair (the caps, rings off the grid) is summed directly with
+ *   complex weights tabulated at plan time (pairs_direct.c).
+ *
+ * Spectra are kept as four rows per ring: m = 0 .. L/2 (re, im) and
+ * m = 0, -1, .., -L/2 (re, im); the +L/2 and the second m = 0 entries are
+ * zero, so each DFT bin is counted once with a definite signed m.
+ */
+
+typedef struct {
+  int nthreads;
+  int64_t L, nh;        /* ring length of the Fourier path, L / 2 + 1 */
+  size_t rowp;          /* padded row length (>= nh, multiple of 8) */
+  int *bidx;            /* ring -> index of its spectrum, or -1 */
+  int64_t *hs;          /* ring's first azimuth in half steps pi / L */
+  double *xm, *cth, *sth, *s2t; /* per m: cos(2 pi m / L), cos, sin(pi m / L), sin(2 pi m / L) */
+  double *er, *ei;      /* e^{-i pi k / L}, k < 2 L */
+  double *spec;         /* 4 rows of rowp per ring on the grid */
+  fftw_plan fwd, bwd;   /* split complex DFTs of length L */
+  double *work;         /* per thread: 4 L (FFT in/out) + 10 rowp + 3 sample lists */
+  size_t wstride;
+  int nsamp;            /* longest sample list a pair can have */
+} s2_state;
+
+int arkcos_spin2_ring_on_grid(const arkcos_plan *p, int i) {
+  const arkcos_ring *r = &p->geom->rings[i];
+  if (r->nph != p->L || p->L < 2 || p->L % 2) return 0;
+  const double x = r->phi0 * (double)p->L / ARKCOS_PI;
+  return fabs(x - floor(x + 0.5)) < 1e-9 && x > -0.5;
+}
+
+static void s2_destroy(arkcos_plan *p) {
+  s2_state *s = (s2_state *)p->impl;
+  if (!s) return;
+  free(s->bidx);
+  free(s->hs);
+  fftw_free(s->xm);
+  fftw_free(s->cth);
+  fftw_free(s->sth);
+  fftw_free(s->s2t);
+  fftw_free(s->er);
+  fftw_free(s->ei);
+  fftw_free(s->spec);
+  fftw_free(s->work);
+  pthread_mutex_lock(&fftw_planner_lock);
+  if (s->fwd) fftw_destroy_plan(s->fwd);
+  if (s->bwd) fftw_destroy_plan(s->bwd);
+  pthread_mutex_unlock(&fftw_planner_lock);
+  free(s);
+  p->impl = NULL;
+}
+
+/* Sum_n c[n] P_n(x) for P_0 = 1, P_1 = a x + b, P_n+1 = 2 x P_n - P_n-1,
+ * over 8 values of x at once (Clenshaw). */
+static inline void s2_clenshaw8(const double *c, int N, const double *x, double a, double b, double *out) {
+  double b1[8] = {0}, b2[8] = {0};
+  for (int k = N; k >= 1; k--)
+    for (int r = 0; r < 8; r++) {
+      const double t = c[k] + 2 * x[r] * b1[r] - b2[r];
+      b2[r] = b1[r];
+      b1[r] = t;
+    }
+  for (int r = 0; r < 8; r++) out[r] = c[0] + b1[r] * (a * x[r] + b) - b2[r];
+}
+
+/* Kernel samples of belt pair (i, j): x = pi (2n + sigma) / L >= 0 inside
+ * the window, ca[n] = c_x Re W(x), cb[n] = c_x Im W(x). Returns the count,
+ * 0 when the kernel does not reach. */
+static int s2_samples(const arkcos_plan *p, const s2_state *s, int i, int j, int sigma, double *ca,
+                      double *cb) {
+  const arkcos_ring *rg = p->geom->rings;
+  const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+  const double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
+  const double half = arkcos_dphi_window(&p->kf, sdt2, ss);
+  if (half < 0) return 0;
+  const int64_t L = s->L;
+  int64_t nmax = L / 2 - (sigma ? 1 : 0); /* the last x below or at pi */
+  if (half < ARKCOS_PI) {
+    const int64_t n = (int64_t)floor((half * (double)L / ARKCOS_PI - sigma) / 2) + 1;
+    if (n < nmax) nmax = n;
+  }
+  for (int64_t n = 0; n <= nmax; n++) {
+    const double x = ARKCOS_PI * (double)(2 * n + sigma) / (double)L;
+    const double sh = sin(0.5 * x);
+    const double v = rg[j].weight * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh));
+    double wr = 1, wi = 0;
+    if (v != 0) arkcos_spin2_transport(rg[i].theta, rg[j].theta, x, &wr, &wi);
+    const double c = (2 * n + sigma == 0 || 2 * (2 * n + sigma) == 2 * L) ? 1.0 : 2.0;
+    ca[n] = c * v * wr;
+    cb[n] = c * v * wi;
+  }
+  return (int)(nmax + 1);
+}
+
+/* C[m] and S[m], m = 0 .. nh - 1, of the samples (see the file comment) */
+static void s2_series(const s2_state *s, int sigma, const double *ca, const double *cb, int ns, double *C,
+                      double *S) {
+  const int N = ns - 1;
+  double *ub = (double *)cb + s->nsamp + 8; /* workspace after cb */
+  for (int n = 0; n < ns; n++) ub[n] = 0;
+  /* sigma 0: sin(n t) = sin t U_(n-1)(x): coefficients of U_k are cb[k + 1] */
+  if (sigma == 0)
+    for (int k = 0; k < N; k++) ub[k] = cb[k + 1];
+  for (int64_t m0 = 0; m0 < s->nh; m0 += 8) {
+    double c8[8], s8[8];
+    const double *x = s->xm + m0;
+    if (sigma == 0) {
+      s2_clenshaw8(ca, N, x, 1, 0, c8);                  /* T_n */
+      if (N >= 1) s2_clenshaw8(ub, N - 1, x, 2, 0, s8);  /* U_k */
+      else for (int r = 0; r < 8; r++) s8[r] = 0;
+      for (int r = 0; r < 8; r++) {
+        C[m0 + r] = c8[r];
+        S[m0 + r] = s->s2t[m0 + r] * s8[r];
+      }
+    } else {
+      s2_clenshaw8(ca, N, x, 2, -1, c8); /* V_n */
+      s2_clenshaw8(cb, N, x, 2, 1, s8);  /* W_n */
+      for (int r = 0; r < 8; r++) {
+        C[m0 + r] = s->cth[m0 + r] * c8[r];
+        S[m0 + r] = s->sth[m0 + r] * s8[r];
+      }
+    }
+  }
+}
+
+/* Ring j's spectrum in the rotated frame (four rows) from Q, U. */
+static void s2_forward(const arkcos_plan *p, const s2_state *s, int j, const double *q, const double *u,
+                       double *w) {
+  const arkcos_ring *r = &p->geom->rings[j];
+  const int64_t L = s->L, nh = s->nh, sj = s->hs[j] % (2 * L);
+  double *ir = w, *ii = w + L, *o_r = w + 2 * L, *oi = w + 3 * L;
+  for (int64_t k = 0; k < L; k++) {
+    ir[k] = q[r->ofs + k]; /* the pixel weight w_j is in F_ij */
+    ii[k] = u[r->ofs + k];
+  }
+  fftw_execute_split_dft(s->fwd, ir, ii, o_r, oi);
+  double *pr = s->spec + (size_t)s->bidx[j] * 4 * s->rowp, *pi = pr + s->rowp, *nr = pi + s->rowp,
+         *ni = nr + s->rowp;
+  int64_t k = 0; /* (m sj) mod 2L */
+  for (int64_t m = 0; m < nh; m++) {
+    const double c = s->er[k], e = s->ei[k]; /* e^{-i pi m sj / L} */
+    if (m < L - m) { /* +m */
+      pr[m] = o_r[m] * c - oi[m] * e;
+      pi[m] = o_r[m] * e + oi[m] * c;
+    } else {
+      pr[m] = pi[m] = 0;
+    }
+    if (m > 0) { /* -m: bin L - m, phase e^{+i pi m sj / L} */
+      const int64_t b = L - m;
+      nr[m] = o_r[b] * c + oi[b] * e;
+      ni[m] = oi[b] * c - o_r[b] * e;
+    } else {
+      nr[m] = ni[m] = 0;
+    }
+    k += sj;
+    if (k >= 2 * L) k -= 2 * L;
+  }
+  for (int64_t m = nh; m < (int64_t)s->rowp; m++) pr[m] = pi[m] = nr[m] = ni[m] = 0;
+}
+
+/* Output ring i from its accumulated rotated spectrum A (four rows). */
+static void s2_backward(const arkcos_plan *p, const s2_state *s, int i, const double *A, double *q_out,
+                        double *u_out, double *w) {
+  const arkcos_ring *r = &p->geom->rings[i];
+  const int64_t L = s->L, nh = s->nh, si = s->hs[i] % (2 * L);
+  const double *pr = A, *pi = A + s->rowp, *nr = pi + s->rowp, *ni = nr + s->rowp;
+  double *ir = w, *ii = w + L, *o_r = w + 2 * L, *oi = w + 3 * L;
+  int64_t k = 0;
+  for (int64_t m = 0; m < nh; m++) {
+    const double c = s->er[k], e = -s->ei[k]; /* e^{+i pi m si / L} */
+    if (m < L - m) {
+      ir[m] = pr[m] * c - pi[m] * e;
+      ii[m] = pr[m] * e + pi[m] * c;
+    }
+    if (m > 0) {
+      const int64_t b = L - m; /* signed -m: e^{-i pi m si / L} */
+      ir[b] = nr[m] * c + ni[m] * e; /* at m = L / 2 only this entry holds data */
+      ii[b] = ni[m] * c - nr[m] * e;
+    }
+    k += si;
+    if (k >= 2 * L) k -= 2 * L;
+  }
+  /* the inverse DFT is the forward one with real and imaginary parts swapped */
+  fftw_execute_split_dft(s->bwd, ii, ir, oi, o_r);
+  const double sc = 1.0 / (double)L;
+  for (int64_t k2 = 0; k2 < L; k2++) {
+    q_out[r->ofs + k2] = sc * o_r[k2];
+    u_out[r->ofs + k2] = sc * oi[k2];
+  }
+}
+
+/* Accumulates pair (i, j) (and its mirror (i2, j2) when i2 >= 0) into the
+ * rotated output spectra Ai, Ai2 with F[+-m] = C[m] -+ S[m]. */
+static void s2_accumulate(const s2_state *s, const double *C, const double *S, const double *Pj,
+                          const double *Pj2, double *Ai, double *Ai2) {
+  const size_t rp = s->rowp;
+  const int64_t nh = s->nh;
+  for (int64_t m = 0; m < nh; m++) {
+    const double fp = C[m] - S[m], fn = C[m] + S[m];
+    Ai[m] += fp * Pj[m];
+    Ai[rp + m] += fp * Pj[rp + m];
+    Ai[2 * rp + m] += fn * Pj[2 * rp + m];
+    Ai[3 * rp + m] += fn * Pj[3 * rp + m];
+  }
+  if (!Ai2) return;
+  for (int64_t m = 0; m < nh; m++) {
+    const double fp = C[m] - S[m], fn = C[m] + S[m];
+    Ai2[m] += fn * Pj2[m];
+    Ai2[rp + m] += fn * Pj2[rp + m];
+    Ai2[2 * rp + m] += fp * Pj2[2 * rp + m];
+    Ai2[3 * rp + m] += fp * Pj2[3 * rp + m];
+  }
+}
+
+static int s2_execute(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
+                      arkcos_error *err) {
+  (void)err;
+  s2_state *s = (s2_state *)p->impl;
+  const arkcos_geometry *g = p->geom;
+  const double t_start = omp_get_wtime();
+  double st[4] = {0, 0, 0, 0}; /* kernel_eval, kernel_fft (series), reduction, map_ifft */
+  /* 1. ring FFTs of the rings on the grid */
+#pragma omp parallel for schedule(dynamic, 4) num_threads(s->nthreads)
+  for (int j = 0; j < g->nrings; j++) {
+    double *w = s->work + (size_t)omp_get_thread_num() * s->wstride;
+    if (s->bidx[j] >= 0) s2_forward(p, s, j, q, u, w);
+    else {
+      memset(q_out + g->rings[j].ofs, 0, sizeof(double) * (size_t)g->rings[j].nph);
+      memset(u_out + g->rings[j].ofs, 0, sizeof(double) * (size_t)g->rings[j].nph);
+    }
+  }
+  const double t_mapfft = omp_get_wtime() - t_start;
+  /* 2. per task: the belt pairs' series, the reduction, the inverse FFTs */
+#pragma omp parallel num_threads(s->nthreads) reduction(+ : st[:4])
+  {
+    double *w = s->work + (size_t)omp_get_thread_num() * s->wstride;
+    double *Ai = w + 4 * s->L, *Ai2 = Ai + 4 * s->rowp, *C = Ai2 + 4 * s->rowp, *S = C + s->rowp;
+    double *ca = S + s->rowp, *cb = ca + s->nsamp + 8;
+#pragma omp for schedule(dynamic, 1)
+    for (int t = 0; t < p->ntasks; t++) {
+      const int i = p->task[t], i2 = p->mirror[i] >= 0 && p->mirror[i] != i ? p->mirror[i] : -1;
+      if (s->bidx[i] < 0) continue;
+      double t0 = omp_get_wtime();
+      memset(Ai, 0, sizeof(double) * 8 * s->rowp);
+      for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+        if (arkcos_pair_is_direct(p, i, j)) continue;
+        const int sigma = (int)(((s->hs[j] - s->hs[i]) % 2 + 2) % 2);
+        const int ns = s2_samples(p, s, i, j, sigma, ca, cb);
+        const double t1 = omp_get_wtime();
+        st[0] += t1 - t0;
+        if (ns == 0) {
+          t0 = t1;
+          continue;
+        }
+        s2_series(s, sigma, ca, cb, ns, C, S);
+        const double t2 = omp_get_wtime();
+        st[1] += t2 - t1;
+        const double *Pj = s->spec + (size_t)s->bidx[j] * 4 * s->rowp;
+        const double *Pj2 = i2 >= 0 ? s->spec + (size_t)s->bidx[p->mirror[j]] * 4 * s->rowp : NULL;
+        s2_accumulate(s, C, S, Pj, Pj2, Ai, i2 >= 0 ? Ai2 : NULL);
+        t0 = omp_get_wtime();
+        st[2] += t0 - t2;
+      }
+      s2_backward(p, s, i, Ai, q_out, u_out, w);
+      if (i2 >= 0) s2_backward(p, s, i2, Ai2, q_out, u_out, w);
+      st[3] += omp_get_wtime() - t0;
+    }
+  }
+  /* 3. the direct pairs */
+  const double t_direct = arkcos_direct_apply_spin2(p, q, u, q_out, u_out);
+  arkcos_stage_times *T = &p->last;
+  memset(T, 0, sizeof *T);
+  T->map_fft = t_mapfft;
+  T->kernel_eval = st[0] / s->nthreads;
+  T->kernel_fft = st[1] / s->nthreads;
+  T->reduction = st[2] / s->nthreads + t_direct;
+  T->map_ifft = st[3] / s->nthreads;
+  T->direct = t_direct;
+  T->total = omp_get_wtime() - t_start;
+  T->other = T->total - (T->map_fft + T->kernel_eval + T->kernel_fft + T->reduction + T->map_ifft);
+  if (T->other < 0) T->other = 0;
+  return ARKCOS_OK;
+}
+
+int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
+  s2_state *s = (s2_state *)calloc(1, sizeof *s);
+  if (!s) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  p->impl = s;
+  p->execute = NULL;
+  p->execute2 = s2_execute;
+  p->destroy = s2_destroy;
+  s->nthreads = p->opt.threads > 0 ? p->opt.threads : omp_get_max_threads();
+  const arkcos_geometry *g = p->geom;
+  s->L = p->L;
+  s->nh = s->L / 2 + 1;
+  s->rowp = (size_t)(s->nh + 7) / 8 * 8;
+  s->bidx = malloc(sizeof(int) * (size_t)g->nrings);
+  s->hs = malloc(sizeof(int64_t) * (size_t)g->nrings);
+  if (!s->bidx || !s->hs) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  int nb = 0;
+  for (int i = 0; i < g->nrings; i++) {
+    s->bidx[i] = arkcos_spin2_ring_on_grid(p, i) ? nb++ : -1;
+    s->hs[i] = s->bidx[i] >= 0 ? (int64_t)floor(g->rings[i].phi0 * (double)s->L / ARKCOS_PI + 0.5) : 0;
+  }
+  size_t bytes = 0;
+  if (nb > 0) {
+    const int64_t L = s->L;
+    s->nsamp = (int)(L / 2 + 2);
+    const size_t rp = s->rowp;
+    s->xm = fftw_malloc(sizeof(double) * rp);
+    s->cth = fftw_malloc(sizeof(double) * rp);
+    s->sth = fftw_malloc(sizeof(double) * rp);
+    s->s2t = fftw_malloc(sizeof(double) * rp);
+    s->er = fftw_malloc(sizeof(double) * 2 * (size_t)L);
+    s->ei = fftw_malloc(sizeof(double) * 2 * (size_t)L);
+    s->spec = fftw_malloc(sizeof(double) * 4 * rp * (size_t)nb);
+    s->wstride = ((size_t)(4 * L) + 10 * rp + 3 * (size_t)(s->nsamp + 8) + 7) / 8 * 8;
+    s->work = fftw_malloc(sizeof(double) * s->wstride * (size_t)s->nthreads);
+    if (!s->xm || !s->cth || !s->sth || !s->s2t || !s->er || !s->ei || !s->spec || !s->work)
+      return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory (spin-2 spectra need %.1f MB)",
+                         32.0 * (double)rp * nb / 1e6);
+    for (size_t m = 0; m < rp; m++) { /* padding entries repeat harmless angles */
+      const double th = ARKCOS_PI * (double)m / (double)L;
+      s->xm[m] = cos(2 * th);
+      s->cth[m] = cos(th);
+      s->sth[m] = sin(th);
+      s->s2t[m] = sin(2 * th);
+    }
+    for (int64_t k = 0; k < 2 * L; k++) {
+      s->er[k] = cos(ARKCOS_PI * (double)k / (double)L);
+      s->ei[k] = -sin(ARKCOS_PI * (double)k / (double)L);
+    }
+    bytes += sizeof(double) * (4 * rp * (size_t)nb + s->wstride * (size_t)s->nthreads + 4 * rp + 4 * (size_t)L);
+    /* split-format DFTs of length L, planned on the workspace's layout */
+    fftw_iodim dim = {(int)L, 1, 1};
+    double *w = s->work;
+    arkcos_fftw_wisdom_load();
+    pthread_mutex_lock(&fftw_planner_lock);
+    s->fwd = fftw_plan_guru_split_dft(1, &dim, 0, NULL, w, w + L, w + 2 * L, w + 3 * L, FFTW_MEASURE);
+    s->bwd = fftw_plan_guru_split_dft(1, &dim, 0, NULL, w + 1 * L, w, w + 3 * L, w + 2 * L, FFTW_MEASURE);
+    pthread_mutex_unlock(&fftw_planner_lock);
+    if (!s->fwd || !s->bwd) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan length %lld",
+                                               (long long)L);
+    arkcos_fftw_wisdom_save();
+  }
+  p->bytes = bytes;
+  if (p->direct_caps) {
+    int rc = arkcos_direct_create(p, s->nthreads, err);
+    if (rc != ARKCOS_OK) return rc;
+  }
+  return ARKCOS_OK;
+}
