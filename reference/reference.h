@@ -93,6 +93,13 @@ int ref_fsht_smooth(const arkcos_geometry *g, const arkcos_kernel *k,
                     const double *ring_weights, int threads,
                     arkcos_error *err);
 
+/* The same for Q, U as a spin-2 field (libsharp's spin-2 transforms,
+ * healpy's convention): E and B multiplied by K_l^(2)
+ * (ref_kernel_legendre_spin2). */
+int ref_fsht_smooth_spin2(const arkcos_geometry *g, const arkcos_kernel *k, const double *q,
+                          const double *u, double *q_out, double *u_out, int lmax, int iter,
+                          const double *ring_weights, int threads, arkcos_error *err);
+
 /* Reads healpy-data's weight_ring_n<nside>.fits (2 nside corrections w for
  * the northern rings, equator included; mirrored to the south) into
  * g->nrings factors 1 + w, ready for ref_map2alm. */

@@ -224,6 +224,68 @@ done:
   return rc;
 }
 
+/* ---------------------------------------------------- spin 2 (Q, U) */
+
+/* libsharp's spin-2 transforms take Q, U in the HEALPix convention (as
+ * healpy's map2alm(pol=True)) and give E, B. */
+static void sht2_alm2map(const sht_setup *s, const double complex *e, const double complex *b, double *q,
+                         double *u) {
+  void *almp[2] = {(void *)e, (void *)b};
+  void *mapp[2] = {q, u};
+  sharp_execute(SHARP_ALM2MAP, 2, almp, mapp, s->geom, s->alm, SHARP_DP, NULL, NULL);
+}
+
+static void sht2_map2alm(const sht_setup *s, const double *q, const double *u, double complex *e,
+                         double complex *b, int add) {
+  void *almp[2] = {e, b};
+  void *mapp[2] = {(void *)q, (void *)u};
+  sharp_execute(SHARP_MAP2ALM, 2, almp, mapp, s->geom, s->alm, SHARP_DP | (add ? SHARP_ADD : 0), NULL,
+                NULL);
+}
+
+int ref_fsht_smooth_spin2(const arkcos_geometry *g, const arkcos_kernel *k, const double *q,
+                          const double *u, double *q_out, double *u_out, int lmax, int iter,
+                          const double *ring_weights, int threads, arkcos_error *err) {
+  if (!k || !q || !u || !q_out || !u_out)
+    return arkcos_fail(err, ARKCOS_EINVAL, "FSHT spin-2 smoothing: missing argument");
+  if (iter < 0) return arkcos_fail(err, ARKCOS_EINVAL, "FSHT spin-2 smoothing: iter %d must be >= 0", iter);
+  if (lmax < 2) return arkcos_fail(err, ARKCOS_EINVAL, "FSHT spin-2 smoothing: lmax %d must be >= 2", lmax);
+  sht_setup s;
+  int rc = sht_setup_make(&s, g, lmax, ring_weights, err);
+  if (rc) return rc;
+  const size_t na = (size_t)ref_alm_size(lmax);
+  double *kl2 = malloc((size_t)(lmax + 1) * sizeof *kl2);
+  double complex *e = malloc(2 * na * sizeof *e), *b = e ? e + na : NULL;
+  double *rq = iter > 0 ? malloc(2 * (size_t)g->npix * sizeof *rq) : NULL;
+  if (!kl2 || !e || (iter > 0 && !rq)) {
+    rc = arkcos_fail(err, ARKCOS_ENOMEM, "FSHT spin-2 smoothing: out of memory");
+    goto done;
+  }
+  rc = ref_kernel_legendre_spin2(k, lmax, kl2, err);
+  if (rc) goto done;
+  int old = threads_push(threads);
+  sht2_map2alm(&s, q, u, e, b, 0);
+  for (int it = 0; it < iter; it++) { /* Jacobi iterations, as map2alm_iter */
+    double *ru = rq + g->npix;
+    sht2_alm2map(&s, e, b, rq, ru);
+    for (int64_t p = 0; p < g->npix; p++) {
+      rq[p] = q[p] - rq[p];
+      ru[p] = u[p] - ru[p];
+    }
+    sht2_map2alm(&s, rq, ru, e, b, 1);
+  }
+  ref_alm_scale(lmax, kl2, e);
+  ref_alm_scale(lmax, kl2, b);
+  sht2_alm2map(&s, e, b, q_out, u_out);
+  threads_pop(old);
+done:
+  free(kl2);
+  free(e);
+  free(rq);
+  sht_setup_free(&s);
+  return rc;
+}
+
 /* ------------------------------------------------------- ring weights */
 
 /* The ring-weight table is the second HDU, a binary table whose NSIDE key
