@@ -82,6 +82,8 @@ smoother *smoother_create(const method_spec *s, const arkcos_geometry *g,
 
 int smoother_apply(smoother *sm, const double *in, double *out, arkcos_error *err) {
   const method_spec *s = &sm->spec;
+  if (s->arkcos.spin == 2)
+    return arkcos_fail(err, ARKCOS_EINVAL, "smoother: this smoother is spin 2; use smoother_apply_spin2");
   switch (s->kind) {
   case METHOD_ARKCOS:
     return arkcos_execute(sm->plan, in, out, err);
@@ -92,6 +94,32 @@ int smoother_apply(smoother *sm, const double *in, double *out, arkcos_error *er
                            s->threads, err);
   }
   return arkcos_fail(err, ARKCOS_EINVAL, "smoother: unknown method");
+}
+
+int smoother_spin(const smoother *sm) { return sm->spec.arkcos.spin; }
+
+int smoother_apply_spin2(smoother *sm, const double *q, const double *u, double *q_out, double *u_out,
+                         arkcos_error *err) {
+  const method_spec *s = &sm->spec;
+  if (s->arkcos.spin != 2)
+    return arkcos_fail(err, ARKCOS_EINVAL, "smoother: this smoother is scalar (made without spin 2)");
+  switch (s->kind) {
+  case METHOD_ARKCOS:
+    return arkcos_execute_spin2(sm->plan, q, u, q_out, u_out, err);
+  case METHOD_DIRECT:
+    return ref_direct_sum_spin2(sm->g, sm->k, q, u, q_out, u_out, NULL, 0, s->threads, err);
+  case METHOD_FSHT:
+    return ref_fsht_smooth_spin2(sm->g, sm->k, q, u, q_out, u_out, s->lmax, s->iter, s->ring_weights,
+                                 s->threads, err);
+  }
+  return arkcos_fail(err, ARKCOS_EINVAL, "smoother: unknown method");
+}
+
+int smoother_apply_pixels_spin2(smoother *sm, const double *q, const double *u, const int64_t *pix,
+                                int64_t n, double *q_out, double *u_out, arkcos_error *err) {
+  if (sm->spec.kind != METHOD_DIRECT || sm->spec.arkcos.spin != 2)
+    return arkcos_fail(err, ARKCOS_EINVAL, "smoother: only the spin-2 direct sum computes single pixels");
+  return ref_direct_sum_spin2(sm->g, sm->k, q, u, q_out, u_out, pix, n, sm->spec.threads, err);
 }
 
 int smoother_apply_pixels(smoother *sm, const double *in, const int64_t *pix, int64_t n,

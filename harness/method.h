@@ -32,7 +32,8 @@ typedef struct method_spec {
   method_kind kind;
   /* METHOD_ARKCOS: mode, precision, backend, cache and accuracy
    * (arkcos.accuracy: 0 exact, EPS > 0 the bound the plan may spend; the
-   * options' own field, so that no second copy can disagree with it) */
+   * options' own field, so that no second copy can disagree with it).
+   * arkcos.spin (0 or 2) is every method's: 2 makes a spin-2 smoother. */
   arkcos_options arkcos;
   int threads;                 /* every method: OpenMP threads (<= 0: the default) */
   int lmax, iter;              /* METHOD_FSHT: band limit and Jacobi iterations */
@@ -58,6 +59,17 @@ int smoother_apply(smoother *sm, const double *in, double *out, arkcos_error *er
  * METHOD_DIRECT only, ARKCOS_EINVAL otherwise. */
 int smoother_apply_pixels(smoother *sm, const double *in, const int64_t *pix, int64_t n,
                           double *out, arkcos_error *err);
+
+/* Spin-2 smoothers (spec.arkcos.spin = 2, every method): Q, U in healpy's
+ * convention smoothed as P = Q + iU with parallel transport (arkcos:
+ * arkcos_execute_spin2; direct: ref_direct_sum_spin2; fsht: libsharp's
+ * spin-2 transforms, E and B times K_l^(2)). smoother_apply on a spin-2
+ * smoother, or these on a scalar one, is ARKCOS_EINVAL. */
+int smoother_apply_spin2(smoother *sm, const double *q, const double *u, double *q_out, double *u_out,
+                         arkcos_error *err);
+int smoother_apply_pixels_spin2(smoother *sm, const double *q, const double *u, const int64_t *pix,
+                                int64_t n, double *q_out, double *u_out, arkcos_error *err);
+int smoother_spin(const smoother *sm); /* 0 or 2 */
 
 method_kind smoother_kind(const smoother *sm);
 /* METHOD_ARKCOS: the backend that runs (CPU or GPU); ARKCOS_BACKEND_CPU otherwise. */
