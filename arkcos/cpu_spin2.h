@@ -42,9 +42,11 @@ typedef struct {
   double *er, *ei;      /* e^{-i pi k / L}, k < 2 L */
   double *spec;         /* 4 rows of rowp per ring on the grid */
   fftw_plan fwd, bwd;   /* split complex DFTs of length L */
-  double *work;         /* per thread: 4 L (FFT in/out) + 10 rowp + 3 sample lists */
+  double *work;         /* per thread: 4 L (FFT in/out), 8 rowp (outputs), coefficients, pairs */
   size_t wstride;
-  int nsamp;            /* longest sample list a pair can have */
+  int nsamp;            /* longest sample list of a belt pair */
+  size_t ncoef;         /* per-thread coefficient space: 3 (nsamp + 1) per pair of a task */
+  int maxpairs;         /* most belt pairs of one output ring */
 } s2_state;
 
 int arkcos_spin2_ring_on_grid(const arkcos_plan *p, int i) {
@@ -75,19 +77,6 @@ static void s2_destroy(arkcos_plan *p) {
   p->impl = NULL;
 }
 
-/* Sum_n c[n] P_n(x) for P_0 = 1, P_1 = a x + b, P_n+1 = 2 x P_n - P_n-1,
- * over 8 values of x at once (Clenshaw). */
-static inline void s2_clenshaw8(const double *c, int N, const double *x, double a, double b, double *out) {
-  double b1[8] = {0}, b2[8] = {0};
-  for (int k = N; k >= 1; k--)
-    for (int r = 0; r < 8; r++) {
-      const double t = c[k] + 2 * x[r] * b1[r] - b2[r];
-      b2[r] = b1[r];
-      b1[r] = t;
-    }
-  for (int r = 0; r < 8; r++) out[r] = c[0] + b1[r] * (a * x[r] + b) - b2[r];
-}
-
 /* Kernel samples of belt pair (i, j): x = pi (2n + sigma) / L >= 0 inside
  * the window, ca[n] = c_x Re W(x), cb[n] = c_x Im W(x). Returns the count,
  * 0 when the kernel does not reach. */
@@ -115,37 +104,6 @@ static int s2_samples(const arkcos_plan *p, const s2_state *s, int i, int j, int
     cb[n] = c * v * wi;
   }
   return (int)(nmax + 1);
-}
-
-/* C[m] and S[m], m = 0 .. nh - 1, of the samples (see the file comment) */
-static void s2_series(const s2_state *s, int sigma, const double *ca, const double *cb, int ns, double *C,
-                      double *S) {
-  const int N = ns - 1;
-  double *ub = (double *)cb + s->nsamp + 8; /* workspace after cb */
-  for (int n = 0; n < ns; n++) ub[n] = 0;
-  /* sigma 0: sin(n t) = sin t U_(n-1)(x): coefficients of U_k are cb[k + 1] */
-  if (sigma == 0)
-    for (int k = 0; k < N; k++) ub[k] = cb[k + 1];
-  for (int64_t m0 = 0; m0 < s->nh; m0 += 8) {
-    double c8[8], s8[8];
-    const double *x = s->xm + m0;
-    if (sigma == 0) {
-      s2_clenshaw8(ca, N, x, 1, 0, c8);                  /* T_n */
-      if (N >= 1) s2_clenshaw8(ub, N - 1, x, 2, 0, s8);  /* U_k */
-      else for (int r = 0; r < 8; r++) s8[r] = 0;
-      for (int r = 0; r < 8; r++) {
-        C[m0 + r] = c8[r];
-        S[m0 + r] = s->s2t[m0 + r] * s8[r];
-      }
-    } else {
-      s2_clenshaw8(ca, N, x, 2, -1, c8); /* V_n */
-      s2_clenshaw8(cb, N, x, 2, 1, s8);  /* W_n */
-      for (int r = 0; r < 8; r++) {
-        C[m0 + r] = s->cth[m0 + r] * c8[r];
-        S[m0 + r] = s->sth[m0 + r] * s8[r];
-      }
-    }
-  }
 }
 
 /* Ring j's spectrum in the rotated frame (four rows) from Q, U. */
@@ -214,26 +172,73 @@ static void s2_backward(const arkcos_plan *p, const s2_state *s, int i, const do
   }
 }
 
-/* Accumulates pair (i, j) (and its mirror (i2, j2) when i2 >= 0) into the
- * rotated output spectra Ai, Ai2 with F[+-m] = C[m] -+ S[m]. */
-static void s2_accumulate(const s2_state *s, const double *C, const double *S, const double *Pj,
-                          const double *Pj2, double *Ai, double *Ai2) {
-  const size_t rp = s->rowp;
-  const int64_t nh = s->nh;
-  for (int64_t m = 0; m < nh; m++) {
-    const double fp = C[m] - S[m], fn = C[m] + S[m];
-    Ai[m] += fp * Pj[m];
-    Ai[rp + m] += fp * Pj[rp + m];
-    Ai[2 * rp + m] += fn * Pj[2 * rp + m];
-    Ai[3 * rp + m] += fn * Pj[3 * rp + m];
+typedef double s2v __attribute__((vector_size(32)));
+#define S2_NV 2 /* vectors of four modes per block: 2 S2_NV Clenshaw chains in registers */
+#define S2_BLOCK (4 * S2_NV)
+
+/* One belt pair's samples, ready for the series: C in ca[0..N], S in
+ * cs[0..N] (sigma 0: the U_k coefficients cb[k + 1], zero at N). */
+typedef struct {
+  int N, sigma;
+  const double *ca, *cs;
+  const double *Pj, *Pj2; /* input spectra (four rows), of j and of j's mirror */
+} s2_pair;
+
+/* For the modes m0 .. m0 + 15: C[m] and S[m] of pair q by Clenshaw's
+ * recurrence (P_0 = 1, P_1 = a x + b, P_n+1 = 2 x P_n - P_n-1; sigma 0: T
+ * and U, sigma 1: V and W, times their prefactors), and their products
+ * with the input spectra added to the output rows: F[+m] = C - S on the
+ * +m rows, F[-m] = C + S on the -m rows, swapped for the mirror pair. */
+static inline void s2_block(const s2_state *s, const s2_pair *q, int64_t m0, double *Ai, double *Ai2) {
+  s2v x[S2_NV], c1[S2_NV], c2[S2_NV], d1[S2_NV], d2[S2_NV];
+  for (int v = 0; v < S2_NV; v++) {
+    memcpy(&x[v], s->xm + m0 + 4 * v, sizeof x[v]);
+    c1[v] = c2[v] = d1[v] = d2[v] = (s2v){0, 0, 0, 0};
   }
-  if (!Ai2) return;
-  for (int64_t m = 0; m < nh; m++) {
-    const double fp = C[m] - S[m], fn = C[m] + S[m];
-    Ai2[m] += fn * Pj2[m];
-    Ai2[rp + m] += fn * Pj2[rp + m];
-    Ai2[2 * rp + m] += fp * Pj2[2 * rp + m];
-    Ai2[3 * rp + m] += fp * Pj2[3 * rp + m];
+  for (int k = q->N; k >= 1; k--) {
+    const double a = q->ca[k], b = q->cs[k];
+    for (int v = 0; v < S2_NV; v++) {
+      const s2v tx = x[v] + x[v];
+      const s2v tc = a + tx * c1[v] - c2[v], td = b + tx * d1[v] - d2[v];
+      c2[v] = c1[v];
+      c1[v] = tc;
+      d2[v] = d1[v];
+      d1[v] = td;
+    }
+  }
+  const size_t rp = s->rowp;
+  for (int v = 0; v < S2_NV; v++) {
+    const int64_t m = m0 + 4 * v;
+    s2v C, S, pc, ps;
+    if (q->sigma == 0) {
+      C = q->ca[0] + c1[v] * x[v] - c2[v];
+      S = q->cs[0] + d1[v] * (x[v] + x[v]) - d2[v];
+      memcpy(&ps, s->s2t + m, sizeof ps);
+      S *= ps;
+    } else {
+      C = q->ca[0] + c1[v] * (x[v] + x[v] - 1.0) - c2[v];
+      S = q->cs[0] + d1[v] * (x[v] + x[v] + 1.0) - d2[v];
+      memcpy(&pc, s->cth + m, sizeof pc);
+      memcpy(&ps, s->sth + m, sizeof ps);
+      C *= pc;
+      S *= ps;
+    }
+    const s2v fp = C - S, fn = C + S;
+    for (int r = 0; r < 4; r++) {
+      s2v acc, in;
+      memcpy(&acc, Ai + r * rp + m, sizeof acc);
+      memcpy(&in, q->Pj + r * rp + m, sizeof in);
+      acc += (r < 2 ? fp : fn) * in;
+      memcpy(Ai + r * rp + m, &acc, sizeof acc);
+    }
+    if (!Ai2) continue;
+    for (int r = 0; r < 4; r++) {
+      s2v acc, in;
+      memcpy(&acc, Ai2 + r * rp + m, sizeof acc);
+      memcpy(&in, q->Pj2 + r * rp + m, sizeof in);
+      acc += (r < 2 ? fn : fp) * in;
+      memcpy(Ai2 + r * rp + m, &acc, sizeof acc);
+    }
   }
 }
 
@@ -255,40 +260,49 @@ static int s2_execute(arkcos_plan *p, const double *q, const double *u, double *
     }
   }
   const double t_mapfft = omp_get_wtime() - t_start;
-  /* 2. per task: the belt pairs' series, the reduction, the inverse FFTs */
+  /* 2. per task: the belt pairs' samples; then, block of modes by block,
+   * their series and the reduction (the output rows stay in cache); the
+   * inverse FFTs */
 #pragma omp parallel num_threads(s->nthreads) reduction(+ : st[:4])
   {
     double *w = s->work + (size_t)omp_get_thread_num() * s->wstride;
-    double *Ai = w + 4 * s->L, *Ai2 = Ai + 4 * s->rowp, *C = Ai2 + 4 * s->rowp, *S = C + s->rowp;
-    double *ca = S + s->rowp, *cb = ca + s->nsamp + 8;
+    double *Ai = w + 4 * s->L, *Ai2 = Ai + 4 * s->rowp, *coef = Ai2 + 4 * s->rowp;
+    s2_pair *pr = (s2_pair *)(coef + s->ncoef);
 #pragma omp for schedule(dynamic, 1)
     for (int t = 0; t < p->ntasks; t++) {
       const int i = p->task[t], i2 = p->mirror[i] >= 0 && p->mirror[i] != i ? p->mirror[i] : -1;
       if (s->bidx[i] < 0) continue;
       double t0 = omp_get_wtime();
-      memset(Ai, 0, sizeof(double) * 8 * s->rowp);
+      int np = 0;
+      double *cf = coef;
       for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
         if (arkcos_pair_is_direct(p, i, j)) continue;
         const int sigma = (int)(((s->hs[j] - s->hs[i]) % 2 + 2) % 2);
+        double *ca = cf, *cb = cf + s->nsamp + 1, *ub = cb + s->nsamp + 1;
         const int ns = s2_samples(p, s, i, j, sigma, ca, cb);
-        const double t1 = omp_get_wtime();
-        st[0] += t1 - t0;
-        if (ns == 0) {
-          t0 = t1;
-          continue;
-        }
-        s2_series(s, sigma, ca, cb, ns, C, S);
-        const double t2 = omp_get_wtime();
-        st[1] += t2 - t1;
-        const double *Pj = s->spec + (size_t)s->bidx[j] * 4 * s->rowp;
-        const double *Pj2 = i2 >= 0 ? s->spec + (size_t)s->bidx[p->mirror[j]] * 4 * s->rowp : NULL;
-        s2_accumulate(s, C, S, Pj, Pj2, Ai, i2 >= 0 ? Ai2 : NULL);
-        t0 = omp_get_wtime();
-        st[2] += t0 - t2;
+        if (ns == 0) continue;
+        const int N = ns - 1;
+        for (int k = 0; k < N; k++) ub[k] = cb[k + 1];
+        ub[N] = 0;
+        pr[np].N = N;
+        pr[np].sigma = sigma;
+        pr[np].ca = ca;
+        pr[np].cs = sigma ? cb : ub;
+        pr[np].Pj = s->spec + (size_t)s->bidx[j] * 4 * s->rowp;
+        pr[np].Pj2 = i2 >= 0 ? s->spec + (size_t)s->bidx[p->mirror[j]] * 4 * s->rowp : NULL;
+        np++;
+        cf += 3 * (size_t)(s->nsamp + 1);
       }
+      const double t1 = omp_get_wtime();
+      st[0] += t1 - t0;
+      memset(Ai, 0, sizeof(double) * 8 * s->rowp);
+      for (int64_t m0 = 0; m0 < s->nh; m0 += S2_BLOCK)
+        for (int k = 0; k < np; k++) s2_block(s, &pr[k], m0, Ai, i2 >= 0 ? Ai2 : NULL);
+      const double t2 = omp_get_wtime();
+      st[1] += t2 - t1; /* series and reduction together: "kernel_fft" */
       s2_backward(p, s, i, Ai, q_out, u_out, w);
       if (i2 >= 0) s2_backward(p, s, i2, Ai2, q_out, u_out, w);
-      st[3] += omp_get_wtime() - t0;
+      st[3] += omp_get_wtime() - t2;
     }
   }
   /* 3. the direct pairs */
@@ -318,7 +332,7 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
   const arkcos_geometry *g = p->geom;
   s->L = p->L;
   s->nh = s->L / 2 + 1;
-  s->rowp = (size_t)(s->nh + 7) / 8 * 8;
+  s->rowp = (size_t)(s->nh + S2_BLOCK - 1) / S2_BLOCK * S2_BLOCK;
   s->bidx = malloc(sizeof(int) * (size_t)g->nrings);
   s->hs = malloc(sizeof(int64_t) * (size_t)g->nrings);
   if (!s->bidx || !s->hs) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
@@ -330,7 +344,25 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
   size_t bytes = 0;
   if (nb > 0) {
     const int64_t L = s->L;
-    s->nsamp = (int)(L / 2 + 2);
+    /* the longest sample list and the most belt pairs of one ring */
+    s->nsamp = 1;
+    s->maxpairs = 1;
+    for (int i = 0; i < g->nrings; i++) {
+      if (s->bidx[i] < 0) continue;
+      int np = 0;
+      for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+        if (s->bidx[j] < 0) continue;
+        np++;
+        const double sdt = sin(0.5 * (g->rings[i].theta - g->rings[j].theta));
+        const double half = arkcos_dphi_window(&p->kf, sdt * sdt, p->sin_theta[i] * p->sin_theta[j]);
+        const double n = half >= ARKCOS_PI ? (double)L : floor(half * (double)L / (2 * ARKCOS_PI)) + 2;
+        const int ns = n + 1 < (double)(L / 2 + 1) ? (int)n + 1 : (int)(L / 2 + 1);
+        if (ns > s->nsamp) s->nsamp = ns;
+      }
+      if (np > s->maxpairs) s->maxpairs = np;
+    }
+    s->ncoef = 3 * (size_t)(s->nsamp + 1) * (size_t)s->maxpairs;
+    const size_t pairdbl = (sizeof(s2_pair) * (size_t)s->maxpairs + 7) / 8;
     const size_t rp = s->rowp;
     s->xm = fftw_malloc(sizeof(double) * rp);
     s->cth = fftw_malloc(sizeof(double) * rp);
@@ -339,7 +371,7 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
     s->er = fftw_malloc(sizeof(double) * 2 * (size_t)L);
     s->ei = fftw_malloc(sizeof(double) * 2 * (size_t)L);
     s->spec = fftw_malloc(sizeof(double) * 4 * rp * (size_t)nb);
-    s->wstride = ((size_t)(4 * L) + 10 * rp + 3 * (size_t)(s->nsamp + 8) + 7) / 8 * 8;
+    s->wstride = ((size_t)(4 * L) + 8 * rp + s->ncoef + pairdbl + 7) / 8 * 8;
     s->work = fftw_malloc(sizeof(double) * s->wstride * (size_t)s->nthreads);
     if (!s->xm || !s->cth || !s->sth || !s->s2t || !s->er || !s->ei || !s->spec || !s->work)
       return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory (spin-2 spectra need %.1f MB)",
