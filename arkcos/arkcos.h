@@ -169,6 +169,24 @@ arkcos_kernel *arkcos_kernel_from_file_ex(const char *path,
                                           const arkcos_kernel_file_options *o,
                                           arkcos_error *err);
 
+/* A kernel from a beam transfer function B_l, l = 0..lmax (a healpy or
+ * Planck beam): the Legendre sum K(t) = sum_l (2l+1)/(4 pi) (B_l / B_0)
+ * P_l(cos t), truncated where |K| stays below cutoff_rel K(0) up to pi, as
+ * a TABLE kernel whose spline follows the sum to ~4e-9 of K(0) (negative
+ * lobes kept). A window cut in harmonic space whose Legendre sum rings above
+ * that level everywhere is refused (ARKCOS_EINVAL) with the measured level
+ * and B_l's last value: give B_l to a higher l. For a Gaussian B_l (healpy
+ * gauss_beam) the kernel is the spherical heat kernel, not the flat
+ * Gaussian of ARKCOS_KERNEL_GAUSSIAN. */
+arkcos_kernel *arkcos_kernel_from_beam(const double *bl, int lmax, double cutoff_rel,
+                                       arkcos_error *err);
+/* The untruncated Legendre sum of B_l / B_0 at angle alpha (NAN if B_0 = 0). */
+double arkcos_beam_profile(const double *bl, int lmax, double alpha);
+/* What a kernel really applies against the window asked for:
+ * *max_err = max over l <= lmax of |K_l - B_l / B_0|, at l = *l_worst. */
+int arkcos_kernel_window_error(const arkcos_kernel *k, const double *bl, int lmax, double *max_err,
+                               int *l_worst, arkcos_error *err);
+
 void arkcos_kernel_destroy(arkcos_kernel *k); /* NULL is a no-op */
 
 double arkcos_kernel_cutoff(const arkcos_kernel *k);   /* radians */
