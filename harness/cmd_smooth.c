@@ -599,6 +599,13 @@ static int account(smooth_state *s, file_job *job, const smoother *sm, int nmaps
   return rc ? arkcos_fail(err, rc, "out of memory") : ARKCOS_OK;
 }
 
+/* --normalize: column c's output divided by A(1), unless the mask's
+ * A(w m) / A(w) normalised it already. */
+static void normalize_output(const smooth_state *s, file_job *job, int c) {
+  if (!mask_column_normalized(&job->mask, c))
+    smooth_checks_normalize(s->norm_w, job->outs[c], s->geom->npix);
+}
+
 /* Smooths column c into job->outs[c], then frees the input column (so that a
  * multi-column map costs one input column plus the outputs). */
 static int smooth_column(smooth_state *s, file_job *job, int c, arkcos_error *err) {
@@ -609,7 +616,7 @@ static int smooth_column(smooth_state *s, file_job *job, int c, arkcos_error *er
   double t0 = wall_time();
   rc = mask_smooth_column(&job->mask, s->sm, c, job->maps[c], job->outs[c], &job->sum, err);
   if (rc) return rc;
-  smooth_checks_normalize(s->norm_w, job->outs[c], s->geom->npix);
+  normalize_output(s, job, c);
   if ((rc = account(s, job, s->sm, 1, wall_time() - t0, err))) return rc;
   free(job->maps[c]);
   job->maps[c] = NULL;
@@ -627,8 +634,8 @@ static int smooth_pair(smooth_state *s, file_job *job, arkcos_error *err) {
   rc = mask_smooth_pair(&job->mask, s->sm, s->sm2, q, u, job->maps[q], job->maps[u],
                         job->outs[q], job->outs[u], &job->sum, err);
   if (rc) return rc;
-  smooth_checks_normalize(s->norm_w, job->outs[q], s->geom->npix);
-  smooth_checks_normalize(s->norm_w, job->outs[u], s->geom->npix);
+  normalize_output(s, job, q);
+  normalize_output(s, job, u);
   if ((rc = account(s, job, s->sm2, 2, wall_time() - t0, err))) return rc;
   for (int k = 0; k < 2; k++) {
     free(job->maps[k ? u : q]);

@@ -151,7 +151,10 @@ int smooth_checks_weights(const narrow_opts *o, smoother *sm, int64_t npix, doub
 }
 
 void smooth_checks_normalize(const double *w, double *out, int64_t npix) {
-  if (w) narrow_normalize(out, w, npix);
+  if (!w) return;
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < npix; p++)
+    if (out[p] != HPX_UNSEEN) out[p] /= w[p];
 }
 
 /* ---------------------------------------------------------- polarization */

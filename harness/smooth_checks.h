@@ -101,7 +101,8 @@ int smooth_checks_polarization(const pol_opts *o, const pol_request *r, const hp
  * *w = NULL. 0 or an error code with err filled. */
 int smooth_checks_weights(const narrow_opts *o, smoother *sm, int64_t npix, double **w,
                           arkcos_error *err);
-/* out /= w where w is not NULL. */
+/* out /= w where w is not NULL, but for UNSEEN output pixels (a weight
+ * threshold's), which stay UNSEEN. */
 void smooth_checks_normalize(const double *w, double *out, int64_t npix);
 
 #endif

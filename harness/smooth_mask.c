@@ -298,6 +298,10 @@ int mask_smooth_column(mask_job *j, smoother *sm, int c, double *in, double *out
   return ARKCOS_OK;
 }
 
+int mask_column_normalized(const mask_job *j, int c) {
+  return j->o->mode == MASK_MODE_NORMALIZE && !j->sets[j->set_of[c]].trivial;
+}
+
 int64_t mask_pol_union(double *q, double *u, int64_t npix) {
   int64_t n = 0;
 #pragma omp parallel for reduction(+ : n) schedule(static)

@@ -113,6 +113,11 @@ int mask_job_begin(mask_job *j, const mask_opts *o, const mask_weights *mw,
 int mask_smooth_column(mask_job *j, smoother *sm, int c, double *in, double *out,
                        arkcos_stage_times *stages, arkcos_error *err);
 
+/* 1 when column c's output was divided by its A(w) (--mask-mode normalize
+ * and missing pixels or --mask): it is normalised by the kernel's discrete
+ * weights already, and --normalize must not divide it by A(1) again. */
+int mask_column_normalized(const mask_job *j, int c);
+
 /* Q and U are one field: where either is missing (NaN), both become NaN.
  * Returns the number of pixels that became missing in one of them. */
 int64_t mask_pol_union(double *q, double *u, int64_t npix);
