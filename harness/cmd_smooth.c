@@ -503,7 +503,8 @@ static int make_smoother(smooth_state *s, int spin, arkcos_error *err) {
   if (!sm) {
     if (spin == 2 && err->code)
       snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
-               " (nside %lld: the plan of Stokes Q and U, spin 2)", (long long)s->nside);
+               " (nside %lld: the plan of Stokes Q and U, spin 2; --method direct or fsht smooth "
+               "them as spin 2 too)", (long long)s->nside);
     return err->code ? err->code : ARKCOS_ERUNTIME;
   }
   *(spin == 2 ? &s->sm2 : &s->sm) = sm;

@@ -293,6 +293,12 @@ expect_fail "--pol with --no-pol"           "--pol"                "$I" "$O" "${
 expect_fail "--pol without Q, U"            "--pol: the input has no Stokes Q and U" "$T/scalar.fits" "$O" "${G[@]}" --pol
 expect_fail "Q without U"                   "no U column"          "$T/lone_q.fits" "$O" "${G[@]}"
 expect_fail "two Q columns"                 "two Stokes Q columns" "$T/two_q.fits" "$O" "${G[@]}"
+# a kernel too wide for the exact spin-2 path of the caps (here: a limit
+# lowered below its 172 pixels): the engine's refusal, with the way out
+ARKCOS_DIRECT_MAX_PIXELS=100 expect_fail "kernel too wide for spin 2" "too wide for the exact spin-2 path" \
+  "$I" "$O" "${G[@]}"
+grep -qF -- "the plan of Stokes Q and U, spin 2; --method direct or fsht" "$T/stderr" && ok ||
+  bad "too wide: no way out named: $(cat "$T/stderr")"
 # in a batch, a refused input stops the run before anything is written
 mkdir -p "$T/batch"
 "$ARKCOS" smooth "$I" "$T/qu.fits" "$T/batch/" "${G[@]}" >/dev/null 2>"$T/stderr"
