@@ -17,8 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <ctype.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,7 +48,8 @@ typedef struct smooth_args {
   arkcos_precision precision;
   arkcos_backend backend;
   long threads, lmax, iter;
-  int force, verbose, no_pol;
+  int force, verbose;
+  pol_opts pol; /* --pol, --no-pol */
   mask_opts mask; /* --mask, --mask-mode, --min-weight, --write-weight */
   narrow_opts narrow; /* --normalize, --allow-subpixel, --kernel-unit, --allow-negative */
   /* which options were given: for the "both / neither" and "does not apply
@@ -73,9 +72,10 @@ static void usage(FILE *f) {
 "\n"
 "With several inputs, or when the last argument is an existing folder or ends\n"
 "in '/', each IN is written to OUTDIR/<name of IN> (the folder is created if\n"
-"it ends in '/' and does not exist). Every column of a multi-column map (I, Q,\n"
-"U, ...) is smoothed and written to the same column of the output, which keeps\n"
-"the input's ORDERING (RING or NESTED), float type, column names and COORDSYS.\n"
+"it ends in '/' and does not exist). Every column of a multi-column map is\n"
+"smoothed and written to the same column of the output, which keeps the\n"
+"input's ORDERING (RING or NESTED), float type, column names, units and\n"
+"COORDSYS; Stokes Q and U together as one spin-2 field (see Polarization).\n"
 "One kernel and one plan serve all maps of the same nside.\n"
 "\n"
 "Kernel (exactly one):\n"
@@ -124,20 +124,18 @@ static void usage(FILE *f) {
 "Other:\n"
 "  --threads N          CPU threads (default: all, %d here)\n"
 "  --force              overwrite existing outputs\n"
-"  --no-pol             smooth Stokes Q and U columns as independent scalars;\n"
-"                       without it a file with Q and U columns is refused\n"
-"                       (spin-2 smoothing is not implemented yet)\n"
 "  -v, --verbose        also print each plan's a-priori bound against the\n"
-"                       direct sum (\"bound: ...\" lines)\n"
+"                       direct sum (\"bound: ...\" lines; \"spin=2\" on the\n"
+"                       plan of Q and U)\n"
 "  --help               this text\n"
-"%s"
+"%s%s"
 "\n"
 "Prints one line per input file with the stage times, plus a plan/per-map\n"
 "line when several maps were smoothed. Exit status: 0 success, 1 runtime\n"
 "failure, 2 bad usage or bad input (nothing is written). Outputs are written\n"
 "to a temporary file and renamed; with several inputs, outputs finished\n"
 "before a runtime failure are kept.\n",
-          omp_get_max_threads(), smooth_checks_usage);
+          omp_get_max_threads(), smooth_checks_pol_usage, smooth_checks_usage);
 }
 
 /* ------------------------------------------------------------- parsing */
@@ -314,6 +312,7 @@ static int check_kernel_options(const smooth_args *a) {
 static int check_combinations(const smooth_args *a) {
   int rc = check_kernel_options(a);
   if (!rc) rc = smooth_checks_combinations(&a->narrow, a->method, a->has_kernel);
+  if (!rc) rc = smooth_checks_pol_combination(&a->pol);
   if (rc) return rc;
   const char *m = method_name(a->method);
   if (a->method != METHOD_ARKCOS) {
@@ -360,8 +359,8 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
       a->force = 1;
     } else if (!strcmp(arg, "-v") || !strcmp(arg, "--verbose")) {
       a->verbose = 1;
-    } else if (!strcmp(arg, "--no-pol")) {
-      a->no_pol = 1;
+    } else if (smooth_checks_pol_flag(arg, &a->pol)) {
+      /* --pol, --no-pol */
     } else if (mask_take_flag(&a->mask, arg)) {
       /* --write-weight */
     } else if (smooth_checks_parse(argc, argv, &i, &a->narrow, &rc)) {
@@ -422,95 +421,130 @@ static char *path_in_dir(const char *dir, const char *in) {
 typedef struct smooth_state {
   const smooth_args *a;
   arkcos_kernel *kernel;
-  int64_t nside;        /* of geometry and smoother below (0: none yet) */
+  int64_t nside;        /* of geometry and smoothers below (0: none yet) */
   arkcos_geometry *geom;
-  smoother *sm;
+  smoother *sm;         /* scalar columns and weight maps (NULL until needed) */
+  smoother *sm2;        /* Stokes Q and U as spin 2 (NULL until needed) */
   double plan_time;     /* sum over arkcos plans created */
   int nplans;
   double *map_times;    /* execute time per map */
   int nmaps_done, map_cap;
   int ninputs;
   hpx_header *inputs;   /* per input: its header, read once by the check */
+  pol_columns *pol;     /* per input: its Q and U columns smoothed as spin 2 */
   char **outs;          /* per input: where its output goes */
   mask_weights mask;    /* --mask, read by the check */
   double width;         /* the kernel's (effective) FWHM, radians (narrow.h) */
   double *norm_w;       /* --normalize: A(1) of the smoother (smooth_checks.h) */
 } smooth_state;
 
-/* Maps (columns) over all inputs that share this nside: one plan serves
- * them all. */
-static int maps_with_nside(const smooth_state *s, int64_t nside) {
+/* Maps over all inputs that share this nside, for the scalar plan (spin 0:
+ * columns but the Q, U pairs) or the spin-2 plan (spin 2: the pairs): one
+ * plan serves them all. */
+static int maps_with_nside(const smooth_state *s, int64_t nside, int spin) {
   int n = 0;
-  for (int i = 0; i < s->ninputs; i++)
-    if (s->inputs[i].nside == nside) n += s->inputs[i].ncols;
+  for (int i = 0; i < s->ninputs; i++) {
+    if (s->inputs[i].nside != nside) continue;
+    const int pair = s->pol[i].q >= 0;
+    n += spin == 2 ? pair : s->inputs[i].ncols - 2 * pair;
+  }
   return n;
 }
 
-static void method_spec_for(const smooth_state *s, int64_t nside, method_spec *m) {
+/* The method's spec for the scalar (spin 0) or the spin-2 smoother; Q and
+ * U are exact whatever --accuracy says (the spin-2 path keeps its weights
+ * in double), so the spin-2 plan is asked for exactness. */
+static void method_spec_for(const smooth_state *s, int64_t nside, int spin, method_spec *m) {
   const smooth_args *a = s->a;
   method_spec_default(m);
   m->kind = a->method;
   m->arkcos.mode = a->mode;
   m->arkcos.precision = a->precision;
   m->arkcos.backend = a->backend;
-  m->arkcos.accuracy = a->accuracy;
+  m->arkcos.accuracy = spin == 2 ? 0 : a->accuracy;
+  m->arkcos.spin = spin;
   /* With more than one map, keep the kernel spectra from plan creation so
    * that every map costs only FFTs and the reduction (issue 7); with one map
    * caching would only cost memory. */
-  m->arkcos.cache_kernel_spectra = maps_with_nside(s, nside) > 1;
+  m->arkcos.cache_kernel_spectra = maps_with_nside(s, nside, spin) > 1;
   m->threads = (int)a->threads;
   m->lmax = a->has_lmax ? (int)a->lmax : (int)(3 * nside - 1);
   m->iter = (int)a->iter;
 }
 
-/* -v: the smoother's a-priori bound against the direct sum, on its own
- * line (printed once per plan, before the maps it serves). */
-static void print_bound(const smooth_state *s) {
-  const double b = smoother_bound(s->sm);
+/* -v: a smoother's a-priori bound against the direct sum, on its own
+ * line (printed once per plan, before the maps it serves); " spin=2" ends
+ * the line of the plan of Q and U. */
+static void print_bound(const smooth_state *s, const smoother *sm) {
+  const double b = smoother_bound(sm);
   const char *what = "a-priori, max |ARKCoS - direct| per unit max |input|";
+  const char *spin = smoother_spin(sm) == 2 ? " spin=2" : "";
   if (s->a->method == METHOD_DIRECT)
-    printf("bound: 0 (the direct sum itself) nside=%lld\n", (long long)s->nside);
+    printf("bound: 0 (the direct sum itself) nside=%lld%s\n", (long long)s->nside, spin);
   else if (s->a->method == METHOD_FSHT)
     printf("bound: none (fsht: a band limit has no a-priori bound against the direct sum) "
-           "nside=%lld\n", (long long)s->nside);
+           "nside=%lld%s\n", (long long)s->nside, spin);
   else if (isinf(b) && s->a->mode == ARKCOS_MODE_PAPER)
-    printf("bound: none (paper mode: its polar caps are not exact) nside=%lld\n",
-           (long long)s->nside);
+    printf("bound: none (paper mode: its polar caps are not exact) nside=%lld%s\n",
+           (long long)s->nside, spin);
   else if (isinf(b) || isnan(b))
-    printf("bound: inf (%s) nside=%lld\n", what, (long long)s->nside);
+    printf("bound: inf (%s) nside=%lld%s\n", what, (long long)s->nside, spin);
   else
-    printf("bound: %.3g (%s) nside=%lld\n", b, what, (long long)s->nside);
+    printf("bound: %.3g (%s) nside=%lld%s\n", b, what, (long long)s->nside, spin);
   fflush(stdout);
 }
 
-/* The geometry and smoother for nside (kept while the nside stays). */
-static int ensure_smoother(smooth_state *s, int64_t nside, arkcos_error *err) {
-  if (s->geom && s->nside == nside) return ARKCOS_OK;
-  smoother_destroy(s->sm);
-  arkcos_geometry_destroy(s->geom);
-  free(s->norm_w);
-  s->norm_w = NULL;
-  s->sm = NULL;
-  s->nside = 0;
-  s->geom = arkcos_geometry_healpix(nside, err);
-  if (!s->geom) return err->code ? err->code : ARKCOS_ERUNTIME;
-  s->nside = nside;
+/* The smoother of spin 0 or 2 for s->nside, made once; the scalar one with
+ * the A(1) of --normalize. */
+static int make_smoother(smooth_state *s, int spin, arkcos_error *err) {
   method_spec m;
-  method_spec_for(s, nside, &m);
-  s->sm = smoother_create(&m, s->geom, s->kernel, err);
-  if (!s->sm) return err->code ? err->code : ARKCOS_ERUNTIME;
-  int rc = smooth_checks_weights(&s->a->narrow, s->sm, s->geom->npix, &s->norm_w, err);
-  if (rc) return rc;
-  const char *note = smoother_note(s->sm);
+  method_spec_for(s, s->nside, spin, &m);
+  smoother *sm = smoother_create(&m, s->geom, s->kernel, err);
+  if (!sm) {
+    if (spin == 2 && err->code)
+      snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
+               " (nside %lld: the plan of Stokes Q and U, spin 2; --method direct or fsht smooth "
+               "them as spin 2 too)", (long long)s->nside);
+    return err->code ? err->code : ARKCOS_ERUNTIME;
+  }
+  *(spin == 2 ? &s->sm2 : &s->sm) = sm;
+  if (spin == 0) {
+    int rc = smooth_checks_weights(&s->a->narrow, sm, s->geom->npix, &s->norm_w, err);
+    if (rc) return rc;
+  }
+  const char *note = smoother_note(sm);
   if (note[0]) fprintf(stderr, "arkcos smooth: note: %s\n", note);
-  const char *inexact = smoother_exactness(s->sm);
-  if (inexact[0]) fprintf(stderr, "arkcos smooth: warning: nside %lld: %s\n", (long long)nside, inexact);
-  if (s->a->verbose) print_bound(s);
+  const char *inexact = smoother_exactness(sm);
+  if (inexact[0])
+    fprintf(stderr, "arkcos smooth: warning: nside %lld: %s\n", (long long)s->nside, inexact);
+  if (s->a->verbose) print_bound(s, sm);
   if (s->a->method == METHOD_ARKCOS) {
-    s->plan_time += smoother_plan_time(s->sm);
+    s->plan_time += smoother_plan_time(sm);
     s->nplans++;
   }
   return ARKCOS_OK;
+}
+
+/* The geometry for nside (kept while the nside stays) and the smoothers a
+ * file needs: scalar (need0) and spin 2 (need2), each made on first need. */
+static int ensure_smoothers(smooth_state *s, int64_t nside, int need0, int need2,
+                            arkcos_error *err) {
+  if (!s->geom || s->nside != nside) {
+    smoother_destroy(s->sm);
+    smoother_destroy(s->sm2);
+    arkcos_geometry_destroy(s->geom);
+    free(s->norm_w);
+    s->norm_w = NULL;
+    s->sm = s->sm2 = NULL;
+    s->nside = 0;
+    s->geom = arkcos_geometry_healpix(nside, err);
+    if (!s->geom) return err->code ? err->code : ARKCOS_ERUNTIME;
+    s->nside = nside;
+  }
+  int rc = ARKCOS_OK;
+  if (need0 && !s->sm) rc = make_smoother(s, 0, err);
+  if (!rc && need2 && !s->sm2) rc = make_smoother(s, 2, err);
+  return rc;
 }
 
 static int record_map_time(smooth_state *s, double t) {
@@ -534,6 +568,7 @@ static int cmp_double(const void *x, const void *y) {
 typedef struct file_job {
   const char *in, *out;
   const hpx_header *h;
+  pol_columns pol;         /* Q and U smoothed as spin 2, or -1 */
   double **maps, **outs;
   int ncols;
   int64_t nbad;
@@ -542,41 +577,93 @@ typedef struct file_job {
   double t_read, t_exec, t_write, plan_time;
 } file_job;
 
-/* Smooths column c into job->outs[c], then frees the input column (so that a
- * multi-column map costs one input column plus the outputs). */
-static int smooth_column(smooth_state *s, file_job *job, int c, arkcos_error *err) {
+/* Column c's output, allocated. */
+static int alloc_output(const smooth_state *s, file_job *job, int c, arkcos_error *err) {
   job->outs[c] = malloc(sizeof *job->outs[c] * (size_t)s->geom->npix);
   if (!job->outs[c])
-    return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the output map",
-                       job->in);
-  /* dt includes the smoothing of the column's weight map when it is the
-   * first column that needs it */
-  double t0 = wall_time();
-  int rc = mask_smooth_column(&job->mask, s->sm, c, job->maps[c], job->outs[c],
-                              &job->sum, err);
-  if (rc) return rc;
-  smooth_checks_normalize(s->norm_w, job->outs[c], s->geom->npix);
-  double dt = wall_time() - t0;
+    return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the output map", job->in);
+  return ARKCOS_OK;
+}
+
+/* After nmaps columns (1, or 2 for the Q, U pair, each counted with half
+ * the time) were smoothed by sm in dt seconds: their stages and times. */
+static int account(smooth_state *s, file_job *job, const smoother *sm, int nmaps, double dt,
+                   arkcos_error *err) {
   if (s->a->method == METHOD_ARKCOS) {
     arkcos_stage_times t;
-    smoother_stages(s->sm, &t);
+    smoother_stages(sm, &t);
     stage_times_add(&job->sum, &t);
   }
   job->t_exec += dt;
-  if ((rc = record_map_time(s, dt))) return arkcos_fail(err, rc, "out of memory");
+  int rc = ARKCOS_OK;
+  for (int k = 0; k < nmaps && !rc; k++) rc = record_map_time(s, dt / nmaps);
+  return rc ? arkcos_fail(err, rc, "out of memory") : ARKCOS_OK;
+}
+
+/* --normalize: column c's output divided by A(1), unless the mask's
+ * A(w m) / A(w) normalised it already. */
+static void normalize_output(const smooth_state *s, file_job *job, int c) {
+  if (!mask_column_normalized(&job->mask, c))
+    smooth_checks_normalize(s->norm_w, job->outs[c], s->geom->npix);
+}
+
+/* Smooths column c into job->outs[c], then frees the input column (so that a
+ * multi-column map costs one input column plus the outputs). */
+static int smooth_column(smooth_state *s, file_job *job, int c, arkcos_error *err) {
+  int rc = alloc_output(s, job, c, err);
+  if (rc) return rc;
+  /* dt includes the smoothing of the column's weight map when it is the
+   * first column that needs it */
+  double t0 = wall_time();
+  rc = mask_smooth_column(&job->mask, s->sm, c, job->maps[c], job->outs[c], &job->sum, err);
+  if (rc) return rc;
+  normalize_output(s, job, c);
+  if ((rc = account(s, job, s->sm, 1, wall_time() - t0, err))) return rc;
   free(job->maps[c]);
   job->maps[c] = NULL;
   return ARKCOS_OK;
 }
 
+/* Smooths the Stokes Q and U columns together as the spin-2 field
+ * P = Q + iU, then frees them. */
+static int smooth_pair(smooth_state *s, file_job *job, arkcos_error *err) {
+  const int q = job->pol.q, u = job->pol.u;
+  int rc = alloc_output(s, job, q, err);
+  if (!rc) rc = alloc_output(s, job, u, err);
+  if (rc) return rc;
+  double t0 = wall_time();
+  rc = mask_smooth_pair(&job->mask, s->sm, s->sm2, q, u, job->maps[q], job->maps[u],
+                        job->outs[q], job->outs[u], &job->sum, err);
+  if (rc) return rc;
+  normalize_output(s, job, q);
+  normalize_output(s, job, u);
+  if ((rc = account(s, job, s->sm2, 2, wall_time() - t0, err))) return rc;
+  for (int k = 0; k < 2; k++) {
+    free(job->maps[k ? u : q]);
+    job->maps[k ? u : q] = NULL;
+  }
+  return ARKCOS_OK;
+}
+
+/* Every column in order; the Q, U pair when the later of the two is
+ * reached, so that a weight map shared with the columns between them is
+ * smoothed once. */
 static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
   double plan_time0 = s->plan_time;
-  int rc = ensure_smoother(s, job->h->nside, err);
+  const int pair = job->pol.q >= 0, last = job->pol.q > job->pol.u ? job->pol.q : job->pol.u;
+  const int need0 = job->ncols > 2 * pair || mask_job_needs_weights(&job->mask) ||
+                    s->a->narrow.normalize;
+  int rc = ensure_smoothers(s, job->h->nside, need0, pair, err);
   if (rc) return rc;
-  job->plan_time = s->plan_time - plan_time0; /* 0 when the plan is reused */
+  job->plan_time = s->plan_time - plan_time0; /* 0 when the plans are reused */
   job->outs = calloc((size_t)job->ncols, sizeof *job->outs);
   if (!job->outs) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
-  for (int c = 0; c < job->ncols && !rc; c++) rc = smooth_column(s, job, c, err);
+  for (int c = 0; c < job->ncols && !rc; c++) {
+    if (pair && c == last)
+      rc = smooth_pair(s, job, err);
+    else if (!pair || (c != job->pol.q && c != job->pol.u))
+      rc = smooth_column(s, job, c, err);
+  }
   return rc;
 }
 
@@ -585,7 +672,7 @@ static void print_summary(const smooth_state *s, const file_job *job) {
   const smooth_args *a = s->a;
   const hpx_header *h = job->h;
   const int arkcos = a->method == METHOD_ARKCOS;
-  const int gpu = arkcos && smoother_backend(s->sm) == ARKCOS_BACKEND_GPU;
+  const int gpu = arkcos && s->sm && smoother_backend(s->sm) == ARKCOS_BACKEND_GPU;
   char kern[160], extra[256] = "";
   if (a->has_fwhm)
     snprintf(kern, sizeof kern, "fwhm=%g'", a->fwhm_arcmin);
@@ -605,9 +692,16 @@ static void print_summary(const smooth_state *s, const file_job *job) {
              a->has_lmax ? (int)a->lmax : (int)(3 * h->nside - 1), a->iter);
   if (a->narrow.normalize)
     snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " normalize=yes");
-  printf("smooth: %s -> %s nside=%lld maps=%d ordering=%s type=%s method=%s%s "
+  char pol[2 * HPX_NAME_LEN + 32] = "";
+  if (job->pol.q >= 0) {
+    char qb[HPX_NAME_LEN], ub[HPX_NAME_LEN];
+    snprintf(pol, sizeof pol, " spin2=%s,%s",
+             smooth_checks_column_name(h, job->pol.q, qb, sizeof qb),
+             smooth_checks_column_name(h, job->pol.u, ub, sizeof ub));
+  }
+  printf("smooth: %s -> %s nside=%lld maps=%d%s ordering=%s type=%s method=%s%s "
          "threads=%ld %s cutoff=%.4gdeg (K/K0=%.2g) pixels_per_fwhm=%.3g time=%.4gs",
-         job->in, job->out, (long long)h->nside, job->ncols,
+         job->in, job->out, (long long)h->nside, job->ncols, pol,
          h->nested ? "NESTED" : "RING", h->is_float32 ? "float32" : "float64",
          method_name(a->method), extra, a->threads, kern,
          arkcos_kernel_cutoff(s->kernel) / DEG,
@@ -644,15 +738,31 @@ static int write_output(const smooth_state *s, file_job *job, arkcos_error *err)
   return rc;
 }
 
+/* Q and U are one field: P is missing where either is. A note says how
+ * many pixels that took from one of them. */
+static void pol_union(file_job *job) {
+  const pol_columns *p = &job->pol;
+  const int64_t n = mask_pol_union(job->maps[p->q], job->maps[p->u], job->h->npix);
+  if (!n) return;
+  job->nbad += n;
+  char qb[HPX_NAME_LEN], ub[HPX_NAME_LEN];
+  fprintf(stderr,
+          "arkcos smooth: note: %s: %s and %s miss different pixels; P = Q + iU is missing where "
+          "either is (%lld pixel(s) taken out of one of them)\n",
+          job->in, smooth_checks_column_name(job->h, p->q, qb, sizeof qb),
+          smooth_checks_column_name(job->h, p->u, ub, sizeof ub), (long long)n);
+}
+
 /* Input i: its columns read (the header is the check's), smoothed, written
  * with the input's ordering, float type, column labels and COORDSYS. */
 static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
-  file_job job = {.in = s->a->pos[i], .out = s->outs[i], .h = &s->inputs[i]};
+  file_job job = {.in = s->a->pos[i], .out = s->outs[i], .h = &s->inputs[i], .pol = s->pol[i]};
   const hpx_header *h = job.h;
   job.t_read = wall_time();
   int rc = hpx_read_columns_missing(h, &job.maps, &job.ncols, &job.nbad, err);
   if (rc) return rc;
   job.t_read = wall_time() - job.t_read;
+  if (job.pol.q >= 0) pol_union(&job);
   rc = mask_job_begin(&job.mask, &s->a->mask, &s->mask, job.in, job.maps, job.ncols,
                       h->npix, err);
   if (!rc && !(rc = smooth_columns(s, &job, err))) rc = write_output(s, &job, err);
@@ -711,42 +821,15 @@ static int check_existing_output(const smooth_state *s, int i) {
   return 0;
 }
 
-/* Input i's header (kept for the read) and its output's name. Returns 0 or
- * an exit status. */
-/* Whether column name n is Stokes x (Q or U) as healpy and Planck name it:
- * "Q", "Q_POLARISATION", "Q_STOKES", "Q-POL", "QPOL", any case. */
-static int is_stokes(const char *n, char x) {
-  if (toupper((unsigned char)n[0]) != x) return 0;
-  return !n[1] || n[1] == '_' || n[1] == '-' || !strncasecmp(n + 1, "POL", 3);
-}
-
-/* Q and U are one spin-2 field: smoothed as two scalars they are wrong
- * wherever the local (theta, phi) frame turns across the kernel (18-20 %
- * near the poles against healpy.smoothing(pol=True)). The spin-2 path does
- * not exist yet, so a file with a Q and a U column is refused unless
- * --no-pol asks for independent scalars. Returns 0 or 2. */
-static int check_polarization(const smooth_args *a, const char *path, const hpx_header *h) {
-  int q = -1, u = -1;
-  for (int c = 0; c < h->ncols; c++) {
-    if (q < 0 && is_stokes(h->cols[c].name, 'Q')) q = c;
-    if (u < 0 && is_stokes(h->cols[c].name, 'U')) u = c;
-  }
-  if (a->no_pol || q < 0 || u < 0) return 0;
-  fprintf(stderr,
-          "arkcos smooth: %s: columns %s and %s are Stokes Q and U, a spin-2 field; smoothing them "
-          "as two scalars is wrong where the local frame turns (up to 20%% near the poles against "
-          "healpy.smoothing(pol=True)), and spin-2 smoothing is not implemented yet. --no-pol smooths "
-          "every column as an independent scalar (the temperature column is exact either way)\n",
-          path, h->cols[q].name, h->cols[u].name);
-  return 2;
-}
-
+/* Input i's header (kept for the read), its Q and U columns, and its
+ * output's name. Returns 0 or an exit status. */
 static int check_input(smooth_state *s, int i, const char *last, int to_dir,
                        arkcos_error *err) {
   const smooth_args *a = s->a;
   const hpx_header *h = &s->inputs[i];
   if (hpx_read_header(a->pos[i], &s->inputs[i], err)) return report_error(err);
-  if (check_polarization(a, a->pos[i], h)) return 2;
+  const pol_request r = {a->method, a->mode, a->precision, a->backend};
+  if (smooth_checks_polarization(&a->pol, &r, h, &s->pol[i])) return 2;
   if (a->has_lmax && a->lmax > 4 * h->nside) {
     fprintf(stderr, "arkcos smooth: --lmax %ld is above 4 nside = %lld for %s\n",
             a->lmax, (long long)(4 * h->nside), a->pos[i]);
@@ -808,6 +891,22 @@ static int check_gpu(const smooth_args *a) {
   return exit_status_of(ARKCOS_ENODEV);
 }
 
+/* --pol where no input has Q and U does nothing: refused. --accuracy with
+ * Q and U applies to the scalar columns: a note says so. 0 or 2. */
+static int check_pol_inputs(const smooth_state *s) {
+  int npol = 0;
+  for (int i = 0; i < s->ninputs; i++) npol += s->pol[i].q >= 0;
+  if (s->a->pol.pol && !npol) {
+    fprintf(stderr, "arkcos smooth: --pol: %s no Stokes Q and U columns (nothing to smooth as spin 2)\n",
+            s->ninputs > 1 ? "no input has" : "the input has");
+    return 2;
+  }
+  if (npol && s->a->accuracy > 0)
+    fprintf(stderr, "arkcos smooth: note: --accuracy %g applies to the scalar columns; Stokes Q and U "
+            "(spin 2) are smoothed exactly\n", s->a->accuracy);
+  return 0;
+}
+
 /* Everything a user can get wrong, before any map is smoothed. Returns 0
  * or an exit status. */
 static int check_all(smooth_state *s, const char *last, int to_dir,
@@ -815,6 +914,7 @@ static int check_all(smooth_state *s, const char *last, int to_dir,
   int status = check_target(s, last, to_dir);
   for (int i = 0; i < s->ninputs && !status; i++)
     status = check_input(s, i, last, to_dir, err);
+  if (!status) status = check_pol_inputs(s);
   if (!status) status = mask_load(&s->mask, &s->a->mask, s->inputs, s->ninputs);
   if (!status) status = make_kernel(s, err);
   if (!status)
@@ -849,10 +949,12 @@ static void free_state(smooth_state *s) {
   }
   free(s->outs);
   free(s->inputs);
+  free(s->pol);
   free(s->map_times);
   mask_weights_free(&s->mask);
   free(s->norm_w);
   smoother_destroy(s->sm);
+  smoother_destroy(s->sm2);
   arkcos_geometry_destroy(s->geom);
   arkcos_kernel_destroy(s->kernel);
 }
@@ -871,7 +973,8 @@ int cmd_smooth(int argc, char **argv) {
   const int to_dir = is_dir(last) || (lastlen && last[lastlen - 1] == '/');
   s.outs = calloc((size_t)s.ninputs, sizeof *s.outs);
   s.inputs = calloc((size_t)s.ninputs, sizeof *s.inputs);
-  if (!s.outs || !s.inputs) {
+  s.pol = calloc((size_t)s.ninputs, sizeof *s.pol);
+  if (!s.outs || !s.inputs || !s.pol) {
     fprintf(stderr, "arkcos smooth: out of memory\n");
     status = 1;
   } else {

@@ -1,10 +1,13 @@
-/* smooth_checks.c -- narrow kernels and kernel files in `arkcos smooth`
- * (smooth_checks.h, harness/narrow.h, docs/NARROW_BEAMS.md). */
+/* smooth_checks.c -- narrow kernels, kernel files and polarization columns
+ * in `arkcos smooth` (smooth_checks.h, harness/narrow.h,
+ * docs/NARROW_BEAMS.md, docs/POLARIZATION.md). */
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "harness/narrow.h"
 #include "harness/smooth_checks.h"
@@ -148,5 +151,143 @@ int smooth_checks_weights(const narrow_opts *o, smoother *sm, int64_t npix, doub
 }
 
 void smooth_checks_normalize(const double *w, double *out, int64_t npix) {
-  if (w) narrow_normalize(out, w, npix);
+  if (!w) return;
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < npix; p++)
+    if (out[p] != HPX_UNSEEN) out[p] /= w[p];
+}
+
+/* ---------------------------------------------------------- polarization */
+
+const char smooth_checks_pol_usage[] =
+    "Polarization (docs/POLARIZATION.md): columns named as healpy and Planck name\n"
+    "Stokes Q and U (Q, Q_STOKES, Q_POLARISATION, ...; columns without a name take\n"
+    "healpy's standard names), in any position, are smoothed together as one\n"
+    "spin-2 field P = Q + iU with parallel transport, as healpy.smoothing(pol=True);\n"
+    "the intensity and every other column as scalars. With a mask or missing\n"
+    "pixels: Q', U' = S2(w P) / S0(w) (normalize) or S2(w P) (zero), P missing\n"
+    "where Q or U is. The spin-2 path is double precision, enhanced mode, CPU and\n"
+    "exact against the spin-2 direct sum; with Q and U, --backend gpu, --precision\n"
+    "single and --mode paper are refused (--backend auto runs Q and U on the CPU),\n"
+    "and --accuracy applies to the scalar columns only (Q and U stay exact).\n"
+    "  --pol                also smooth a file with Q and U but no intensity column\n"
+    "                       (e.g. healpy's write_map([q, u])) as spin 2; without it\n"
+    "                       (or --no-pol) such a file is refused\n"
+    "  --no-pol             smooth every column, Q and U too, as an independent\n"
+    "                       scalar (wrong for Q and U where the local frame turns:\n"
+    "                       up to 20% near the poles)\n";
+
+int smooth_checks_pol_flag(const char *arg, pol_opts *o) {
+  if (!strcmp(arg, "--pol")) o->pol = 1;
+  else if (!strcmp(arg, "--no-pol")) o->no_pol = 1;
+  else return 0;
+  return 1;
+}
+
+int smooth_checks_pol_combination(const pol_opts *o) {
+  if (o->pol && o->no_pol)
+    return smooth_usage_error("give either --pol (Q and U as one spin-2 field) or --no-pol (every "
+                              "column a scalar), not both");
+  return 0;
+}
+
+const char *smooth_checks_column_name(const hpx_header *h, int c, char *buf, size_t len) {
+  if (h->cols && h->cols[c].name[0]) return h->cols[c].name;
+  return hpx_standard_column_name(h->ncols, c, buf, len);
+}
+
+/* Whether column name n is Stokes x as healpy and Planck name it: "Q",
+ * "Q_POLARISATION", "Q_STOKES", "Q-POL", "QPOL", any case (not "QQ_COV"). */
+static int is_stokes(const char *n, char x) {
+  if (toupper((unsigned char)n[0]) != x) return 0;
+  return !n[1] || n[1] == '_' || n[1] == '-' || !strncasecmp(n + 1, "POL", 3);
+}
+
+/* An intensity column: I, I_STOKES, T, TEMPERATURE, ... */
+static int is_intensity(const char *n) {
+  return is_stokes(n, 'I') || is_stokes(n, 'T') || !strncasecmp(n, "TEMPERATURE", 11);
+}
+
+/* The spin-2 path's limits (arkcos.h, options.spin): 0 or 2 with a message
+ * naming the option. */
+static int check_pol_request(const pol_request *r, const char *path, const char *qn,
+                             const char *un) {
+  const char *opt = NULL, *why = NULL;
+  if (r->method != METHOD_ARKCOS) return 0;
+  if (r->backend == ARKCOS_BACKEND_GPU) {
+    opt = "--backend gpu";
+    why = "runs on the CPU only; use --backend cpu, or auto (the scalar columns on the GPU, Q and U "
+          "on the CPU)";
+  } else if (r->precision == ARKCOS_SINGLE) {
+    opt = "--precision single";
+    why = "is double precision only; drop --precision single";
+  } else if (r->mode == ARKCOS_MODE_PAPER) {
+    opt = "--mode paper";
+    why = "needs the exact enhanced mode (paper mode is scalar only); drop --mode paper";
+  }
+  if (!opt) return 0;
+  fprintf(stderr,
+          "arkcos smooth: %s: %s: columns %s and %s are Stokes Q and U, smoothed as one spin-2 "
+          "field, which %s (--no-pol smooths them as independent scalars, which is wrong where "
+          "the local frame turns)\n",
+          opt, path, qn, un, why);
+  return 2;
+}
+
+/* The Q and U columns of h into q, u (-1 if none); 2 with a message when
+ * there are two of either. */
+static int find_stokes(const hpx_header *h, int *q, int *u, int *has_i) {
+  *q = *u = -1;
+  *has_i = 0;
+  for (int c = 0; c < h->ncols; c++) {
+    char buf[HPX_NAME_LEN], prev[HPX_NAME_LEN];
+    const char *n = smooth_checks_column_name(h, c, buf, sizeof buf);
+    *has_i |= is_intensity(n);
+    for (int k = 0; k < 2; k++) {
+      int *x = k ? u : q;
+      if (!is_stokes(n, k ? 'U' : 'Q')) continue;
+      if (*x >= 0) {
+        fprintf(stderr,
+                "arkcos smooth: %s: two Stokes %c columns, %s and %s: cannot tell which one pairs "
+                "with %c (--no-pol smooths every column as an independent scalar)\n",
+                h->path, k ? 'U' : 'Q', smooth_checks_column_name(h, *x, prev, sizeof prev), n,
+                k ? 'Q' : 'U');
+        return 2;
+      }
+      *x = c;
+    }
+  }
+  return 0;
+}
+
+int smooth_checks_polarization(const pol_opts *o, const pol_request *r, const hpx_header *h,
+                               pol_columns *pc) {
+  pc->q = pc->u = -1;
+  if (o->no_pol) return 0;
+  int q, u, has_i;
+  if (find_stokes(h, &q, &u, &has_i)) return 2;
+  char qb[HPX_NAME_LEN], ub[HPX_NAME_LEN];
+  const char *qn = q >= 0 ? smooth_checks_column_name(h, q, qb, sizeof qb) : "";
+  const char *un = u >= 0 ? smooth_checks_column_name(h, u, ub, sizeof ub) : "";
+  if (q < 0 && u < 0) return 0;
+  if (q < 0 || u < 0) {
+    fprintf(stderr,
+            "arkcos smooth: %s: column %s is Stokes %c but there is no %c column to make a spin-2 "
+            "field with; --no-pol smooths every column as an independent scalar\n",
+            h->path, q >= 0 ? qn : un, q >= 0 ? 'Q' : 'U', q >= 0 ? 'U' : 'Q');
+    return 2;
+  }
+  if (!has_i && !o->pol) {
+    fprintf(stderr,
+            "arkcos smooth: %s: columns %s and %s are Stokes Q and U, with no intensity column: "
+            "give --pol to smooth them as one spin-2 field (parallel transport, as "
+            "healpy.smoothing(pol=True) does), or --no-pol to smooth every column as an "
+            "independent scalar\n",
+            h->path, qn, un);
+    return 2;
+  }
+  if (check_pol_request(r, h->path, qn, un)) return 2;
+  pc->q = q;
+  pc->u = u;
+  return 0;
 }

@@ -3,6 +3,9 @@
  * or read from files (docs/NARROW_BEAMS.md): the options --normalize,
  * --allow-subpixel, --kernel-unit and --allow-negative, the sampling check
  * of every input's nside, and the weight map that --normalize divides by.
+ * And the polarization of an input (docs/POLARIZATION.md): which of its
+ * columns are Stokes Q and U, smoothed together as one spin-2 field, the
+ * options --pol and --no-pol, and the options the spin-2 path cannot honour.
  * Kept apart from cmd_smooth.c, which calls these at its steps.
  */
 #ifndef ARKCOS_HARNESS_SMOOTH_CHECKS_H
@@ -49,11 +52,57 @@ arkcos_kernel *smooth_checks_kernel_file(const narrow_opts *o, const char *path,
 int smooth_checks_sampling(const narrow_opts *o, method_kind m, const arkcos_kernel *k,
                            double width, int gaussian, const hpx_header *inputs, int n);
 
+/* ---------------------------------------------------------- polarization */
+
+typedef struct pol_opts {
+  int pol;    /* --pol: Q and U as spin 2 also without an intensity column */
+  int no_pol; /* --no-pol: every column an independent scalar */
+} pol_opts;
+
+/* The Stokes Q and U columns of one input that are smoothed as one spin-2
+ * field P = Q + iU (0-based), or q = u = -1: every column is a scalar. */
+typedef struct pol_columns {
+  int q, u;
+} pol_columns;
+
+/* What the run asks of the method: the spin-2 path is enhanced mode,
+ * double precision and the CPU only (arkcos.h, options.spin). */
+typedef struct pol_request {
+  method_kind method;
+  arkcos_mode mode;
+  arkcos_precision precision;
+  arkcos_backend backend;
+} pol_request;
+
+/* The usage lines of --pol and --no-pol (for cmd_smooth's --help). */
+extern const char smooth_checks_pol_usage[];
+
+/* 1 if arg is --pol or --no-pol (then set), else 0. */
+int smooth_checks_pol_flag(const char *arg, pol_opts *o);
+/* --pol with --no-pol: 2 with the message, else 0. */
+int smooth_checks_pol_combination(const pol_opts *o);
+
+/* Column c's name as the output will have it: its TTYPE, or healpy's
+ * standard name when it has none (TEMPERATURE, Q_POLARISATION, ...). */
+const char *smooth_checks_column_name(const hpx_header *h, int c, char *buf, size_t len);
+
+/* The Q and U columns of h, found by name (Q, Q_STOKES, Q_POLARISATION,
+ * Q-POL, QPOL, any case; likewise U), anywhere in the table, into *pc.
+ * Refused (2, with a message naming the file and the columns): a Q without
+ * a U or the reverse, two of either, a Q and U pair without an intensity
+ * column (I, I_STOKES, T, TEMPERATURE, ...) unless --pol or --no-pol, and a
+ * spin-2 pair with --backend gpu, --precision single or --mode paper
+ * (each message names the option). --no-pol: *pc = {-1, -1}, nothing
+ * refused. Returns 0 or 2. */
+int smooth_checks_polarization(const pol_opts *o, const pol_request *r, const hpx_header *h,
+                               pol_columns *pc);
+
 /* --normalize: *w = A(1) for the smoother's geometry (npix values), else
  * *w = NULL. 0 or an error code with err filled. */
 int smooth_checks_weights(const narrow_opts *o, smoother *sm, int64_t npix, double **w,
                           arkcos_error *err);
-/* out /= w where w is not NULL. */
+/* out /= w where w is not NULL, but for UNSEEN output pixels (a weight
+ * threshold's), which stay UNSEEN. */
 void smooth_checks_normalize(const double *w, double *out, int64_t npix);
 
 #endif

@@ -195,6 +195,7 @@ int mask_job_begin(mask_job *j, const mask_opts *o, const mask_weights *mw,
   if (!j->set_of || !j->nunseen || !j->sets)
     return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", path);
   j->active = j->mw != NULL;
+  j->pol_q = j->pol_u = -1;
   uint64_t *bits = NULL;
   for (int c = 0; c < ncols; c++) {
     if (!bits && !(bits = malloc(sizeof *bits * (size_t)nwords(npix))))
@@ -268,20 +269,75 @@ static int64_t finish_column(const mask_job *j, const double *aw, double *out) {
   return n;
 }
 
-int mask_smooth_column(mask_job *j, smoother *sm, int c, double *in, double *out,
-                       arkcos_stage_times *stages, arkcos_error *err) {
-  mask_set *s = &j->sets[j->set_of[c]];
-  int rc = ARKCOS_OK;
-  if (!s->aw && (!s->trivial || j->o->write_weight))
-    rc = smooth_weight(j, sm, s, stages, err);
-  if (rc) return rc;
-  if (!s->trivial) apply_weight(j, in);
-  if ((rc = smoother_apply(sm, in, out, err))) return rc;
-  if (!s->trivial) j->nunseen[c] = finish_column(j, s->aw, out);
+/* The set's A(w), smoothed now if it is needed and not there yet. */
+static int ensure_weight(mask_job *j, smoother *sm, mask_set *s, arkcos_stage_times *stages,
+                         arkcos_error *err) {
+  if (s->aw || (s->trivial && !j->o->write_weight)) return ARKCOS_OK;
+  if (!sm) return arkcos_fail(err, ARKCOS_ERUNTIME, "%s: no scalar smoother for the weight map", j->path);
+  return smooth_weight(j, sm, s, stages, err);
+}
+
+/* After the set's last column: its A(w) is not needed again (unless it is
+ * written). */
+static void release_weight(mask_job *j, mask_set *s, int c) {
   if (c == s->last_col && !j->o->write_weight) {
     free(s->aw);
     s->aw = NULL;
   }
+}
+
+int mask_smooth_column(mask_job *j, smoother *sm, int c, double *in, double *out,
+                       arkcos_stage_times *stages, arkcos_error *err) {
+  mask_set *s = &j->sets[j->set_of[c]];
+  int rc = ensure_weight(j, sm, s, stages, err);
+  if (rc) return rc;
+  if (!s->trivial) apply_weight(j, in);
+  if ((rc = smoother_apply(sm, in, out, err))) return rc;
+  if (!s->trivial) j->nunseen[c] = finish_column(j, s->aw, out);
+  release_weight(j, s, c);
+  return ARKCOS_OK;
+}
+
+int mask_column_normalized(const mask_job *j, int c) {
+  return j->o->mode == MASK_MODE_NORMALIZE && !j->sets[j->set_of[c]].trivial;
+}
+
+int64_t mask_pol_union(double *q, double *u, int64_t npix) {
+  int64_t n = 0;
+#pragma omp parallel for reduction(+ : n) schedule(static)
+  for (int64_t p = 0; p < npix; p++) {
+    const int mq = isnan(q[p]), mu = isnan(u[p]);
+    if (mq != mu) {
+      q[p] = u[p] = NAN;
+      n++;
+    }
+  }
+  return n;
+}
+
+int mask_job_needs_weights(const mask_job *j) { return j->active || j->o->write_weight; }
+
+int mask_smooth_pair(mask_job *j, smoother *sm, smoother *sm2, int cq, int cu, double *q,
+                     double *u, double *q_out, double *u_out, arkcos_stage_times *stages,
+                     arkcos_error *err) {
+  if (j->set_of[cq] != j->set_of[cu])
+    return arkcos_fail(err, ARKCOS_ERUNTIME, "%s: Q and U miss different pixels (mask_pol_union first)",
+                       j->path);
+  mask_set *s = &j->sets[j->set_of[cq]];
+  int rc = ensure_weight(j, sm, s, stages, err);
+  if (rc) return rc;
+  if (!s->trivial) {
+    apply_weight(j, q);
+    apply_weight(j, u);
+  }
+  if ((rc = smoother_apply_spin2(sm2, q, u, q_out, u_out, err))) return rc;
+  if (!s->trivial) {
+    j->nunseen[cq] = finish_column(j, s->aw, q_out);
+    j->nunseen[cu] = finish_column(j, s->aw, u_out);
+  }
+  j->pol_q = cq;
+  j->pol_u = cu;
+  release_weight(j, s, cq > cu ? cq : cu);
   return ARKCOS_OK;
 }
 
@@ -315,6 +371,14 @@ void mask_job_report(const mask_job *j, const hpx_header *h) {
           "(%.3gs)\n",
           j->path, zero ? "zero" : "normalize", zero ? "A(w m)" : "A(w m) / A(w)",
           j->nsmoothed, j->weight_time);
+  if (j->pol_q >= 0) {
+    char qb[HPX_NAME_LEN], ub[HPX_NAME_LEN];
+    fprintf(stderr,
+            "arkcos smooth: %s: %s and %s as one spin-2 field P = Q + iU with one weight map: "
+            "out = %s (S2 spin-2, S0 scalar smoothing)\n",
+            j->path, column_name(h, j->pol_q, qb, sizeof qb), column_name(h, j->pol_u, ub, sizeof ub),
+            zero ? "S2(w P)" : "S2(w P) / S0(w)");
+  }
   if (zero && nmissing)
     fprintf(stderr, "arkcos smooth: note: %s: --mask-mode zero: the %lld missing pixel(s) "
             "count as 0, which pulls the smoothed map towards 0 near them\n",

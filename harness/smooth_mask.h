@@ -16,6 +16,15 @@
  * are the same share it (with --mask and complete columns there is one).
  * A column without missing pixels and without --mask is smoothed as
  * before (w = 1: no division, no threshold).
+ *
+ * Stokes Q and U smoothed as one spin-2 field P = Q + iU (S2, the spin-2
+ * smoothing; S0 the scalar one) share one weight map, w = 0 where Q or U is
+ * missing (mask_pol_union), and
+ *
+ *   normalize            Q' + i U' = S2(w P) / S0(w)
+ *   zero                 Q' + i U' = S2(w P)
+ *
+ * with the same threshold on S0(w) = A(w).
  */
 #ifndef ARKCOS_HARNESS_SMOOTH_MASK_H
 #define ARKCOS_HARNESS_SMOOTH_MASK_H
@@ -88,6 +97,7 @@ typedef struct mask_job {
   int nsmoothed;     /* A(w) computed (weight smoothings) */
   double weight_time; /* seconds they took */
   int active;        /* some column has missing pixels, or --mask */
+  int pol_q, pol_u;  /* the columns smoothed as spin 2 (mask_smooth_pair), or -1 */
 } mask_job;
 
 /* Finds the missing pixels (NaN, as hpx_read_columns_missing leaves them)
@@ -102,6 +112,30 @@ int mask_job_begin(mask_job *j, const mask_opts *o, const mask_weights *mw,
  * smoother_stages afterwards gives its stages. */
 int mask_smooth_column(mask_job *j, smoother *sm, int c, double *in, double *out,
                        arkcos_stage_times *stages, arkcos_error *err);
+
+/* 1 when column c's output was divided by its A(w) (--mask-mode normalize
+ * and missing pixels or --mask): it is normalised by the kernel's discrete
+ * weights already, and --normalize must not divide it by A(1) again. */
+int mask_column_normalized(const mask_job *j, int c);
+
+/* Q and U are one field: where either is missing (NaN), both become NaN.
+ * Returns the number of pixels that became missing in one of them. */
+int64_t mask_pol_union(double *q, double *u, int64_t npix);
+
+/* 1 when a weight map A(w) will be smoothed (some column has missing
+ * pixels, --mask, or --write-weight): the scalar smoother is needed even
+ * for a file of Q and U only. */
+int mask_job_needs_weights(const mask_job *j);
+
+/* Smooths columns cq, cu (Stokes Q and U, which share their missing pixels:
+ * mask_pol_union before mask_job_begin) as the spin-2 field P with sm2
+ * (spin 2) into q_out, u_out: q and u are modified (become w Q, w U). A(w)
+ * comes from the scalar smoother sm, which may be NULL when
+ * mask_job_needs_weights is 0. As mask_smooth_column otherwise: the last
+ * apply is sm2's. */
+int mask_smooth_pair(mask_job *j, smoother *sm, smoother *sm2, int cq, int cu, double *q,
+                     double *u, double *q_out, double *u_out, arkcos_stage_times *stages,
+                     arkcos_error *err);
 
 /* Stderr: per column, the missing pixels and the output pixels set to
  * UNSEEN; in zero mode a note. Nothing for a file without missing pixels
