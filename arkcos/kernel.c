@@ -378,18 +378,28 @@ static int parse_kernel_line(const char *path, int lineno, const char *line,
  * previous one (angles increase). */
 static int read_kernel_lines(FILE *fp, const char *path, const arkcos_kernel_file_options *o,
                              ktable *t, arkcos_error *err) {
-  char line[4096];
+  char *line = NULL; /* any length (getline) */
+  size_t cap = 0;
   int lineno = 0;
-  while (fgets(line, sizeof line, fp)) {
+  while (getline(&line, &cap, fp) > 0) {
     double x = 0, y = 0;
     int rc = parse_kernel_line(path, ++lineno, line, o, &x, &y, err);
-    if (rc < 0 || rc > 1) return rc;
+    if (rc < 0 || rc > 1) {
+      free(line);
+      return rc;
+    }
     if (!rc) continue;
-    if (t->n && x <= t->a[t->n - 1])
+    if (t->n && x <= t->a[t->n - 1]) {
+      free(line);
       return arkcos_fail(err, ARKCOS_EINVAL, "%s:%d: angles must increase (%g after %g on line %d)",
                          path, lineno, x, t->a[t->n - 1], t->line[t->n - 1]);
-    if (ktable_push(t, x, y, lineno)) return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", path);
+    }
+    if (ktable_push(t, x, y, lineno)) {
+      free(line);
+      return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", path);
+    }
   }
+  free(line);
   if (t->n < 2)
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "%s:%d: end of file after %d data line%s: a kernel file needs at least 2 "

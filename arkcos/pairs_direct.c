@@ -357,12 +357,14 @@ typedef double v4d __attribute__((vector_size(32)));
 static void lanes_input(const arkcos_ring *rg, const dpair *d, const double *in, double *x) {
   const int64_t nj = rg[d->j].nph, nb = d->bmax - d->bmin + d->maxlen;
   const double *xj = in + rg[d->j].ofs, *xm = d->jm >= 0 ? in + rg[d->jm].ofs : xj;
-  for (int64_t b = 0; b < nb; b++)
-    for (int r = 0; r < 4; r++) {
-      const int64_t q = wrap64(d->bmin + b + r * d->sj, nj);
+  for (int r = 0; r < 4; r++) { /* lane by lane, the ring index wrapped once */
+    int64_t q = wrap64(d->bmin + r * d->sj, nj);
+    for (int64_t b = 0; b < nb; b++) {
       x[8 * b + r] = xj[q];
       x[8 * b + 4 + r] = xm[q];
+      if (++q == nj) q = 0;
     }
+  }
 }
 
 /* Lanes 4: y[a + r P] += sum_l w_al x_j(b0_a + l + r sj), r < 4, and the
@@ -449,14 +451,16 @@ double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out) 
 static void lanes_input2(const arkcos_ring *rg, const dpair *d, const double *q, const double *u, double *x) {
   const int64_t nj = rg[d->j].nph, nb = d->bmax - d->bmin + d->maxlen;
   const int64_t oj = rg[d->j].ofs, om = d->jm >= 0 ? rg[d->jm].ofs : oj;
-  for (int64_t b = 0; b < nb; b++)
-    for (int r = 0; r < 4; r++) {
-      const int64_t k = wrap64(d->bmin + b + r * d->sj, nj);
+  for (int r = 0; r < 4; r++) { /* lane by lane, the ring index wrapped once */
+    int64_t k = wrap64(d->bmin + r * d->sj, nj);
+    for (int64_t b = 0; b < nb; b++) {
       x[16 * b + r] = q[oj + k];
       x[16 * b + 4 + r] = u[oj + k];
       x[16 * b + 8 + r] = q[om + k];
       x[16 * b + 12 + r] = u[om + k];
+      if (++k == nj) k = 0;
     }
+  }
 }
 
 /* Lanes 4, spin 2: P_i += W P_j with complex W = w + i wi, and on the

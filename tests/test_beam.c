@@ -210,4 +210,25 @@ TEST_GROUP(beam_files) {
   CHECK(system(cmd) == 0, "cleanup");
 }
 
-TEST_MAIN(TG(gaussian_beam), TG(sidelobes_round_trip), TG(refusals), TG(beam_files))
+/* A kernel file's lines may be of any length (a 6000-character comment,
+ * a data line padded past 4096 characters). */
+TEST_GROUP(kernel_file_long_lines) {
+  char path[] = "/tmp/arkcos-longk-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) exit(1);
+  FILE *f = fdopen(fd, "w");
+  fputs("# ", f);
+  for (int i = 0; i < 6000; i++) fputc('x', f);
+  fputs("\n0 1", f);
+  for (int i = 0; i < 5000; i++) fputc(' ', f);
+  fputs("# a long comment\n0.01 0.5\n0.02 0\n", f);
+  fclose(f);
+  arkcos_error err = {0, ""};
+  arkcos_kernel *k = arkcos_kernel_from_file(path, 0, 0, &err);
+  CHECK(k != NULL, "long lines refused: %s", err.msg);
+  if (k) CHECK(fabs(arkcos_kernel_cutoff(k) - 0.02) < 1e-15, "cutoff %g", arkcos_kernel_cutoff(k));
+  arkcos_kernel_destroy(k);
+  remove(path);
+}
+
+TEST_MAIN(TG(kernel_file_long_lines), TG(gaussian_beam), TG(sidelobes_round_trip), TG(refusals), TG(beam_files))
