@@ -7,6 +7,7 @@
  *              [--tophat-px R] [--accuracy EPS]
  *              [--oversample Q]   (no effect since the caps are exact; accepted, with a warning)
  *        bench --support-sweep NSIDE [--threads T] [--repeats R]
+ *        bench --spin2 [--nside N,...] [--threads T] [--repeats R] [--fsht-repeats R]
  * ARKCoS times are medians of --repeats executes (default 9: single runs on a
  * shared machine scatter by tens of percent), FSHT times of --fsht-repeats (1),
  * at lmax = 3 nside - 1 (healpy's default) and 2 nside (the paper's), iter 0
@@ -16,6 +17,10 @@
  * --tophat-px R takes a top-hat of R pixels' radius instead. Beside the
  * default (exact) plan, one with --accuracy EPS (default 1e-5): the cheaper
  * path its a-priori bound allows.
+ * --spin2 times the polarized smoothing of Q and U (one spin-2 plan) beside
+ * the scalar smoothing of one map with the same beam, and libsharp's spin-2
+ * smoothing (map2alm_spin, E and B times K_l^(2), alm2map_spin) at both band
+ * limits, iter 0 and 3, in the same run.
  */
 #include <math.h>
 #include <omp.h>
@@ -118,7 +123,7 @@ static int support_sweep(long nside, int threads, int repeats, double rel) {
 
 typedef struct bench_args {
   long nsides[8];
-  int nn, threads, repeats, frep, do_fsht, do_cache;
+  int nn, threads, repeats, frep, do_fsht, do_cache, spin2;
   long sweep_nside;
   double fwhm2048, rel, tophat_px, accuracy;
 } bench_args;
@@ -138,6 +143,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     else if (!strcmp(argv[i], "--cutoff-rel") && i + 1 < argc) a->rel = atof(argv[++i]);
     else if (!strcmp(argv[i], "--no-fsht")) a->do_fsht = 0;
     else if (!strcmp(argv[i], "--no-cache")) a->do_cache = 0;
+    else if (!strcmp(argv[i], "--spin2")) a->spin2 = 1;
     else if (!strcmp(argv[i], "--oversample") && i + 1 < argc) {
       i++;
       oversample = 1;
@@ -309,11 +315,108 @@ static int bench_nside(const bench_args *a, long nside) {
   return rc ? 1 : 0;
 }
 
+/* Median execute of a spin-2 plan on (q, u) after a warm-up. */
+static int time_spin2(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                      const double *q, const double *u, double *qo, double *uo, int repeats, plan_timing *t,
+                      arkcos_error *err) {
+  memset(t, 0, sizeof *t);
+  double t0 = wall_time();
+  arkcos_plan *p = arkcos_plan_create(g, k, o, err);
+  t->plan = wall_time() - t0;
+  double *ts = malloc(sizeof(double) * repeats);
+  int rc = !p ? err->code : !ts ? arkcos_fail(err, ARKCOS_ENOMEM, "out of memory") : 0;
+  if (!rc) rc = arkcos_execute_spin2(p, q, u, qo, uo, err); /* warm-up */
+  for (int r = 0; !rc && r < repeats; r++) {
+    t0 = wall_time();
+    rc = arkcos_execute_spin2(p, q, u, qo, uo, err);
+    ts[r] = wall_time() - t0;
+  }
+  if (!rc) {
+    t->median = median(ts, repeats);
+    t->memory_mb = arkcos_plan_memory(p) / 1e6;
+    t->bound = arkcos_plan_bound(p);
+  }
+  arkcos_plan_destroy(p);
+  free(ts);
+  return rc;
+}
+
+/* --spin2, one nside: Q and U through one spin-2 plan against one scalar
+ * map through a scalar plan (same beam, same threads), and libsharp's
+ * spin-2 smoothing at lmax = 3 nside - 1 and 2 nside, iter 0 and 3. */
+static int bench_spin2_nside(const bench_args *a, long nside) {
+  arkcos_error err = {0, ""};
+  arkcos_kernel_spec ks = {0};
+  ks.type = ARKCOS_KERNEL_GAUSSIAN;
+  ks.fwhm = a->fwhm2048 * 2048.0 / (double)nside * M_PI / 10800;
+  ks.cutoff_rel = a->rel;
+  arkcos_geometry *g = arkcos_geometry_healpix(nside, &err);
+  arkcos_kernel *k = g ? arkcos_kernel_create(&ks, &err) : NULL;
+  const size_t n = g ? (size_t)g->npix : 0;
+  double *buf = g ? malloc(sizeof(double) * 4 * n) : NULL;
+  int rc = !g || !k ? err.code : !buf ? arkcos_fail(&err, ARKCOS_ENOMEM, "out of memory") : 0;
+  double *q = buf, *u = buf + n, *qo = buf + 2 * n, *uo = buf + 3 * n;
+  uint64_t s = 7;
+  for (size_t i = 0; !rc && i < 2 * n; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    buf[i] = (double)(s >> 11) * 0x1.0p-53 - 0.5;
+  }
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  o.threads = a->threads;
+  plan_timing ts0, ts2;
+  double f[4] = {NAN, NAN, NAN, NAN};
+  if (!rc) rc = time_plan(g, k, &o, q, qo, a->repeats, &ts0, &err);
+  o.spin = 2;
+  if (!rc) rc = time_spin2(g, k, &o, q, u, qo, uo, a->repeats, &ts2, &err);
+  const int lmaxes[2] = {(int)(3 * nside - 1), (int)(2 * nside)};
+  for (int c = 0; !rc && a->do_fsht && c < 4; c++) {
+    double *fs = malloc(sizeof(double) * a->frep);
+    for (int r = 0; fs && !rc && r < a->frep; r++) {
+      double t0 = wall_time();
+      rc = ref_fsht_smooth_spin2(g, k, q, u, qo, uo, lmaxes[c / 2], c % 2 ? 3 : 0, NULL, a->threads, &err);
+      fs[r] = wall_time() - t0;
+    }
+    if (!fs) rc = arkcos_fail(&err, ARKCOS_ENOMEM, "out of memory");
+    if (!rc) f[c] = median(fs, a->frep);
+    free(fs);
+  }
+  if (!rc)
+    printf("  %-5ld %7.2f | %9.4f %9.4f %7.2f | %8.2f %8.2f %8.2f %8.2f | %7.1f %7.1f %7.1f %7.1f | %8.0f %.2g\n",
+           nside, ks.fwhm * 10800 / M_PI, ts0.median, ts2.median, ts2.median / ts0.median, f[2], f[3], f[0], f[1],
+           f[2] / ts2.median, f[3] / ts2.median, f[0] / ts2.median, f[1] / ts2.median, ts2.memory_mb, ts2.bound);
+  else
+    fprintf(stderr, "bench: %s\n", err.msg);
+  fflush(stdout);
+  free(buf);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+  return rc ? 1 : 0;
+}
+
+static int bench_spin2(const bench_args *a) {
+  printf("# ARKCoS CPU bench, polarization: %d threads, Gaussian FWHM = %.2f' * 2048 / nside, cut at %.0e, double\n",
+         a->threads, a->fwhm2048, a->rel);
+  printf("# %-5s %7s | %9s %9s %7s | %8s %8s %8s %8s | %7s %7s %7s %7s | %8s %s\n", "nside", "fwhm'", "scalar_s",
+         "spin2_s", "s2/s0", "f2n_it0", "f2n_it3", "f3n_it0", "f3n_it3", "x2n_0", "x2n_3", "x3n_0", "x3n_3",
+         "plan_MB", "bound");
+  for (int c = 0; c < a->nn; c++)
+    if (bench_spin2_nside(a, a->nsides[c])) return 1;
+  printf("# scalar_s: median execute of one map (scalar plan); spin2_s: median execute of Q and U together\n"
+         "# (spin-2 plan, exact against the spin-2 direct sum); s2/s0: their ratio;\n"
+         "# f2n/f3n: libsharp spin-2 smoothing of Q and U (map2alm_spin, E and B times K_l^(2), alm2map_spin)\n"
+         "# at lmax = 2 nside (the paper's) and 3 nside - 1 (healpy's default), iter 0 and 3;\n"
+         "# x..: that time / spin2_s\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   bench_args a;
   if (parse_args(argc, argv, &a)) return 2;
   omp_set_num_threads(a.threads);
   if (a.sweep_nside > 0) return support_sweep(a.sweep_nside, a.threads, a.repeats, a.rel);
+  if (a.spin2) return bench_spin2(&a);
   print_header(&a);
   for (int c = 0; c < a.nn; c++)
     if (bench_nside(&a, a.nsides[c])) return 1;
