@@ -309,12 +309,13 @@ static void count_work(run_ctx *c) {
   c->total = cfg->nnside * cfg->nkernels * cfg->nmethods * cfg->nthreads * sweep_nspins(cfg);
   for (int a = 0; a < cfg->nnside; a++)
     for (int ki = 0; ki < cfg->nkernels; ki++)
-      for (c->spin = 0; c->spin < 2 * sweep_nspins(cfg); c->spin += 2)
-      for (int mi = 0; mi < cfg->nmethods; mi++)
-        for (int ti = 0; ti < cfg->nthreads; ti++) {
-          char id[2048];
-          c->to_run += to_run(c, cfg->nside[a], ki, mi, cfg->threads[ti], id, sizeof id);
-        }
+      for (c->spin = 0; c->spin < 2 * sweep_nspins(cfg); c->spin += 2) /* input.pol */
+        for (int mi = 0; mi < cfg->nmethods; mi++)
+          for (int ti = 0; ti < cfg->nthreads; ti++) {
+            char id[2048];
+            c->to_run += to_run(c, cfg->nside[a], ki, mi, cfg->threads[ti], id, sizeof id);
+          }
+  c->spin = 0;
   c->progress = isatty(2);
   const char *stop = getenv("ARKCOS_TEST_STOP_AFTER");
   c->stop_after = stop ? atol(stop) : 0;
