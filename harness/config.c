@@ -62,11 +62,18 @@ static const field random_fields[] = {
     {"lmax_factor", F_NUM, 0, 3, 1, "2", NULL, NULL},
     {"seed", F_INT, 0, 9007199254740992.0, 0, "1", NULL, NULL},
     {"cl_file", F_STR, 0, 0, 0, NULL, NULL, NULL},
+    {"pol", F_BOOL, 0, 0, 0, "false", NULL, NULL},
     END};
+/* "pol" is accepted (false) but not defined for these inputs: fill_input
+ * refuses true with a message that says so. */
 static const field point_source_fields[] = {
-    {"sources", F_SOURCES, 0, 0, 0, REQUIRED, NULL, NULL}, END};
+    {"sources", F_SOURCES, 0, 0, 0, REQUIRED, NULL, NULL},
+    {"pol", F_BOOL, 0, 0, 0, NULL, NULL, NULL},
+    END};
 static const field fits_fields[] = {
-    {"path", F_STR, 0, 0, 0, REQUIRED, NULL, NULL}, END};
+    {"path", F_STR, 0, 0, 0, REQUIRED, NULL, NULL},
+    {"pol", F_BOOL, 0, 0, 0, NULL, NULL, NULL},
+    END};
 static const variant input_variants[] = {{"random", random_fields},
                                          {"point_sources", point_source_fields},
                                          {"fits", fits_fields},
@@ -798,12 +805,17 @@ static void fill_input(errlist *e, const char *cfgpath, const json_t *n,
                        cfg_input *input) {
   json_t *in = json_object_get(n, "input");
   const char *itype = str(in, "type");
+  if (strcmp(itype, "random") && json_is_true(json_object_get(in, "pol")))
+    add_error(e, "input.pol", "polarized inputs are random fields only (\"type\": \"random\"); %s",
+              !strcmp(itype, "fits") ? "the Q, U columns of a FITS map are smoothed by `arkcos smooth`"
+                                     : "point sources carry no polarization");
   if (!strcmp(itype, "random")) {
     input->type = CFG_INPUT_RANDOM;
     input->lmax_factor = num(in, "lmax_factor", 2);
     input->seed = (uint64_t)num(in, "seed", 1);
     input->cl_file = resolve_path(cfgpath, str(in, "cl_file"));
     check_readable(e, "input.cl_file", input->cl_file);
+    input->pol = json_is_true(json_object_get(in, "pol"));
   } else if (!strcmp(itype, "point_sources")) {
     input->type = CFG_INPUT_POINT_SOURCES;
     json_t *src = json_object_get(in, "sources");

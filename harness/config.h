@@ -52,6 +52,7 @@ typedef struct cfg_input {
   double lmax_factor;   /* random: band limit config_lmax(lmax_factor, nside) */
   uint64_t seed;        /* random */
   char *cl_file;        /* random: resolved path, NULL = built-in CMB C_l */
+  int pol;              /* random: I, Q, U; every case also runs as spin 2 on Q, U */
   cfg_source *sources;  /* point_sources */
   int nsources;
   char *path;           /* fits: resolved path */

@@ -678,6 +678,74 @@ static void md_speedups(const doc *d) {
   }
 }
 
+/* The scalar case of a spin-2 case u in file f: the same id without its
+ * " pol=true" (sweep_case_id); NULL when the file has none. */
+#define POL_ID_SUFFIX " pol=true"
+static const results_case *scalar_twin(const model *md, const ucase *u, int f) {
+  const results_case *c = case_in(md, u, f);
+  size_t n = c ? strlen(c->key) : 0, ns = strlen(POL_ID_SUFFIX);
+  if (!c || !results_case_is_pol(c) || n <= ns || strcmp(c->key + n - ns, POL_ID_SUFFIX)) return NULL;
+  const results_file *rf = &md->m[f].rf;
+  for (size_t i = 0; i < rf->ncases; i++)
+    if (!results_case_is_pol(&rf->cases[i]) && strlen(rf->cases[i].key) == n - ns &&
+        !strncmp(rf->cases[i].key, c->key, n - ns))
+      return &rf->cases[i];
+  return NULL;
+}
+
+/* The cells of one machine: scalar and spin-2 speed-ups over FSHT (each
+ * against the FSHT case of its own kind) and the spin-2 time over the
+ * scalar time. 1 if the machine has both cases. */
+static int pol_cells(const doc *d, const ucase *u, int f) {
+  const model *md = d->md;
+  const results_case *c = case_in(md, u, f), *sc = scalar_twin(md, u, f);
+  char w[160], buf[256];
+  int both = c && sc && !strcmp(c->status, "ok") && !strcmp(sc->status, "ok");
+  for (int k = 0; k < 2; k++) {
+    double s = both ? speedup(&md->m[f].rf, k ? c : sc, md->fsht, w, sizeof w) : 0;
+    if (s > 0) snprintf(buf, sizeof buf, "%.3gx (vs %s)", s, w);
+    else snprintf(buf, sizeof buf, "-");
+    sb_cell(d->b, buf);
+  }
+  if (both) snprintf(buf, sizeof buf, "%.3g", c->tmedian / sc->tmedian);
+  else snprintf(buf, sizeof buf, "-");
+  sb_cell(d->b, buf);
+  return both;
+}
+
+/* Polarized sweeps (input.pol): every case ran scalar (I) and spin 2 (Q, U);
+ * one row per spin-2 case in every file whose scalar case is there too. */
+static void md_pol(const doc *d) {
+  const model *md = d->md;
+  sbuf *b = d->b;
+  int any = 0;
+  for (size_t i = 0; i < md->nuc && !any; i++)
+    any = md->uc[i].in_all && results_case_is_pol(md->uc[i].rep) && scalar_twin(md, &md->uc[i], 0);
+  if (!any) return;
+  sb_printf(b, "\n## Polarization: spin-2 speed-up beside the scalar one\n\n");
+  sb_printf(b, "Cases of a polarized sweep (input `pol`: true) ran twice: the scalar smoothing of I "
+               "and the spin-2 smoothing of Q, U as one field (`pol=true`). Scalar: FSHT time / "
+               "case time against the scalar `%s` case; spin 2: against the spin-2 FSHT case "
+               "(E and B through libsharp's spin-2 transforms), same nside and threads; and the "
+               "spin-2 time over the scalar time of the same method.\n\n| case |", md->fsht);
+  for (int f = 0; f < md->nm; f++)
+    sb_printf(b, " %s scalar | %s spin 2 | %s spin 2 / scalar time |", md->m[f].label,
+              md->m[f].label, md->m[f].label);
+  sb_printf(b, "\n|---|");
+  for (int f = 0; f < 3 * md->nm; f++) sb_printf(b, "---:|");
+  sb_printf(b, "\n");
+  for (size_t i = 0; i < md->nuc; i++) {
+    const ucase *u = &md->uc[i];
+    if (!u->in_all || !results_case_is_pol(u->rep) || !strcmp(u->rep->method, "fsht") ||
+        !scalar_twin(md, u, 0))
+      continue;
+    sb_printf(b, "|");
+    case_cell(b, u);
+    for (int f = 0; f < md->nm; f++) pol_cells(d, u, f);
+    sb_printf(b, "\n");
+  }
+}
+
 /* The stage rows of a shared arkcos case, one per machine with stage times. */
 static void stage_table_rows(const model *md, sbuf *b, const ucase *u) {
   char buf[512];
@@ -786,6 +854,7 @@ static void write_markdown(const model *md, const chart_set *cs, sbuf *b) {
   md_machines(&d);
   md_times(&d);
   md_speedups(&d);
+  md_pol(&d);
   md_stages(&d);
   md_rest(&d);
   md_notes(&d);

@@ -502,13 +502,18 @@ int results_method_matches(const results_case *c, const char *selector) {
   return ok;
 }
 
+int results_case_is_pol(const results_case *c) {
+  return json_is_true(json_object_get(c->obj, "pol"));
+}
+
 long results_find_reference(const results_file *rf, const results_case *c,
                             const char *selector, int *same_kernel) {
   long any = -1;
   for (size_t i = 0; i < rf->ncases; i++) {
     const results_case *o = &rf->cases[i];
     if (strcmp(o->status, "ok") || o->nside != c->nside ||
-        o->threads != c->threads || !results_method_matches(o, selector))
+        o->threads != c->threads || !results_method_matches(o, selector) ||
+        results_case_is_pol(o) != results_case_is_pol(c)) /* spin 2 against spin 2 */
       continue;
     if (json_equal(o->kernel, c->kernel) || (!o->kernel && !c->kernel)) {
       if (same_kernel) *same_kernel = 1;

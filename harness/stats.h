@@ -146,8 +146,13 @@ char *results_canonical_key(json_t *case_obj);
  * strings. Returns 1 when the case's method matches. */
 int results_method_matches(const results_case *c, const char *selector);
 
+/* 1 for a spin-2 case of a polarized sweep ("pol": true: Q, U smoothed as
+ * one spin-2 field). */
+int results_case_is_pol(const results_case *c);
+
 /* The case of the same file that serves as the yardstick for c: a case with
- * status ok matching `selector`, same nside and threads, and the same kernel
+ * status ok matching `selector`, same nside and threads, spin 2 when c is
+ * (results_case_is_pol) and scalar when it is not, and the same kernel
  * (preferred) or, failing that, any kernel. First in file order wins.
  * *same_kernel tells which. Returns the index or -1. */
 long results_find_reference(const results_file *rf, const results_case *c,

@@ -298,7 +298,7 @@ static int open_doc(run_ctx *c, const run_args *a, int full_argc, char **full_ar
 
 /* A case still to run: not recorded, or recorded as failed. */
 static int to_run(run_ctx *c, int64_t nside, int ki, int mi, int threads, char *id, size_t len) {
-  sweep_case_id(c->cfg, nside, ki, mi, threads, id, len);
+  sweep_case_id(c->cfg, nside, ki, mi, threads, c->spin, id, len);
   json_t *old = results_doc_find(&c->doc, id);
   const char *st = json_string_value(json_object_get(old, "status"));
   return !old || (st && !strcmp(st, "failed"));
@@ -306,14 +306,16 @@ static int to_run(run_ctx *c, int64_t nside, int ki, int mi, int threads, char *
 
 static void count_work(run_ctx *c) {
   const run_config *cfg = c->cfg;
-  c->total = cfg->nnside * cfg->nkernels * cfg->nmethods * cfg->nthreads;
+  c->total = cfg->nnside * cfg->nkernels * cfg->nmethods * cfg->nthreads * sweep_nspins(cfg);
   for (int a = 0; a < cfg->nnside; a++)
     for (int ki = 0; ki < cfg->nkernels; ki++)
-      for (int mi = 0; mi < cfg->nmethods; mi++)
-        for (int ti = 0; ti < cfg->nthreads; ti++) {
-          char id[2048];
-          c->to_run += to_run(c, cfg->nside[a], ki, mi, cfg->threads[ti], id, sizeof id);
-        }
+      for (c->spin = 0; c->spin < 2 * sweep_nspins(cfg); c->spin += 2) /* input.pol */
+        for (int mi = 0; mi < cfg->nmethods; mi++)
+          for (int ti = 0; ti < cfg->nthreads; ti++) {
+            char id[2048];
+            c->to_run += to_run(c, cfg->nside[a], ki, mi, cfg->threads[ti], id, sizeof id);
+          }
+  c->spin = 0;
   c->progress = isatty(2);
   const char *stop = getenv("ARKCOS_TEST_STOP_AFTER");
   c->stop_after = stop ? atol(stop) : 0;
@@ -366,7 +368,7 @@ static int run_kernel(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
         report_error(&err);
         return 1;
       }
-      sweep_case_slug(cfg, nside, ki, mi, cfg->threads[ti], slug, sizeof slug);
+      sweep_case_slug(cfg, nside, ki, mi, cfg->threads[ti], c->spin, slug, sizeof slug);
       progress(c, slug);
       sweep_run_case(c, *g, ki, mi, cfg->threads[ti], id, in, &rs);
       if (++c->ran_now >= c->stop_after && c->stop_after > 0) {
@@ -412,8 +414,9 @@ static int run_all(run_ctx *c) {
     arkcos_geometry *g = NULL;
     input_state in;
     memset(&in, 0, sizeof in);
-    for (int ki = 0; ki < cfg->nkernels; ki++)
-      if (run_kernel(c, cfg->nside[a], ki, &g, &in)) return 1;
+    for (int ki = 0; ki < cfg->nkernels; ki++) /* input.pol: scalar cases, then spin 2 */
+      for (c->spin = 0; c->spin < 2 * sweep_nspins(cfg); c->spin += 2)
+        if (run_kernel(c, cfg->nside[a], ki, &g, &in)) return 1;
     sweep_input_free(&in);
     arkcos_geometry_destroy(g);
   }

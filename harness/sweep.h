@@ -21,12 +21,14 @@
 #include "harness/results.h"
 #include "reference/reference.h"
 
-/* A method's result: a full map, or the values at sampled pixels. */
+/* A method's result: a full map, or the values at sampled pixels. A spin-2
+ * case (Q, U) keeps Q in map / vals and U in map_u / vals_u. */
 typedef struct method_out {
   double *map;   /* npix values, or NULL */
   int64_t *pix;  /* sampled pixels (sample order) */
   double *vals;
   int64_t n;
+  double *map_u, *vals_u; /* spin 2: U; NULL for scalar cases */
 } method_out;
 
 typedef struct timing {
@@ -48,7 +50,11 @@ typedef struct input_state {
   int lmax;              /* random: band limit */
   double *cl;            /* random: input spectrum 0..lmax */
   double complex *alm;   /* random */
-  double *map;
+  double *map;           /* the scalar input (I of a polarized input) */
+  /* input.pol: E and B spectra and a_lm (0..lmax), and Q, U = their spin-2 alm2map */
+  double *cl_e, *cl_b;
+  double complex *alm_e, *alm_b;
+  double *q, *u;
 } input_state;
 
 /* The reference of one (nside, kernel). */
@@ -72,6 +78,7 @@ typedef struct run_ctx {
   double memory_limit;
   int gpu_ok;
   char gpu_why[256];
+  int spin;              /* the cases being run: 0 scalar, 2 spin 2 (Q, U of input.pol) */
   /* progress */
   int total, index, ran_now, to_run;
   double t_start;
@@ -80,9 +87,13 @@ typedef struct run_ctx {
 } run_ctx;
 
 /* sweep_case.c */
-void sweep_case_id(const run_config *cfg, int64_t nside, int ki, int mi, int threads,
+/* The spins a config's cases run with: 0, and 2 as well with input.pol
+ * (every case once scalar on I and once spin 2 on Q, U). */
+int sweep_nspins(const run_config *cfg);
+/* spin: 0 scalar, 2 the spin-2 case (its id and slug say so). */
+void sweep_case_id(const run_config *cfg, int64_t nside, int ki, int mi, int threads, int spin,
                    char *buf, size_t len);
-void sweep_case_slug(const run_config *cfg, int64_t nside, int ki, int mi, int threads,
+void sweep_case_slug(const run_config *cfg, int64_t nside, int ki, int mi, int threads, int spin,
                      char *out, size_t len);
 int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
                    const char *id, input_state *in, ref_state *rs);
@@ -91,9 +102,11 @@ int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int thr
 int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                       const arkcos_kernel *k, char *why, size_t len);
 int sweep_threads(int t); /* t, or the cores this process may use when t <= 0 */
+/* in_u: NULL for a scalar run of in; else in, in_u are Q, U, smoothed as
+ * one spin-2 field (each timed sample is one spin-2 apply of both). */
 int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos_kernel *k,
-                     const double *in, int threads, int repeats, int warmup, timing *t,
-                     method_out *out, arkcos_error *err);
+                     const double *in, const double *in_u, int threads, int repeats, int warmup,
+                     timing *t, method_out *out, arkcos_error *err);
 void method_out_free(method_out *o);
 void timing_free(timing *t);
 
@@ -106,6 +119,10 @@ ref_source *sweep_sources(const run_config *cfg);
 /* K_l a_lm of the random input up to in->lmax (the exact smoothed field). */
 double complex *sweep_exact_alm(const run_ctx *c, int ki, const input_state *in,
                                 arkcos_error *err);
+/* K_l^(2) E_lm and K_l^(2) B_lm of a polarized input (2 ref_alm_size(lmax)
+ * values: E, then B; the exact smoothed spin-2 field). */
+double complex *sweep_exact_alm_spin2(const run_ctx *c, int ki, const input_state *in,
+                                      arkcos_error *err);
 
 /* sweep_reference.c */
 void sweep_ensure_reference(run_ctx *c, const arkcos_geometry *g, int ki, input_state *in,

@@ -14,10 +14,14 @@
 
 #define DEG (M_PI / 180.0)
 
-void sweep_case_id(const run_config *cfg, int64_t nside, int ki, int mi, int threads,
+int sweep_nspins(const run_config *cfg) { return cfg->input.pol ? 2 : 1; }
+
+/* A spin-2 case's id ends in " pol=true", so that it never equals the id of
+ * the scalar case of the same parameters (and scalar ids stay as before). */
+void sweep_case_id(const run_config *cfg, int64_t nside, int ki, int mi, int threads, int spin,
                    char *buf, size_t len) {
-  snprintf(buf, len, "nside=%lld kernel=%s method=%s threads=%d", (long long)nside,
-           cfg->kernels[ki].id, cfg->methods[mi].id, threads);
+  snprintf(buf, len, "nside=%lld kernel=%s method=%s threads=%d%s", (long long)nside,
+           cfg->kernels[ki].id, cfg->methods[mi].id, threads, spin == 2 ? " pol=true" : "");
 }
 
 /* The kernel part of a case slug, e.g. gaussian-fwhm60-cut2.5. */
@@ -50,7 +54,7 @@ static void kernel_slug(const cfg_kernel *k, char *ks, size_t len) {
 /* A short file-name-safe name for a case's outputs, e.g.
  * n512_gaussian-fwhm60-cut2.5_arkcos-cpu-enhanced-double_t2 (the case id
  * itself is recorded beside every path in results.json). */
-void sweep_case_slug(const run_config *cfg, int64_t nside, int ki, int mi, int threads,
+void sweep_case_slug(const run_config *cfg, int64_t nside, int ki, int mi, int threads, int spin,
                      char *out, size_t len) {
   const cfg_method *m = &cfg->methods[mi];
   char ks[400], ms[300], n2[64];
@@ -62,7 +66,8 @@ void sweep_case_slug(const run_config *cfg, int64_t nside, int ki, int mi, int t
   }
   if (m->type == CFG_METHOD_DIRECT && m->sample > 0)
     snprintf(ms + strlen(ms), sizeof ms - strlen(ms), "-s%lld", (long long)m->sample);
-  snprintf(out, len, "n%lld_%s_%s_t%d", (long long)nside, ks, ms, threads);
+  snprintf(out, len, "n%lld_%s_%s_t%d%s", (long long)nside, ks, ms, threads,
+           spin == 2 ? "_pol" : "");
   for (char *c = out; *c; c++)
     if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
           *c == '.' || *c == '-' || *c == '_'))
@@ -111,6 +116,7 @@ static json_t *case_base(run_ctx *c, const char *id, int64_t nside, int ki, int 
   json_object_set_new(cj, "method", json_deep_copy(cfg->methods[mi].json));
   json_object_set_new(cj, "threads", json_integer(threads));
   json_object_set_new(cj, "threads_used", json_integer(sweep_threads(threads)));
+  if (c->spin == 2) json_object_set_new(cj, "pol", json_true()); /* Q, U as one spin-2 field */
   json_object_set_new(cj, "pixels_per_fwhm",
                       json_real(narrow_pixels_per_fwhm(c->kernel_width[ki], nside)));
   json_object_set_new(cj, "status", json_string("ok")); /* set for real later; keeps the key order */
@@ -194,12 +200,13 @@ static int run_and_record(run_ctx *c, const arkcos_geometry *g, int ki, int mi, 
   method_out out = {0};
   timing t = {0};
   char slug[256];
-  sweep_case_slug(c->cfg, g->nside, ki, mi, threads, slug, sizeof slug);
+  sweep_case_slug(c->cfg, g->nside, ki, mi, threads, c->spin, slug, sizeof slug);
   int rc = sweep_make_input(c, g, in, err);
   if (!rc) {
     peak_reset();
-    rc = sweep_run_method(m, g, c->kernels[ki], in->map, sweep_threads(threads), m->repeats,
-                          m->warmup, &t, &out, err);
+    const int pol = c->spin == 2;
+    rc = sweep_run_method(m, g, c->kernels[ki], pol ? in->q : in->map, pol ? in->u : NULL,
+                          sweep_threads(threads), m->repeats, m->warmup, &t, &out, err);
   }
   if (!rc) {
     json_object_set_new(cj, "status", json_string("ok"));

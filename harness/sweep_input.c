@@ -1,7 +1,10 @@
 /*
  * sweep_input.c -- the input map of a sweep, made once per nside and not
  * timed: a random field alm2map(a_lm) drawn from the CMB-like (or a given)
- * spectrum, point sources, or the FITS map of the config.
+ * spectrum, point sources, or the FITS map of the config. A polarized
+ * random input (input.pol) adds Q, U: the spin-2 alm2map of E and B a_lm
+ * drawn from C_l^E = C_l / 25 and C_l^B = C_l^E / 10 (C_l the same spectrum
+ * as the intensity's), so that I is the map of a scalar sweep.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -11,10 +14,21 @@
 
 #define DEG (M_PI / 180.0)
 
+/* E and B power relative to the intensity's C_l: a CMB-like ratio (the EE
+ * peaks are a few percent of TT) and a B well below E; the metrics are
+ * relative, so only the E to B ratio shapes them. */
+#define POL_E_SCALE (1.0 / 25)
+#define POL_B_SCALE (1.0 / 10)
+/* E and B are drawn from streams of their own, derived from the seed. */
+#define POL_SEED_STEP 0x9E3779B97F4A7C15ULL
+
 void sweep_input_free(input_state *in) {
   free(in->cl);
   free(in->alm);
   free(in->map);
+  free(in->cl_e);
+  free(in->alm_e);
+  free(in->q);
   memset(in, 0, sizeof *in);
 }
 
@@ -49,6 +63,35 @@ static int random_input(run_ctx *c, const arkcos_geometry *g, input_state *in,
   return ref_alm2map(g, in->lmax, in->alm, in->map, c->max_threads, err);
 }
 
+/* Q, U of a polarized random input: E and B a_lm from C_l^E and C_l^B
+ * (one allocation each for the two spectra, a_lm and maps). */
+static int polarized_input(run_ctx *c, const arkcos_geometry *g, input_state *in,
+                           arkcos_error *err) {
+  if (in->lmax < 2)
+    return arkcos_fail(err, ARKCOS_EINVAL, "polarized input: band limit %d is below l = 2 "
+                       "(raise input.lmax_factor or nside)", in->lmax);
+  const size_t nl = (size_t)in->lmax + 1, na = (size_t)ref_alm_size(in->lmax);
+  in->cl_e = malloc(2 * nl * sizeof(double));
+  in->alm_e = malloc(2 * na * sizeof(double complex));
+  in->q = malloc(2 * (size_t)g->npix * sizeof(double));
+  if (!in->cl_e || !in->alm_e || !in->q)
+    return arkcos_fail(err, ARKCOS_ENOMEM, "polarized input: out of memory");
+  in->cl_b = in->cl_e + nl;
+  in->alm_b = in->alm_e + na;
+  in->u = in->q + g->npix;
+  for (size_t l = 0; l < nl; l++) {
+    in->cl_e[l] = in->cl[l] * POL_E_SCALE;
+    in->cl_b[l] = in->cl_e[l] * POL_B_SCALE;
+  }
+  uint64_t seed = c->cfg->input.seed;
+  ref_alm_random(in->cl_e, in->lmax, seed + POL_SEED_STEP, in->alm_e);
+  ref_alm_random(in->cl_b, in->lmax, seed + 2 * POL_SEED_STEP, in->alm_b);
+  for (int l = 0; l < 2; l++) /* spin 2 has no l < 2 (a cl_file may give them) */
+    for (int m = 0; m <= l; m++)
+      in->alm_e[ref_alm_index(in->lmax, l, m)] = in->alm_b[ref_alm_index(in->lmax, l, m)] = 0;
+  return ref_alm2map_spin2(g, in->lmax, in->alm_e, in->alm_b, in->q, in->u, c->max_threads, err);
+}
+
 int sweep_make_input(run_ctx *c, const arkcos_geometry *g, input_state *in,
                      arkcos_error *err) {
   if (in->ready) return ARKCOS_OK;
@@ -58,6 +101,7 @@ int sweep_make_input(run_ctx *c, const arkcos_geometry *g, input_state *in,
   int rc = ARKCOS_OK;
   if (cfg->input.type == CFG_INPUT_RANDOM) {
     rc = random_input(c, g, in, err);
+    if (!rc && cfg->input.pol) rc = polarized_input(c, g, in, err);
   } else if (cfg->input.type == CFG_INPUT_POINT_SOURCES) {
     ref_source *s = sweep_sources(cfg);
     if (!s) return arkcos_fail(err, ARKCOS_ENOMEM, "input: out of memory");
@@ -82,6 +126,27 @@ double complex *sweep_exact_alm(const run_ctx *c, int ki, const input_state *in,
     ref_alm_scale(in->lmax, kl, alm);
   }
   free(kl);
+  if (rc) {
+    free(alm);
+    return NULL;
+  }
+  return alm;
+}
+
+double complex *sweep_exact_alm_spin2(const run_ctx *c, int ki, const input_state *in,
+                                      arkcos_error *err) {
+  const size_t na = (size_t)ref_alm_size(in->lmax);
+  double *kl2 = malloc((size_t)(in->lmax + 1) * sizeof *kl2);
+  double complex *alm = malloc(2 * na * sizeof *alm);
+  int rc = !kl2 || !alm ? arkcos_fail(err, ARKCOS_ENOMEM, "out of memory")
+                        : ref_kernel_legendre_spin2(c->kernels[ki], in->lmax, kl2, err);
+  if (!rc) {
+    memcpy(alm, in->alm_e, na * sizeof *alm);
+    memcpy(alm + na, in->alm_b, na * sizeof *alm);
+    ref_alm_scale(in->lmax, kl2, alm);
+    ref_alm_scale(in->lmax, kl2, alm + na);
+  }
+  free(kl2);
   if (rc) {
     free(alm);
     return NULL;

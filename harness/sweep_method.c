@@ -41,6 +41,8 @@ void method_out_free(method_out *o) {
   free(o->map);
   free(o->pix);
   free(o->vals);
+  free(o->map_u);
+  free(o->vals_u);
   memset(o, 0, sizeof *o);
 }
 
@@ -88,17 +90,21 @@ static int64_t *sample_pixels(int64_t nside, int64_t n) {
 }
 
 /* The output: sampled values for a direct sum with a sample smaller than
- * the map, else a full map. */
-static int alloc_out(const cfg_method *m, const arkcos_geometry *g, method_out *out,
+ * the map, else a full map; U beside Q for spin 2. */
+static int alloc_out(const cfg_method *m, const arkcos_geometry *g, int spin2, method_out *out,
                      arkcos_error *err) {
   if (m->type == CFG_METHOD_DIRECT && m->sample > 0 && m->sample < g->npix) {
     out->n = m->sample;
     out->pix = sample_pixels(g->nside, out->n);
     out->vals = malloc((size_t)out->n * sizeof(double));
-    if (!out->pix || !out->vals) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+    if (spin2) out->vals_u = malloc((size_t)out->n * sizeof(double));
+    if (!out->pix || !out->vals || (spin2 && !out->vals_u))
+      return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
   } else {
     out->map = malloc((size_t)g->npix * sizeof(double));
-    if (!out->map) return arkcos_fail(err, ARKCOS_ENOMEM, "output map: out of memory");
+    if (spin2) out->map_u = malloc((size_t)g->npix * sizeof(double));
+    if (!out->map || (spin2 && !out->map_u))
+      return arkcos_fail(err, ARKCOS_ENOMEM, "output map: out of memory");
   }
   return ARKCOS_OK;
 }
@@ -129,19 +135,24 @@ static void spec_of(const cfg_method *m, const arkcos_geometry *g, int threads,
   }
 }
 
-static int apply_once(smoother *sm, const double *in, method_out *out, arkcos_error *err) {
+/* One apply: scalar (in_u NULL), or Q, U as one spin-2 field. */
+static int apply_once(smoother *sm, const double *in, const double *in_u, method_out *out,
+                      arkcos_error *err) {
+  if (in_u && out->map) return smoother_apply_spin2(sm, in, in_u, out->map, out->map_u, err);
+  if (in_u)
+    return smoother_apply_pixels_spin2(sm, in, in_u, out->pix, out->n, out->vals, out->vals_u, err);
   if (out->map) return smoother_apply(sm, in, out->map, err);
   return smoother_apply_pixels(sm, in, out->pix, out->n, out->vals, err);
 }
 
 /* warmup untimed applies, then `repeats` timed ones (stages after each). */
-static int timed_applies(smoother *sm, const double *in, method_out *out, int repeats,
-                         int warmup, timing *t, arkcos_error *err) {
+static int timed_applies(smoother *sm, const double *in, const double *in_u, method_out *out,
+                         int repeats, int warmup, timing *t, arkcos_error *err) {
   int rc = ARKCOS_OK;
-  for (int i = 0; i < warmup && !rc; i++) rc = apply_once(sm, in, out, err);
+  for (int i = 0; i < warmup && !rc; i++) rc = apply_once(sm, in, in_u, out, err);
   for (int i = 0; i < repeats && !rc; i++) {
     double t0 = wall_time();
-    rc = apply_once(sm, in, out, err);
+    rc = apply_once(sm, in, in_u, out, err);
     t->samples[i] = wall_time() - t0;
     if (t->stages) smoother_stages(sm, &t->stages[i]);
     t->n = i + 1;
@@ -152,16 +163,17 @@ static int timed_applies(smoother *sm, const double *in, method_out *out, int re
 /* Runs method m on `in` with `threads` threads; t and out are filled (and
  * freed by the caller, also on failure). */
 int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos_kernel *k,
-                     const double *in, int threads, int repeats, int warmup, timing *t,
-                     method_out *out, arkcos_error *err) {
+                     const double *in, const double *in_u, int threads, int repeats, int warmup,
+                     timing *t, method_out *out, arkcos_error *err) {
   memset(t, 0, sizeof *t);
   set_threads(threads);
   t->samples = calloc((size_t)repeats, sizeof(double));
   if (!t->samples) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
-  int rc = alloc_out(m, g, out, err);
+  int rc = alloc_out(m, g, in_u != NULL, out, err);
   if (rc) return rc;
   method_spec s;
   spec_of(m, g, threads, &s);
+  s.arkcos.spin = in_u ? 2 : 0; /* every method's (method.h) */
   double *w = NULL;
   if (m->type == CFG_METHOD_ARKCOS) {
     t->stages = calloc((size_t)repeats, sizeof *t->stages);
@@ -184,7 +196,7 @@ int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos
     t->bound = smoother_bound(sm);
     snprintf(t->inexact, sizeof t->inexact, "%s", smoother_exactness(sm));
   }
-  if (!rc) rc = timed_applies(sm, in, out, repeats, warmup, t, err);
+  if (!rc) rc = timed_applies(sm, in, in_u, out, repeats, warmup, t, err);
   smoother_destroy(sm);
   free(w);
   return rc;
@@ -216,6 +228,8 @@ static double estimate_memory(const run_ctx *c, const cfg_method *m, int64_t nsi
     break;
   }
   if (c->cfg->outputs.spectra) est += 2.0 * map;
+  if (c->cfg->input.pol) est += 5.0 * map; /* Q, U in; U out and in the reference; E, B */
+  if (c->spin == 2 && m->type == CFG_METHOD_ARKCOS) est *= 1.5; /* complex ring spectra */
   return est;
 }
 
@@ -238,10 +252,25 @@ static int too_narrow(const run_ctx *c, const cfg_method *m, const arkcos_geomet
   return 1;
 }
 
+/* A spin-2 case of an arkcos method the spin-2 engine does not have
+ * (arkcos.h, options.spin): 1 with the reason. */
+static int no_spin2_path(const run_ctx *c, const cfg_method *m, char *why, size_t len) {
+  if (c->spin != 2 || m->type != CFG_METHOD_ARKCOS) return 0;
+  const char *what = m->mode == ARKCOS_MODE_PAPER        ? "mode \"paper\""
+                     : m->precision == ARKCOS_SINGLE     ? "precision \"single\""
+                     : m->backend == ARKCOS_BACKEND_GPU ? "backend \"gpu\""
+                                                         : NULL;
+  if (!what) return 0;
+  snprintf(why, len, "spin 2 (Q, U of input.pol): the engine's spin-2 path has no %s (it is "
+           "double precision, enhanced mode, CPU only)", what);
+  return 1;
+}
+
 /* Why a case (or the untimed reference run) cannot run here; 0 if it can. */
 int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                       const arkcos_kernel *k, char *why, size_t len) {
   if (too_narrow(c, m, g, k, why, len)) return 1;
+  if (no_spin2_path(c, m, why, len)) return 1;
   if (c->cfg->input.type == CFG_INPUT_FITS && g->nside != c->fits_nside) {
     snprintf(why, len, "input map %s has nside %lld, the case needs nside %lld",
              c->cfg->input.path, (long long)c->fits_nside, (long long)g->nside);

@@ -15,15 +15,20 @@
 
 #define DEG (M_PI / 180.0)
 
+/* The map of a case: one column, or Q_POLARISATION and U_POLARISATION for
+ * a spin-2 case (map_u set), as healpy names them. */
 static int write_map(run_ctx *c, const arkcos_geometry *g, const double *map,
-                     const char *slug, json_t *outj, arkcos_error *err) {
+                     const double *map_u, const char *slug, json_t *outj, arkcos_error *err) {
   char rel[600], path[8400];
   snprintf(path, sizeof path, "%s/maps", c->doc.dir);
   int rc = results_doc_mkdirs(path, err);
   snprintf(rel, sizeof rel, "maps/%s.fits", slug);
   snprintf(path, sizeof path, "%s/%s", c->doc.dir, rel);
-  const double *maps[1] = {map};
-  if (!rc) rc = hpx_write_maps(path, maps, 1, g->nside, 0, c->cfg->outputs.maps_float32, 1, err);
+  const double *maps[2] = {map, map_u};
+  static const hpx_column qu[2] = {{"Q_POLARISATION", ""}, {"U_POLARISATION", ""}};
+  if (!rc)
+    rc = hpx_write_maps_ex(path, maps, map_u ? 2 : 1, g->nside, 0, c->cfg->outputs.maps_float32, 1,
+                           map_u ? qu : NULL, NULL, err);
   if (rc) return rc;
   json_object_set_new(outj, "map", json_string(rel));
   return ARKCOS_OK;
@@ -89,18 +94,20 @@ static int one_patch(const patch_job *pj, int i, json_t *pl, arkcos_error *err) 
   return rc;
 }
 
+/* The patches of one map (ref: the reference map of the same component, or
+ * NULL), listed under `key` of the case's outputs. */
 static int write_patches(run_ctx *c, const arkcos_geometry *g, int mi, const ref_state *rs,
-                         const double *map, const char *slug, json_t *outj,
-                         arkcos_error *err) {
+                         const double *map, const double *ref, const char *slug,
+                         const char *key, json_t *outj, arkcos_error *err) {
   char path[8400];
   snprintf(path, sizeof path, "%s/patches", c->doc.dir);
   int rc = results_doc_mkdirs(path, err);
   if (rc) return rc;
   json_t *pl = json_array();
-  json_object_set_new(outj, "patches", pl);
-  int with_diff = rs->available && rs->out.map && mi != c->cfg->reference;
-  patch_job pj = {c, g, map, with_diff ? rs->out.map : NULL, 0,
-                  with_diff ? sweep_rms(rs->out.map, g->npix) : 0, slug};
+  json_object_set_new(outj, key, pl);
+  int with_diff = rs->available && ref && mi != c->cfg->reference;
+  patch_job pj = {c, g, map, with_diff ? ref : NULL, 0, with_diff ? sweep_rms(ref, g->npix) : 0,
+                  slug};
   for (int64_t p = 0; p < g->npix; p++)
     if (fabs(map[p]) > pj.maxabs) pj.maxabs = fabs(map[p]);
   for (int i = 0; i < c->cfg->outputs.npatches && !rc; i++) rc = one_patch(&pj, i, pl, err);
@@ -211,6 +218,27 @@ static int write_spectra(run_ctx *c, const arkcos_geometry *g, int ki, const inp
   return rc;
 }
 
+/* A spin-2 case: patches of Q ("patches", files ..._Q_p<i>_*.txt) and of U
+ * ("patches_u"); its spectra would be EE and BB, which are not written: the
+ * reason is recorded as "spectra_skipped". */
+static int pol_patches_spectra(run_ctx *c, const arkcos_geometry *g, int mi, const ref_state *rs,
+                               const method_out *o, const char *slug, json_t *outj,
+                               arkcos_error *err) {
+  char sq[600], su[600];
+  snprintf(sq, sizeof sq, "%s_Q", slug);
+  snprintf(su, sizeof su, "%s_U", slug);
+  int rc = ARKCOS_OK;
+  if (c->cfg->outputs.npatches) {
+    rc = write_patches(c, g, mi, rs, o->map, rs->out.map, sq, "patches", outj, err);
+    if (!rc) rc = write_patches(c, g, mi, rs, o->map_u, rs->out.map_u, su, "patches_u", outj, err);
+  }
+  if (!rc && c->cfg->outputs.spectra)
+    json_object_set_new(outj, "spectra_skipped",
+                        json_string("spin-2 (pol) case: its spectra are EE and BB, which the "
+                                    "sweep does not compute; the scalar case has the TT spectra"));
+  return rc;
+}
+
 /* Maps, patches and spectra of one finished case, recorded in "outputs"
  * with paths relative to the run folder. */
 int sweep_write_outputs(run_ctx *c, const arkcos_geometry *g, int ki, int mi,
@@ -223,8 +251,10 @@ int sweep_write_outputs(run_ctx *c, const arkcos_geometry *g, int ki, int mi,
   json_t *outj = json_object();
   json_object_set_new(cj, "outputs", outj);
   int rc = ARKCOS_OK;
-  if (cfg->outputs.maps && (rc = write_map(c, g, o->map, slug, outj, err))) return rc;
-  if (cfg->outputs.npatches && (rc = write_patches(c, g, mi, rs, o->map, slug, outj, err)))
+  if (cfg->outputs.maps && (rc = write_map(c, g, o->map, o->map_u, slug, outj, err))) return rc;
+  if (o->map_u) return pol_patches_spectra(c, g, mi, rs, o, slug, outj, err);
+  if (cfg->outputs.npatches &&
+      (rc = write_patches(c, g, mi, rs, o->map, rs->out.map, slug, "patches", outj, err)))
     return rc;
   if (cfg->outputs.spectra) {
     char rel[600], path[8400];

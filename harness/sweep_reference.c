@@ -27,11 +27,26 @@ void sweep_ref_free(ref_state *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* The exact map alm2map(K_l a_lm) of the random input. */
+/* The exact Q, U of a polarized input: the spin-2 alm2map of K_l^(2) E_lm
+ * and K_l^(2) B_lm. */
+static int exact_map_spin2(run_ctx *c, const arkcos_geometry *g, int ki, const input_state *in,
+                           ref_state *rs, arkcos_error *err) {
+  rs->out.map_u = malloc((size_t)g->npix * sizeof(double));
+  if (!rs->out.map_u) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+  double complex *alm = sweep_exact_alm_spin2(c, ki, in, err);
+  if (!alm) return err->code ? err->code : ARKCOS_ERUNTIME;
+  int rc = ref_alm2map_spin2(g, in->lmax, alm, alm + ref_alm_size(in->lmax), rs->out.map,
+                             rs->out.map_u, c->max_threads, err);
+  free(alm);
+  return rc;
+}
+
+/* The exact map alm2map(K_l a_lm) of the random input (spin 2: of E, B). */
 static int exact_map(run_ctx *c, const arkcos_geometry *g, int ki, const input_state *in,
                      ref_state *rs, arkcos_error *err) {
   rs->out.map = malloc((size_t)g->npix * sizeof(double));
   if (!rs->out.map) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+  if (c->spin == 2) return exact_map_spin2(c, g, ki, in, rs, err);
   double complex *alm = sweep_exact_alm(c, ki, in, err);
   if (!alm) return err->code ? err->code : ARKCOS_ERUNTIME;
   int rc = ref_alm2map(g, in->lmax, alm, rs->out.map, c->max_threads, err);
@@ -67,8 +82,9 @@ void sweep_ensure_reference(run_ctx *c, const arkcos_geometry *g, int ki, input_
     rc = exact_map(c, g, ki, in, rs, &err);
   } else {
     timing t;
-    rc = sweep_run_method(m, g, c->kernels[ki], in->map, c->max_threads, 1, 0, &t, &rs->out,
-                          &err);
+    const int pol = c->spin == 2;
+    rc = sweep_run_method(m, g, c->kernels[ki], pol ? in->q : in->map, pol ? in->u : NULL,
+                          c->max_threads, 1, 0, &t, &rs->out, &err);
     timing_free(&t);
   }
   if (rc) {
@@ -97,39 +113,50 @@ static void put_metrics(json_t *mj, const ref_metrics *m) {
   }
 }
 
+/* The value of output o at its i-th compared pixel pix[i] (comp 1: U). */
+static double out_value(const method_out *o, const int64_t *pix, int64_t i, int comp) {
+  if (o->map) return (comp ? o->map_u : o->map)[pix[i]];
+  return (comp ? o->vals_u : o->vals)[i];
+}
+
 /* At least one side is sampled: compares at the common pixels (a prefix of
- * the larger sample, or the sample of a full map). Returns the number of
- * pixels (-1 if out of memory) and the rms of the reference values there. */
+ * the larger sample, or the sample of a full map); spin 2 (o->map_u or
+ * o->vals_u set) compares P = Q + iU. Returns the number of pixels (-1 if
+ * out of memory) and the rms of the reference's (Q) values there. */
 static int64_t compare_sampled(const arkcos_geometry *g, const method_out *o,
                                const method_out *r, ref_metrics *m, double *rms_b) {
   const int64_t *pix = o->map ? r->pix : o->pix;
   int64_t n = o->map ? r->n : r->map ? o->n : (o->n < r->n ? o->n : r->n);
-  double *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
-  if (!a || !b) {
-    free(a);
-    free(b);
-    return -1;
-  }
+  const int spin2 = o->map_u || o->vals_u;
+  double *a = malloc(4 * (size_t)n * sizeof *a), *b = a + n, *au = b + n, *bu = au + n;
+  if (!a) return -1;
   for (int64_t i = 0; i < n; i++) {
-    a[i] = o->map ? o->map[pix[i]] : o->vals[i];
-    b[i] = r->map ? r->map[pix[i]] : r->vals[i];
+    a[i] = out_value(o, pix, i, 0);
+    b[i] = out_value(r, pix, i, 0);
+    if (spin2) au[i] = out_value(o, pix, i, 1), bu[i] = out_value(r, pix, i, 1);
   }
-  ref_compare_values(g, pix, a, b, n, m);
+  if (spin2)
+    ref_compare_values_spin2(g, pix, a, au, b, bu, n, m);
+  else
+    ref_compare_values(g, pix, a, b, n, m);
   *rms_b = sweep_rms(b, n);
   free(a);
-  free(b);
   return n;
 }
 
-/* Compares a method's output with the reference; fills metrics and returns
- * the rms of the reference values compared (0 if none). */
+/* Compares a method's output with the reference (spin 2: P = Q + iU);
+ * fills metrics and returns the rms of the reference (Q) values compared
+ * (0 if none). */
 static double compare_with_reference(const arkcos_geometry *g, const method_out *o,
                                      const ref_state *rs, json_t *mj) {
   ref_metrics m;
   int64_t n = 0;
   double rms_b = 0;
   if (o->map && rs->out.map) {
-    ref_compare(g, o->map, rs->out.map, &m);
+    if (o->map_u)
+      ref_compare_spin2(g, o->map, o->map_u, rs->out.map, rs->out.map_u, &m);
+    else
+      ref_compare(g, o->map, rs->out.map, &m);
     n = g->npix;
     rms_b = sweep_rms(rs->out.map, g->npix);
   } else {
@@ -168,6 +195,7 @@ json_t *sweep_metrics(run_ctx *c, const arkcos_geometry *g, int ki, input_state 
                                                                     : "none"));
   if (cfg->reference >= 0)
     json_object_set_new(mj, "reference_id", json_string(cfg->methods[cfg->reference].id));
+  if (c->spin == 2) json_object_set_new(mj, "field", json_string("P = Q + iU"));
   sweep_ensure_reference(c, g, ki, in, rs);
   double rms_ref = 0;
   if (rs->available) {
@@ -176,7 +204,8 @@ json_t *sweep_metrics(run_ctx *c, const arkcos_geometry *g, int ki, input_state 
     json_object_set_new(mj, "unavailable", json_string(rs->why));
     rms_ref = mine->map ? sweep_rms(mine->map, g->npix) : sweep_rms(mine->vals, mine->n);
   }
-  if (cfg->input.type == CFG_INPUT_RANDOM && rms_ref > 0)
+  /* Eq. (7) is the truncation error of a scalar field: left out for spin 2 */
+  if (cfg->input.type == CFG_INPUT_RANDOM && rms_ref > 0 && c->spin != 2)
     sweep_set_real(mj, "truncation_rms_eq7",
                    arkcos_kernel_truncation_rms(k, in->cl, in->lmax) / rms_ref);
   if (cfg->input.type == CFG_INPUT_POINT_SOURCES && mine->map)

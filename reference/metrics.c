@@ -33,10 +33,25 @@ static double ratio(double x, double scale) {
   return x == 0 ? 0.0 : INFINITY;
 }
 
+/* |a - b|, |a - b|^2 and |b|^2 of pixel i: a real value, or with a2, b2
+ * the second component of a spin-2 field P = Q + iU (a, b the Q maps, a2,
+ * b2 the U). Returns |a - b|. */
+static inline double pixel_diff(const double *a, const double *b, const double *a2,
+                                const double *b2, int64_t i, double *d2, double *bb) {
+  double d = a[i] - b[i];
+  *d2 = d * d;
+  *bb = b[i] * b[i];
+  if (!a2) return fabs(d);
+  double du = a2[i] - b2[i];
+  *d2 += du * du;
+  *bb += b2[i] * b2[i];
+  return hypot(d, du);
+}
+
 /* Means are weighted by the pixel solid angle (the ring weight), which is
  * the plain pixel mean on HEALPix and the area mean on other grids. */
-void ref_compare(const arkcos_geometry *g, const double *a, const double *b,
-                 ref_metrics *m) {
+static void compare_maps(const arkcos_geometry *g, const double *a, const double *b,
+                         const double *a2, const double *b2, ref_metrics *m) {
   double sw = 0, sb2 = 0;
   double swr[REF_NREGIONS] = {0}, sd2[REF_NREGIONS] = {0};
   double dmax[REF_NREGIONS] = {0};
@@ -46,10 +61,10 @@ void ref_compare(const arkcos_geometry *g, const double *a, const double *b,
     int reg = ref_region_of_theta(r->theta);
     double rb2 = 0, rd2 = 0, rmax = 0;
     for (int64_t i = r->ofs; i < r->ofs + r->nph; i++) {
-      double d = a[i] - b[i];
-      rb2 += b[i] * b[i];
-      rd2 += d * d;
-      if (fabs(d) > rmax) rmax = fabs(d);
+      double d2, bb, d = pixel_diff(a, b, a2, b2, i, &d2, &bb);
+      rb2 += bb;
+      rd2 += d2;
+      if (d > rmax) rmax = d;
     }
     double w = r->weight * (double)r->nph;
     sw += w;
@@ -74,26 +89,36 @@ void ref_compare(const arkcos_geometry *g, const double *a, const double *b,
   m->max_rel = ratio(dm, rms_b);
 }
 
+void ref_compare(const arkcos_geometry *g, const double *a, const double *b,
+                 ref_metrics *m) {
+  compare_maps(g, a, b, NULL, NULL, m);
+}
+
+void ref_compare_spin2(const arkcos_geometry *g, const double *qa, const double *ua,
+                       const double *qb, const double *ub, ref_metrics *m) {
+  compare_maps(g, qa, qb, ua, ub, m);
+}
+
 /* Metrics at a list of pixels: plain means over the n values (no ring
  * weights), regions from each pixel's centre; a region without pixels, or a
- * zero reference, gives NaN. */
-void ref_compare_values(const arkcos_geometry *g, const int64_t *pix,
-                        const double *a, const double *b, int64_t n,
-                        ref_metrics *m) {
+ * zero reference, gives NaN. a2, b2: the U components of spin-2 values. */
+static void compare_listed(const arkcos_geometry *g, const int64_t *pix, const double *a,
+                           const double *b, const double *a2, const double *b2, int64_t n,
+                           ref_metrics *m) {
   double sb2 = 0, sd2 = 0, maxd = 0, rd2[REF_NREGIONS] = {0};
   double rmax[REF_NREGIONS] = {0};
   int64_t rn[REF_NREGIONS] = {0};
   for (int64_t i = 0; i < n; i++) {
-    double th, ph;
+    double th, ph, d2, bb;
     arkcos_healpix_pix2ang_ring(g->nside, pix[i], &th, &ph);
     int r = ref_region_of_theta(th);
-    double d = a[i] - b[i];
-    sb2 += b[i] * b[i];
-    sd2 += d * d;
-    if (fabs(d) > maxd) maxd = fabs(d);
-    rd2[r] += d * d;
+    double d = pixel_diff(a, b, a2, b2, i, &d2, &bb);
+    sb2 += bb;
+    sd2 += d2;
+    if (d > maxd) maxd = d;
+    rd2[r] += d2;
     rn[r]++;
-    if (fabs(d) > rmax[r]) rmax[r] = fabs(d);
+    if (d > rmax[r]) rmax[r] = d;
   }
   double rms_b = n ? sqrt(sb2 / (double)n) : 0;
   memset(m, 0, sizeof *m);
@@ -105,6 +130,18 @@ void ref_compare_values(const arkcos_geometry *g, const int64_t *pix,
         rn[r] && rms_b > 0 ? sqrt(rd2[r] / (double)rn[r]) / rms_b : NAN;
     m->max_rel_region[r] = rn[r] && rms_b > 0 ? rmax[r] / rms_b : NAN;
   }
+}
+
+void ref_compare_values(const arkcos_geometry *g, const int64_t *pix,
+                        const double *a, const double *b, int64_t n,
+                        ref_metrics *m) {
+  compare_listed(g, pix, a, b, NULL, NULL, n, m);
+}
+
+void ref_compare_values_spin2(const arkcos_geometry *g, const int64_t *pix, const double *qa,
+                              const double *ua, const double *qb, const double *ub, int64_t n,
+                              ref_metrics *m) {
+  compare_listed(g, pix, qa, qb, ua, ub, n, m);
 }
 
 void ref_compare_cl(int lmax, const double *cl_a, const double *cl_b,

@@ -100,6 +100,12 @@ int ref_fsht_smooth_spin2(const arkcos_geometry *g, const arkcos_kernel *k, cons
                           const double *u, double *q_out, double *u_out, int lmax, int iter,
                           const double *ring_weights, int threads, arkcos_error *err);
 
+/* Q, U = the spin-2 alm2map of E and B (libsharp, healpy's convention, as
+ * healpy.alm2map([T, E, B], pol=True) gives Q and U). */
+int ref_alm2map_spin2(const arkcos_geometry *g, int lmax, const double complex *alm_e,
+                      const double complex *alm_b, double *q, double *u, int threads,
+                      arkcos_error *err);
+
 /* Reads healpy-data's weight_ring_n<nside>.fits (2 nside corrections w for
  * the northern rings, equator included; mirrored to the south) into
  * g->nrings factors 1 + w, ready for ref_map2alm. */
@@ -158,6 +164,15 @@ void ref_compare(const arkcos_geometry *g, const double *a, const double *b,
 void ref_compare_values(const arkcos_geometry *g, const int64_t *pix,
                         const double *a, const double *b, int64_t n,
                         ref_metrics *m);
+
+/* The same metrics for a spin-2 field P = Q + iU (a the case, b the
+ * reference): |P_a - P_b| in place of |a - b| and the rms of |P_b| in place
+ * of rms(b), so that they do not depend on the orientation of the frame. */
+void ref_compare_spin2(const arkcos_geometry *g, const double *qa, const double *ua,
+                       const double *qb, const double *ub, ref_metrics *m);
+void ref_compare_values_spin2(const arkcos_geometry *g, const int64_t *pix, const double *qa,
+                              const double *ua, const double *qb, const double *ub, int64_t n,
+                              ref_metrics *m);
 
 /* Largest |map| at angular distance > radius from (theta, phi), relative to
  * the largest |map| within radius. */

@@ -286,6 +286,22 @@ done:
   return rc;
 }
 
+int ref_alm2map_spin2(const arkcos_geometry *g, int lmax, const double complex *alm_e,
+                      const double complex *alm_b, double *q, double *u, int threads,
+                      arkcos_error *err) {
+  if (!alm_e || !alm_b || !q || !u)
+    return arkcos_fail(err, ARKCOS_EINVAL, "spin-2 alm2map: missing map or a_lm");
+  if (lmax < 2) return arkcos_fail(err, ARKCOS_EINVAL, "spin-2 alm2map: lmax %d must be >= 2", lmax);
+  sht_setup s;
+  int rc = sht_setup_make(&s, g, lmax, NULL, err);
+  if (rc) return rc;
+  int old = threads_push(threads);
+  sht2_alm2map(&s, alm_e, alm_b, q, u);
+  threads_pop(old);
+  sht_setup_free(&s);
+  return ARKCOS_OK;
+}
+
 /* ------------------------------------------------------- ring weights */
 
 /* The ring-weight table is the second HDU, a binary table whose NSIDE key

@@ -863,5 +863,110 @@ TEST_GROUP(engine_spin2_symmetries) {
   arkcos_geometry_destroy(g);
 }
 
-TEST_MAIN(TG(engine_vs_direct), TG(engine_spin2_symmetries), TG(fsht_spin2), TG(rotation_factor), TG(map_symmetries), TG(l2_fields),
+/* ref_alm2map_spin2 in healpy's convention: E_20 = 1 gives
+ * Q = -(1/4) sqrt(15 / 2 pi) sin^2(theta), U = 0, and B_20 = 1 the same U;
+ * the values of an E_31, B_42 pair at four pixels are healpy's
+ * alm2map([0, E, B], 8, lmax=4, pol=True) (healpy 1.16). */
+TEST_GROUP(alm2map_spin2) {
+  arkcos_geometry *g = healpix(8);
+  const int lmax = 4;
+  const int64_t na = ref_alm_size(lmax), n = g->npix;
+  double complex *e = calloc(2 * (size_t)na, sizeof *e), *b = e + na;
+  double *q = malloc(2 * (size_t)n * sizeof *q), *u = q + n;
+  arkcos_error err = {0, ""};
+  if (!e || !q) exit(1);
+  const double c = 0.25 * sqrt(15 / (2 * PI));
+  for (int which = 0; which < 2; which++) {
+    memset(e, 0, 2 * (size_t)na * sizeof *e);
+    (which ? b : e)[ref_alm_index(lmax, 2, 0)] = 1;
+    CHECK(ref_alm2map_spin2(g, lmax, e, b, q, u, 1, &err) == 0, "%s", err.msg);
+    double dev = 0;
+    for (int64_t p = 0; p < n; p++) {
+      double th, ph;
+      arkcos_healpix_pix2ang_ring(8, p, &th, &ph);
+      const double want = -c * sin(th) * sin(th);
+      dev = fmax(dev, fabs((which ? u : q)[p] - want) + fabs((which ? q : u)[p]));
+    }
+    CHECK_LE(which ? "B_20 = 1: U = -c sin^2, Q = 0" : "E_20 = 1: Q = -c sin^2, U = 0", dev, 1e-14);
+  }
+  memset(e, 0, 2 * (size_t)na * sizeof *e);
+  e[ref_alm_index(lmax, 3, 1)] = 0.5 - 0.25 * I;
+  b[ref_alm_index(lmax, 4, 2)] = 0.3 + 0.7 * I;
+  CHECK(ref_alm2map_spin2(g, lmax, e, b, q, u, 1, &err) == 0, "%s", err.msg);
+  static const struct { int64_t p; double q, u; } hp[] = {
+      {5, 0.10561634515129396, 0.5892168009227354},
+      {100, 0.3475542640471721, -0.06878841800026837},
+      {383, -0.27914258804431485, -0.18228915070715576},
+      {700, 0.17927207317192534, 0.2315687233363638}};
+  double dev = 0;
+  for (int i = 0; i < 4; i++) dev = fmax(dev, fabs(q[hp[i].p] - hp[i].q) + fabs(u[hp[i].p] - hp[i].u));
+  CHECK_LE("E_31, B_42 against healpy's alm2map(pol=True) at 4 pixels", dev, 1e-13);
+  CHECK(ref_alm2map_spin2(g, 1, e, b, q, u, 1, &err) == ARKCOS_EINVAL, "lmax 1 accepted");
+  free(e);
+  free(q);
+  arkcos_geometry_destroy(g);
+}
+
+/* ref_compare_spin2 and ref_compare_values_spin2: U = 0 is the scalar
+ * comparison of Q; P_a = (1 + i eps) P_b is off by eps everywhere; a
+ * rotation of the frame at every pixel (P -> e^{i chi_p} P for both maps)
+ * changes nothing; the listed-pixel form on every pixel equals the map form
+ * (equal ring weights on HEALPix). */
+TEST_GROUP(compare_spin2) {
+  arkcos_geometry *g = healpix(16);
+  const int64_t n = g->npix;
+  double *m = malloc(8 * (size_t)n * sizeof *m);
+  int64_t *all = malloc((size_t)n * sizeof *all);
+  if (!m || !all) exit(1);
+  double *qa = m, *ua = m + n, *qb = m + 2 * n, *ub = m + 3 * n;
+  double *qa2 = m + 4 * n, *ua2 = m + 5 * n, *qb2 = m + 6 * n, *ub2 = m + 7 * n;
+  for (int64_t p = 0; p < n; p++) {
+    all[p] = p;
+    qb[p] = 2 * urand() - 1;
+    ub[p] = 0;
+    qa[p] = qb[p] + 1e-3 * (2 * urand() - 1);
+    ua[p] = 0;
+  }
+  ref_metrics s, v;
+  ref_compare(g, qa, qb, &s);
+  ref_compare_spin2(g, qa, ua, qb, ub, &v);
+  double dev = fabs(s.frac_rms - v.frac_rms) + fabs(s.max_rel - v.max_rel);
+  for (int r = 0; r < REF_NREGIONS; r++)
+    dev += fabs(s.frac_rms_region[r] - v.frac_rms_region[r]) + fabs(s.max_rel_region[r] - v.max_rel_region[r]);
+  CHECK(dev == 0, "U = 0 differs from the scalar comparison of Q by %g", dev);
+  const double eps = 1e-3;
+  double maxp = 0, s2 = 0;
+  for (int64_t p = 0; p < n; p++) {
+    ub[p] = 2 * urand() - 1;
+    qa[p] = qb[p] - eps * ub[p]; /* (1 + i eps)(Q + iU) */
+    ua[p] = ub[p] + eps * qb[p];
+    maxp = fmax(maxp, hypot(qb[p], ub[p]));
+    s2 += qb[p] * qb[p] + ub[p] * ub[p];
+  }
+  ref_compare_spin2(g, qa, ua, qb, ub, &v);
+  CHECK_LE("P_a = (1 + i eps) P_b: |frac_rms - eps| / eps", fabs(v.frac_rms - eps) / eps, 1e-12);
+  CHECK_LE("P_a = (1 + i eps) P_b: |max_rel - eps max|P| / rms|P|| / it",
+           fabs(v.max_rel / (eps * maxp / sqrt(s2 / (double)n)) - 1), 1e-12);
+  for (int64_t p = 0; p < n; p++) { /* a frame turned by chi_p / 2 */
+    const double complex w = cexp(I * 2 * PI * urand());
+    const double complex pa = w * (qa[p] + I * ua[p]), pb = w * (qb[p] + I * ub[p]);
+    qa2[p] = creal(pa), ua2[p] = cimag(pa), qb2[p] = creal(pb), ub2[p] = cimag(pb);
+  }
+  ref_compare_spin2(g, qa2, ua2, qb2, ub2, &s);
+  dev = fabs(s.frac_rms / v.frac_rms - 1) + fabs(s.max_rel / v.max_rel - 1);
+  for (int r = 0; r < REF_NREGIONS; r++)
+    dev += fabs(s.frac_rms_region[r] / v.frac_rms_region[r] - 1);
+  CHECK_LE("a turned frame: summed relative change of the metrics", dev, 1e-12); /* measured 1.0e-14 */
+  ref_compare_values_spin2(g, all, qa, ua, qb, ub, n, &s);
+  dev = fabs(s.frac_rms / v.frac_rms - 1) + fabs(s.max_rel / v.max_rel - 1);
+  for (int r = 0; r < REF_NREGIONS; r++)
+    dev += fabs(s.frac_rms_region[r] / v.frac_rms_region[r] - 1) + fabs(s.max_rel_region[r] / v.max_rel_region[r] - 1);
+  CHECK_LE("every pixel listed: listed form against the map form", dev, 1e-12);
+  CHECK(s.npix_region[REF_NORTH] + s.npix_region[REF_BELT] + s.npix_region[REF_SOUTH] == n, "regions do not add up");
+  free(m);
+  free(all);
+  arkcos_geometry_destroy(g);
+}
+
+TEST_MAIN(TG(alm2map_spin2), TG(compare_spin2), TG(engine_vs_direct), TG(engine_spin2_symmetries), TG(fsht_spin2), TG(rotation_factor), TG(map_symmetries), TG(l2_fields),
           TG(l2_fields_ecp), TG(kl2))
