@@ -28,6 +28,7 @@
 #include "harness/narrow.h"
 #include "harness/smooth_checks.h"
 #include "harness/smooth_beam.h"
+#include "harness/smooth_progress.h"
 #include "harness/status.h"
 #include "harness/util.h"
 
@@ -49,7 +50,7 @@ typedef struct smooth_args {
   arkcos_precision precision;
   arkcos_backend backend;
   long threads, lmax, iter;
-  int force, verbose;
+  int force, verbose, quiet;
   pol_opts pol; /* --pol, --no-pol */
   mask_opts mask; /* --mask, --mask-mode, --min-weight, --write-weight */
   narrow_opts narrow; /* --normalize, --allow-subpixel, --kernel-unit, --allow-negative */
@@ -130,6 +131,9 @@ static void usage(FILE *f) {
 "Other:\n"
 "  --threads N          CPU threads (default: all, %d here)\n"
 "  --force              overwrite existing outputs\n"
+"  -q, --quiet          no progress lines (they are shown only when stderr is a\n"
+"                       terminal: the plans being made and each map done, with\n"
+"                       the time elapsed and the time expected for the rest)\n"
 "  -v, --verbose        also print each plan's a-priori bound against the\n"
 "                       direct sum (\"bound: ...\" lines; \"spin=2\" on the\n"
 "                       plan of Q and U)\n"
@@ -370,6 +374,8 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
       a->force = 1;
     } else if (!strcmp(arg, "-v") || !strcmp(arg, "--verbose")) {
       a->verbose = 1;
+    } else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) {
+      a->quiet = 1;
     } else if (smooth_checks_pol_flag(arg, &a->pol)) {
       /* --pol, --no-pol */
     } else if (mask_take_flag(&a->mask, arg)) {
@@ -450,6 +456,7 @@ typedef struct smooth_state {
   double *norm_w;       /* --normalize: A(1) of the smoother (smooth_checks.h) */
   beam_kernel beam;     /* --beam-file: its B_l (smooth_beam.h) */
   double *beam_win;     /* --beam-file: per input, the window error at its nside */
+  smooth_progress progress; /* lines on a terminal (smooth_progress.h) */
 } smooth_state;
 
 /* Maps over all inputs that share this nside, for the scalar plan (spin 0:
@@ -513,7 +520,11 @@ static void print_bound(const smooth_state *s, const smoother *sm) {
 static int make_smoother(smooth_state *s, int spin, arkcos_error *err) {
   method_spec m;
   method_spec_for(s, s->nside, spin, &m);
+  char what[64];
+  snprintf(what, sizeof what, "%s%s", method_name(s->a->method), spin == 2 ? ", Stokes Q and U" : "");
+  smooth_progress_plan_begin(&s->progress, (long long)s->nside, what);
   smoother *sm = smoother_create(&m, s->geom, s->kernel, err);
+  if (sm) smooth_progress_plan_end(&s->progress);
   if (!sm) {
     if (spin == 2 && err->code)
       snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
@@ -610,6 +621,7 @@ static int account(smooth_state *s, file_job *job, const smoother *sm, int nmaps
     stage_times_add(&job->sum, &t);
   }
   job->t_exec += dt;
+  smooth_progress_maps(&s->progress, job->in, nmaps, dt);
   int rc = ARKCOS_OK;
   for (int k = 0; k < nmaps && !rc; k++) rc = record_map_time(s, dt / nmaps);
   return rc ? arkcos_fail(err, rc, "out of memory") : ARKCOS_OK;
@@ -1011,6 +1023,9 @@ int cmd_smooth(int argc, char **argv) {
     omp_set_num_threads((int)a.threads);
     status = check_all(&s, last, to_dir, &err);
   }
+  int total = 0;
+  for (int i = 0; i < s.ninputs && !status; i++) total += s.inputs[i].ncols;
+  smooth_progress_init(&s.progress, a.quiet, total);
   for (int i = 0; i < s.ninputs && !status; i++)
     if (smooth_one(&s, i, &err)) status = report_error(&err);
   if (!status) print_totals(&s);
