@@ -8,6 +8,7 @@
  * the B_l asked for. Uses the public kernel API only.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,15 +91,24 @@ arkcos_kernel *arkcos_kernel_from_beam(const double *bl, int lmax, double cutoff
     int first = 0;
     for (int i = 1; i <= nscan && !first; i++)
       if (fabs(legendre_sum(c, L, cos(i * dscan))) <= lim) first = i;
-    for (int i = first; first && i <= nscan; i += 1 + nscan / 4096)
+    /* the figure: beyond the main lobe, or (never below) from 90 degrees on */
+    const int from = first ? first : nscan / 2;
+    for (int i = from; i <= nscan; i += 1 + nscan / 4096)
       beyond = fmax(beyond, fabs(legendre_sum(c, L, cos(i * dscan))) / k0);
     free(c);
+    char where[128];
+    if (first)
+      snprintf(where, sizeof where, "beyond the main lobe |K| reaches %.2g K(0)", beyond);
+    else
+      snprintf(where, sizeof where, "|K| never falls below that level; from 90 degrees on it reaches %.2g K(0)",
+               beyond);
     arkcos_fail(err, ARKCOS_EINVAL,
-                "beam: its kernel does not stay below %g of K(0) before 180 degrees (beyond the main lobe "
-                "|K| reaches %.2g K(0); B_l at its last multipole l = %d is %.2g B_0): the window is cut in "
-                "harmonic space and its Legendre sum rings, so no compact kernel reproduces it; give B_l to "
-                "a higher l (healpy: gauss_beam(fwhm, lmax=8*nside)) or a larger relative cutoff",
-                cutoff_rel, beyond, lmax, bl[lmax] / bl[0]);
+                "beam: its kernel does not stay below %g of K(0) before 180 degrees (%s; B_l at its last "
+                "multipole l = %d is %.2g B_0): the window is cut in harmonic space and its Legendre sum "
+                "rings, or its profile has a tail wider than the sphere at that level, so no compact kernel "
+                "reproduces it; give B_l to a higher l (healpy: gauss_beam(fwhm, lmax=8*nside)) or a larger "
+                "relative cutoff",
+                cutoff_rel, where, lmax, bl[lmax] / bl[0]);
     return NULL;
   }
   const double cut = fmin(M_PI, (last + 1) * dscan);

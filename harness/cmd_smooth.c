@@ -27,6 +27,8 @@
 #include "harness/smooth_mask.h"
 #include "harness/narrow.h"
 #include "harness/smooth_checks.h"
+#include "harness/smooth_beam.h"
+#include "harness/smooth_progress.h"
 #include "harness/status.h"
 #include "harness/util.h"
 
@@ -48,10 +50,11 @@ typedef struct smooth_args {
   arkcos_precision precision;
   arkcos_backend backend;
   long threads, lmax, iter;
-  int force, verbose;
+  int force, verbose, quiet;
   pol_opts pol; /* --pol, --no-pol */
   mask_opts mask; /* --mask, --mask-mode, --min-weight, --write-weight */
   narrow_opts narrow; /* --normalize, --allow-subpixel, --kernel-unit, --allow-negative */
+  beam_opts beam;     /* --beam-file, --beam-column, --beam-tolerance */
   /* which options were given: for the "both / neither" and "does not apply
    * to this method" checks */
   int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_method,
@@ -62,7 +65,8 @@ typedef struct smooth_args {
 static void usage(FILE *f) {
   fprintf(f,
 "usage: arkcos smooth IN.fits OUT.fits\n"
-"                     (--fwhm-arcmin F | --kernel-file FILE | --tophat-deg R)\n"
+"                     (--fwhm-arcmin F | --kernel-file FILE | --tophat-deg R |\n"
+"                      --beam-file FILE)\n"
 "                     [--cutoff-deg R | --cutoff-rel EPS] [options]\n"
 "       arkcos smooth IN1.fits [IN2.fits ...] OUTDIR/ ...\n"
 "\n"
@@ -85,6 +89,9 @@ static void usage(FILE *f) {
 "                       increasing angles ('#' comments allowed)\n"
 "  --tophat-deg R       top-hat: constant inside a radius of R degrees, 0 outside,\n"
 "                       0 < R <= 180 (R is the cutoff)\n"
+"  --beam-file FILE     beam transfer function B_l (healpy/Planck FITS or text\n"
+"                       `l B_l`), made a compact kernel: see Beam transfer\n"
+"                       functions below\n"
 "Truncation (at most one; not with --tophat-deg; default: --cutoff-rel 1e-5\n"
 "for a Gaussian, the last tabulated angle for a kernel file):\n"
 "  --cutoff-deg R       cut at R degrees, 0 < R <= 180\n"
@@ -124,18 +131,21 @@ static void usage(FILE *f) {
 "Other:\n"
 "  --threads N          CPU threads (default: all, %d here)\n"
 "  --force              overwrite existing outputs\n"
+"  -q, --quiet          no progress lines (they are shown only when stderr is a\n"
+"                       terminal: the plans being made and each map done, with\n"
+"                       the time elapsed and the time expected for the rest)\n"
 "  -v, --verbose        also print each plan's a-priori bound against the\n"
 "                       direct sum (\"bound: ...\" lines; \"spin=2\" on the\n"
 "                       plan of Q and U)\n"
 "  --help               this text\n"
-"%s%s"
+"%s%s%s"
 "\n"
 "Prints one line per input file with the stage times, plus a plan/per-map\n"
 "line when several maps were smoothed. Exit status: 0 success, 1 runtime\n"
 "failure, 2 bad usage or bad input (nothing is written). Outputs are written\n"
 "to a temporary file and renamed; with several inputs, outputs finished\n"
 "before a runtime failure are kept.\n",
-          omp_get_max_threads(), smooth_checks_pol_usage, smooth_checks_usage);
+          omp_get_max_threads(), smooth_checks_pol_usage, smooth_checks_usage, smooth_beam_usage);
 }
 
 /* ------------------------------------------------------------- parsing */
@@ -170,7 +180,8 @@ static int *option_seen(smooth_args *a, const char *name) {
   };
   for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
     if (!strcmp(name, known[j].name)) return known[j].seen;
-  return mask_option_seen(&a->mask, name);
+  int *seen = smooth_beam_option_seen(&a->beam, name);
+  return seen ? seen : mask_option_seen(&a->mask, name);
 }
 
 /* The kernel's options: --fwhm-arcmin, --kernel-file, --tophat-deg,
@@ -288,17 +299,20 @@ static int parse_value_option(int argc, char **argv, int *i, smooth_args *a) {
   if (!rc) rc = set_integer_option(a, name, val);
   if (!rc) rc = set_accuracy_option(a, name, val);
   if (!rc) rc = mask_set_option(&a->mask, name, val);
+  if (!rc) rc = smooth_beam_set_option(&a->beam, name, val);
   return rc;
 }
 
 /* Exactly one kernel, at most one cutoff, and none for a top-hat, whose
  * radius is its cutoff. */
 static int check_kernel_options(const smooth_args *a) {
-  int nkernels = a->has_fwhm + a->has_kernel + a->has_tophat;
+  int nkernels = a->has_fwhm + a->has_kernel + a->has_tophat + a->beam.has_file;
   if (nkernels > 1)
-    return smooth_usage_error("give only one kernel: --fwhm-arcmin, --kernel-file or --tophat-deg");
+    return smooth_usage_error("give only one kernel: --fwhm-arcmin, --kernel-file, --tophat-deg or "
+                              "--beam-file");
   if (!nkernels)
-    return smooth_usage_error("a kernel is needed: --fwhm-arcmin F, --kernel-file FILE or --tophat-deg R");
+    return smooth_usage_error("a kernel is needed: --fwhm-arcmin F, --kernel-file FILE, --tophat-deg R "
+                              "or --beam-file FILE");
   if (a->has_cutoff_deg && a->has_cutoff_rel)
     return smooth_usage_error("give either --cutoff-deg or --cutoff-rel, not both");
   if (a->has_tophat && (a->has_cutoff_deg || a->has_cutoff_rel))
@@ -311,6 +325,7 @@ static int check_kernel_options(const smooth_args *a) {
  * --mode paper with --method direct should learn it has no effect. */
 static int check_combinations(const smooth_args *a) {
   int rc = check_kernel_options(a);
+  if (!rc) rc = smooth_beam_combinations(&a->beam, a->has_cutoff_deg);
   if (!rc) rc = smooth_checks_combinations(&a->narrow, a->method, a->has_kernel);
   if (!rc) rc = smooth_checks_pol_combination(&a->pol);
   if (rc) return rc;
@@ -359,6 +374,8 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
       a->force = 1;
     } else if (!strcmp(arg, "-v") || !strcmp(arg, "--verbose")) {
       a->verbose = 1;
+    } else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) {
+      a->quiet = 1;
     } else if (smooth_checks_pol_flag(arg, &a->pol)) {
       /* --pol, --no-pol */
     } else if (mask_take_flag(&a->mask, arg)) {
@@ -375,6 +392,7 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
                     "now); ignored\n");
   if (!a->has_iter) a->iter = 3;
   mask_opts_finish(&a->mask);
+  smooth_beam_finish(&a->beam);
   if (!a->has_threads) a->threads = omp_get_max_threads();
   return 0;
 }
@@ -436,6 +454,9 @@ typedef struct smooth_state {
   mask_weights mask;    /* --mask, read by the check */
   double width;         /* the kernel's (effective) FWHM, radians (narrow.h) */
   double *norm_w;       /* --normalize: A(1) of the smoother (smooth_checks.h) */
+  beam_kernel beam;     /* --beam-file: its B_l (smooth_beam.h) */
+  double *beam_win;     /* --beam-file: per input, the window error at its nside */
+  smooth_progress progress; /* lines on a terminal (smooth_progress.h) */
 } smooth_state;
 
 /* Maps over all inputs that share this nside, for the scalar plan (spin 0:
@@ -499,7 +520,11 @@ static void print_bound(const smooth_state *s, const smoother *sm) {
 static int make_smoother(smooth_state *s, int spin, arkcos_error *err) {
   method_spec m;
   method_spec_for(s, s->nside, spin, &m);
+  char what[64];
+  snprintf(what, sizeof what, "%s%s", method_name(s->a->method), spin == 2 ? ", Stokes Q and U" : "");
+  smooth_progress_plan_begin(&s->progress, (long long)s->nside, what);
   smoother *sm = smoother_create(&m, s->geom, s->kernel, err);
+  if (sm) smooth_progress_plan_end(&s->progress);
   if (!sm) {
     if (spin == 2 && err->code)
       snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
@@ -566,6 +591,7 @@ static int cmp_double(const void *x, const void *y) {
 
 /* One input file on its way through smooth_one. */
 typedef struct file_job {
+  int idx;                 /* the input's position */
   const char *in, *out;
   const hpx_header *h;
   pol_columns pol;         /* Q and U smoothed as spin 2, or -1 */
@@ -595,6 +621,7 @@ static int account(smooth_state *s, file_job *job, const smoother *sm, int nmaps
     stage_times_add(&job->sum, &t);
   }
   job->t_exec += dt;
+  smooth_progress_maps(&s->progress, job->in, nmaps, dt);
   int rc = ARKCOS_OK;
   for (int k = 0; k < nmaps && !rc; k++) rc = record_map_time(s, dt / nmaps);
   return rc ? arkcos_fail(err, rc, "out of memory") : ARKCOS_OK;
@@ -678,6 +705,9 @@ static void print_summary(const smooth_state *s, const file_job *job) {
     snprintf(kern, sizeof kern, "fwhm=%g'", a->fwhm_arcmin);
   else if (a->has_tophat)
     snprintf(kern, sizeof kern, "tophat=%gdeg", a->tophat_deg);
+  else if (a->beam.has_file)
+    snprintf(kern, sizeof kern, "beam=%s window_err=%.2g", a->beam.file,
+             s->beam_win[job->idx]);
   else
     snprintf(kern, sizeof kern, "kernel=%s", a->kernel_file);
   if (arkcos)
@@ -756,7 +786,7 @@ static void pol_union(file_job *job) {
 /* Input i: its columns read (the header is the check's), smoothed, written
  * with the input's ordering, float type, column labels and COORDSYS. */
 static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
-  file_job job = {.in = s->a->pos[i], .out = s->outs[i], .h = &s->inputs[i], .pol = s->pol[i]};
+  file_job job = {.idx = i, .in = s->a->pos[i], .out = s->outs[i], .h = &s->inputs[i], .pol = s->pol[i]};
   const hpx_header *h = job.h;
   job.t_read = wall_time();
   int rc = hpx_read_columns_missing(h, &job.maps, &job.ncols, &job.nbad, err);
@@ -868,6 +898,9 @@ static int make_kernel(smooth_state *s, arkcos_error *err) {
     spec.type = ARKCOS_KERNEL_TOPHAT;
     spec.cutoff = a->tophat_deg * DEG;
     s->kernel = arkcos_kernel_create(&spec, err);
+  } else if (a->beam.has_file) {
+    s->kernel = smooth_beam_kernel(&a->beam, a->has_cutoff_rel ? a->cutoff_rel : DEFAULT_CUTOFF_REL,
+                                   &s->beam, err);
   } else {
     s->kernel = smooth_checks_kernel_file(
         &a->narrow, a->kernel_file, a->has_cutoff_deg ? a->cutoff_deg * DEG : 0,
@@ -917,6 +950,13 @@ static int check_all(smooth_state *s, const char *last, int to_dir,
   if (!status) status = check_pol_inputs(s);
   if (!status) status = mask_load(&s->mask, &s->a->mask, s->inputs, s->ninputs);
   if (!status) status = make_kernel(s, err);
+  if (!status && s->a->beam.has_file) {
+    s->beam_win = calloc((size_t)s->ninputs, sizeof *s->beam_win);
+    status = !s->beam_win ? 1
+             : smooth_beam_window(&s->a->beam, &s->beam, s->kernel,
+                                  s->a->method == METHOD_FSHT && s->a->has_lmax ? s->a->lmax : 0,
+                                  s->a->verbose, s->inputs, s->ninputs, s->beam_win);
+  }
   if (!status)
     status = smooth_checks_sampling(&s->a->narrow, s->a->method, s->kernel, s->width,
                                     s->a->has_fwhm, s->inputs, s->ninputs);
@@ -957,6 +997,8 @@ static void free_state(smooth_state *s) {
   smoother_destroy(s->sm2);
   arkcos_geometry_destroy(s->geom);
   arkcos_kernel_destroy(s->kernel);
+  smooth_beam_free(&s->beam);
+  free(s->beam_win);
 }
 
 int cmd_smooth(int argc, char **argv) {
@@ -981,6 +1023,9 @@ int cmd_smooth(int argc, char **argv) {
     omp_set_num_threads((int)a.threads);
     status = check_all(&s, last, to_dir, &err);
   }
+  int total = 0;
+  for (int i = 0; i < s.ninputs && !status; i++) total += s.inputs[i].ncols;
+  smooth_progress_init(&s.progress, a.quiet, total);
   for (int i = 0; i < s.ninputs && !status; i++)
     if (smooth_one(&s, i, &err)) status = report_error(&err);
   if (!status) print_totals(&s);

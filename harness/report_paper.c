@@ -112,7 +112,33 @@ static const struct { const char *fig, *caption; } captions[] = {
     {"fig6", "Fig. 6. Point sources, four in the north polar cap (upper row) and four in the belt "
              "(lower row), 13° patch centred on the cap's edge: log10 |value| / max for FSHT, "
              "ARKCoS paper mode and ARKCoS enhanced mode."},
+    {"narrow", "Narrow beams (docs/NARROW_BEAMS.md). A Gaussian cut at 1e-5 summed on the pixels "
+               "(ARKCoS, equal to the direct sum) against libsharp smoothing (lmax = 3 nside - 1, "
+               "iter 3, as healpy.smoothing) of a white random map (l <= 2 nside): rms of the "
+               "difference over rms of libsharp's map against pixels per FWHM (FWHM over the pixel "
+               "size sqrt(4π/npix)), without (solid) and with --normalize (dashed); dotted, libsharp "
+               "against the exact field alm2map(K_l a_lm). `arkcos smooth` refuses a kernel below 1 "
+               "pixel per FWHM and warns below 2.5. Measured by tools/narrow_beams; the numbers "
+               "follow."},
 };
+
+/* The table of tools/narrow_beams that plots/narrow.gp draws, as measured
+ * (scripts/reproduce.sh writes it to <results>/narrow/narrow_beams.md). */
+static void write_narrow_table(sbuf *b, const char *results) {
+  char path[4300];
+  snprintf(path, sizeof path, "%s/narrow/narrow_beams.md", results);
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    sb_printf(b, "No narrow-beam measurement (`narrow/narrow_beams.md`) in this folder.\n\n");
+    return;
+  }
+  char line[1024];
+  sb_printf(b, "Errors relative to the rms of the reference; \"vs exact\": against alm2map(K_l a_lm); "
+               "\"constant\": a smoothed map of 1 without --normalize (exactly 1 with it).\n\n");
+  while (fgets(line, sizeof line, f)) sb_printf(b, "%s", line);
+  sb_printf(b, "\n");
+  fclose(f);
+}
 
 static void write_figures(sbuf *b, const char *results, const char *plots) {
   sb_printf(b, "## Figures\n\n");
@@ -127,6 +153,7 @@ static void write_figures(sbuf *b, const char *results, const char *plots) {
                 report_relpath(pdf, results, rpdf, sizeof rpdf));
     else
       sb_printf(b, "%s — **not rendered**\n\n", captions[k].caption);
+    if (!strcmp(captions[k].fig, "narrow")) write_narrow_table(b, results);
   }
 }
 

@@ -8,7 +8,11 @@
 #      with `arkcos run CONFIG --out results/<profile>/<fig>/ --resume`, so an
 #      interrupted reproduce picks up where it stopped; Table 1 is drawn from
 #      the Fig. 2 sweep's stage timers;
-#   2. prints the Fig. 3 kernel profiles and K_l with build/tools/kernel_profile;
+#   2. prints the Fig. 3 kernel profiles and K_l with build/tools/kernel_profile,
+#      and measures narrow beams with build/tools/narrow_beams (error against
+#      libsharp smoothing at 1 to 8 pixels per FWHM, with and without
+#      --normalize; nside 64 for ci, 64 and 256 by default, up to 1024 for
+#      paper) into results/<profile>/narrow/ (kept once complete);
 #   3. renders plots/fig*.gp, plots/table1.gp with gnuplot into
 #      plots/out/<profile>/<fig>.png and .pdf;
 #   4. writes results/<profile>/REPORT.md.
@@ -17,7 +21,7 @@
 # against results/paper/published.json); no Python is needed.
 #
 # Environment: BUILD (build folder, default build), ARKCOS (the arkcos binary),
-# KERNEL_PROFILE (the kernel_profile binary),
+# KERNEL_PROFILE (the kernel_profile binary), NARROW_BEAMS (the narrow_beams binary),
 # ARKCOS_RESULTS_DIR and ARKCOS_PLOTS_DIR (replace results/ and plots/out/),
 # REPRODUCE_FIGS (a subset of "fig2 fig2fsht fig4 fig5 fig6 headline exact" to run; the
 # others are only rendered and reported from what is already there).
@@ -34,13 +38,14 @@ esac
 BUILD=${BUILD:-build}
 ARKCOS=${ARKCOS:-$ROOT/$BUILD/arkcos}
 KERNEL_PROFILE=${KERNEL_PROFILE:-$(dirname "$ARKCOS")/tools/kernel_profile}
+NARROW_BEAMS=${NARROW_BEAMS:-$(dirname "$ARKCOS")/tools/narrow_beams}
 RES=${ARKCOS_RESULTS_DIR:-$ROOT/results}/$profile
 PLOTS=${ARKCOS_PLOTS_DIR:-$ROOT/plots/out}/$profile
 PUBLISHED=$ROOT/results/paper/published.json
 SWEEPS="fig2 fig2fsht fig4 fig5 fig6 headline exact"
 RUN=${REPRODUCE_FIGS:-$SWEEPS}
 
-for tool in "$ARKCOS" "$KERNEL_PROFILE"; do
+for tool in "$ARKCOS" "$KERNEL_PROFILE" "$NARROW_BEAMS"; do
   [ -x "$tool" ] || { echo "reproduce: $tool not found; run make first" >&2; exit 2; }
 done
 command -v gnuplot >/dev/null || { echo "reproduce: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 2; }
@@ -83,11 +88,37 @@ for f in 6 60; do
   fi
 done
 
+# 2b. narrow beams (docs/NARROW_BEAMS.md): the Markdown table REPORT.md
+# quotes, and its columns for plots/narrow.gp (nside, pixels per FWHM, error
+# against fsht without and with --normalize, against the exact field
+# without and with, constant map min and max, fsht against exact)
+case $profile in
+  ci) narrow_nsides="64" ;;
+  paper) narrow_nsides="64 256 1024" ;;
+  *) narrow_nsides="64 256" ;;
+esac
+if [ ! -s "$RES/narrow/narrow_beams.md" ]; then
+  mkdir -p "$RES/narrow"
+  say "narrow beams: narrow_beams at nside $narrow_nsides"
+  args=()
+  for n in $narrow_nsides; do args+=(--nside "$n"); done
+  if "$NARROW_BEAMS" "${args[@]}" >"$RES/narrow/narrow_beams.md.tmp" &&
+      awk -F'|' '/^\| [0-9]/ { printf "%s %s %s %s %s %s %s %s %s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10 }' \
+        "$RES/narrow/narrow_beams.md.tmp" >"$RES/narrow/narrow.dat.tmp" && [ -s "$RES/narrow/narrow.dat.tmp" ]; then
+    mv "$RES/narrow/narrow.dat.tmp" "$RES/narrow/narrow.dat"
+    mv "$RES/narrow/narrow_beams.md.tmp" "$RES/narrow/narrow_beams.md"
+  else
+    rm -f "$RES/narrow/narrow_beams.md.tmp" "$RES/narrow/narrow.dat.tmp"
+    say "narrow beams: narrow_beams failed"; status=1
+  fi
+fi
+
 # 3. figures
 if ! "$ARKCOS" report --figures "$RES" "$PLOTS" >/dev/null; then
   say "could not extract the plot data"; status=1
 fi
-for fig in fig2 table1 fig3 fig4 fig5 fig6; do
+[ -s "$RES/narrow/narrow.dat" ] && cp "$RES/narrow/narrow.dat" "$PLOTS/data/narrow.dat"
+for fig in fig2 table1 fig3 fig4 fig5 fig6 narrow; do
   for fmt in png pdf; do
     out=$PLOTS/$fig.$fmt
     if gnuplot -e "fmt='$fmt'; outfile='$out.tmp'; datadir='$PLOTS/data'" plots/$fig.gp \

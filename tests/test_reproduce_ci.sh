@@ -57,14 +57,28 @@ for spec in fig2:40000 table1:30000 fig3:30000 fig4:80000 fig5:50000 fig6:80000;
   check "$fig.png is a PNG of more than $min bytes ($(size "$plots/$fig.png"))" real_png "$plots/$fig.png" "$min"
   check "$fig.pdf is a PDF of more than 5000 bytes ($(size "$plots/$fig.pdf"))" real_pdf "$plots/$fig.pdf"
 done
+# the narrow-beam figure (scripts/reproduce.sh step 2b): nine rows at nside 64,
+# pixels per FWHM 1 to 8, every error a number; at 1 pixel per FWHM the
+# error is large (measured 0.228) and --normalize lowers it (0.103); from 4
+# on it is the quadrature's ~1e-3 (measured 9.8e-4 at 4)
+narrow_dat=$res/narrow/narrow.dat
+check "narrow.dat has 9 rows of 9 numbers at nside 64 ($(wc -l <"$narrow_dat" 2>/dev/null))" \
+  awk 'NF == 9 && $1 == 64 && $3 + 0 > 0 && $4 + 0 > 0 { n++ } END { exit !(n == 9 && NR == 9) }' "$narrow_dat"
+check "narrow.dat: pixels per FWHM from 1 to 8" \
+  awk 'NR == 1 { a = $2 } END { exit !(a == 1 && $2 == 8) }' "$narrow_dat"
+check "narrow.dat: at 1 px/FWHM the error is above 0.1 and --normalize lowers it; at 4 below 2e-3" \
+  awk '$2 == 1 { ok1 = $3 > 0.1 && $4 < 0.7 * $3 } $2 == 4 { ok4 = $3 < 2e-3 } END { exit !(ok1 && ok4) }' "$narrow_dat"
+check "narrow.png is a PNG of more than 20000 bytes ($(size "$plots/narrow.png"))" real_png "$plots/narrow.png" 20000
+check "narrow.pdf is a PDF of more than 5000 bytes ($(size "$plots/narrow.pdf"))" real_pdf "$plots/narrow.pdf"
 check "table1 has this run's stage shares for supports 1, 4 and 16 degrees" \
   test "$(grep -c '° here' "$plots/data/table1.dat" 2>/dev/null)" -ge 3
 
 report=$res/REPORT.md
 check "REPORT.md written" test -s "$report"
-for fig in fig2 table1 fig3 fig4 fig5 fig6; do
+for fig in fig2 table1 fig3 fig4 fig5 fig6 narrow; do
   check "REPORT.md embeds $fig" grep -q "^!\[$fig\](.*$fig.png)" "$report"
 done
+check "REPORT.md quotes the narrow-beam table" grep -qE '^\| 64 \| 2\.50 \| [0-9.e-]+ \| [0-9.e-]+ \|' "$report"
 ids=$(grep -o '"id": *"[^"]*"' results/paper/published.json | sed 's/.*"\([^"]*\)"$/\1/')
 n=0 missing=""
 for id in $ids; do
