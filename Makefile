@@ -14,7 +14,7 @@ PROFILE ?= default
 PYTHON  ?= /usr/bin/python3
 
 BUILD   ?= build
-ENGINE_SRC := $(wildcard arkcos/*.c)
+ENGINE_SRC := $(filter-out arkcos/arkcos_mpi.c,$(wildcard arkcos/*.c))
 REF_SRC    := $(wildcard reference/*.c)
 HARN_SRC   := $(filter-out harness/main.c,$(wildcard harness/*.c))
 TEST_SRC   := $(wildcard tests/test_*.c)
@@ -73,8 +73,44 @@ $(BUILD)/libarkref.a: $(REF_OBJ)
 $(BUILD)/libarkharness.a: $(HARN_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/arkcos: $(BUILD)/obj/harness/main.o $(LIBS)
-	$(CC) -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
+# MPI (docs/MPI.md): `make MPI=1` links $(BUILD)/arkcos with OpenMPI's mpicc,
+# MPI-aware; `make mpi` builds that binary as $(BUILD)/arkcos-mpi, plus the
+# MPI API check, whatever MPI is. Only the objects that differ with MPI are
+# compiled again (into obj-mpi/); the libraries are the plain build's.
+MPI     ?= 0
+MPICC   ?= mpicc
+MPI_OBJ := $(BUILD)/obj-mpi/harness/main.o $(BUILD)/obj-mpi/harness/hmpi.o \
+           $(BUILD)/obj-mpi/arkcos/arkcos_mpi.o
+ifeq ($(MPI),1)
+  ARKCOS_MAIN := $(MPI_OBJ)
+  ARKCOS_LD   := $(MPICC)
+else
+  ARKCOS_MAIN := $(BUILD)/obj/harness/main.o
+  ARKCOS_LD   := $(CC)
+endif
+
+$(BUILD)/obj-mpi/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -DARKCOS_WITH_MPI -c $< -o $@
+
+# relinks build/arkcos when MPI changes between two makes
+$(BUILD)/mpi-setting: FORCE
+	@mkdir -p $(BUILD)
+	@echo "$(MPI)" | cmp -s - $@ || echo "$(MPI)" > $@
+FORCE:
+
+$(BUILD)/arkcos: $(ARKCOS_MAIN) $(LIBS) $(BUILD)/mpi-setting
+	$(ARKCOS_LD) -o $@ $(ARKCOS_MAIN) $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
+
+$(BUILD)/arkcos-mpi: $(MPI_OBJ) $(LIBS)
+	$(MPICC) -o $@ $(MPI_OBJ) $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++
+
+$(BUILD)/tests/mpi_plan_check: tests/mpi_plan_check.c tests/testlib.h tests/testmaps.h $(BUILD)/obj-mpi/arkcos/arkcos_mpi.o $(LIBS)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -DARKCOS_WITH_MPI -o $@ $< $(BUILD)/obj-mpi/arkcos/arkcos_mpi.o $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lchealpix -lstdc++
+
+.PHONY: mpi FORCE
+mpi: $(BUILD)/arkcos-mpi $(BUILD)/tests/mpi_plan_check
 
 $(BUILD)/tests/%: tests/%.c tests/testlib.h tests/testmaps.h $(LIBS)
 	@mkdir -p $(dir $@)

@@ -131,6 +131,25 @@ void arkcos_fftw_wisdom_save(void) {
   pthread_mutex_unlock(&fftw_planner_lock);
 }
 
+/* The process's wisdom as a string (malloc'd by FFTW: fftw_free it), and
+ * a string imported, under the planner lock (arkcos_mpi.c gives rank 0's
+ * wisdom to the other ranks). */
+char *arkcos_fftw_wisdom_export(int single) {
+  arkcos_fftw_wisdom_load();
+  pthread_mutex_lock(&fftw_planner_lock);
+  char *w = single ? fftwf_export_wisdom_to_string() : fftw_export_wisdom_to_string();
+  pthread_mutex_unlock(&fftw_planner_lock);
+  return w;
+}
+
+int arkcos_fftw_wisdom_import(const char *w, int single) {
+  arkcos_fftw_wisdom_load(); /* first: the file must not come in after w */
+  pthread_mutex_lock(&fftw_planner_lock);
+  const int ok = single ? fftwf_import_wisdom_from_string(w) : fftw_import_wisdom_from_string(w);
+  pthread_mutex_unlock(&fftw_planner_lock);
+  return ok;
+}
+
 #define R double
 #define FFTWP(x) fftw_##x
 #define SFX(x) x##_double

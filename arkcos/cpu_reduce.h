@@ -263,6 +263,6 @@ static void SFX(perring_stage)(const arkcos_plan *p, const SFX(cpu_state) *s, do
   {
     R *ws = s->work + (size_t)omp_get_thread_num() * s->wstride;
 #pragma omp for schedule(dynamic, 1)
-    for (int t = 0; t < p->ntasks; t++) SFX(perring_task)(p, s, ws, t, out, st);
+    for (int t = p->task_lo; t < p->task_hi; t++) SFX(perring_task)(p, s, ws, t, out, st);
   }
 }

@@ -118,6 +118,13 @@ static inline void SFX(ring_spectrum)(const arkcos_plan *p, const SFX(cpu_state)
      * place of a copy (an out-of-place r2c keeps its input), weight after */
     FFTWP(execute_dft_r2c)(s->r2c[j], (R *)(uintptr_t)src, (FFTWP(complex) *)sp);
     wf = (R)w;
+  } else if (sizeof(R) == sizeof(double) && !paper) {
+    /* unaligned: the same transform of a copy, weight after as above, so
+     * that the result does not depend on the map's address (bit for bit:
+     * MPI ranks and one process agree, docs/MPI.md) */
+    for (int64_t k = 0; k < N; k++) rin[k] = (R)src[k];
+    FFTWP(execute_dft_r2c)(s->r2c[j], rin, (FFTWP(complex) *)sp);
+    wf = (R)w;
   } else {
     for (int64_t k = 0; k < N; k++) rin[k] = (R)(w * src[k]);
     FFTWP(execute_dft_r2c)(s->r2c[j], rin, (FFTWP(complex) *)sp);

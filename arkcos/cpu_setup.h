@@ -10,16 +10,20 @@
 /* ---- process-wide FFTW plan cache: planning awkward lengths (4r, r with
  * large prime factors) is slow, and plans are immutable and thread-safe to
  * execute, so every arkcos plan shares them. */
-typedef struct { int64_t n; FFTWP(plan) r2c, c2r; } SFX(plan_entry);
+typedef struct { int64_t n; unsigned flags; FFTWP(plan) r2c, c2r; } SFX(plan_entry);
 static SFX(plan_entry) *SFX(cache);
 static int SFX(ncache), SFX(capcache);
 
-/* Returns the cached pair for length n, planning it if needed (*fresh += 1). */
+/* Returns the cached pair for length n and flags, planning it if needed
+ * (*fresh += 1). Keyed by the flags too: a length that one geometry plans
+ * with FFTW_ESTIMATE (a cap ring) and another with FFTW_MEASURE (its
+ * kernel grid) gets both, so a plan's FFTs do not depend on which plans the
+ * process made before (docs/MPI.md). */
 static SFX(plan_entry) *SFX(plans_for)(int64_t n, unsigned flags, int *fresh) {
   SFX(plan_entry) *e = NULL;
   pthread_mutex_lock(&fftw_planner_lock);
   for (int i = 0; i < SFX(ncache); i++)
-    if (SFX(cache)[i].n == n) {
+    if (SFX(cache)[i].n == n && SFX(cache)[i].flags == flags) {
       e = &SFX(cache)[i];
       break;
     }
@@ -39,6 +43,7 @@ static SFX(plan_entry) *SFX(plans_for)(int64_t n, unsigned flags, int *fresh) {
       if (p1 && p2) {
         e = &SFX(cache)[SFX(ncache)++];
         e->n = n;
+        e->flags = flags;
         e->r2c = p1;
         e->c2r = p2;
         (*fresh)++;
@@ -134,7 +139,7 @@ static int SFX(setup_extents)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *e
   s->spec_ofs = (size_t *)calloc((size_t)nr + 1, sizeof(size_t));
   s->task_nm = (int64_t *)calloc((size_t)p->ntasks, sizeof(int64_t));
   if (!s->ring_nm || !s->spec_ofs || !s->task_nm) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-  for (int t = 0; t < p->ntasks; t++) {
+  for (int t = p->task_lo; t < p->task_hi; t++) { /* a band plan: its tasks' rings only */
     const int i = p->task[t], i2 = p->mirror[i];
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
       const SFX(kgrid_t) *G = &s->grid[SFX(pair_grid)(p, s, i, j)];
@@ -177,17 +182,23 @@ static int SFX(setup_pairsym)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, 
    * symmetry. Each thread's ring of w + 1 slots is counted in the plan. */
   s->slot_sz = 4 * (size_t)s->nmp;
   s->nchunk = 0;
+  int len = 1;
   if (s->w > 0) {
-    int len = 2 * (s->w + 1);
+    len = 2 * (s->w + 1);
     if (len < (p->ntasks + 31) / 32) len = (p->ntasks + 31) / 32;
     s->nchunk = p->ntasks / len;
   }
   s->pairsym = psym && s->nchunk >= 4;
   if (s->pairsym) {
+    /* a band plan (task_lo, task_hi) chunks its own tasks alike; a task's
+     * sums do not depend on where the chunks start (see pairsym_stage) */
+    const int nt = p->task_hi - p->task_lo;
+    s->nchunk = nt <= 0 ? 0 : nt / len > 1 ? nt / len : 1;
     s->chunk0 = (int *)malloc(sizeof(int) * (size_t)(s->nchunk + 1));
     s->tslots = (R *)FFTWP(malloc)(sizeof(R) * s->slot_sz * (size_t)((s->w + 1) * s->nthreads));
     if (!s->chunk0 || !s->tslots) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-    for (int c = 0; c <= s->nchunk; c++) s->chunk0[c] = (int)((int64_t)p->ntasks * c / s->nchunk);
+    for (int c = 0; c <= s->nchunk; c++)
+      s->chunk0[c] = p->task_lo + (s->nchunk ? (int)((int64_t)nt * c / s->nchunk) : 0);
     *bytes += sizeof(R) * s->slot_sz * (size_t)((s->w + 1) * s->nthreads);
   }
   return ARKCOS_OK;
@@ -256,7 +267,7 @@ static int SFX(fill_cache)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
   s->hofs = (size_t *)calloc(npairs ? npairs : 1, sizeof(size_t));
   if (!s->pair_used || !s->hofs) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
   /* rows only for the pairs the kernel reaches, each as long as its grid's */
-  for (int t = 0; t < p->ntasks; t++) {
+  for (int t = p->task_lo - s->w > 0 ? p->task_lo - s->w : 0; t < p->task_hi; t++) {
     const int i = p->task[t];
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
       const int g = SFX(pair_grid)(p, s, i, j);
@@ -272,8 +283,11 @@ static int SFX(fill_cache)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
   if (!s->hcache)
     return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory: cached kernel spectra need %.1f MB", bytes / 1e6);
   p->bytes += (size_t)bytes + npairs * (1 + sizeof(size_t));
+  /* a band plan: its tasks and the w before them (their pairs into the
+   * band, read by the first chunk's prologue) */
+  const int tlo = p->task_lo - s->w > 0 ? p->task_lo - s->w : 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(s->nthreads)
-  for (int t = 0; t < p->ntasks; t++) {
+  for (int t = tlo; t < p->task_hi; t++) {
     R *ws = s->work + (size_t)omp_get_thread_num() * s->wstride;
     const int i = p->task[t];
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {

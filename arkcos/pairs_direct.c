@@ -298,6 +298,7 @@ static int direct_list(const arkcos_plan *p, arkcos_direct *D) {
     for (int t = 0; t < p->ntasks; t++) {
       const int i = p->task[t], i2 = p->mirror[i];
       if (pass) D->first[t] = n;
+      if (t < p->task_lo || t >= p->task_hi) continue; /* another band's (MPI) */
       for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
         if (!arkcos_pair_is_direct(p, i, j) || pair_halfwidth(p, i, j) < 0) continue;
         if (pass) {
@@ -615,7 +616,7 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
   const double lg = log2((double)(p->L > 2 ? p->L : 2)), sq = sqrt((double)p->L);
   arkcos_direct *D = p->direct;
   double worst = 0;
-  for (int t = 0; t < p->ntasks; t++) {
+  for (int t = p->task_lo; t < p->task_hi; t++) { /* a band plan: its own rings */
     const int i = p->task[t];
     double fsum = 0, dsum = 0, dterms = 0;
     int npairs = 0, kmax = 0;

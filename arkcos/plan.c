@@ -37,6 +37,7 @@ static void plan_free(arkcos_plan *p) {
 
 void arkcos_plan_destroy(arkcos_plan *p) {
   if (!p) return;
+  if (p->mpi_destroy) p->mpi_destroy(p);
   if (p->destroy) p->destroy(p);
   plan_free(p);
 }
@@ -239,10 +240,60 @@ static int plan_paths(arkcos_plan *p, arkcos_error *err) {
   return ARKCOS_OK;
 }
 
-arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k,
-                                const arkcos_options *o, arkcos_error *err) {
+/* Output pixels of task t: its ring and its mirror */
+static double task_pixels(const arkcos_plan *p, int t) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int i = p->task[t], i2 = p->mirror[i];
+  return (double)rg[i].nph + (i2 >= 0 && i2 != i ? (double)rg[i2].nph : 0);
+}
+
+/* Tasks into nparts contiguous ranges of about equal output pixels: cut r
+ * falls at the task boundary nearest to r / nparts of the total. */
+void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first) {
+  double total = 0, run = 0;
+  for (int t = 0; t < p->ntasks; t++) total += task_pixels(p, t);
+  int t = 0;
+  first[0] = 0;
+  for (int r = 1; r < nparts; r++) {
+    const double goal = total * r / nparts;
+    while (t < p->ntasks && run + 0.5 * task_pixels(p, t) <= goal) run += task_pixels(p, t++);
+    first[r] = t;
+  }
+  first[nparts] = p->ntasks;
+}
+
+int arkcos_plan_ring_needed(const arkcos_plan *p, int lo, int hi, int j) {
+  int a = p->geom->nrings, b = -1;
+  for (int t = lo; t < hi; t++) {
+    const int i = p->task[t];
+    if (p->jlo[i] < a) a = p->jlo[i];
+    if (p->jhi[i] > b) b = p->jhi[i];
+  }
+  const int jm = p->mirror[j];
+  return (j >= a && j <= b) || (jm >= 0 && jm >= a && jm <= b);
+}
+
+/* Band plans (nparts > 1) run on the CPU and are scalar: the GPU keeps
+ * the whole map on one device, and spin-2 plans have their own schedule. */
+static int part_options(arkcos_plan *p, int nparts, arkcos_error *err) {
+  if (nparts == 1) return ARKCOS_OK;
+  if (p->opt.spin == 2)
+    return arkcos_fail(err, ARKCOS_EINVAL, "plan: a map split over ranks (MPI) is smoothed as a scalar "
+                                           "only; spin-2 (Q, U) plans run on one process");
+  if (p->opt.backend == ARKCOS_BACKEND_GPU)
+    return arkcos_fail(err, ARKCOS_ENODEV, "plan: a map split over ranks (MPI) runs on the CPU backend");
+  p->opt.backend = ARKCOS_BACKEND_CPU;
+  return ARKCOS_OK;
+}
+
+arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kernel *k,
+                                     const arkcos_options *o, int part, int nparts, arkcos_error *err) {
   if (!g || !k) {
     arkcos_fail(err, ARKCOS_EINVAL, "plan: geometry and kernel are required");
+    return NULL;
+  }
+  if (nparts < 1 || part < 0 || part >= nparts) {
+    arkcos_fail(err, ARKCOS_EINVAL, "plan: part %d of %d", part, nparts);
     return NULL;
   }
   arkcos_plan *p = calloc(1, sizeof *p);
@@ -250,10 +301,25 @@ arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k
     arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
     return NULL;
   }
-  if (plan_options(p, o, err) || plan_alloc(p, g, k, err)) goto fail;
+  if (plan_options(p, o, err) || part_options(p, nparts, err) || plan_alloc(p, g, k, err)) goto fail;
   plan_ring_ranges(p, g);
   plan_tasks(p, g);
-  if (plan_paths(p, err) || create_backend(p, err)) goto fail;
+  /* the paths are the whole plan's (a band decides as one process would) */
+  if (plan_paths(p, err)) goto fail;
+  p->task_lo = 0;
+  p->task_hi = p->ntasks;
+  if (nparts > 1) {
+    int *first = malloc(sizeof(int) * (size_t)(nparts + 1));
+    if (!first) {
+      arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+      goto fail;
+    }
+    arkcos_plan_split(p, nparts, first);
+    p->task_lo = first[part];
+    p->task_hi = first[part + 1];
+    free(first);
+  }
+  if (create_backend(p, err)) goto fail;
   arkcos_plan_set_bound(p, p->opt.precision == ARKCOS_SINGLE);
   return p;
 fail:
@@ -261,9 +327,15 @@ fail:
   return NULL;
 }
 
+arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k,
+                                const arkcos_options *o, arkcos_error *err) {
+  return arkcos_plan_create_part(g, k, o, 0, 1, err);
+}
+
 int arkcos_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
   if (!p || !in || !out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: NULL argument");
   if (in == out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: in and out must differ");
+  if (p->mpi) return arkcos_fail(err, ARKCOS_EINVAL, "execute: this plan is split over MPI ranks; use arkcos_execute_mpi");
   if (p->opt.spin == 2)
     return arkcos_fail(err, ARKCOS_EINVAL, "execute: this is a spin-2 plan; use arkcos_execute_spin2");
   return p->execute(p, in, out, err);

@@ -24,6 +24,11 @@ struct arkcos_plan {
   int *mirror;               /* north/south partner of ring i, or -1 */
   int ntasks;                /* output rings (or mirror pairs) to process */
   int *task;                 /* the first ring of each task */
+  /* tasks this plan computes, [task_lo, task_hi): all of them, but in the
+   * band plans of arkcos_plan_create_mpi (arkcos_mpi.c), whose other
+   * output rings stay untouched and whose input is read only on the rings
+   * the band's pairs reach (ring_needed) */
+  int task_lo, task_hi;
   double *sin_theta;         /* per ring */
   arkcos_stage_times last;
   char note[320];            /* why AUTO did not take the GPU ("" if it did) */
@@ -38,8 +43,22 @@ struct arkcos_plan {
   int (*execute2)(arkcos_plan *, const double *, const double *, double *, double *,
                   arkcos_error *); /* spin-2 plans (spin2.c) */
   void (*destroy)(arkcos_plan *);
+  void *mpi;                 /* arkcos_plan_create_mpi's state (arkcos_mpi.c), or NULL */
+  void (*mpi_destroy)(arkcos_plan *);
 };
 
+/* plan.c: a plan that computes only part `part` of `nparts` of the tasks
+ * (arkcos_plan_split), with the same pair arithmetic and summation order as
+ * the whole plan, so its output rings are bit-identical to the whole
+ * plan's; CPU only, scalar only. nparts = 1 is arkcos_plan_create. */
+arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kernel *k,
+                                     const arkcos_options *o, int part, int nparts, arkcos_error *err);
+/* Tasks split into nparts contiguous ranges balanced by output pixels:
+ * part r computes tasks [first[r], first[r + 1]); first has nparts + 1. */
+void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first);
+/* Whether input ring j is read by the tasks [lo, hi) (their pairs' input
+ * rings and mirrors). */
+int arkcos_plan_ring_needed(const arkcos_plan *p, int lo, int hi, int j);
 int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
 int arkcos_cpu_create_float(arkcos_plan *p, arkcos_error *err);
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);
@@ -59,6 +78,8 @@ void arkcos_direct_destroy(arkcos_direct *D);
 void arkcos_plan_set_bound(arkcos_plan *p, int single);
 void arkcos_fftw_wisdom_load(void);
 void arkcos_fftw_wisdom_save(void);
+char *arkcos_fftw_wisdom_export(int single);
+int arkcos_fftw_wisdom_import(const char *w, int single);
 
 #ifdef __cplusplus
 }

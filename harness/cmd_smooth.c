@@ -22,6 +22,7 @@
 
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
+#include "harness/hmpi.h"
 #include "harness/mapio.h"
 #include "harness/method.h"
 #include "harness/smooth_mask.h"
@@ -51,6 +52,7 @@ typedef struct smooth_args {
   arkcos_backend backend;
   long threads, lmax, iter;
   int force, verbose, quiet;
+  int mpi_split; /* --mpi-split: each map over all MPI ranks (docs/MPI.md) */
   pol_opts pol; /* --pol, --no-pol */
   mask_opts mask; /* --mask, --mask-mode, --min-weight, --write-weight */
   narrow_opts narrow; /* --normalize, --allow-subpixel, --kernel-unit, --allow-negative */
@@ -134,6 +136,10 @@ static void usage(FILE *f) {
 "  -q, --quiet          no progress lines (they are shown only when stderr is a\n"
 "                       terminal: the plans being made and each map done, with\n"
 "                       the time elapsed and the time expected for the rest)\n"
+"  --mpi-split          under mpirun (a build with make MPI=1): smooth each map\n"
+"                       with all ranks, its rings split into latitude bands\n"
+"                       (the default for a single input); without it several\n"
+"                       inputs are shared out over the ranks, a map per rank\n"
 "  -v, --verbose        also print each plan's a-priori bound against the\n"
 "                       direct sum (\"bound: ...\" lines; \"spin=2\" on the\n"
 "                       plan of Q and U)\n"
@@ -372,6 +378,9 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
       return -1;
     } else if (!strcmp(arg, "--force")) {
       a->force = 1;
+    } else if (!strcmp(arg, "--mpi-split")) {
+      if (!hmpi_built()) return smooth_usage_error("--mpi-split: this arkcos was built without MPI (make MPI=1)");
+      a->mpi_split = 1;
     } else if (!strcmp(arg, "-v") || !strcmp(arg, "--verbose")) {
       a->verbose = 1;
     } else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) {
@@ -457,6 +466,7 @@ typedef struct smooth_state {
   beam_kernel beam;     /* --beam-file: its B_l (smooth_beam.h) */
   double *beam_win;     /* --beam-file: per input, the window error at its nside */
   smooth_progress progress; /* lines on a terminal (smooth_progress.h) */
+  int split;            /* MPI: each map over all ranks (--mpi-split, or one input) */
 } smooth_state;
 
 /* Maps over all inputs that share this nside, for the scalar plan (spin 0:
@@ -491,6 +501,7 @@ static void method_spec_for(const smooth_state *s, int64_t nside, int spin, meth
   m->threads = (int)a->threads;
   m->lmax = a->has_lmax ? (int)a->lmax : (int)(3 * nside - 1);
   m->iter = (int)a->iter;
+  m->mpi_split = s->split && spin == 0 && a->method == METHOD_ARKCOS;
 }
 
 /* -v: a smoother's a-priori bound against the direct sum, on its own
@@ -538,6 +549,7 @@ static int make_smoother(smooth_state *s, int spin, arkcos_error *err) {
     if (rc) return rc;
   }
   const char *note = smoother_note(sm);
+  if (hmpi_rank() > 0) return ARKCOS_OK; /* MPI: rank 0 says it once */
   if (note[0]) fprintf(stderr, "arkcos smooth: note: %s\n", note);
   const char *inexact = smoother_exactness(sm);
   if (inexact[0])
@@ -961,7 +973,8 @@ static int check_all(smooth_state *s, const char *last, int to_dir,
     status = smooth_checks_sampling(&s->a->narrow, s->a->method, s->kernel, s->width,
                                     s->a->has_fwhm, s->inputs, s->ninputs);
   if (!status) status = check_gpu(s->a);
-  if (!status && to_dir && !is_dir(last) && mkdir(last, 0777) != 0) {
+  if (!status && to_dir && !is_dir(last) && mkdir(last, 0777) != 0 &&
+      !(errno == EEXIST && is_dir(last))) { /* MPI: another rank made it */
     fprintf(stderr, "arkcos smooth: %s: cannot create folder: %s\n", last,
             strerror(errno));
     status = 2;
@@ -972,6 +985,7 @@ static int check_all(smooth_state *s, const char *last, int to_dir,
 /* The plan/per-map line, when several maps were smoothed. */
 static void print_totals(smooth_state *s) {
   if (s->nmaps_done <= 1) return;
+  if (hmpi_size() > 1) printf("rank %d/%d: ", hmpi_rank(), hmpi_size());
   qsort(s->map_times, (size_t)s->nmaps_done, sizeof *s->map_times, cmp_double);
   double tot = 0;
   for (int i = 0; i < s->nmaps_done; i++) tot += s->map_times[i];
@@ -980,6 +994,46 @@ static void print_totals(smooth_state *s) {
          s->nmaps_done, s->ninputs, s->nplans, s->plan_time, tot / s->nmaps_done,
          s->map_times[s->nmaps_done / 2], s->map_times[0],
          s->map_times[s->nmaps_done - 1]);
+}
+
+/* MPI, maps over ranks: rank 0 plans every nside first, then its FFTW
+ * wisdom goes to every rank, so that all FFTs are rank 0's algorithms and
+ * each output is byte for byte a single process's (docs/MPI.md). */
+static int sync_wisdom(smooth_state *s, arkcos_error *err) {
+  int status = 0;
+  for (int i = 0; i < s->ninputs && !status && hmpi_rank() == 0; i++) {
+    int seen = 0, need2 = 0;
+    for (int j = 0; j < s->ninputs; j++) {
+      seen |= j < i && s->inputs[j].nside == s->inputs[i].nside;
+      need2 |= s->inputs[j].nside == s->inputs[i].nside && s->pol[j].q >= 0;
+    }
+    if (!seen && ensure_smoothers(s, s->inputs[i].nside, 1, need2, err)) status = report_error(err);
+  }
+  status = hmpi_max(status);
+  if (!status && hmpi_share_wisdom(err)) status = report_error(err);
+  return status;
+}
+
+/* Every input, one after the other; under mpirun (docs/MPI.md) either the
+ * inputs shared out over the ranks in contiguous runs (each rank plans once
+ * per nside), or each map over all ranks (s->split: rank 0 reads, drives and
+ * writes; the others serve its plans). A failure on any rank is every
+ * rank's exit status; its message comes from the rank that failed. */
+static int smooth_all(smooth_state *s, arkcos_error *err) {
+  const int n = hmpi_size(), r = hmpi_rank();
+  s->split = n > 1 && (s->a->mpi_split || s->ninputs == 1);
+  if (s->split && r > 0) return hmpi_max(hmpi_split_serve(s->kernel));
+  int status = n > 1 && !s->split ? sync_wisdom(s, err) : 0;
+  const int lo = s->split ? 0 : (int)((int64_t)s->ninputs * r / n);
+  const int hi = s->split ? s->ninputs : (int)((int64_t)s->ninputs * (r + 1) / n);
+  for (int i = lo; i < hi && !status; i++)
+    if (smooth_one(s, i, err)) status = report_error(err);
+  if (s->split) { /* the split plan goes before the others are let go */
+    smoother_destroy(s->sm);
+    s->sm = NULL;
+    hmpi_split_stop();
+  }
+  return hmpi_max(status);
 }
 
 static void free_state(smooth_state *s) {
@@ -1021,13 +1075,14 @@ int cmd_smooth(int argc, char **argv) {
     status = 1;
   } else {
     omp_set_num_threads((int)a.threads);
+    hmpi_hold_stderr(); /* MPI: the common checks' messages once */
     status = check_all(&s, last, to_dir, &err);
   }
+  status = hmpi_checks_done(status); /* MPI: every rank stops when one's checks failed */
   int total = 0;
   for (int i = 0; i < s.ninputs && !status; i++) total += s.inputs[i].ncols;
-  smooth_progress_init(&s.progress, a.quiet, total);
-  for (int i = 0; i < s.ninputs && !status; i++)
-    if (smooth_one(&s, i, &err)) status = report_error(&err);
+  smooth_progress_init(&s.progress, a.quiet || hmpi_size() > 1, total);
+  if (!status) status = smooth_all(&s, &err);
   if (!status) print_totals(&s);
   free_state(&s);
   free(a.pos);

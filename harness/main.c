@@ -4,6 +4,9 @@
 
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
+#ifdef ARKCOS_WITH_MPI
+#include <mpi.h> /* make MPI=1: every command runs under MPI (docs/MPI.md) */
+#endif
 
 static const struct {
   const char *name;
@@ -27,7 +30,7 @@ static void usage(FILE *f) {
     fprintf(f, "  arkcos %-12s %s\n", commands[i].name, commands[i].usage);
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
     return 2;
@@ -46,4 +49,17 @@ int main(int argc, char **argv) {
   fprintf(stderr, "arkcos: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return 2;
+}
+
+int main(int argc, char **argv) {
+#ifdef ARKCOS_WITH_MPI
+  /* OpenMP threads inside each rank; only the main thread calls MPI */
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  const int rc = dispatch(argc, argv);
+  MPI_Finalize();
+  return rc;
+#else
+  return dispatch(argc, argv);
+#endif
 }

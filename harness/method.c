@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/hmpi.h"
 #include "harness/method.h"
 #include "harness/util.h"
 #include "reference/reference.h"
@@ -41,12 +42,12 @@ static int make_plan(smoother *sm, arkcos_error *err) {
   arkcos_options o = sm->spec.arkcos;
   o.threads = sm->spec.threads;
   double t0 = wall_time();
-  sm->plan = arkcos_plan_create(sm->g, sm->k, &o, err);
+  sm->plan = sm->spec.mpi_split ? hmpi_split_plan(sm->g, sm->k, &o, err) : arkcos_plan_create(sm->g, sm->k, &o, err);
   if (!sm->plan && o.cache_kernel_spectra && err && err->code == ARKCOS_ENOMEM) {
     snprintf(sm->note, sizeof sm->note,
              "kernel spectra do not fit in memory (%.400s); computing them per map", err->msg);
     o.cache_kernel_spectra = 0;
-    sm->plan = arkcos_plan_create(sm->g, sm->k, &o, err);
+    sm->plan = sm->spec.mpi_split ? hmpi_split_plan(sm->g, sm->k, &o, err) : arkcos_plan_create(sm->g, sm->k, &o, err);
   }
   sm->plan_time = wall_time() - t0;
   if (!sm->plan) return err && err->code ? err->code : ARKCOS_ERUNTIME;
@@ -86,7 +87,7 @@ int smoother_apply(smoother *sm, const double *in, double *out, arkcos_error *er
     return arkcos_fail(err, ARKCOS_EINVAL, "smoother: this smoother is spin 2; use smoother_apply_spin2");
   switch (s->kind) {
   case METHOD_ARKCOS:
-    return arkcos_execute(sm->plan, in, out, err);
+    return s->mpi_split ? hmpi_split_execute(sm->plan, in, out, err) : arkcos_execute(sm->plan, in, out, err);
   case METHOD_DIRECT:
     return ref_direct_sum(sm->g, sm->k, in, out, NULL, 0, s->threads, err);
   case METHOD_FSHT:
@@ -157,6 +158,7 @@ double smoother_bound(const smoother *sm) {
 
 void smoother_destroy(smoother *sm) {
   if (!sm) return;
-  arkcos_plan_destroy(sm->plan);
+  if (sm->spec.mpi_split) hmpi_split_destroy(sm->plan);
+  else arkcos_plan_destroy(sm->plan);
   free(sm);
 }

@@ -4,6 +4,13 @@
 set -euo pipefail
 pkgs=(gcc g++ make libfftw3-dev libsharp-dev libcfitsio-dev libjansson-dev libchealpix-dev
       python3-healpy gnuplot-nox pkg-config bsdutils)
+# Optional group: OpenMPI for `make MPI=1` / `make mpi` and tests/test_mpi.sh
+# (docs/MPI.md). Installed by a plain run (CI, make install-deps), not
+# required by --if-missing: the project builds and tests without it.
+# ARKCOS_NO_MPI=1 leaves it out.
+if [ "${1:-}" != "--if-missing" ] && [ "${ARKCOS_NO_MPI:-0}" != 1 ]; then
+  pkgs+=(libopenmpi-dev openmpi-bin)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

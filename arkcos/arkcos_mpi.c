@@ -1,0 +1,253 @@
+/*
+ * arkcos_mpi.c -- one map over MPI ranks (arkcos_mpi.h; built with
+ * `make MPI=1` only). Each rank holds a band plan (arkcos_plan_create_part):
+ * the whole plan's geometry and decisions, its own tasks' tables, spectra
+ * and output rings. Rank 0 scatters each band's input rings (band + halo)
+ * and gathers its output rings; both as contiguous pixel segments.
+ */
+#include <fftw3.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arkcos/arkcos_mpi.h"
+#include "arkcos/plan_internal.h"
+
+/* A contiguous run of pixels [a, b) of the map */
+typedef struct { int64_t a, b; } seg_t;
+
+typedef struct {
+  int n;
+  seg_t *s;
+} segs_t;
+
+typedef struct {
+  MPI_Comm comm;
+  int rank, size;
+  segs_t *in, *out;     /* per rank: input (band + halo) and output segments */
+  double *inbuf, *outbuf; /* ranks > 0: full-size maps, only band and halo touched */
+  int64_t pix_in, pix_out, halo;
+  double bound;
+} mpi_state;
+
+/* MPI counts are int: long segments go in pieces */
+enum { PIECE = 1 << 27 };
+
+static void segs_free(segs_t *s, int n) {
+  if (!s) return;
+  for (int r = 0; r < n; r++) free(s[r].s);
+  free(s);
+}
+
+static void mpi_destroy(arkcos_plan *p) {
+  mpi_state *m = (mpi_state *)p->mpi;
+  if (!m) return;
+  segs_free(m->in, m->size);
+  segs_free(m->out, m->size);
+  free(m->inbuf);
+  free(m->outbuf);
+  MPI_Comm_free(&m->comm);
+  free(m);
+  p->mpi = NULL;
+}
+
+/* The rings marked in use[] as pixel segments (adjacent rings merged when
+ * their pixels are adjacent in the map). */
+static int rings_to_segs(const arkcos_geometry *g, const unsigned char *use, segs_t *out) {
+  out->n = 0;
+  out->s = malloc(sizeof(seg_t) * (size_t)(g->nrings > 0 ? g->nrings : 1));
+  if (!out->s) return ARKCOS_ENOMEM;
+  for (int j = 0; j < g->nrings; j++) {
+    if (!use[j]) continue;
+    const int64_t a = g->rings[j].ofs, b = a + g->rings[j].nph;
+    if (out->n && out->s[out->n - 1].b == a) out->s[out->n - 1].b = b;
+    else out->s[out->n++] = (seg_t){a, b};
+  }
+  return ARKCOS_OK;
+}
+
+static int64_t segs_pixels(const segs_t *s) {
+  int64_t n = 0;
+  for (int k = 0; k < s->n; k++) n += s->s[k].b - s->s[k].a;
+  return n;
+}
+
+/* Every rank's segments (each rank derives all of them from the same
+ * plan, no messages), and this rank's counts. */
+static int make_segments(arkcos_plan *p, mpi_state *m) {
+  const arkcos_geometry *g = p->geom;
+  int *first = malloc(sizeof(int) * (size_t)(m->size + 1));
+  unsigned char *use = malloc((size_t)g->nrings + 1);
+  m->in = calloc((size_t)m->size, sizeof(segs_t));
+  m->out = calloc((size_t)m->size, sizeof(segs_t));
+  int rc = first && use && m->in && m->out ? ARKCOS_OK : ARKCOS_ENOMEM;
+  if (!rc) arkcos_plan_split(p, m->size, first);
+  for (int r = 0; r < m->size && !rc; r++) {
+    memset(use, 0, (size_t)g->nrings);
+    for (int t = first[r]; t < first[r + 1]; t++) {
+      const int i = p->task[t];
+      use[i] = 1;
+      if (p->mirror[i] >= 0) use[p->mirror[i]] = 1;
+    }
+    rc = rings_to_segs(g, use, &m->out[r]);
+    for (int j = 0; j < g->nrings && !rc; j++) use[j] = (unsigned char)arkcos_plan_ring_needed(p, first[r], first[r + 1], j);
+    if (!rc) rc = rings_to_segs(g, use, &m->in[r]);
+  }
+  if (!rc) {
+    m->pix_in = segs_pixels(&m->in[m->rank]);
+    m->pix_out = segs_pixels(&m->out[m->rank]);
+    m->halo = m->pix_in - m->pix_out; /* the band's own rings are among its inputs */
+  }
+  free(first);
+  free(use);
+  return rc;
+}
+
+/* Every rank learns whether some rank failed; then the first failing
+ * rank's error is every rank's. Returns the common code. */
+static int agree(MPI_Comm comm, int rc, arkcos_error *err) {
+  int rank, size, bad;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int mine = rc ? rank : size;
+  MPI_Allreduce(&mine, &bad, 1, MPI_INT, MPI_MIN, comm);
+  if (bad == size) return ARKCOS_OK;
+  arkcos_error e = {rc, ""};
+  if (rank == bad && err) e = *err;
+  MPI_Bcast(&e, (int)sizeof e, MPI_BYTE, bad, comm);
+  if (e.code == 0) e.code = ARKCOS_ERUNTIME;
+  if (err) *err = e;
+  return e.code;
+}
+
+int arkcos_mpi_share_wisdom(MPI_Comm comm, int root, arkcos_error *err) {
+  int rank, ok = 1;
+  MPI_Comm_rank(comm, &rank);
+  for (int single = 0; single < 2; single++) {
+    char *w = rank == root ? arkcos_fftw_wisdom_export(single) : NULL;
+    long len = w ? (long)strlen(w) + 1 : 0;
+    MPI_Bcast(&len, 1, MPI_LONG, root, comm);
+    char *buf = rank == root ? w : len > 0 ? malloc((size_t)len) : NULL;
+    const int rc = (len > 0 && !buf) || len >= INT32_MAX
+                       ? arkcos_fail(err, ARKCOS_ENOMEM, "MPI: no memory for rank %d's FFTW wisdom", root)
+                       : ARKCOS_OK;
+    const int common = agree(comm, rc, err);
+    if (!common && len > 0) {
+      MPI_Bcast(buf, (int)len, MPI_CHAR, root, comm);
+      if (rank != root) ok &= arkcos_fftw_wisdom_import(buf, single);
+    }
+    if (rank != root) free(buf);
+    else if (single) fftwf_free(w);
+    else fftw_free(w);
+    if (common) return common;
+  }
+  const int rc = ok ? ARKCOS_OK : arkcos_fail(err, ARKCOS_ERUNTIME, "MPI: rank %d's FFTW wisdom could not be imported", root);
+  return agree(comm, rc, err);
+}
+
+/* A rank's map buffers: full-size reservations (calloc: pages untouched
+ * until written, so only band and halo become resident) */
+static int alloc_maps(arkcos_plan *p, mpi_state *m) {
+  if (m->rank == 0) return ARKCOS_OK;
+  m->inbuf = calloc((size_t)p->geom->npix, sizeof(double));
+  m->outbuf = calloc((size_t)p->geom->npix, sizeof(double));
+  return m->inbuf && m->outbuf ? ARKCOS_OK : ARKCOS_ENOMEM;
+}
+
+arkcos_plan *arkcos_plan_create_mpi(MPI_Comm comm, const arkcos_geometry *g, const arkcos_kernel *k,
+                                    const arkcos_options *o, arkcos_error *err) {
+  arkcos_error local = {0, ""};
+  if (!err) err = &local;
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  /* rank 0 plans first (its FFTW plans measured, or taken from the wisdom
+   * file); then every other rank plans with rank 0's wisdom */
+  arkcos_plan *p = NULL;
+  if (rank == 0) p = arkcos_plan_create_part(g, k, o, 0, size, err);
+  if (agree(comm, p ? ARKCOS_OK : err->code, err)) {
+    arkcos_plan_destroy(p);
+    return NULL;
+  }
+  if (arkcos_mpi_share_wisdom(comm, 0, err)) {
+    arkcos_plan_destroy(p);
+    return NULL;
+  }
+  if (rank != 0) p = arkcos_plan_create_part(g, k, o, rank, size, err);
+  mpi_state *m = p ? calloc(1, sizeof *m) : NULL;
+  int rc = p ? (m ? ARKCOS_OK : arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory")) : err->code;
+  if (m) {
+    p->mpi = m;
+    p->mpi_destroy = mpi_destroy;
+    MPI_Comm_dup(comm, &m->comm);
+    m->rank = rank;
+    m->size = size;
+    if ((rc = make_segments(p, m)) || (rc = alloc_maps(p, m)))
+      arkcos_fail(err, rc, "plan: out of memory (MPI segments and band buffers)");
+  }
+  if (agree(comm, rc, err)) {
+    arkcos_plan_destroy(p);
+    return NULL;
+  }
+  MPI_Allreduce(&p->bound, &m->bound, 1, MPI_DOUBLE, MPI_MAX, m->comm);
+  p->bound = m->bound; /* arkcos_plan_bound: the whole map's */
+  p->bytes += (size_t)(m->pix_in + m->pix_out) * sizeof(double); /* the band's resident maps */
+  return p;
+}
+
+/* Sends (or receives) the segments of map x, in pieces of at most PIECE values */
+static void segs_xfer(const segs_t *s, double *x, int peer, int tag, MPI_Comm comm, int send) {
+  for (int k = 0; k < s->n; k++)
+    for (int64_t a = s->s[k].a; a < s->s[k].b; a += PIECE) {
+      const int n = (int)(s->s[k].b - a < PIECE ? s->s[k].b - a : PIECE);
+      if (send) MPI_Send(x + a, n, MPI_DOUBLE, peer, tag, comm);
+      else MPI_Recv(x + a, n, MPI_DOUBLE, peer, tag, comm, MPI_STATUS_IGNORE);
+    }
+}
+
+int arkcos_execute_mpi(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
+  if (!p || !p->mpi) return arkcos_fail(err, ARKCOS_EINVAL, "execute: not a plan of arkcos_plan_create_mpi");
+  mpi_state *m = (mpi_state *)p->mpi;
+  int rc = m->rank == 0 && (!in || !out) ? arkcos_fail(err, ARKCOS_EINVAL, "execute: rank 0 needs the maps in and out")
+           : m->rank == 0 && in == out ? arkcos_fail(err, ARKCOS_EINVAL, "execute: in and out must differ")
+                                       : ARKCOS_OK;
+  if ((rc = agree(m->comm, rc, err))) return rc;
+  const double t0 = MPI_Wtime();
+  const double *x = in;
+  double *y = out;
+  if (m->rank == 0) {
+    for (int r = 1; r < m->size; r++) segs_xfer(&m->in[r], (double *)(uintptr_t)in, r, 1, m->comm, 1);
+  } else {
+    segs_xfer(&m->in[m->rank], m->inbuf, 0, 1, m->comm, 0);
+    x = m->inbuf;
+    y = m->outbuf;
+  }
+  const double t1 = MPI_Wtime();
+  rc = p->execute(p, x, y, err);
+  const double t2 = MPI_Wtime();
+  if (m->rank == 0) {
+    for (int r = 1; r < m->size; r++) segs_xfer(&m->out[r], out, r, 2, m->comm, 0);
+  } else {
+    segs_xfer(&m->out[m->rank], y, 0, 2, m->comm, 1);
+  }
+  p->last.other += (t1 - t0) + (MPI_Wtime() - t2);
+  p->last.total += (t1 - t0) + (MPI_Wtime() - t2);
+  return agree(m->comm, rc, err);
+}
+
+int arkcos_plan_mpi_band(const arkcos_plan *p, arkcos_mpi_band *b, arkcos_error *err) {
+  if (!p || !p->mpi || !b) return arkcos_fail(err, ARKCOS_EINVAL, "not a plan of arkcos_plan_create_mpi");
+  const mpi_state *m = (const mpi_state *)p->mpi;
+  memset(b, 0, sizeof *b);
+  b->rank = m->rank;
+  b->nranks = m->size;
+  for (int t = p->task_lo; t < p->task_hi; t++) {
+    const int i = p->task[t];
+    b->nrings_out += 1 + (p->mirror[i] >= 0 && p->mirror[i] != i);
+  }
+  b->pixels_out = m->pix_out;
+  b->pixels_in = m->pix_in;
+  b->halo_pixels = m->halo;
+  b->bound = m->bound;
+  return ARKCOS_OK;
+}

@@ -1,0 +1,71 @@
+/*
+ * arkcos_mpi.h -- one map over MPI ranks (built with `make MPI=1`).
+ *
+ * The plan's output rings are split into latitude bands balanced by pixel
+ * count. The engine handles a ring and its north/south mirror as one task,
+ * so rank r's band is a contiguous range of |latitude|: a northern band and
+ * its southern mirror image (one band across the equator for the middle
+ * rank). Each rank computes exactly its band's output rings with the pair
+ * arithmetic and summation order of one process, so the result is
+ * bit-identical to arkcos_plan_create + arkcos_execute for any number of
+ * ranks (given the same FFTW wisdom: rank 0 plans its FFTs first and its
+ * wisdom is given to the others, see arkcos_mpi_share_wisdom).
+ *
+ * Data movement: rank 0 holds the whole input and output maps (it reads and
+ * writes the files); arkcos_execute_mpi sends each rank its band's input
+ * rings plus the halo (the input rings within the kernel's radius of the
+ * band) and gathers the band's output rings. Other ranks touch only band
+ * and halo: their map buffers are reserved at full size but only those
+ * pages are ever written (resident memory follows band + halo).
+ *
+ * Scalar plans only, CPU backend (spin 2 and the GPU are refused).
+ */
+#ifndef ARKCOS_MPI_H
+#define ARKCOS_MPI_H
+
+#include <mpi.h>
+
+#include "arkcos/arkcos.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Collective over comm: every rank passes the same geometry, kernel and
+ * options. On failure every rank gets NULL and the same message (the first
+ * failing rank's). Destroy with arkcos_plan_destroy (collective too: the
+ * plan's communicator is freed). */
+arkcos_plan *arkcos_plan_create_mpi(MPI_Comm comm, const arkcos_geometry *g,
+                                    const arkcos_kernel *k,
+                                    const arkcos_options *o, arkcos_error *err);
+
+/* Collective. in and out: whole maps (g->npix values) on rank 0, ignored
+ * (may be NULL) elsewhere. Rank 0's out receives every band. Stage times
+ * (arkcos_plan_stages) are the rank's own, with the sends and receives in
+ * `other`. */
+int arkcos_execute_mpi(arkcos_plan *p, const double *in, double *out,
+                       arkcos_error *err);
+
+/* What this rank holds: its output rings, the input pixels it receives
+ * (band + halo), the halo alone, per execute. */
+typedef struct arkcos_mpi_band {
+  int rank, nranks;
+  int nrings_out;        /* output rings of the band */
+  int64_t pixels_out;    /* output pixels of the band */
+  int64_t pixels_in;     /* input pixels received (band and halo) */
+  int64_t halo_pixels;   /* input pixels received beyond the band's own rings */
+  double bound;          /* arkcos_plan_bound over every band (max over ranks) */
+} arkcos_mpi_band;
+
+int arkcos_plan_mpi_band(const arkcos_plan *p, arkcos_mpi_band *b, arkcos_error *err);
+
+/* Collective: rank root's FFTW wisdom (double and single precision)
+ * imported by every rank, so that the FFT plans made afterwards are the
+ * same algorithms on every rank (FFTW_MEASURE times them, and timings
+ * differ between processes). Returns ARKCOS_OK or ARKCOS_ERUNTIME. */
+int arkcos_mpi_share_wisdom(MPI_Comm comm, int root, arkcos_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ARKCOS_MPI_H */

@@ -1,0 +1,47 @@
+/*
+ * hmpi.h -- the command's view of MPI (docs/MPI.md). Built with `make MPI=1`
+ * this is OpenMPI's MPI_COMM_WORLD; otherwise (the same calls, compiled
+ * without ARKCOS_WITH_MPI) one process: rank 0 of 1, and the split
+ * functions answer "built without MPI".
+ */
+#ifndef HARNESS_HMPI_H
+#define HARNESS_HMPI_H
+
+#include <stddef.h>
+
+#include "arkcos/arkcos.h"
+
+int hmpi_built(void);   /* 1 when built with MPI */
+int hmpi_rank(void);    /* 0 without MPI */
+int hmpi_size(void);    /* 1 without MPI */
+int hmpi_max(int v);    /* the largest v over the ranks */
+double hmpi_max_double(double v);
+void hmpi_barrier(void);
+/* This rank's host name (the node a case or a band ran on) */
+void hmpi_host(char *buf, size_t len);
+
+/* Ranks above 0 hold their stderr while all ranks run the same checks, so
+ * that a message common to all is printed once (by rank 0). Collective
+ * hmpi_checks_done: a rank whose checks failed where rank 0's passed
+ * prints what it held; returns the largest status over the ranks. */
+void hmpi_hold_stderr(void);
+int hmpi_checks_done(int status);
+
+/* Rank 0's FFTW wisdom to every rank (arkcos_mpi_share_wisdom): the FFT
+ * plans made afterwards are the same algorithms everywhere, so each rank's
+ * maps are bit-identical to one process's. 0 or an ARKCOS_E* code. */
+int hmpi_share_wisdom(arkcos_error *err);
+
+/* One map over all ranks (`arkcos smooth --mpi-split`): rank 0 drives, the
+ * other ranks serve. Rank 0's calls tell the others what to do; they follow
+ * in hmpi_split_serve until hmpi_split_stop. */
+arkcos_plan *hmpi_split_plan(const arkcos_geometry *g, const arkcos_kernel *k,
+                             const arkcos_options *o, arkcos_error *err);
+int hmpi_split_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err);
+void hmpi_split_destroy(arkcos_plan *p);
+void hmpi_split_stop(void);
+/* Ranks > 0: serve rank 0's plans and executes (the kernel every rank
+ * made from the same arguments) until rank 0 stops; 0 or an exit status. */
+int hmpi_split_serve(const arkcos_kernel *k);
+
+#endif

@@ -1,0 +1,173 @@
+/*
+ * mpi_plan_check.c -- arkcos_plan_create_mpi against one process, run by
+ * tests/test_mpi.sh under `mpirun -n 1..4` (built by `make mpi`; not named
+ * test_*, so tests/run.sh does not run it without mpirun).
+ *
+ * For every case, rank 0 smooths a random map with arkcos_plan_create +
+ * arkcos_execute (one process) and every rank takes part in the same
+ * smoothing with arkcos_plan_create_mpi + arkcos_execute_mpi: the two maps
+ * must be equal byte for byte. Then the bands: every output ring computed
+ * by exactly one rank, pixels balanced, halos as predicted; the refusals.
+ * Rank 0 prints the per-rank figures (docs/MPI.md) and the TESTS line.
+ */
+#include <mpi.h>
+#include <stdint.h>
+
+#include "arkcos/arkcos.h"
+#include "arkcos/arkcos_mpi.h"
+#include "tests/testlib.h"
+#include "tests/testmaps.h"
+
+#define DEG (3.14159265358979323846 / 180)
+
+static int rank, nranks;
+
+typedef struct {
+  const char *name;
+  int64_t nside;        /* HEALPix; 0: ECP grid of 24 x 48 */
+  arkcos_kernel_type type;
+  double fwhm_pix;      /* GAUSSIAN: FWHM in pixels (sqrt of the pixel area) */
+  double cutoff_deg;    /* TOPHAT: radius */
+  arkcos_mode mode;
+  arkcos_precision precision;
+  int cache;
+  double accuracy;
+} mcase;
+
+static arkcos_geometry *case_geometry(const mcase *c) {
+  return c->nside ? arkcos_geometry_healpix(c->nside, NULL) : arkcos_geometry_ecp(24, 48, 0.5, NULL);
+}
+
+static arkcos_kernel *case_kernel(const mcase *c, const arkcos_geometry *g) {
+  arkcos_kernel_spec ks = {0};
+  ks.type = c->type;
+  if (c->type == ARKCOS_KERNEL_GAUSSIAN) {
+    ks.fwhm = c->fwhm_pix * sqrt(4 * 3.14159265358979323846 / (double)g->npix);
+    ks.cutoff_rel = 1e-5;
+  } else {
+    ks.cutoff = c->cutoff_deg * DEG;
+  }
+  return arkcos_kernel_create(&ks, NULL);
+}
+
+/* One case: the byte-for-byte comparison and the band figures */
+static void run_case(const mcase *c) {
+  arkcos_geometry *g = case_geometry(c);
+  arkcos_kernel *k = case_kernel(c, g);
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  o.mode = c->mode;
+  o.precision = c->precision;
+  o.cache_kernel_spectra = c->cache;
+  o.accuracy = c->accuracy;
+  o.threads = 1;
+  const int64_t n = g->npix;
+  double *in = NULL, *ref = NULL, *out = NULL;
+  if (rank == 0) { /* the whole maps live on rank 0 only */
+    rng_state = 777 + (uint64_t)n;
+    in = random_map(n);
+    ref = malloc(sizeof(double) * (size_t)n);
+    out = malloc(sizeof(double) * (size_t)n);
+    arkcos_plan *one = arkcos_plan_create(g, k, &o, NULL);
+    CHECK(one && arkcos_execute(one, in, ref, NULL) == 0, "%s: one-process plan", c->name);
+    arkcos_plan_destroy(one);
+  }
+  arkcos_error err = {0, ""};
+  arkcos_plan *p = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &o, &err);
+  CHECK(p != NULL, "%s: arkcos_plan_create_mpi: %s", c->name, err.msg);
+  if (!p) goto done;
+  CHECK(arkcos_execute(p, in ? in : (double[1]){0}, out ? out : (double[1]){0}, NULL) == ARKCOS_EINVAL,
+        "%s: arkcos_execute on an MPI plan must be refused", c->name);
+  for (int rep = 0; rep < 2; rep++) { /* a plan serves many maps */
+    if (rank == 0) memset(out, 0xff, sizeof(double) * (size_t)n);
+    CHECK(arkcos_execute_mpi(p, in, out, &err) == 0, "%s: execute: %s", c->name, err.msg);
+    if (rank == 0) {
+      int64_t diff = 0;
+      for (int64_t q = 0; q < n; q++) diff += memcmp(&out[q], &ref[q], sizeof(double)) != 0;
+      CHECK(diff == 0, "%s: %lld of %lld pixels differ from one process (ranks %d, repeat %d)", c->name,
+            (long long)diff, (long long)n, nranks, rep);
+    }
+  }
+  /* the bands: every output pixel once, their sizes and halos */
+  arkcos_mpi_band b;
+  CHECK(arkcos_plan_mpi_band(p, &b, NULL) == 0, "band");
+  int64_t mine[4] = {b.pixels_out, b.pixels_in, b.halo_pixels, (int64_t)arkcos_plan_memory(p)};
+  int64_t all[4 * 8] = {0};
+  MPI_Gather(mine, 4, MPI_INT64_T, all, 4, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    int64_t tot = 0, mx = 0;
+    for (int r = 0; r < nranks && r < 8; r++) {
+      tot += all[4 * r];
+      if (all[4 * r] > mx) mx = all[4 * r];
+      printf("  %-28s rank %d/%d: out %8lld px, in %8lld px, halo %8lld px (%6.1f kB), plan %7.2f MB\n",
+             c->name, r, nranks, (long long)all[4 * r], (long long)all[4 * r + 1],
+             (long long)all[4 * r + 2], 8e-3 * (double)all[4 * r + 2], 1e-6 * (double)all[4 * r + 3]);
+    }
+    CHECK(tot == n, "%s: bands cover %lld of %lld pixels", c->name, (long long)tot, (long long)n);
+    /* balanced: a band is at most the even share plus the largest task
+     * (two rings of 4 nside pixels) */
+    const double share = (double)n / nranks, task = c->nside ? 8.0 * (double)c->nside : 96;
+    CHECK(nranks * 0 + (double)mx <= share + task, "%s: largest band %lld px, even share %.0f", c->name,
+          (long long)mx, share);
+  }
+  arkcos_plan_destroy(p);
+done:
+  free(in);
+  free(ref);
+  free(out);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+}
+
+/* A spin-2 plan and a GPU plan split over ranks are refused on every rank */
+static void refusals(void) {
+  arkcos_geometry *g = arkcos_geometry_healpix(8, NULL);
+  arkcos_kernel_spec ks = {.type = ARKCOS_KERNEL_TOPHAT, .cutoff = 10 * DEG};
+  arkcos_kernel *k = arkcos_kernel_create(&ks, NULL);
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.spin = 2;
+  arkcos_error err = {0, ""};
+  arkcos_plan *p = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &o, &err);
+  if (nranks > 1) {
+    CHECK(!p && err.code == ARKCOS_EINVAL && strstr(err.msg, "spin-2"), "spin 2 over %d ranks: %s", nranks,
+          err.msg);
+  } else {
+    CHECK(p != NULL, "spin 2 on one rank is the one-process plan: %s", err.msg);
+  }
+  arkcos_plan_destroy(p);
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_GPU;
+  err.code = 0;
+  p = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &o, &err);
+  CHECK(nranks == 1 || (!p && err.code == ARKCOS_ENODEV), "gpu over %d ranks: %s", nranks, err.msg);
+  arkcos_plan_destroy(p);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+}
+
+int main(int argc, char **argv) {
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+  const mcase cases[] = {
+      {"gauss nside 32", 32, ARKCOS_KERNEL_GAUSSIAN, 2.8, 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 0},
+      {"gauss nside 64 cached", 64, ARKCOS_KERNEL_GAUSSIAN, 3.5, 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 1, 0},
+      {"tophat 9deg nside 24", 24, ARKCOS_KERNEL_TOPHAT, 0, 9.1, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 0},
+      {"tophat 4deg nside 48 cached", 48, ARKCOS_KERNEL_TOPHAT, 0, 4.1, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 1, 0},
+      {"gauss nside 32 paper", 32, ARKCOS_KERNEL_GAUSSIAN, 3, 0, ARKCOS_MODE_PAPER, ARKCOS_DOUBLE, 0, 0},
+      {"gauss nside 32 single", 32, ARKCOS_KERNEL_GAUSSIAN, 3, 0, ARKCOS_MODE_ENHANCED, ARKCOS_SINGLE, 0, 0},
+      {"gauss nside 32 accuracy", 32, ARKCOS_KERNEL_GAUSSIAN, 3, 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 1e-6},
+      {"tophat 20deg ecp", 0, ARKCOS_KERNEL_TOPHAT, 0, 20.3, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 0},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) run_case(&cases[c]);
+  refusals();
+  int f = tl_failed, p = tl_passed, ftot = 0, ptot = 0;
+  MPI_Reduce(&f, &ftot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&p, &ptot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0) printf("TESTS %d %d\n", ptot, ftot);
+  MPI_Finalize();
+  return ftot ? 1 : 0;
+}
