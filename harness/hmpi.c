@@ -42,6 +42,52 @@ double hmpi_max_double(double v) {
 void hmpi_barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
 int hmpi_share_wisdom(arkcos_error *err) { return arkcos_mpi_share_wisdom(MPI_COMM_WORLD, 0, err); }
 
+void hmpi_bcast_bytes(void *buf, size_t len, int root) {
+  char *b = buf;
+  while (len > 0) { /* MPI counts are int */
+    const int n = len > (1u << 30) ? 1 << 30 : (int)len;
+    MPI_Bcast(b, n, MPI_BYTE, root, MPI_COMM_WORLD);
+    b += n;
+    len -= (size_t)n;
+  }
+}
+
+char *hmpi_bcast_string(const char *s, int root) {
+  long len = world_rank() == root ? (long)strlen(s) + 1 : 0;
+  MPI_Bcast(&len, 1, MPI_LONG, root, MPI_COMM_WORLD);
+  char *copy = malloc((size_t)len);
+  if (copy && world_rank() == root) memcpy(copy, s, (size_t)len);
+  int ok = copy != NULL, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all) {
+    free(copy);
+    return NULL;
+  }
+  hmpi_bcast_bytes(copy, (size_t)len, root);
+  return copy;
+}
+
+char **hmpi_gather_strings(const char *s) {
+  const int n = hmpi_size(), r = world_rank();
+  long len = (long)strlen(s) + 1;
+  long *lens = r == 0 ? calloc((size_t)n, sizeof *lens) : NULL;
+  MPI_Gather(&len, 1, MPI_LONG, lens, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  char **out = r == 0 && lens ? calloc((size_t)n, sizeof *out) : NULL;
+  for (int i = 1; i < n; i++) { /* rank i's text to rank 0, in turn */
+    if (r == 0) {
+      char *t = malloc((size_t)lens[i]);
+      MPI_Recv(t ? t : NULL, t ? (int)lens[i] : 0, MPI_CHAR, i, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (out) out[i] = t;
+      else free(t);
+    } else if (r == i) {
+      MPI_Send(s, (int)len, MPI_CHAR, 0, 77, MPI_COMM_WORLD);
+    }
+  }
+  if (r == 0 && out) out[0] = strdup(s);
+  free(lens);
+  return out;
+}
+
 /* ---- one map over the ranks: rank 0's commands */
 enum { OP_PLAN = 1, OP_EXEC = 2, OP_DESTROY = 3, OP_STOP = 4 };
 typedef struct {
@@ -114,6 +160,16 @@ void hmpi_barrier(void) {}
 int hmpi_share_wisdom(arkcos_error *err) {
   (void)err;
   return ARKCOS_OK;
+}
+void hmpi_bcast_bytes(void *buf, size_t len, int root) { (void)buf, (void)len, (void)root; }
+char *hmpi_bcast_string(const char *s, int root) {
+  (void)root;
+  return strdup(s);
+}
+char **hmpi_gather_strings(const char *s) {
+  char **out = calloc(1, sizeof *out);
+  if (out) out[0] = strdup(s);
+  return out;
 }
 static arkcos_plan *no_mpi(arkcos_error *err) {
   arkcos_fail(err, ARKCOS_EINVAL, "splitting a map over MPI ranks needs a build with MPI (make MPI=1)");

@@ -17,6 +17,15 @@ int hmpi_size(void);    /* 1 without MPI */
 int hmpi_max(int v);    /* the largest v over the ranks */
 double hmpi_max_double(double v);
 void hmpi_barrier(void);
+/* Bytes and strings between ranks (`arkcos run` over ranks, sweep_mpi.c).
+ * hmpi_bcast_bytes: root's len bytes to every rank's buf (len the same on
+ * every rank). hmpi_bcast_string: root's s (root passes it, the others
+ * NULL); returns a malloc'd copy on every rank (NULL: out of memory).
+ * hmpi_gather_strings: every rank's s to rank 0, which gets a malloc'd
+ * array of hmpi_size() malloc'd strings (NULL elsewhere or on failure). */
+void hmpi_bcast_bytes(void *buf, size_t len, int root);
+char *hmpi_bcast_string(const char *s, int root);
+char **hmpi_gather_strings(const char *s);
 /* This rank's host name (the node a case or a band ran on) */
 void hmpi_host(char *buf, size_t len);
 

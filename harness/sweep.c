@@ -19,6 +19,7 @@
 
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
+#include "harness/hmpi.h"
 #include "harness/mapio.h"
 #include "harness/meta.h"
 #include "harness/narrow.h"
@@ -355,6 +356,7 @@ static int run_kernel(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
   const run_config *cfg = c->cfg;
   ref_state rs;
   memset(&rs, 0, sizeof rs);
+  int ref_shared = !sweep_mpi_active(); /* MPI: the reference sent to every rank */
   for (int step = -1; step < cfg->nmethods; step++) {
     int mi = step < 0 ? cfg->reference : step;
     if (mi < 0 || (step >= 0 && mi == cfg->reference)) continue;
@@ -368,6 +370,12 @@ static int run_kernel(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
         report_error(&err);
         return 1;
       }
+      if (!ref_shared && step >= 0) ref_shared = 1, sweep_mpi_reference(c, *g, ki, in, &rs, -1);
+      const int owner = sweep_mpi_owner(c);
+      if (owner != hmpi_rank()) {
+        if (!ref_shared) ref_shared = 1, sweep_mpi_reference(c, *g, ki, in, &rs, owner);
+        continue;
+      }
       sweep_case_slug(cfg, nside, ki, mi, cfg->threads[ti], c->spin, slug, sizeof slug);
       progress(c, slug);
       sweep_run_case(c, *g, ki, mi, cfg->threads[ti], id, in, &rs);
@@ -377,10 +385,11 @@ static int run_kernel(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
                 c->stop_after);
         raise(SIGKILL);
       }
+      if (!ref_shared) ref_shared = 1, sweep_mpi_reference(c, *g, ki, in, &rs, owner);
     }
   }
   sweep_ref_free(&rs);
-  return 0;
+  return sweep_mpi_merge(c);
 }
 
 /* The summary line over the whole document (a resumed run included); the
@@ -421,18 +430,19 @@ static int run_all(run_ctx *c) {
     arkcos_geometry_destroy(g);
   }
   if (c->progress) fprintf(stderr, "\r\033[K");
-  return summary(c);
+  return hmpi_max(hmpi_rank() == 0 ? summary(c) : 0); /* MPI: rank 0 holds the document */
 }
 
 int cmd_run(int argc, char **argv) {
+  hmpi_hold_stderr(); /* MPI: the checks' messages once */
   run_args a;
   int status = parse_args(argc, argv, &a);
-  if (status >= 0) return status;
+  if (status >= 0) return hmpi_checks_done(status);
   run_config cfg;
   arkcos_error err = {0, ""};
   if (config_load(a.cfgpath, &cfg, &err)) {
     config_free(&cfg);
-    return report_error(&err);
+    return hmpi_checks_done(report_error(&err));
   }
   if (cfg.oversample_at)
     fprintf(stderr, "arkcos run: warning: methods[%d].oversample has no effect (the polar caps are "
@@ -446,9 +456,13 @@ int cmd_run(int argc, char **argv) {
   if (!status) {
     full_argv[0] = "arkcos";
     for (int i = 0; i <= argc; i++) full_argv[i + 1] = i < argc ? argv[i] : NULL;
-    status = open_doc(&c, &a, argc + 1, full_argv);
+    if (!(status = sweep_mpi_check(&c, a.cfgpath)) && hmpi_rank() == 0) /* MPI: rank 0's folder */
+      status = open_doc(&c, &a, argc + 1, full_argv);
   }
+  status = hmpi_checks_done(status);
+  if (!status) status = sweep_mpi_share_doc(&c);
   if (!status) status = run_all(&c);
+  sweep_mpi_free(&c);
   free(full_argv);
   results_doc_free(&c.doc);
   for (int i = 0; c.kernels && i < cfg.nkernels; i++) arkcos_kernel_destroy(c.kernels[i]);

@@ -84,6 +84,9 @@ typedef struct run_ctx {
   double t_start;
   int progress;
   long stop_after;       /* ARKCOS_TEST_STOP_AFTER: simulated kill */
+  /* over MPI ranks (sweep_mpi.c) */
+  long mpi_seq;          /* cases to run met so far, on every rank */
+  json_t *mpi_held;      /* this rank's finished cases of the current (nside, kernel) */
 } run_ctx;
 
 /* sweep_case.c */
@@ -137,5 +140,19 @@ double sweep_rms(const double *v, int64_t n);
 int sweep_write_outputs(run_ctx *c, const arkcos_geometry *g, int ki, int mi,
                         const input_state *in, ref_state *rs, const method_out *o,
                         const char *slug, json_t *cj, json_t *mj, arkcos_error *err);
+
+/* sweep_mpi.c: the cases over MPI ranks (docs/MPI.md); with one process
+ * each is a no-op (sweep_mpi_owner: always rank 0). */
+int sweep_mpi_active(void);                          /* more than one rank */
+int sweep_mpi_check(const run_ctx *c, const char *cfgpath); /* 0, or 2 with a message */
+int sweep_mpi_share_doc(run_ctx *c);                 /* rank 0's document to every rank */
+int sweep_mpi_owner(run_ctx *c);                     /* the rank of the next case to run */
+void sweep_mpi_note(json_t *cj);                     /* "mpi": rank, size, host */
+int sweep_mpi_hold(run_ctx *c, json_t *cj);          /* 1: held (stolen) for the merge */
+/* rs from rank `from` (-1: rank 0 computes it now) to every rank */
+void sweep_mpi_reference(run_ctx *c, const arkcos_geometry *g, int ki, input_state *in,
+                         ref_state *rs, int from);
+int sweep_mpi_merge(run_ctx *c);                     /* held cases recorded by rank 0 */
+void sweep_mpi_free(run_ctx *c);
 
 #endif

@@ -257,6 +257,8 @@ int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int thr
   } else {
     put_sampling_warning(c, g, ki, mi, cj);
   }
+  sweep_mpi_note(cj);
+  if (sweep_mpi_hold(c, cj)) return failed; /* MPI: recorded by rank 0 (sweep_mpi.c) */
   arkcos_error werr = {0, ""};
   if (results_doc_put(&c->doc, cj, &werr)) {
     if (c->progress) fputc('\n', stderr);

@@ -11,7 +11,11 @@
 #  3. one map over ranks (a single input, or --mpi-split): RING, NESTED,
 #     float32, UNSEEN pixels, I Q U, identical to one process for N = 2..4;
 #  4. failures: a bad input (exit 2) and a truncated one that fails while
-#     being read on one rank (exit 1): every rank stops, the message once.
+#     being read on one rank (exit 1): every rank stops, the message once;
+#  5. sweeps: `mpirun -n N arkcos run configs/ci/mpi.json` for N = 1..3 records
+#     the same cases, statuses and values as one process (everything but
+#     timings, memory and "mpi"), each case with its rank; --resume over
+#     ranks of a run killed in one process; refusals.
 # Fixtures are written with healpy. Last line: "TESTS <passed> <failed>".
 set -u
 cd "$(dirname "$0")/.."
@@ -125,5 +129,54 @@ c=$(grep -c "y_cut.fits:" "$T/cut.log")
 [ $rc -ne 0 ] && [ "$c" -ge 1 ] && ok || bad "a truncated input under -n 2: exit $rc: $(tail -3 "$T/cut.log")"
 grep -q "mpirun detected that one or more processes exited with non-zero status" "$T/cut.log" && ok ||
   bad "the ranks' statuses: $(tail -5 "$T/cut.log")"
+
+# ---- 5. sweeps over ranks
+SW="$T/sweep"
+"$PLAIN" run configs/ci/mpi.json --out "$SW/settle" >"$T/sweep.log" 2>&1 # settles the wisdom file
+"$PLAIN" run configs/ci/mpi.json --out "$SW/one" >>"$T/sweep.log" 2>&1 && ok || bad "arkcos run: $(tail -3 "$T/sweep.log")"
+# same ids in the same order, same statuses and values; prints the ranks that ran the cases
+same_values() {
+  "$PYTHON" - "$@" <<'EOF'
+import json, sys
+TIMED = {"time", "stages", "plan_time", "plan_memory", "peak_memory", "mpi"}
+def load(p):
+    return json.load(open(p))["cases"]
+a, b = load(sys.argv[1]), load(sys.argv[2])
+if [c["id"] for c in a] != [c["id"] for c in b]:
+    sys.exit("case ids or their order differ (%d, %d cases)" % (len(a), len(b)))
+for x, y in zip(a, b):
+    for k in sorted(set(x) | set(y)):
+        if k not in TIMED and x.get(k) != y.get(k):
+            sys.exit("%s: %s differs: %s / %s" % (x["id"], k, x.get(k), y.get(k)))
+print(" ".join(sorted({"%s/%s" % (c["mpi"]["rank"], c["mpi"]["size"]) for c in b if "mpi" in c})))
+EOF
+}
+for n in 1 2 3; do
+  run "$n" "$MPIBIN" run configs/ci/mpi.json --out "$SW/n$n" >"$SW/n$n.log" 2>&1 && ok ||
+    bad "arkcos run under -n $n: $(tail -3 "$SW/n$n.log")"
+  r=$(same_values "$SW/one/results.json" "$SW/n$n/results.json" 2>&1) && ok || bad "arkcos run -n $n against one process: $r"
+  want=$(seq 0 $((n - 1)) | sed "s|\$|/$n|" | tr '\n' ' ' | sed 's/ $//')
+  [ "$r" = "$want" ] && ok || bad "arkcos run -n $n: cases ran on ranks '$r', expected '$want'"
+  [ "$(grep -c "^arkcos run: 32 cases (32 ok" "$SW/n$n.log")" = 1 ] && ok || bad "arkcos run -n $n: summary: $(cat "$SW/n$n.log")"
+  [ "$(ls "$SW/n$n" | tr '\n' ' ')" = "results.json summary.csv " ] && ok || bad "arkcos run -n $n: the folder holds $(ls "$SW/n$n")"
+done
+[ "$(wc -l <"$SW/n3/summary.csv")" = 33 ] && ok || bad "summary.csv under -n 3: $(wc -l <"$SW/n3/summary.csv") lines"
+# a run killed after 5 cases in one process, resumed over 3 ranks (the reference comes from rank 0 then)
+(ARKCOS_TEST_STOP_AFTER=5 "$PLAIN" run configs/ci/mpi.json --out "$SW/res") >"$SW/res.log" 2>&1
+run 3 "$MPIBIN" run configs/ci/mpi.json --out "$SW/res" --resume >"$SW/res3.log" 2>&1 &&
+  grep -q "32 cases (32 ok, 0 skipped, 0 failed; 27 run now)" "$SW/res3.log" && ok || bad "--resume over 3 ranks: $(tail -3 "$SW/res3.log")"
+r=$(same_values "$SW/one/results.json" "$SW/res/results.json" 2>&1) && ok || bad "--resume over 3 ranks against one process: $r"
+run 2 "$MPIBIN" run configs/ci/mpi.json --out "$SW/res" --resume >"$SW/res2.log" 2>&1 &&
+  grep -q "32 cases (32 ok, 0 skipped, 0 failed; 0 run now)" "$SW/res2.log" && ok || bad "a finished run resumed over 2 ranks: $(tail -3 "$SW/res2.log")"
+# refusals: files of cases over ranks; a missing config (the message once, nothing written)
+sed 's/"reference": "direct"/"reference": "direct", "outputs": {"maps": true}/' configs/ci/mpi.json >"$T/mpi_out.json"
+run 2 "$MPIBIN" run "$T/mpi_out.json" --out "$SW/outs" >"$SW/outs.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && [ "$(grep -c "mpi_out.json: outputs: files of cases" "$SW/outs.log")" = 1 ] && [ ! -e "$SW/outs" ] && ok ||
+  bad "outputs over 2 ranks: exit $rc: $(head -3 "$SW/outs.log")"
+run 3 "$MPIBIN" run "$T/missing.json" --out "$SW/miss" >"$SW/miss.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && [ "$(grep -c "missing.json" "$SW/miss.log")" = 1 ] && [ ! -e "$SW/miss" ] && ok ||
+  bad "a missing config over 3 ranks: exit $rc: $(head -3 "$SW/miss.log")"
 
 echo "TESTS $pass $fail"
