@@ -11,6 +11,17 @@
 
 #include "arkcos/kernel_internal.h"
 #include "arkcos/plan_internal.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static int omp_threads(void) {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -239,8 +250,54 @@ static int plan_paths(arkcos_plan *p, arkcos_error *err) {
   return ARKCOS_OK;
 }
 
-arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k,
-                                const arkcos_options *o, arkcos_error *err) {
+/* Memory available now: MemAvailable from /proc/meminfo, else the
+ * physical memory. */
+static double memory_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[256];
+    double kb = -1;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    fclose(f);
+    if (kb > 0) return kb * 1024;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && psz > 0 ? (double)pages * (double)psz : 8e9;
+}
+
+/* The plan's memory from what plan_paths decided (p->direct_caps): the
+ * direct tables, the ring spectra (a padded row per ring, twice for spin
+ * 2), the cached kernel spectra when asked, per-thread workspaces. */
+static double plan_estimate_bytes(const arkcos_plan *p) {
+  const arkcos_geometry *g = p->geom;
+  const double rsz = p->opt.precision == ARKCOS_SINGLE ? 4 : 8;
+  const int nt = p->opt.threads > 0 ? p->opt.threads : omp_threads();
+  double b = p->direct_caps ? arkcos_direct_estimate_bytes(p) : 0;
+  b += (p->opt.spin == 2 ? 2.2 : 1.2) * (double)g->npix * rsz;  /* spectra, padded rows */
+  b += (double)nt * 24 * (double)p->L * 8;                       /* per-thread workspace */
+  if (p->opt.cache_kernel_spectra) {
+    double pairs = 0;
+    for (int t = 0; t < p->ntasks; t++) pairs += p->jhi[p->task[t]] - p->jlo[p->task[t]] + 1;
+    b += pairs * (double)p->nm * 2 * rsz;
+  }
+  return 1.15 * b + 4e6;
+}
+
+static int plan_memory_check(const arkcos_plan *p, arkcos_error *err) {
+  const double need = plan_estimate_bytes(p);
+  const double have = p->opt.max_memory > 0 ? p->opt.max_memory : memory_available();
+  if (need > have)
+    return arkcos_fail(err, ARKCOS_ENOMEM,
+                       "plan: would need about %.3g GB at nside %lld (tables, spectra, buffers) but %.3g GB %s; "
+                       "smaller nside or kernel, fewer threads, or a larger memory limit",
+                       need / 1e9, (long long)p->geom->nside, have / 1e9,
+                       p->opt.max_memory > 0 ? "are allowed (max_memory)" : "are available");
+  return ARKCOS_OK;
+}
+
+static arkcos_plan *plan_prepare(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                                 arkcos_error *err) {
   if (!g || !k) {
     arkcos_fail(err, ARKCOS_EINVAL, "plan: geometry and kernel are required");
     return NULL;
@@ -253,12 +310,32 @@ arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k
   if (plan_options(p, o, err) || plan_alloc(p, g, k, err)) goto fail;
   plan_ring_ranges(p, g);
   plan_tasks(p, g);
-  if (plan_paths(p, err) || create_backend(p, err)) goto fail;
-  arkcos_plan_set_bound(p, p->opt.precision == ARKCOS_SINGLE);
+  if (plan_paths(p, err)) goto fail;
   return p;
 fail:
   arkcos_plan_destroy(p);
   return NULL;
+}
+
+double arkcos_plan_estimate(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                            arkcos_error *err) {
+  arkcos_plan *p = plan_prepare(g, k, o, err);
+  if (!p) return 0;
+  const double b = plan_estimate_bytes(p);
+  arkcos_plan_destroy(p);
+  return b;
+}
+
+arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k,
+                                const arkcos_options *o, arkcos_error *err) {
+  arkcos_plan *p = plan_prepare(g, k, o, err);
+  if (!p) return NULL;
+  if (plan_memory_check(p, err) || create_backend(p, err)) {
+    arkcos_plan_destroy(p);
+    return NULL;
+  }
+  arkcos_plan_set_bound(p, p->opt.precision == ARKCOS_SINGLE);
+  return p;
 }
 
 int arkcos_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
