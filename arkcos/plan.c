@@ -273,7 +273,12 @@ static double plan_estimate_bytes(const arkcos_plan *p) {
   const arkcos_geometry *g = p->geom;
   const double rsz = p->opt.precision == ARKCOS_SINGLE ? 4 : 8;
   const int nt = p->opt.threads > 0 ? p->opt.threads : omp_threads();
-  double b = p->direct_caps ? arkcos_direct_estimate_bytes(p) : 0;
+  /* The direct tables' weights, plus their window ends, pair records and
+   * per-thread gather buffers (measured about 30 % more than the weights in
+   * double; spin-2 weights are complex, counted in full); scalar single
+   * precision plans hold the weights in float. */
+  const double dscale = p->opt.spin == 2 ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 0.85 : 1.3;
+  double b = p->direct_caps ? dscale * arkcos_direct_estimate_bytes(p) : 0;
   b += (p->opt.spin == 2 ? 2.2 : 1.2) * (double)g->npix * rsz;  /* spectra, padded rows */
   b += (double)nt * 24 * (double)p->L * 8;                       /* per-thread workspace */
   if (p->opt.cache_kernel_spectra) {
@@ -292,7 +297,8 @@ static int plan_memory_check(const arkcos_plan *p, arkcos_error *err) {
                        "plan: would need about %.3g GB at nside %lld (tables, spectra, buffers) but %.3g GB %s; "
                        "smaller nside or kernel, fewer threads, or a larger memory limit",
                        need / 1e9, (long long)p->geom->nside, have / 1e9,
-                       p->opt.max_memory > 0 ? "are allowed (max_memory)" : "are available");
+                       p->opt.max_memory > 0 ? "are allowed (max_memory; --max-memory of arkcos smooth)"
+                                             : "are available now (max_memory, --max-memory, overrides)");
   return ARKCOS_OK;
 }
 

@@ -43,6 +43,7 @@ typedef struct smooth_args {
   double fwhm_arcmin, tophat_deg, cutoff_deg, cutoff_rel;
   const char *kernel_file;
   double accuracy; /* arkcos_options.accuracy: 0 exact */
+  double max_memory; /* arkcos_options.max_memory: 0 the memory available */
   method_kind method;
   arkcos_mode mode;
   arkcos_precision precision;
@@ -56,7 +57,7 @@ typedef struct smooth_args {
    * to this method" checks */
   int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_method,
       has_mode, has_precision, has_backend, has_threads, has_lmax, has_iter, has_oversample,
-      has_accuracy;
+      has_accuracy, has_max_memory;
 } smooth_args;
 
 static void usage(FILE *f) {
@@ -123,6 +124,9 @@ static void usage(FILE *f) {
 "Per column, stderr says how many pixels were missing and became UNSEEN.\n"
 "Other:\n"
 "  --threads N          CPU threads (default: all, %d here)\n"
+"  --max-memory SIZE    arkcos: memory a plan may hold (bytes, or 8G, 500M);\n"
+"                       default the memory available now; a plan estimated\n"
+"                       above it is refused before it allocates (exit 1)\n"
 "  --force              overwrite existing outputs\n"
 "  -v, --verbose        also print each plan's a-priori bound against the\n"
 "                       direct sum (\"bound: ...\" lines; \"spin=2\" on the\n"
@@ -167,6 +171,7 @@ static int *option_seen(smooth_args *a, const char *name) {
       {"--precision", &a->has_precision},   {"--backend", &a->has_backend},
       {"--threads", &a->has_threads},       {"--lmax", &a->has_lmax},
       {"--iter", &a->has_iter},             {"--oversample", &a->has_oversample},
+      {"--max-memory", &a->has_max_memory},
   };
   for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
     if (!strcmp(name, known[j].name)) return known[j].seen;
@@ -179,8 +184,8 @@ static int set_kernel_option(smooth_args *a, const char *name, const char *val) 
   if (!strcmp(name, "--fwhm-arcmin")) {
     if (!parse_double(val, &a->fwhm_arcmin))
       return smooth_usage_error("--fwhm-arcmin: '%s' is not a number", val);
-    if (!(a->fwhm_arcmin > 0))
-      return smooth_usage_error("--fwhm-arcmin: %s must be positive", val);
+    if (!(a->fwhm_arcmin > 0 && a->fwhm_arcmin <= 10800))
+      return smooth_usage_error("--fwhm-arcmin: %s is outside (0, 10800] arcmin", val);
   } else if (!strcmp(name, "--kernel-file")) {
     if (!*val) return smooth_usage_error("--kernel-file: empty file name");
     a->kernel_file = val;
@@ -237,6 +242,14 @@ static int set_accuracy_option(smooth_args *a, const char *name, const char *val
   return 0;
 }
 
+/* --max-memory: bytes an arkcos plan may hold ("8G"). */
+static int set_memory_option(smooth_args *a, const char *name, const char *val) {
+  if (strcmp(name, "--max-memory")) return 0;
+  if (!parse_bytes(val, &a->max_memory))
+    return smooth_usage_error("--max-memory: '%s' is not a positive size (bytes, or with K, M, G, T)", val);
+  return 0;
+}
+
 /* The integers: --threads, --lmax, --oversample (checked, then ignored), --iter. */
 static int set_integer_option(smooth_args *a, const char *name, const char *val) {
   if (!strcmp(name, "--threads")) {
@@ -287,6 +300,7 @@ static int parse_value_option(int argc, char **argv, int *i, smooth_args *a) {
   if (!rc) rc = set_choice_option(a, name, val);
   if (!rc) rc = set_integer_option(a, name, val);
   if (!rc) rc = set_accuracy_option(a, name, val);
+  if (!rc) rc = set_memory_option(a, name, val);
   if (!rc) rc = mask_set_option(&a->mask, name, val);
   return rc;
 }
@@ -325,6 +339,8 @@ static int check_combinations(const smooth_args *a) {
       return smooth_usage_error("--oversample applies only to --method arkcos, not %s", m);
     if (a->has_accuracy)
       return smooth_usage_error("--accuracy applies only to --method arkcos, not %s", m);
+    if (a->has_max_memory)
+      return smooth_usage_error("--max-memory applies only to --method arkcos, not %s", m);
   }
   /* paper mode's polar caps are not exact: it has no bound to trade */
   if (a->has_accuracy && a->mode == ARKCOS_MODE_PAPER)
@@ -462,6 +478,7 @@ static void method_spec_for(const smooth_state *s, int64_t nside, int spin, meth
   m->arkcos.precision = a->precision;
   m->arkcos.backend = a->backend;
   m->arkcos.accuracy = spin == 2 ? 0 : a->accuracy;
+  m->arkcos.max_memory = a->max_memory;
   m->arkcos.spin = spin;
   /* With more than one map, keep the kernel spectra from plan creation so
    * that every map costs only FFTs and the reduction (issue 7); with one map

@@ -360,6 +360,12 @@ static int run_kernel(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
       char id[2048], slug[512];
       c->index++;
       if (!to_run(c, nside, ki, mi, cfg->threads[ti], id, sizeof id)) continue;
+      char why[600];
+      if (sweep_memory_reason(c, &cfg->methods[mi], nside, why, sizeof why)) {
+        sweep_record_skip(c, nside, ki, mi, cfg->threads[ti], id, &rs, why);
+        c->ran_now++;
+        continue;
+      }
       arkcos_error err = {0, ""};
       if (!*g && !(*g = arkcos_geometry_healpix(nside, &err))) {
         if (c->progress) fputc('\n', stderr);

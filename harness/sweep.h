@@ -91,9 +91,20 @@ int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int thr
 int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                       const arkcos_kernel *k, char *why, size_t len);
 int sweep_threads(int t); /* t, or the cores this process may use when t <= 0 */
+/* max_memory: the arkcos plan's limit (arkcos_options.max_memory; 0 none). */
 int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos_kernel *k,
-                     const double *in, int threads, int repeats, int warmup, timing *t,
-                     method_out *out, arkcos_error *err);
+                     const double *in, int threads, int repeats, int warmup, double max_memory,
+                     timing *t, method_out *out, arkcos_error *err);
+/* The case's maps alone exceed the memory limit (limits.memory_bytes):
+ * 1 with the reason; needs no geometry, so an nside far too large is
+ * skipped before its rings are made. */
+int sweep_memory_reason(const run_ctx *c, const cfg_method *m, int64_t nside, char *why,
+                        size_t len);
+/* What an arkcos plan may hold: the limit less the case's maps (0: none). */
+double sweep_plan_memory_limit(const run_ctx *c, const cfg_method *m, int64_t nside);
+/* Records a case skipped for `why` without running it (no geometry needed). */
+void sweep_record_skip(run_ctx *c, int64_t nside, int ki, int mi, int threads, const char *id,
+                       ref_state *rs, const char *why);
 void method_out_free(method_out *o);
 void timing_free(timing *t);
 

@@ -199,7 +199,7 @@ static int run_and_record(run_ctx *c, const arkcos_geometry *g, int ki, int mi, 
   if (!rc) {
     peak_reset();
     rc = sweep_run_method(m, g, c->kernels[ki], in->map, sweep_threads(threads), m->repeats,
-                          m->warmup, &t, &out, err);
+                          m->warmup, sweep_plan_memory_limit(c, m, g->nside), &t, &out, err);
   }
   if (!rc) {
     json_object_set_new(cj, "status", json_string("ok"));
@@ -235,6 +235,24 @@ static void put_sampling_warning(run_ctx *c, const arkcos_geometry *g, int ki, i
   c->nwarned++;
 }
 
+/* Puts the recorded case into the document; exits when it cannot be
+ * written (running cases that are not recorded would be lost). */
+static void record(run_ctx *c, json_t *cj) {
+  arkcos_error werr = {0, ""};
+  if (results_doc_put(&c->doc, cj, &werr)) {
+    if (c->progress) fputc('\n', stderr);
+    report_error(&werr);
+    exit(1); /* cannot record: stop rather than run unrecorded cases */
+  }
+}
+
+void sweep_record_skip(run_ctx *c, int64_t nside, int ki, int mi, int threads, const char *id,
+                       ref_state *rs, const char *why) {
+  json_t *cj = case_base(c, id, nside, ki, mi, threads);
+  put_not_ok(c, cj, mi, rs, "skipped", why, why);
+  record(c, cj);
+}
+
 /* Runs (or skips) one case and records it. Returns 1 if the case failed. */
 int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
                    const char *id, input_state *in, ref_state *rs) {
@@ -250,11 +268,6 @@ int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int thr
   } else {
     put_sampling_warning(c, g, ki, mi, cj);
   }
-  arkcos_error werr = {0, ""};
-  if (results_doc_put(&c->doc, cj, &werr)) {
-    if (c->progress) fputc('\n', stderr);
-    report_error(&werr);
-    exit(1); /* cannot record: stop rather than run unrecorded cases */
-  }
+  record(c, cj);
   return failed;
 }

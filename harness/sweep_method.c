@@ -152,8 +152,8 @@ static int timed_applies(smoother *sm, const double *in, method_out *out, int re
 /* Runs method m on `in` with `threads` threads; t and out are filled (and
  * freed by the caller, also on failure). */
 int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos_kernel *k,
-                     const double *in, int threads, int repeats, int warmup, timing *t,
-                     method_out *out, arkcos_error *err) {
+                     const double *in, int threads, int repeats, int warmup, double max_memory,
+                     timing *t, method_out *out, arkcos_error *err) {
   memset(t, 0, sizeof *t);
   set_threads(threads);
   t->samples = calloc((size_t)repeats, sizeof(double));
@@ -162,6 +162,7 @@ int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos
   if (rc) return rc;
   method_spec s;
   spec_of(m, g, threads, &s);
+  s.arkcos.max_memory = max_memory;
   double *w = NULL;
   if (m->type == CFG_METHOD_ARKCOS) {
     t->stages = calloc((size_t)repeats, sizeof *t->stages);
@@ -191,7 +192,8 @@ int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos
 }
 
 /* Rough peak memory of a case in bytes: the harness's maps (input, output,
- * reference) plus what the method allocates. */
+ * reference) plus what the method allocates (an arkcos plan's tables are
+ * the plan's own estimate, added by plan_memory_reason). */
 static double estimate_memory(const run_ctx *c, const cfg_method *m, int64_t nside) {
   double npix = 12.0 * (double)nside * (double)nside;
   double map = 8.0 * npix;
@@ -238,6 +240,26 @@ static int too_narrow(const run_ctx *c, const cfg_method *m, const arkcos_geomet
   return 1;
 }
 
+/* An arkcos plan whose own estimate (arkcos_plan_estimate: tables,
+ * spectra, buffers), with the harness's maps, exceeds the memory limit:
+ * 1 with the reason, before anything large is allocated. */
+static int plan_memory_reason(const run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
+                              const arkcos_kernel *k, char *why, size_t len) {
+  if (m->type != CFG_METHOD_ARKCOS || c->memory_limit <= 0) return 0;
+  method_spec s;
+  spec_of(m, g, c->max_threads, &s); /* the most threads: the largest workspace */
+  arkcos_error err = {0, ""};
+  const double plan = arkcos_plan_estimate(g, k, &s.arkcos, &err);
+  const double maps = estimate_memory(c, m, g->nside);
+  if (plan <= 0 || maps + plan <= c->memory_limit) return 0; /* a bad plan fails when made */
+  snprintf(why, len,
+           "estimated memory %.2f GiB (plan %.2f GiB, maps %.2f GiB) exceeds the %.2f GiB available%s",
+           (maps + plan) / 1073741824.0, plan / 1073741824.0, maps / 1073741824.0,
+           c->memory_limit / 1073741824.0,
+           c->cfg->memory_bytes > 0 ? " (limits.memory_bytes)" : "");
+  return 1;
+}
+
 /* Why a case (or the untimed reference run) cannot run here; 0 if it can. */
 int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                       const arkcos_kernel *k, char *why, size_t len) {
@@ -262,7 +284,19 @@ int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
       return 1;
     }
   }
-  double est = estimate_memory(c, m, g->nside);
+  if (sweep_memory_reason(c, m, g->nside, why, len)) return 1;
+  return plan_memory_reason(c, m, g, k, why, len);
+}
+
+double sweep_plan_memory_limit(const run_ctx *c, const cfg_method *m, int64_t nside) {
+  if (c->memory_limit <= 0) return 0;
+  const double left = c->memory_limit - estimate_memory(c, m, nside);
+  return left > 1 ? left : 1;
+}
+
+int sweep_memory_reason(const run_ctx *c, const cfg_method *m, int64_t nside, char *why,
+                        size_t len) {
+  double est = estimate_memory(c, m, nside);
   if (c->memory_limit > 0 && est > c->memory_limit) {
     snprintf(why, len, "estimated memory %.2f GiB exceeds the %.2f GiB available%s",
              est / 1073741824.0, c->memory_limit / 1073741824.0,

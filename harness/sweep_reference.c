@@ -67,7 +67,8 @@ void sweep_ensure_reference(run_ctx *c, const arkcos_geometry *g, int ki, input_
     rc = exact_map(c, g, ki, in, rs, &err);
   } else {
     timing t;
-    rc = sweep_run_method(m, g, c->kernels[ki], in->map, c->max_threads, 1, 0, &t, &rs->out,
+    rc = sweep_run_method(m, g, c->kernels[ki], in->map, c->max_threads, 1, 0,
+                          sweep_plan_memory_limit(c, m, g->nside), &t, &rs->out,
                           &err);
     timing_free(&t);
   }

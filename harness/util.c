@@ -102,6 +102,24 @@ int parse_double(const char *s, double *v) {
   return 1;
 }
 
+int parse_bytes(const char *s, double *v) {
+  if (!s || !*s) return 0;
+  char *end;
+  errno = 0;
+  double x = strtod(s, &end);
+  if (end == s || errno || !isfinite(x) || !(x > 0)) return 0;
+  static const char units[] = "KMGT";
+  const char *u = *end ? strchr(units, *end) : NULL;
+  if (u && *end) {
+    x *= pow(1e3, (double)(u - units + 1));
+    end++;
+  }
+  if (*end == 'B') end++;
+  if (*end) return 0;
+  *v = x;
+  return 1;
+}
+
 int parse_long(const char *s, long *v) {
   if (!s || !*s) return 0;
   char *end;

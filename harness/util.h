@@ -27,6 +27,9 @@ double wall_time(void);               /* seconds, monotonic */
 size_t peak_rss_bytes(void);          /* process peak resident set */
 int parse_double(const char *s, double *v);  /* whole string, finite */
 int parse_long(const char *s, long *v);      /* whole string */
+/* A positive byte count: a number with an optional K, M, G or T (powers of
+ * 1000) and an optional B ("8G", "500MB", "2.5e9"). 1 if valid. */
+int parse_bytes(const char *s, double *v);
 
 /* sum += t, stage by stage (every field of arkcos_stage_times). */
 void stage_times_add(arkcos_stage_times *sum, const arkcos_stage_times *t);
