@@ -857,6 +857,12 @@ static int check_input(smooth_state *s, int i, const char *last, int to_dir,
     fprintf(stderr, "arkcos smooth: out of memory\n");
     return 1;
   }
+  if (!s->outs[i][0]) return smooth_usage_error("the output file name is empty");
+  if (hpx_compressed_name(s->outs[i])) {
+    fprintf(stderr, "arkcos smooth: %s: gzip-compressed output is not written (the name "
+            "ends in .gz); name it .fits and compress it afterwards\n", s->outs[i]);
+    return 2;
+  }
   for (int j = 0; j < i; j++)
     if (!strcmp(s->outs[i], s->outs[j])) {
       fprintf(stderr, "arkcos smooth: %s and %s would both be written to %s\n",

@@ -4,6 +4,7 @@
 
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
+#include "harness/util.h"
 
 static const struct {
   const char *name;
@@ -28,6 +29,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  signals_install(); /* ulimit -f, SIGINT, SIGTERM: harness/util.h */
   if (argc < 2) {
     usage(stderr);
     return 2;

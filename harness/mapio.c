@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -609,8 +610,19 @@ static int fsync_path(const char *path) {
   return rc;
 }
 
+int hpx_compressed_name(const char *path) {
+  const size_t n = strlen(path);
+  return n >= 3 && !strcasecmp(path + n - 3, ".gz");
+}
+
 static int check_write_args(const char *path, int nmaps, const void *maps,
                             int64_t nside, int nested, arkcos_error *err) {
+  if (!path || !*path) return arkcos_fail(err, ARKCOS_EINVAL, "empty output file name");
+  /* the temporary file is written plain and renamed: a .gz name would hold
+   * an uncompressed file */
+  if (hpx_compressed_name(path))
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s: gzip-compressed output is not written; name it .fits", path);
   if (nmaps < 1 || nmaps > 999 || !maps)
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "%s: cannot write %d maps (1 to 999 columns)", path,
@@ -755,9 +767,15 @@ static int write_all_columns(map_writer *w, const double *const *maps,
   for (int c = 0; c < w->nmaps; c++) {
     int rc = as_float32 ? check_float32_range(w, c, maps[c], err) : ARKCOS_OK;
     if (rc) return rc;
-    if (write_column(w, c, maps[c]))
-      return fits_fail(err, ARKCOS_EIO, w->path, w->status,
-                       "cannot write map data");
+    errno = 0;
+    if (write_column(w, c, maps[c])) {
+      /* the system's reason (no space left, file too large) says more than
+       * CFITSIO's "error writing data buffer" */
+      char what[160];
+      snprintf(what, sizeof what, "cannot write map data%s%s", errno ? ": " : "",
+               errno ? strerror(errno) : "");
+      return fits_fail(err, ARKCOS_EIO, w->path, w->status, what);
+    }
   }
   return ARKCOS_OK;
 }
@@ -766,8 +784,13 @@ static int write_all_columns(map_writer *w, const double *const *maps,
 static int finish_file(map_writer *w, const char *tmp, arkcos_error *err) {
   fitsfile *fp = w->fp;
   w->fp = NULL;
-  if (fits_close_file(fp, &w->status))
-    return fits_fail(err, ARKCOS_EIO, w->path, w->status, "cannot finish writing");
+  errno = 0;
+  if (fits_close_file(fp, &w->status)) {
+    char what[160];
+    snprintf(what, sizeof what, "cannot finish writing%s%s", errno ? ": " : "",
+             errno ? strerror(errno) : "");
+    return fits_fail(err, ARKCOS_EIO, w->path, w->status, what);
+  }
   if (fsync_path(tmp) != 0)
     return arkcos_fail(err, ARKCOS_EIO, "%s: cannot flush output: %s", w->path,
                        strerror(errno));

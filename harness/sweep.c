@@ -260,16 +260,10 @@ static int create_doc(run_ctx *c, const run_args *a, char *dir, size_t len, int 
                       int full_argc, char **full_argv) {
   const run_config *cfg = c->cfg;
   arkcos_error err = {0, ""};
+  (void)len;
   if (a->resume)
     fprintf(stderr, "arkcos run: nothing to resume%s%s; starting a new run\n",
             have_dir ? " in " : "", have_dir ? dir : "");
-  if (!have_dir) {
-    char stamp[64];
-    meta_utc_time(stamp, sizeof stamp, 1);
-    snprintf(dir, len, "results/%s/%s", cfg->name, stamp);
-    for (int k = 2; access(dir, F_OK) == 0 && k < 100; k++)
-      snprintf(dir, len, "results/%s/%s-%d", cfg->name, stamp, k);
-  }
   json_t *meta = meta_collect(full_argc, full_argv);
   json_object_set(meta, "config", cfg->given);
   json_object_set_new(meta, "config_path", json_string(a->cfgpath));
@@ -277,6 +271,34 @@ static int create_doc(run_ctx *c, const run_args *a, char *dir, size_t len, int 
     report_error(&err);
     return exit_status_of(err.code);
   }
+  return 0;
+}
+
+/* The folder is this run's alone: a lock (a second run on it refuses),
+ * then the temporary files a killed run left are removed, and SIGINT /
+ * SIGTERM say how to continue. 0, or the exit status. */
+static int claim_folder(run_ctx *c, const char *dir) {
+  arkcos_error err = {0, ""};
+  if (results_doc_mkdirs(dir, &err) || folder_lock(dir, "arkcos run", &c->lock_fd, &err)) {
+    fprintf(stderr, "arkcos run: %s\n", err.msg);
+    return exit_status_of(err.code);
+  }
+  static const char *const subs[] = {"", "/maps", "/patches", "/spectra"};
+  int n = 0;
+  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s%s", dir, subs[i]);
+    n += atomic_remove_stale(p);
+  }
+  if (n)
+    fprintf(stderr, "arkcos run: removed %d temporary file%s an interrupted run left in %s\n", n,
+            n == 1 ? "" : "s", dir);
+  char note[2048];
+  snprintf(note, sizeof note,
+           "\narkcos run: stopped by a signal; the finished cases are in %.500s/results.json; "
+           "continue with: arkcos run %.300s --out %.500s --resume\n",
+           dir, c->cfgpath, dir);
+  signals_stop_note(note);
   return 0;
 }
 
@@ -290,7 +312,16 @@ static int open_doc(run_ctx *c, const run_args *a, int full_argc, char **full_ar
   } else if (a->resume) {
     have_dir = latest_run_dir(c->cfg->name, dir, sizeof dir);
   }
-  snprintf(jpath, sizeof jpath, "%s/results.json", have_dir ? dir : ".");
+  if (!have_dir) { /* results/<name>/<UTC timestamp>/ */
+    char stamp[64];
+    meta_utc_time(stamp, sizeof stamp, 1);
+    snprintf(dir, sizeof dir, "results/%s/%s", c->cfg->name, stamp);
+    for (int k = 2; access(dir, F_OK) == 0 && k < 100; k++)
+      snprintf(dir, sizeof dir, "results/%s/%s-%d", c->cfg->name, stamp, k);
+  }
+  int rc = claim_folder(c, dir);
+  if (rc) return rc;
+  snprintf(jpath, sizeof jpath, "%s/results.json", dir);
   if (a->resume && have_dir && access(jpath, F_OK) == 0)
     return resume_doc(c, a->cfgpath, dir, jpath, full_argc, full_argv);
   return create_doc(c, a, dir, sizeof dir, have_dir, full_argc, full_argv);
@@ -445,6 +476,8 @@ int cmd_run(int argc, char **argv) {
   c.cfg = &cfg;
   /* the command line as typed: "arkcos run ..." */
   char **full_argv = malloc((size_t)(argc + 2) * sizeof *full_argv);
+  c.lock_fd = -1;
+  c.cfgpath = a.cfgpath;
   status = full_argv ? prepare(&c, a.cfgpath) : 2;
   if (!status) {
     full_argv[0] = "arkcos";
@@ -459,5 +492,7 @@ int cmd_run(int argc, char **argv) {
   free(c.kernel_width);
   free(c.fits_map);
   config_free(&cfg);
+  signals_stop_note(NULL);
+  if (c.lock_fd >= 0) close(c.lock_fd); /* the lock, after the last write */
   return status;
 }

@@ -77,6 +77,8 @@ typedef struct run_ctx {
   double t_start;
   int progress;
   long stop_after;       /* ARKCOS_TEST_STOP_AFTER: simulated kill */
+  const char *cfgpath;   /* as given (messages) */
+  int lock_fd;           /* the output folder's lock (util.h folder_lock), -1 none */
 } run_ctx;
 
 /* sweep_case.c */
