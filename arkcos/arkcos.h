@@ -288,8 +288,8 @@ int arkcos_execute_spin2(arkcos_plan *p, const double *q, const double *u, doubl
 int arkcos_plan_spin(const arkcos_plan *p);
 /* Bytes a plan for (g, k, o) would hold (tables, spectra, FFT buffers,
  * per-thread workspace), estimated without building it, on the high side:
- * measured 1.03-1.35 times arkcos_plan_memory at nside 512 (more at small
- * nside, where a fixed 4 MB weighs). 0 with err filled on bad input. */
+ * measured 1.07-1.27 times arkcos_plan_memory at nside 512, 1.07-1.34 at
+ * nside 64-256 (up to 5 at nside 16). 0 with err filled on bad input. */
 double arkcos_plan_estimate(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
                             arkcos_error *err);
 void arkcos_plan_stages(const arkcos_plan *p, arkcos_stage_times *t);

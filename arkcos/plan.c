@@ -277,7 +277,7 @@ static double plan_estimate_bytes(const arkcos_plan *p) {
    * per-thread gather buffers (measured about 30 % more than the weights in
    * double; spin-2 weights are complex, counted in full); scalar single
    * precision plans hold the weights in float. */
-  const double dscale = p->opt.spin == 2 ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 0.85 : 1.3;
+  const double dscale = p->opt.spin == 2 ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 0.95 : 1.3;
   double b = p->direct_caps ? dscale * arkcos_direct_estimate_bytes(p) : 0;
   b += (p->opt.spin == 2 ? 2.2 : 1.2) * (double)g->npix * rsz;  /* spectra, padded rows */
   b += (double)nt * 24 * (double)p->L * 8;                       /* per-thread workspace */
@@ -286,7 +286,7 @@ static double plan_estimate_bytes(const arkcos_plan *p) {
     for (int t = 0; t < p->ntasks; t++) pairs += p->jhi[p->task[t]] - p->jlo[p->task[t]] + 1;
     b += pairs * (double)p->nm * 2 * rsz;
   }
-  return 1.15 * b + 4e6;
+  return 1.15 * b + 0.5e6;
 }
 
 static int plan_memory_check(const arkcos_plan *p, arkcos_error *err) {
@@ -344,12 +344,37 @@ arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k
   return p;
 }
 
+/* Input values the plan can carry: finite (an inf or NaN enters a whole
+ * ring's FFT, and through it every output ring the ring reaches, far
+ * beyond the kernel's reach of that pixel), and within float's range in a
+ * single precision plan (else it becomes inf there). The first offending
+ * pixel is named. One pass over the map, small beside the execution. */
+static int check_input_values(const arkcos_plan *p, const double *in, const char *name,
+                              arkcos_error *err) {
+  const int64_t n = p->geom->npix;
+  const double lim = p->opt.precision == ARKCOS_SINGLE ? 3.4028234663852886e38 : HUGE_VAL;
+  int64_t bad = n;
+#pragma omp parallel for reduction(min : bad) schedule(static)
+  for (int64_t i = 0; i < n; i++)
+    if (!(fabs(in[i]) < lim) && i < bad) bad = i;
+  if (bad == n) return ARKCOS_OK;
+  if (!isfinite(in[bad]))
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "execute: %s pixel %lld is %g; the engine takes finite values only (give "
+                       "missing pixels weight 0, as arkcos smooth does for UNSEEN and NaN)",
+                       name, (long long)bad, in[bad]);
+  return arkcos_fail(err, ARKCOS_EINVAL,
+                     "execute: %s pixel %lld = %g is beyond single precision's range (3.4e38); "
+                     "use a double precision plan", name, (long long)bad, in[bad]);
+}
+
 int arkcos_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
   if (!p || !in || !out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: NULL argument");
   if (in == out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: in and out must differ");
   if (p->opt.spin == 2)
     return arkcos_fail(err, ARKCOS_EINVAL, "execute: this is a spin-2 plan; use arkcos_execute_spin2");
-  return p->execute(p, in, out, err);
+  const int rc = check_input_values(p, in, "input", err);
+  return rc ? rc : p->execute(p, in, out, err);
 }
 
 int arkcos_execute_spin2(arkcos_plan *p, const double *q, const double *u, double *q_out,
@@ -359,7 +384,9 @@ int arkcos_execute_spin2(arkcos_plan *p, const double *q, const double *u, doubl
     return arkcos_fail(err, ARKCOS_EINVAL, "execute: this is a scalar plan; make it with options.spin = 2");
   if (q_out == u_out || q_out == q || q_out == u || u_out == q || u_out == u)
     return arkcos_fail(err, ARKCOS_EINVAL, "execute: outputs must differ from the inputs and each other");
-  return p->execute2(p, q, u, q_out, u_out, err);
+  int rc = check_input_values(p, q, "Q", err);
+  if (!rc) rc = check_input_values(p, u, "U", err);
+  return rc ? rc : p->execute2(p, q, u, q_out, u_out, err);
 }
 
 int arkcos_plan_spin(const arkcos_plan *p) { return p->opt.spin; }

@@ -149,6 +149,35 @@ no_tmp "after SIGTERM"
 expect "resume after SIGTERM" 0 "" "$ARKCOS" run "$T/tiny.json" --out "$T/run" --resume
 grep -qE "^arkcos run: 6 cases \(6 ok" "$T/stdout" && ok || bad "resumed run: $(cat "$T/stdout")"
 
+# -------------------------------------- duplicated entries, empty reports
+"$PYTHON" - "$T" <<'EOF'
+import json, sys, warnings
+import numpy as np
+from astropy.io import fits
+warnings.simplefilter("ignore")
+d = sys.argv[1]
+r = json.load(open(f"{d}/run/results.json"))
+r["cases"].append(r["cases"][1])
+json.dump(r, open(f"{d}/dupcase.json", "w"))
+json.dump({"meta": {}, "cases": []}, open(f"{d}/nocase.json", "w"))
+cols = [fits.Column(name="PIXEL", format="K", array=np.array([3, 10, 200, 10, 500])),
+        fits.Column(name="SIGNAL", format="D", array=np.arange(5.0))]
+h = fits.BinTableHDU.from_columns(cols)
+for k, v in dict(PIXTYPE="HEALPIX", ORDERING="RING", NSIDE=16, INDXSCHM="EXPLICIT",
+                 OBJECT="PARTIAL").items():
+    h.header[k] = v
+fits.HDUList([fits.PrimaryHDU(), h]).writeto(f"{d}/duppix.fits")
+EOF
+expect "compare: a case recorded twice" 2 "cases[6]: the same case as cases[1]" \
+  "$ARKCOS" compare "$T/run/results.json" "$T/dupcase.json"
+expect "report: a case recorded twice" 2 "cases[6]: the same case as cases[1]" \
+  "$ARKCOS" report "$T/dupcase.json" -o "$T/rep1"
+expect "report of zero cases" 2 "cases: empty" "$ARKCOS" report "$T/nocase.json" -o "$T/rep0"
+[ -e "$T/rep0" ] || [ -e "$T/rep1" ] && bad "refused report: folder written" || ok
+expect "partial sky, a pixel listed twice" 2 "rows 2 and 4 both list pixel 10" \
+  "$ARKCOS" smooth "$T/duppix.fits" "$T/o.fits" --fwhm-arcmin 3000
+[ -e "$T/o.fits" ] && bad "duplicated pixel: output written" || ok
+
 # ---------------------------------------------------------- small refusals
 expect "empty output name" 2 "output file name is empty" \
   "$ARKCOS" smooth "$M" "" --fwhm-arcmin 220
@@ -158,6 +187,49 @@ expect ".fits.gz output" 2 "gzip-compressed output is not written" \
 expect "--fwhm-arcmin 1e300" 2 "outside (0, 10800]" \
   "$ARKCOS" smooth "$M" "$T/o.fits" --fwhm-arcmin 1e300
 no_tmp "refusals"
+
+# ----------------------------------------------------------------- numbers
+# an inf pixel is missing data like NaN; denormals keep their values (the
+# reader once flushed them to 0); an all-zero map stays exactly zero
+"$PYTHON" - "$T" <<'EOF'
+import sys, warnings
+import numpy as np
+import healpy as hp
+from astropy.io import fits
+warnings.simplefilter("ignore")
+d = sys.argv[1]
+m = np.random.default_rng(5).standard_normal(12 * 32 ** 2)
+hp.write_map(f"{d}/base.fits", m, dtype=np.float64)
+hp.write_map(f"{d}/denorm.fits", m * 1e-310, dtype=np.float64)
+hp.write_map(f"{d}/zero.fits", np.zeros_like(m), dtype=np.float64)
+with fits.open(f"{d}/base.fits") as h:   # healpy would write inf as UNSEEN
+    col = h[1].data["T"]
+    flat = col.ravel().copy()
+    flat[6144] = np.inf
+    h[1].data["T"] = flat.reshape(col.shape)
+    h.writeto(f"{d}/inf.fits")
+EOF
+for meth in arkcos direct; do
+  for f in base denorm zero inf; do
+    "$ARKCOS" smooth "$T/$f.fits" "$T/o_${f}_$meth.fits" --fwhm-arcmin 400 --method $meth \
+      >/dev/null 2>"$T/stderr_$f" || bad "$f $meth: exit $? ($(cat "$T/stderr_$f"))"
+  done
+  grep -qF "inf.fits: T: 1 of 12288 pixels missing" "$T/stderr_inf" && ok || bad "inf not missing: $(cat "$T/stderr_inf")"
+  "$PYTHON" - "$T" $meth <<'EOF' && ok || bad "numbers through smooth ($meth)"
+import sys, warnings
+import numpy as np
+from astropy.io import fits
+warnings.simplefilter("ignore")
+d, meth = sys.argv[1], sys.argv[2]
+rd = lambda f: fits.open(f"{d}/o_{f}_{meth}.fits")[1].data["T"].ravel().astype(float)
+b, den, z, inf = rd("base"), rd("denorm"), rd("zero"), rd("inf")
+rel = np.abs(den - 1e-310 * b).max() / np.abs(1e-310 * b).max()
+print(f"  {meth}: denormal map relative error {rel:.2e} (bound 1e-10; measured 2.2e-12 arkcos, 8.3e-13 direct)")
+assert rel < 1e-10
+assert np.all(z == 0)
+assert np.all(np.isfinite(inf)) and not np.any(inf == -1.6375e30)
+EOF
+done
 
 # ------------------------------------------------ large configs, quickly
 "$PYTHON" - "$T" <<'EOF'
