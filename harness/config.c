@@ -156,6 +156,7 @@ static const field top_fields[] = {
     {"description", F_STR, 0, 0, 0, NULL, NULL, NULL},
     {"repeats", F_INT, 1, 10000, 0, "3", NULL, NULL},
     {"warmup", F_INT, 0, 1000, 0, "1", NULL, NULL},
+    {"interleave", F_BOOL, 0, 0, 0, "false", NULL, NULL},
     {"threads", F_INT_LIST, 0, 4096, 0, "0", NULL, NULL},
     {"input", F_OBJ, 0, 0, 0, "{\"type\": \"random\"}", NULL, &input_schema},
     {"grid", F_OBJ, 0, 0, 0, REQUIRED, NULL, &grid_schema},
@@ -1020,6 +1021,7 @@ int config_from_json(json_t *root, const char *path, run_config *cfg,
   fill_name(&e, n, path, cfg);
   cfg->repeats = (int)num(n, "repeats", 3);
   cfg->warmup = (int)num(n, "warmup", 1);
+  cfg->interleave = json_is_true(json_object_get(n, "interleave"));
   fill_threads_and_nside(n, cfg);
   fill_input(&e, path, n, &cfg->input);
   fill_kernels(&e, path, n, cfg);

@@ -203,13 +203,24 @@ static int same_config(run_ctx *c, const char *cfgpath, const char *jpath) {
   json_t *meta = json_object_get(c->doc.root, "meta");
   run_config old;
   arkcos_error oerr = {0, ""};
-  json_t *given = json_object_get(meta, "config");
-  if (!given || config_from_json(given, cfgpath, &old, &oerr)) {
+  json_t *given = json_object_get(meta, "config"), *whole = NULL;
+  const char *file = json_string_value(json_object_get(meta, "config_file"));
+  if (file) { /* a large config, recorded once beside results.json */
+    char p[4400];
+    json_error_t je;
+    snprintf(p, sizeof p, "%s/%s", c->doc.dir, file);
+    given = whole = json_load_file(p, JSON_REJECT_DUPLICATES, &je);
+    if (!whole) snprintf(oerr.msg, sizeof oerr.msg, "%.300s: %.180s", p, je.text);
+  }
+  memset(&old, 0, sizeof old);
+  if (!given || (oerr.msg[0] == 0 && config_from_json(given, cfgpath, &old, &oerr)) || oerr.msg[0]) {
     fprintf(stderr, "arkcos: cannot resume %s: its recorded config is not valid%s%s\n",
             jpath, oerr.msg[0] ? ": " : "", oerr.msg);
     config_free(&old);
+    json_decref(whole);
     return 2;
   }
+  json_decref(whole);
   int same = config_equal(old.normalized, c->cfg->normalized);
   if (!same) {
     char where[512];
@@ -255,6 +266,45 @@ static int resume_doc(run_ctx *c, const char *cfgpath, const char *dir, const ch
   return 0;
 }
 
+/* Beyond this size a config is not copied into results.json, which is
+ * rewritten after every case (a 100 MB grid would be written that often). */
+#define CONFIG_INLINE_MAX 1000000
+
+/* meta.config: the config itself, or, beyond CONFIG_INLINE_MAX, its small
+ * members only, the whole written once to dir/config.json and named by
+ * meta.config_file with its size and hash (resume reads it from there). */
+static int record_config(json_t *meta, json_t *given, const char *dir, arkcos_error *err) {
+  char *text = json_dumps(given, JSON_COMPACT | JSON_SORT_KEYS);
+  if (!text) return arkcos_fail(err, ARKCOS_ENOMEM, "cannot serialise the config");
+  const size_t n = strlen(text);
+  if (n <= CONFIG_INLINE_MAX) {
+    free(text);
+    json_object_set(meta, "config", given);
+    return ARKCOS_OK;
+  }
+  char path[4200], hash[32];
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ULL;
+  snprintf(hash, sizeof hash, "fnv1a64:%016llx", (unsigned long long)h);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  int rc = atomic_write_text(path, text, err);
+  free(text);
+  if (rc) return rc;
+  json_t *small = json_object();
+  const char *k;
+  json_t *v;
+  json_object_foreach(given, k, v) {
+    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (t && strlen(t) <= 65536) json_object_set(small, k, v);
+    free(t);
+  }
+  json_object_set_new(meta, "config", small);
+  json_object_set_new(meta, "config_file", json_string("config.json"));
+  json_object_set_new(meta, "config_bytes", json_integer((json_int_t)n));
+  json_object_set_new(meta, "config_hash", json_string(hash));
+  return ARKCOS_OK;
+}
+
 /* A new document in dir (have_dir) or results/<name>/<UTC timestamp>/. */
 static int create_doc(run_ctx *c, const run_args *a, char *dir, size_t len, int have_dir,
                       int full_argc, char **full_argv) {
@@ -265,7 +315,11 @@ static int create_doc(run_ctx *c, const run_args *a, char *dir, size_t len, int 
     fprintf(stderr, "arkcos run: nothing to resume%s%s; starting a new run\n",
             have_dir ? " in " : "", have_dir ? dir : "");
   json_t *meta = meta_collect(full_argc, full_argv);
-  json_object_set(meta, "config", cfg->given);
+  if (record_config(meta, cfg->given, dir, &err)) {
+    json_decref(meta);
+    report_error(&err);
+    return exit_status_of(err.code);
+  }
   json_object_set_new(meta, "config_path", json_string(a->cfgpath));
   if (results_doc_create(&c->doc, dir, meta, a->force, &err)) {
     report_error(&err);
@@ -377,6 +431,59 @@ static void progress(run_ctx *c, const char *what) {
   fflush(stderr);
 }
 
+/* ARKCOS_TEST_STOP_AFTER: a simulated kill once that many cases ran. */
+static void maybe_stop(run_ctx *c) {
+  if (c->stop_after > 0 && c->ran_now >= c->stop_after) {
+    if (c->progress) fputc('\n', stderr);
+    fprintf(stderr, "arkcos run: ARKCOS_TEST_STOP_AFTER=%ld: killing the run\n", c->stop_after);
+    raise(SIGKILL);
+  }
+}
+
+/* run_kernel with config "interleave": per thread count, the methods still
+ * to run (the reference first) as one group whose repeats go in turns. */
+static int run_kernel_interleaved(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
+                                  input_state *in) {
+  const run_config *cfg = c->cfg;
+  ref_state rs;
+  memset(&rs, 0, sizeof rs);
+  int *mis = malloc(sizeof *mis * (size_t)cfg->nmethods);
+  if (!mis) return 1;
+  for (int ti = 0; ti < cfg->nthreads; ti++) {
+    int n = 0;
+    for (int step = -1; step < cfg->nmethods; step++) {
+      int mi = step < 0 ? cfg->reference : step;
+      if (mi < 0 || (step >= 0 && mi == cfg->reference)) continue;
+      char id[2048], why[600];
+      c->index++;
+      if (!to_run(c, nside, ki, mi, cfg->threads[ti], id, sizeof id)) continue;
+      if (sweep_memory_reason(c, &cfg->methods[mi], nside, why, sizeof why)) {
+        sweep_record_skip(c, nside, ki, mi, cfg->threads[ti], id, &rs, why);
+        c->ran_now++;
+        continue;
+      }
+      mis[n++] = mi;
+    }
+    if (!n) continue;
+    arkcos_error err = {0, ""};
+    if (!*g && !(*g = arkcos_geometry_healpix(nside, &err))) {
+      if (c->progress) fputc('\n', stderr);
+      report_error(&err);
+      free(mis);
+      return 1;
+    }
+    char slug[512];
+    sweep_case_slug(cfg, nside, ki, mis[0], cfg->threads[ti], slug, sizeof slug);
+    progress(c, slug);
+    sweep_run_group(c, *g, ki, mis, n, cfg->threads[ti], in, &rs);
+    c->ran_now += n;
+    maybe_stop(c);
+  }
+  free(mis);
+  sweep_ref_free(&rs);
+  return 0;
+}
+
 /* Every case of one (nside, kernel), the reference method first; the
  * geometry is made at the first case that runs. 1 if it cannot be made. */
 static int run_kernel(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
@@ -406,12 +513,8 @@ static int run_kernel(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
       sweep_case_slug(cfg, nside, ki, mi, cfg->threads[ti], slug, sizeof slug);
       progress(c, slug);
       sweep_run_case(c, *g, ki, mi, cfg->threads[ti], id, in, &rs);
-      if (++c->ran_now >= c->stop_after && c->stop_after > 0) {
-        if (c->progress) fputc('\n', stderr);
-        fprintf(stderr, "arkcos run: ARKCOS_TEST_STOP_AFTER=%ld: killing the run\n",
-                c->stop_after);
-        raise(SIGKILL);
-      }
+      c->ran_now++;
+      maybe_stop(c);
     }
   }
   sweep_ref_free(&rs);
@@ -450,7 +553,8 @@ static int run_all(run_ctx *c) {
     input_state in;
     memset(&in, 0, sizeof in);
     for (int ki = 0; ki < cfg->nkernels; ki++)
-      if (run_kernel(c, cfg->nside[a], ki, &g, &in)) return 1;
+      if ((cfg->interleave ? run_kernel_interleaved : run_kernel)(c, cfg->nside[a], ki, &g, &in))
+        return 1;
     sweep_input_free(&in);
     arkcos_geometry_destroy(g);
   }

@@ -31,6 +31,7 @@ typedef struct method_out {
 
 typedef struct timing {
   double *samples;
+  double *cpu_samples;           /* the process's CPU time of each sample */
   int n;
   double plan_time;              /* arkcos plan creation, seconds */
   arkcos_stage_times *stages;    /* per sample (arkcos) */
@@ -88,8 +89,31 @@ void sweep_case_slug(const run_config *cfg, int64_t nside, int ki, int mi, int t
                      char *out, size_t len);
 int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
                    const char *id, input_state *in, ref_state *rs);
+/* The n cases mis[] of one (nside, kernel, threads), their repeats in turns
+ * (config "interleave"); recorded in the order of mis. Returns how many
+ * failed. */
+int sweep_run_group(run_ctx *c, const arkcos_geometry *g, int ki, const int *mis, int n,
+                    int threads, input_state *in, ref_state *rs);
+
+/* One method being timed, in steps, so that the repeats of several methods
+ * can interleave (config "interleave"): begin (plan, warm-up), sample (one
+ * timed apply each call, up to `repeats`), end (the smoother freed; t and
+ * out stay for the record and are freed by the caller). */
+typedef struct method_run {
+  const cfg_method *m;
+  int threads, repeats;
+  struct smoother *sm;
+  double *w;             /* fsht ring weights */
+  timing t;
+  method_out out;
+} method_run;
 
 /* sweep_method.c */
+int sweep_method_begin(method_run *r, const cfg_method *m, const arkcos_geometry *g,
+                       const arkcos_kernel *k, const double *in, int threads, int repeats,
+                       int warmup, double max_memory, arkcos_error *err);
+int sweep_method_sample(method_run *r, const double *in, arkcos_error *err);
+void sweep_method_end(method_run *r);
 int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                       const arkcos_kernel *k, char *why, size_t len);
 int sweep_threads(int t); /* t, or the cores this process may use when t <= 0 */

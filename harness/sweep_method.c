@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -46,6 +47,7 @@ void method_out_free(method_out *o) {
 
 void timing_free(timing *t) {
   free(t->samples);
+  free(t->cpu_samples);
   free(t->stages);
   memset(t, 0, sizeof *t);
 }
@@ -134,19 +136,87 @@ static int apply_once(smoother *sm, const double *in, method_out *out, arkcos_er
   return smoother_apply_pixels(sm, in, out->pix, out->n, out->vals, err);
 }
 
-/* warmup untimed applies, then `repeats` timed ones (stages after each). */
-static int timed_applies(smoother *sm, const double *in, method_out *out, int repeats,
-                         int warmup, timing *t, arkcos_error *err) {
-  int rc = ARKCOS_OK;
-  for (int i = 0; i < warmup && !rc; i++) rc = apply_once(sm, in, out, err);
-  for (int i = 0; i < repeats && !rc; i++) {
-    double t0 = wall_time();
-    rc = apply_once(sm, in, out, err);
-    t->samples[i] = wall_time() - t0;
-    if (t->stages) smoother_stages(sm, &t->stages[i]);
-    t->n = i + 1;
+/* CPU seconds of the whole process (every thread): unlike the wall clock,
+ * it does not count the time spent waiting for a core on a busy machine. */
+static double cpu_time(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ARKCOS_TEST_SLOWDOWN="LABEL:F": every timed apply of the methods whose
+ * label is LABEL takes 1 + F times as long (a busy wait after it): a real
+ * slowdown, known in size, for measuring what `arkcos compare` catches. */
+static void test_slowdown(const cfg_method *m, double took) {
+  const char *env = getenv("ARKCOS_TEST_SLOWDOWN");
+  const char *colon = env ? strrchr(env, ':') : NULL;
+  if (!colon || strncmp(env, m->label, (size_t)(colon - env)) || m->label[colon - env]) return;
+  const double until = wall_time() + took * atof(colon + 1);
+  while (wall_time() < until) {
   }
+}
+
+int sweep_method_begin(method_run *r, const cfg_method *m, const arkcos_geometry *g,
+                       const arkcos_kernel *k, const double *in, int threads, int repeats,
+                       int warmup, double max_memory, arkcos_error *err) {
+  memset(r, 0, sizeof *r);
+  r->m = m;
+  r->threads = threads;
+  r->repeats = repeats;
+  timing *t = &r->t;
+  set_threads(threads);
+  t->samples = calloc((size_t)repeats, sizeof(double));
+  t->cpu_samples = calloc((size_t)repeats, sizeof(double));
+  if (!t->samples || !t->cpu_samples) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+  int rc = alloc_out(m, g, &r->out, err);
+  if (rc) return rc;
+  method_spec s;
+  spec_of(m, g, threads, &s);
+  s.arkcos.max_memory = max_memory;
+  if (m->type == CFG_METHOD_ARKCOS) {
+    t->stages = calloc((size_t)repeats, sizeof *t->stages);
+    if (!t->stages) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+  } else if (m->type == CFG_METHOD_FSHT) {
+    t->lmax = s.lmax;
+    if (m->ring_weights) { /* read outside the timed region */
+      r->w = malloc((size_t)g->nrings * sizeof *r->w);
+      if (!r->w) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+      rc = ref_read_ring_weights(m->ring_weights, g, r->w, err);
+      s.ring_weights = r->w;
+    }
+  }
+  r->sm = rc ? NULL : smoother_create(&s, g, k, err);
+  if (!rc && !r->sm) rc = err && err->code ? err->code : ARKCOS_ERUNTIME;
+  if (r->sm && m->type == CFG_METHOD_ARKCOS) {
+    t->plan_time = smoother_plan_time(r->sm);
+    t->backend_used = smoother_backend(r->sm);
+    t->plan_memory = smoother_plan_memory(r->sm);
+    t->bound = smoother_bound(r->sm);
+    snprintf(t->inexact, sizeof t->inexact, "%s", smoother_exactness(r->sm));
+  }
+  for (int i = 0; i < warmup && !rc; i++) rc = apply_once(r->sm, in, &r->out, err);
   return rc;
+}
+
+int sweep_method_sample(method_run *r, const double *in, arkcos_error *err) {
+  timing *t = &r->t;
+  if (t->n >= r->repeats) return ARKCOS_OK;
+  set_threads(r->threads);
+  const double c0 = cpu_time(), t0 = wall_time();
+  int rc = apply_once(r->sm, in, &r->out, err);
+  test_slowdown(r->m, wall_time() - t0);
+  t->samples[t->n] = wall_time() - t0;
+  t->cpu_samples[t->n] = cpu_time() - c0;
+  if (t->stages) smoother_stages(r->sm, &t->stages[t->n]);
+  t->n++;
+  return rc;
+}
+
+void sweep_method_end(method_run *r) {
+  smoother_destroy(r->sm);
+  r->sm = NULL;
+  free(r->w);
+  r->w = NULL;
 }
 
 /* Runs method m on `in` with `threads` threads; t and out are filled (and
@@ -154,40 +224,12 @@ static int timed_applies(smoother *sm, const double *in, method_out *out, int re
 int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos_kernel *k,
                      const double *in, int threads, int repeats, int warmup, double max_memory,
                      timing *t, method_out *out, arkcos_error *err) {
-  memset(t, 0, sizeof *t);
-  set_threads(threads);
-  t->samples = calloc((size_t)repeats, sizeof(double));
-  if (!t->samples) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
-  int rc = alloc_out(m, g, out, err);
-  if (rc) return rc;
-  method_spec s;
-  spec_of(m, g, threads, &s);
-  s.arkcos.max_memory = max_memory;
-  double *w = NULL;
-  if (m->type == CFG_METHOD_ARKCOS) {
-    t->stages = calloc((size_t)repeats, sizeof *t->stages);
-    if (!t->stages) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
-  } else if (m->type == CFG_METHOD_FSHT) {
-    t->lmax = s.lmax;
-    if (m->ring_weights) { /* read outside the timed region */
-      w = malloc((size_t)g->nrings * sizeof *w);
-      if (!w) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
-      rc = ref_read_ring_weights(m->ring_weights, g, w, err);
-      s.ring_weights = w;
-    }
-  }
-  smoother *sm = rc ? NULL : smoother_create(&s, g, k, err);
-  if (!rc && !sm) rc = err && err->code ? err->code : ARKCOS_ERUNTIME;
-  if (sm && m->type == CFG_METHOD_ARKCOS) {
-    t->plan_time = smoother_plan_time(sm);
-    t->backend_used = smoother_backend(sm);
-    t->plan_memory = smoother_plan_memory(sm);
-    t->bound = smoother_bound(sm);
-    snprintf(t->inexact, sizeof t->inexact, "%s", smoother_exactness(sm));
-  }
-  if (!rc) rc = timed_applies(sm, in, out, repeats, warmup, t, err);
-  smoother_destroy(sm);
-  free(w);
+  method_run r;
+  int rc = sweep_method_begin(&r, m, g, k, in, threads, repeats, warmup, max_memory, err);
+  for (int i = 0; i < repeats && !rc; i++) rc = sweep_method_sample(&r, in, err);
+  sweep_method_end(&r);
+  *t = r.t;
+  *out = r.out;
   return rc;
 }
 

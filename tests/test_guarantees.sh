@@ -148,6 +148,28 @@ valid_results "after SIGTERM" "$T/run/results.json"
 no_tmp "after SIGTERM"
 expect "resume after SIGTERM" 0 "" "$ARKCOS" run "$T/tiny.json" --out "$T/run" --resume
 grep -qE "^arkcos run: 6 cases \(6 ok" "$T/stdout" && ok || bad "resumed run: $(cat "$T/stdout")"
+# SIGINT (as a terminal's Ctrl-C sends it): the same, exit by the signal
+"$PYTHON" - "$ARKCOS" "$T/tiny.json" "$T/int" <<'EOF' && ok || bad "SIGINT did not stop the sweep cleanly"
+import json, os, signal, subprocess, sys, time
+arkcos, cfg, out = sys.argv[1:4]
+p = subprocess.Popen([arkcos, "run", cfg, "--out", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+for _ in range(400):
+    try:
+        if json.load(open(f"{out}/results.json"))["cases"]:
+            break
+    except (OSError, ValueError):
+        pass
+    time.sleep(0.05)
+p.send_signal(signal.SIGINT)
+err = p.communicate()[1].decode()
+assert p.returncode in (-signal.SIGINT, 0), (p.returncode, err)
+if p.returncode:
+    assert "--resume" in err, err
+assert not [f for f in os.listdir(out) if ".tmp-" in f]
+json.load(open(f"{out}/results.json"))
+print(f"  SIGINT: exit {p.returncode}")
+EOF
+expect "resume after SIGINT" 0 "6 cases (6 ok" "$ARKCOS" run "$T/tiny.json" --out "$T/int" --resume
 
 # -------------------------------------- duplicated entries, empty reports
 "$PYTHON" - "$T" <<'EOF'
@@ -177,6 +199,60 @@ expect "report of zero cases" 2 "cases: empty" "$ARKCOS" report "$T/nocase.json"
 expect "partial sky, a pixel listed twice" 2 "rows 2 and 4 both list pixel 10" \
   "$ARKCOS" smooth "$T/duppix.fits" "$T/o.fits" --fwhm-arcmin 3000
 [ -e "$T/o.fits" ] && bad "duplicated pixel: output written" || ok
+
+# ----------------------------------------- interleaved repeats, CPU clock
+"$PYTHON" -c "
+import json, sys
+c = json.load(open(sys.argv[1])); c['interleave'] = True
+json.dump(c, open(sys.argv[2], 'w'))" "$T/tiny.json" "$T/tiny_il.json"
+expect "interleaved sweep" 0 "6 ok" "$ARKCOS" run "$T/tiny_il.json" --out "$T/il"
+"$PYTHON" - "$T/run/results.json" "$T/il/results.json" <<'EOF' && ok || bad "interleaved run differs"
+import json, sys
+a = {c["id"]: c for c in json.load(open(sys.argv[1]))["cases"]}
+b = {c["id"]: c for c in json.load(open(sys.argv[2]))["cases"]}
+assert sorted(a) == sorted(b)
+for k in a:
+    assert a[k].get("metrics") == b[k].get("metrics"), k
+    t = b[k]["time"]
+    assert len(t["cpu_samples"]) == len(t["samples"]) == 2, k
+EOF
+expect "compare --clock cpu" 0 "0 REGRESSION" \
+  "$ARKCOS" compare "$T/il/results.json" "$T/il/results.json" --clock cpu --normalize-by fsht
+expect "compare --clock other" 2 "--clock: expected wall or cpu" \
+  "$ARKCOS" compare "$T/il/results.json" "$T/il/results.json" --clock gpu
+"$PYTHON" -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+for c in d['cases']: c['time'].pop('cpu_samples', None)
+json.dump(d, open(sys.argv[2], 'w'))" "$T/il/results.json" "$T/nocpu.json"
+expect "compare --clock cpu without CPU times" 2 "time.cpu_samples: missing" \
+  "$ARKCOS" compare "$T/il/results.json" "$T/nocpu.json" --clock cpu
+
+# ----------------------------- a large config is recorded once, not per case
+"$PYTHON" - "$T" <<'EOF'
+import json, random, sys
+random.seed(1)
+src = [[round(random.uniform(0, 180), 6), round(random.uniform(0, 360), 6), 1.0] for _ in range(40000)]
+c = {"name": "big", "grid": {"nside": [8, 16]}, "repeats": 1, "warmup": 0, "threads": 1,
+     "kernels": [{"type": "gaussian", "fwhm_arcmin": 900, "cutoff_rel": 1e-5}],
+     "methods": [{"name": "fsht", "iter": 0}], "reference": "none",
+     "input": {"type": "point_sources", "sources": src}}
+json.dump(c, open(f"{sys.argv[1]}/bigcfg.json", "w"))
+c["repeats"] = 2
+json.dump(c, open(f"{sys.argv[1]}/bigcfg2.json", "w"))
+EOF
+expect "a 1.2 MB config" 0 "2 ok" "$ARKCOS" run "$T/bigcfg.json" --out "$T/bigrun"
+sz=$(stat -c %s "$T/bigrun/results.json")
+check_le "results.json bytes with a 1.2 MB config (measured 3.3 kB)" "$sz" 20000
+"$PYTHON" -c "
+import json, sys
+m = json.load(open(sys.argv[1]))['meta']
+assert m['config_file'] == 'config.json' and 'input' not in m['config'] and m['config']['repeats'] == 1
+assert m['config_hash'].startswith('fnv1a64:') and m['config_bytes'] > 1000000" "$T/bigrun/results.json" \
+  && ok || bad "large config: meta does not point to config.json"
+expect "resume with the large config" 0 "0 run now" "$ARKCOS" run "$T/bigcfg.json" --out "$T/bigrun" --resume
+expect "resume with another large config" 2 "first difference: repeats" \
+  "$ARKCOS" run "$T/bigcfg2.json" --out "$T/bigrun" --resume
 
 # ---------------------------------------------------------- small refusals
 expect "empty output name" 2 "output file name is empty" \
