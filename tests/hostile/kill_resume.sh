@@ -10,7 +10,11 @@ cd "$(dirname "$0")/../.."
 CFG=tests/hostile/kill_resume.json
 KILLS=${KILLS:-10}
 
+t0=$(date +%s%N)
 "$ARKCOS" run "$CFG" --out "$T/whole" >/dev/null 2>&1 && ok || bad "uninterrupted run failed"
+D=$(( ($(date +%s%N) - t0) / 1000000 ))   # milliseconds
+TOTAL=$("$PYTHON" -c "import json,sys; print(len(json.load(open(sys.argv[1]))['cases']))" "$T/whole/results.json")
+echo "  uninterrupted: $TOTAL cases in $D ms"
 # the watcher: every 20 ms, results.json (when present) must parse
 "$PYTHON" - "$T/killed/results.json" "$T/watch.stop" >"$T/watch.out" 2>&1 <<'PYEOF' &
 import json, os, sys, time
@@ -35,12 +39,18 @@ seen=()
 for k in $(seq 1 "$KILLS"); do
   "$ARKCOS" run "$CFG" --out "$T/killed" --resume >/dev/null 2>&1 &
   pid=$!
-  sleep "$("$PYTHON" -c "import random; print(round(random.uniform(0.3, 2.5), 2))")"
+  # a random moment within the time the cases left would take: most kills
+  # land mid-run although each resume has fewer cases left
+  n=0; [ ${#seen[@]} -gt 0 ] && n=${seen[${#seen[@]}-1]}
+  sleep "$("$PYTHON" -c "import random; print(round(random.uniform(0.1, 0.8) * $D * ($TOTAL - $n) / $TOTAL / 1000 + 0.05, 3))")"
   kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null
   n=$("$PYTHON" -c "import json,sys; print(len(json.load(open(sys.argv[1]))['cases']))" "$T/killed/results.json" 2>/dev/null || echo 0)
   seen+=("$n")
 done
-echo "  cases recorded after each kill: ${seen[*]}"
+echo "  cases recorded after each kill: ${seen[*]} (of $TOTAL)"
+cut=0
+for n in "${seen[@]}"; do [ "$n" -lt "$TOTAL" ] && cut=$((cut + 1)); done
+[ "$cut" -ge $((KILLS / 2)) ] && ok || bad "only $cut of $KILLS kills stopped a run before its end"
 "$ARKCOS" run "$CFG" --out "$T/killed" --resume >/dev/null 2>"$T/final.err" && ok || bad "final resume: $(cat "$T/final.err")"
 : >"$T/watch.stop"; wait $watcher
 echo "  watcher: $(tail -1 "$T/watch.out")"
