@@ -49,7 +49,7 @@ TESTXX_BIN := $(TESTXX_SRC:tests/%.cpp=$(BUILD)/tests/%)
 TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(TESTXX_BIN)
 LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 
-.PHONY: all test bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check
+.PHONY: all test test-hostile bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check
 
 TOOL_BIN := $(BUILD)/tools/gpu_check $(BUILD)/tools/bench $(BUILD)/tools/kernel_profile $(BUILD)/tools/narrow_beams
 # helper programs of the Python tests (built by the tests' rule below; not
@@ -155,6 +155,12 @@ perfcheck: deps-check
 perfcheck-update: deps-check
 	$(MAKE) all
 	bash scripts/perfcheck.sh --update
+
+# The slow promises of README "Guarantees": kill and resume ten times, a full
+# disk, compare's false-alarm and detection rates (several minutes)
+test-hostile: deps-check
+	$(MAKE) all
+	BUILD=$(BUILD) PYTHON=$(PYTHON) bash tests/hostile/run.sh
 
 gpucheck: deps-check
 	$(MAKE) all

@@ -11,6 +11,17 @@
 
 #include "arkcos/kernel_internal.h"
 #include "arkcos/plan_internal.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static int omp_threads(void) {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -286,8 +297,63 @@ static int part_options(arkcos_plan *p, int nparts, arkcos_error *err) {
   return ARKCOS_OK;
 }
 
-arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kernel *k,
-                                     const arkcos_options *o, int part, int nparts, arkcos_error *err) {
+/* Memory available now: MemAvailable from /proc/meminfo, else the
+ * physical memory. */
+static double memory_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[256];
+    double kb = -1;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    fclose(f);
+    if (kb > 0) return kb * 1024;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && psz > 0 ? (double)pages * (double)psz : 8e9;
+}
+
+/* The plan's memory from what plan_paths decided (p->direct_caps): the
+ * direct tables, the ring spectra (a padded row per ring, twice for spin
+ * 2), the cached kernel spectra when asked, per-thread workspaces. */
+static double plan_estimate_bytes(const arkcos_plan *p) {
+  const arkcos_geometry *g = p->geom;
+  const double rsz = p->opt.precision == ARKCOS_SINGLE ? 4 : 8;
+  const int nt = p->opt.threads > 0 ? p->opt.threads : omp_threads();
+  /* The direct tables' weights, plus their window ends, pair records and
+   * per-thread gather buffers (measured about 30 % more than the weights in
+   * double; spin-2 weights are complex, counted in full); scalar single
+   * precision plans hold the weights in float. */
+  const double dscale = p->opt.spin == 2 ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 0.95 : 1.3;
+  double b = p->direct_caps ? dscale * arkcos_direct_estimate_bytes(p) : 0;
+  b += (p->opt.spin == 2 ? 2.2 : 1.2) * (double)g->npix * rsz;  /* spectra, padded rows */
+  b += (double)nt * 24 * (double)p->L * 8;                       /* per-thread workspace */
+  if (p->opt.cache_kernel_spectra) {
+    double pairs = 0;
+    for (int t = 0; t < p->ntasks; t++) pairs += p->jhi[p->task[t]] - p->jlo[p->task[t]] + 1;
+    b += pairs * (double)p->nm * 2 * rsz;
+  }
+  return 1.15 * b + 0.5e6;
+}
+
+static int plan_memory_check(const arkcos_plan *p, arkcos_error *err) {
+  const double need = plan_estimate_bytes(p);
+  const double have = p->opt.max_memory > 0 ? p->opt.max_memory : memory_available();
+  if (need > have)
+    return arkcos_fail(err, ARKCOS_ENOMEM,
+                       "plan: would need about %.3g GB at nside %lld (tables, spectra, buffers) but %.3g GB %s; "
+                       "smaller nside or kernel, fewer threads, or a larger memory limit",
+                       need / 1e9, (long long)p->geom->nside, have / 1e9,
+                       p->opt.max_memory > 0 ? "are allowed (max_memory; --max-memory of arkcos smooth)"
+                                             : "are available now (max_memory, --max-memory, overrides)");
+  return ARKCOS_OK;
+}
+
+/* Everything but the backend: options, tables of ring ranges and tasks,
+ * the paths of the whole plan (a band decides as one process would), and
+ * the band's task range. */
+static arkcos_plan *plan_prepare(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                                 int part, int nparts, arkcos_error *err) {
   if (!g || !k) {
     arkcos_fail(err, ARKCOS_EINVAL, "plan: geometry and kernel are required");
     return NULL;
@@ -304,7 +370,6 @@ arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kern
   if (plan_options(p, o, err) || part_options(p, nparts, err) || plan_alloc(p, g, k, err)) goto fail;
   plan_ring_ranges(p, g);
   plan_tasks(p, g);
-  /* the paths are the whole plan's (a band decides as one process would) */
   if (plan_paths(p, err)) goto fail;
   p->task_lo = 0;
   p->task_hi = p->ntasks;
@@ -319,17 +384,62 @@ arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kern
     p->task_hi = first[part + 1];
     free(first);
   }
-  if (create_backend(p, err)) goto fail;
-  arkcos_plan_set_bound(p, p->opt.precision == ARKCOS_SINGLE);
   return p;
 fail:
   arkcos_plan_destroy(p);
   return NULL;
 }
 
+double arkcos_plan_estimate(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                            arkcos_error *err) {
+  arkcos_plan *p = plan_prepare(g, k, o, 0, 1, err);
+  if (!p) return 0;
+  const double b = plan_estimate_bytes(p);
+  arkcos_plan_destroy(p);
+  return b;
+}
+
+/* A band plan is checked against the whole plan's estimate (on the safe
+ * side: a band holds part of the direct tables and spectra). */
+arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kernel *k,
+                                     const arkcos_options *o, int part, int nparts, arkcos_error *err) {
+  arkcos_plan *p = plan_prepare(g, k, o, part, nparts, err);
+  if (!p) return NULL;
+  if (plan_memory_check(p, err) || create_backend(p, err)) {
+    arkcos_plan_destroy(p);
+    return NULL;
+  }
+  arkcos_plan_set_bound(p, p->opt.precision == ARKCOS_SINGLE);
+  return p;
+}
+
 arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k,
                                 const arkcos_options *o, arkcos_error *err) {
   return arkcos_plan_create_part(g, k, o, 0, 1, err);
+}
+
+/* Input values the plan can carry: finite (an inf or NaN enters a whole
+ * ring's FFT, and through it every output ring the ring reaches, far
+ * beyond the kernel's reach of that pixel), and within float's range in a
+ * single precision plan (else it becomes inf there). The first offending
+ * pixel is named. One pass over the map, small beside the execution. */
+static int check_input_values(const arkcos_plan *p, const double *in, const char *name,
+                              arkcos_error *err) {
+  const int64_t n = p->geom->npix;
+  const double lim = p->opt.precision == ARKCOS_SINGLE ? 3.4028234663852886e38 : HUGE_VAL;
+  int64_t bad = n;
+#pragma omp parallel for reduction(min : bad) schedule(static)
+  for (int64_t i = 0; i < n; i++)
+    if (!(fabs(in[i]) < lim) && i < bad) bad = i;
+  if (bad == n) return ARKCOS_OK;
+  if (!isfinite(in[bad]))
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "execute: %s pixel %lld is %g; the engine takes finite values only (give "
+                       "missing pixels weight 0, as arkcos smooth does for UNSEEN and NaN)",
+                       name, (long long)bad, in[bad]);
+  return arkcos_fail(err, ARKCOS_EINVAL,
+                     "execute: %s pixel %lld = %g is beyond single precision's range (3.4e38); "
+                     "use a double precision plan", name, (long long)bad, in[bad]);
 }
 
 int arkcos_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
@@ -338,7 +448,8 @@ int arkcos_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *
   if (p->mpi) return arkcos_fail(err, ARKCOS_EINVAL, "execute: this plan is split over MPI ranks; use arkcos_execute_mpi");
   if (p->opt.spin == 2)
     return arkcos_fail(err, ARKCOS_EINVAL, "execute: this is a spin-2 plan; use arkcos_execute_spin2");
-  return p->execute(p, in, out, err);
+  const int rc = check_input_values(p, in, "input", err);
+  return rc ? rc : p->execute(p, in, out, err);
 }
 
 int arkcos_execute_spin2(arkcos_plan *p, const double *q, const double *u, double *q_out,
@@ -348,7 +459,9 @@ int arkcos_execute_spin2(arkcos_plan *p, const double *q, const double *u, doubl
     return arkcos_fail(err, ARKCOS_EINVAL, "execute: this is a scalar plan; make it with options.spin = 2");
   if (q_out == u_out || q_out == q || q_out == u || u_out == q || u_out == u)
     return arkcos_fail(err, ARKCOS_EINVAL, "execute: outputs must differ from the inputs and each other");
-  return p->execute2(p, q, u, q_out, u_out, err);
+  int rc = check_input_values(p, q, "Q", err);
+  if (!rc) rc = check_input_values(p, u, "U", err);
+  return rc ? rc : p->execute2(p, q, u, q_out, u_out, err);
 }
 
 int arkcos_plan_spin(const arkcos_plan *p) { return p->opt.spin; }

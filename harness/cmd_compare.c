@@ -36,9 +36,14 @@ static const char usage_text[] =
     "  --normalize-by M    divide every time by the median of method M measured\n"
     "                      in the same file on the same nside and threads (same\n"
     "                      kernel preferred, else any kernel), so that runs on\n"
-    "                      different machines can be compared. M is a method\n"
+    "                      different machines can be compared; in a run with\n"
+    "                      \"interleave\": true, repeat by repeat. M is a method\n"
     "                      name (first matching case wins) or NAME:key=value,...\n"
     "                      e.g. fsht or fsht:iter=0\n"
+    "  --clock C           wall (default): elapsed times; cpu: the process's CPU\n"
+    "                      time of each repeat (time.cpu_samples), which does not\n"
+    "                      count waiting for a core on a shared machine; for\n"
+    "                      single-threaded cases\n"
     "\n"
     "Exit status: 0 no regression, 3 regression, 2 bad usage or input.\n";
 
@@ -111,10 +116,19 @@ static void warn_hardware(const results_file *a, const results_file *b) {
   }
 }
 
-static double *normalised(const results_case *c, double by) {
-  double *s = malloc(c->nsamples * sizeof *s);
+/* The case's samples divided by the yardstick y of the same file: repeat by
+ * repeat when the run interleaved the methods' repeats (config
+ * "interleave": repeat i of both ran back to back, so the ratio cancels the
+ * machine's drift and carries the yardstick's own noise into the test),
+ * else by the yardstick's median. */
+static double *normalised(const results_file *rf, const results_case *c, const results_case *y) {
+  double *s = malloc((c->nsamples ? c->nsamples : 1) * sizeof *s);
   if (!s) return NULL;
-  for (size_t i = 0; i < c->nsamples; i++) s[i] = c->samples[i] / by;
+  json_t *cfg = rf->meta ? json_object_get(rf->meta, "config") : NULL;
+  const int paired = json_is_true(json_object_get(cfg, "interleave")) &&
+                     y->nsamples == c->nsamples;
+  for (size_t i = 0; i < c->nsamples; i++)
+    s[i] = c->samples[i] / (paired ? y->samples[i] : y->tmedian);
   return s;
 }
 
@@ -171,8 +185,8 @@ static int normalise_row(row *r, const results_file *bf, const results_file *nf,
     return 1;
   }
   r->other_kernel = !sk_b || !sk_c;
-  *bn = normalised(b, bf->cases[ib].tmedian);
-  *cn = normalised(c, nf->cases[ic].tmedian);
+  *bn = normalised(bf, b, &bf->cases[ib]);
+  *cn = normalised(nf, c, &nf->cases[ic]);
   if (!*bn || !*cn) {
     free(*bn);
     free(*cn);
@@ -238,6 +252,7 @@ static void format_value(double v, int ratio, char *buf, size_t len) {
 typedef struct {
   const char *files[2];
   const char *norm; /* --normalize-by, or NULL */
+  int cpu;          /* --clock cpu: judge the CPU times */
   stats_rule_params prm;
 } compare_opts;
 
@@ -283,6 +298,12 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
         return 2;
       }
       o->norm = argv[++i];
+    } else if (!strcmp(a, "--clock")) {
+      if (i + 1 >= argc || (strcmp(argv[i + 1], "cpu") && strcmp(argv[i + 1], "wall"))) {
+        fprintf(stderr, "arkcos compare: --clock: expected wall or cpu\n");
+        return 2;
+      }
+      o->cpu = !strcmp(argv[++i], "cpu");
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "arkcos compare: unknown option '%s'\n%s", a, usage_text);
       return 2;
@@ -494,14 +515,15 @@ static int report_comparison(comparison *cp, const compare_opts *o) {
 }
 
 int cmd_compare(int argc, char **argv) {
-  compare_opts o = {{NULL, NULL}, NULL, {0.15, 0.05}};
+  compare_opts o = {{NULL, NULL}, NULL, 0, {0.15, 0.05}};
   int status = parse_args(argc, argv, &o);
   if (status >= 0) return status;
   comparison cp;
   memset(&cp, 0, sizeof cp);
   arkcos_error err = {0, ""};
   if (results_load(o.files[0], &cp.bf, &err)) return report_error(&err);
-  if (results_load(o.files[1], &cp.nf, &err)) {
+  if (results_load(o.files[1], &cp.nf, &err) ||
+      (o.cpu && (results_use_cpu_time(&cp.bf, &err) || results_use_cpu_time(&cp.nf, &err)))) {
     results_free(&cp.bf);
     return report_error(&err);
   }

@@ -46,6 +46,7 @@ typedef struct smooth_args {
   double fwhm_arcmin, tophat_deg, cutoff_deg, cutoff_rel;
   const char *kernel_file;
   double accuracy; /* arkcos_options.accuracy: 0 exact */
+  double max_memory; /* arkcos_options.max_memory: 0 the memory available */
   method_kind method;
   arkcos_mode mode;
   arkcos_precision precision;
@@ -61,7 +62,7 @@ typedef struct smooth_args {
    * to this method" checks */
   int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_method,
       has_mode, has_precision, has_backend, has_threads, has_lmax, has_iter, has_oversample,
-      has_accuracy;
+      has_accuracy, has_max_memory;
 } smooth_args;
 
 static void usage(FILE *f) {
@@ -132,6 +133,9 @@ static void usage(FILE *f) {
 "Per column, stderr says how many pixels were missing and became UNSEEN.\n"
 "Other:\n"
 "  --threads N          CPU threads (default: all, %d here)\n"
+"  --max-memory SIZE    arkcos: memory a plan may hold (bytes, or 8G, 500M);\n"
+"                       default the memory available now; a plan estimated\n"
+"                       above it is refused before it allocates (exit 1)\n"
 "  --force              overwrite existing outputs\n"
 "  -q, --quiet          no progress lines (they are shown only when stderr is a\n"
 "                       terminal: the plans being made and each map done, with\n"
@@ -183,6 +187,7 @@ static int *option_seen(smooth_args *a, const char *name) {
       {"--precision", &a->has_precision},   {"--backend", &a->has_backend},
       {"--threads", &a->has_threads},       {"--lmax", &a->has_lmax},
       {"--iter", &a->has_iter},             {"--oversample", &a->has_oversample},
+      {"--max-memory", &a->has_max_memory},
   };
   for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
     if (!strcmp(name, known[j].name)) return known[j].seen;
@@ -196,8 +201,8 @@ static int set_kernel_option(smooth_args *a, const char *name, const char *val) 
   if (!strcmp(name, "--fwhm-arcmin")) {
     if (!parse_double(val, &a->fwhm_arcmin))
       return smooth_usage_error("--fwhm-arcmin: '%s' is not a number", val);
-    if (!(a->fwhm_arcmin > 0))
-      return smooth_usage_error("--fwhm-arcmin: %s must be positive", val);
+    if (!(a->fwhm_arcmin > 0 && a->fwhm_arcmin <= 10800))
+      return smooth_usage_error("--fwhm-arcmin: %s is outside (0, 10800] arcmin", val);
   } else if (!strcmp(name, "--kernel-file")) {
     if (!*val) return smooth_usage_error("--kernel-file: empty file name");
     a->kernel_file = val;
@@ -254,6 +259,14 @@ static int set_accuracy_option(smooth_args *a, const char *name, const char *val
   return 0;
 }
 
+/* --max-memory: bytes an arkcos plan may hold ("8G"). */
+static int set_memory_option(smooth_args *a, const char *name, const char *val) {
+  if (strcmp(name, "--max-memory")) return 0;
+  if (!parse_bytes(val, &a->max_memory))
+    return smooth_usage_error("--max-memory: '%s' is not a positive size (bytes, or with K, M, G, T)", val);
+  return 0;
+}
+
 /* The integers: --threads, --lmax, --oversample (checked, then ignored), --iter. */
 static int set_integer_option(smooth_args *a, const char *name, const char *val) {
   if (!strcmp(name, "--threads")) {
@@ -304,6 +317,7 @@ static int parse_value_option(int argc, char **argv, int *i, smooth_args *a) {
   if (!rc) rc = set_choice_option(a, name, val);
   if (!rc) rc = set_integer_option(a, name, val);
   if (!rc) rc = set_accuracy_option(a, name, val);
+  if (!rc) rc = set_memory_option(a, name, val);
   if (!rc) rc = mask_set_option(&a->mask, name, val);
   if (!rc) rc = smooth_beam_set_option(&a->beam, name, val);
   return rc;
@@ -346,6 +360,8 @@ static int check_combinations(const smooth_args *a) {
       return smooth_usage_error("--oversample applies only to --method arkcos, not %s", m);
     if (a->has_accuracy)
       return smooth_usage_error("--accuracy applies only to --method arkcos, not %s", m);
+    if (a->has_max_memory)
+      return smooth_usage_error("--max-memory applies only to --method arkcos, not %s", m);
   }
   /* paper mode's polar caps are not exact: it has no bound to trade */
   if (a->has_accuracy && a->mode == ARKCOS_MODE_PAPER)
@@ -493,6 +509,7 @@ static void method_spec_for(const smooth_state *s, int64_t nside, int spin, meth
   m->arkcos.precision = a->precision;
   m->arkcos.backend = a->backend;
   m->arkcos.accuracy = spin == 2 ? 0 : a->accuracy;
+  m->arkcos.max_memory = a->max_memory;
   m->arkcos.spin = spin;
   /* With more than one map, keep the kernel spectra from plan creation so
    * that every map costs only FFTs and the reduction (issue 7); with one map
@@ -881,6 +898,12 @@ static int check_input(smooth_state *s, int i, const char *last, int to_dir,
   if (!s->outs[i]) {
     fprintf(stderr, "arkcos smooth: out of memory\n");
     return 1;
+  }
+  if (!s->outs[i][0]) return smooth_usage_error("the output file name is empty");
+  if (hpx_compressed_name(s->outs[i])) {
+    fprintf(stderr, "arkcos smooth: %s: gzip-compressed output is not written (the name "
+            "ends in .gz); name it .fits and compress it afterwards\n", s->outs[i]);
+    return 2;
   }
   for (int j = 0; j < i; j++)
     if (!strcmp(s->outs[i], s->outs[j])) {

@@ -99,6 +99,7 @@ typedef struct run_config {
   char *path;          /* the config file as given */
   char *name;
   int repeats, warmup;
+  int interleave;      /* the methods' repeats in turns (sweep_case.c) */
   int *threads;        /* 0 = all cores */
   int nthreads;
   int64_t *nside;

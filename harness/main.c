@@ -4,6 +4,7 @@
 
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
+#include "harness/util.h"
 #ifdef ARKCOS_WITH_MPI
 #include <mpi.h> /* make MPI=1: every command runs under MPI (docs/MPI.md) */
 #endif
@@ -52,6 +53,7 @@ static int dispatch(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  signals_install(); /* ulimit -f, SIGINT, SIGTERM: harness/util.h */
 #ifdef ARKCOS_WITH_MPI
   /* OpenMP threads inside each rank; only the main thread calls MPI */
   int provided;

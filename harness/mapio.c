@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -360,9 +361,11 @@ void hpx_header_info(const hpx_header *h, hpx_map_info *info) {
 /* ------------------------------------------------------------------ read */
 
 /* healpy's mask_bad test: |x - UNSEEN| <= 1e-8 + 1e-5 |UNSEEN|, which also
- * catches UNSEEN after a round trip through float32. */
+ * catches UNSEEN after a round trip through float32; NaN and +-inf are
+ * missing too (no smoothing can carry them: they would spread through a
+ * ring's FFT). */
 static int is_bad(double x) {
-  return isnan(x) || fabs(x - HPX_UNSEEN) <= 1e-8 + 1e-5 * fabs(HPX_UNSEEN);
+  return !isfinite(x) || fabs(x - HPX_UNSEEN) <= 1e-8 + 1e-5 * fabs(HPX_UNSEEN);
 }
 
 /* Replaces bad values in v[0..n) by bad_value (0, or NaN to keep them
@@ -398,10 +401,15 @@ static int read_flat(fitsfile *fp, int col, long long first, long long n,
   int type = 0;
   long repeat = 1, width = 0;
   if (fits_get_coltype(fp, col, &type, &repeat, &width, status)) return *status;
+  /* Float columns are read without CFITSIO's null check, which would also
+   * flush denormal values to 0 (a map of 1e-310 came back all zero); NaN
+   * and inf arrive as they are and is_bad takes them. Integer columns keep
+   * it: their TNULL value becomes NaN. */
+  const int is_float = abs(type) == TFLOAT || abs(type) == TDOUBLE;
   double nulval = NAN;
   int anynul = 0;
   return fits_read_col(fp, TDOUBLE, col, first / repeat + 1, first % repeat + 1,
-                       n, &nulval, dst, &anynul, status);
+                       n, is_float ? NULL : &nulval, dst, &anynul, status);
 }
 
 /* What reading the columns of one file needs besides the maps. */
@@ -442,6 +450,23 @@ static int read_pixel_index(col_reader *r, arkcos_error *err) {
                          "%s: partial-sky row %lld lists pixel %lld outside "
                          "[0, %lld)",
                          h->path, i + 1, r->pixel[i], (long long)h->npix);
+  /* A pixel listed twice has two values and no rule says which counts: one
+   * bit per pixel (1/64 of a map column) finds it. */
+  unsigned char *seen = calloc((size_t)(h->npix / 8 + 1), 1);
+  if (!seen) return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", h->path);
+  for (long long i = 0; i < h->nvalues; i++) {
+    const long long q = r->pixel[i];
+    if (seen[q >> 3] & (1u << (q & 7))) {
+      long long first = 0;
+      while (r->pixel[first] != q) first++;
+      free(seen);
+      return arkcos_fail(err, ARKCOS_EINVAL,
+                         "%s: partial-sky rows %lld and %lld both list pixel %lld",
+                         h->path, first + 1, i + 1, q);
+    }
+    seen[q >> 3] |= (unsigned char)(1u << (q & 7));
+  }
+  free(seen);
   return ARKCOS_OK;
 }
 
@@ -527,10 +552,14 @@ static int read_columns(const hpx_header *h, double ***maps_out, int *ncols,
   col_reader r = {.h = h, .bad_value = bad_value};
   double **maps = calloc((size_t)want, sizeof *maps);
   int rc = reopen_table(&r, err);
-  if (!rc && (!maps || prepare_reader(&r, err) == 1))
+  /* prepare_reader: 1 out of memory, else 0 or the PIXEL column's error */
+  const int prc = !rc && maps ? prepare_reader(&r, err) : 0;
+  if (!rc && (!maps || prc == 1))
     rc = arkcos_fail(err, ARKCOS_ENOMEM,
                      "%s: out of memory reading %d map(s) of %lld pixels",
                      h->path, want, (long long)h->npix);
+  else if (!rc && prc)
+    rc = prc;
   if (!rc) rc = read_all_columns(&r, maps, want, nbad, err);
   close_quietly(r.fp);
   free(r.buf);
@@ -609,8 +638,19 @@ static int fsync_path(const char *path) {
   return rc;
 }
 
+int hpx_compressed_name(const char *path) {
+  const size_t n = strlen(path);
+  return n >= 3 && !strcasecmp(path + n - 3, ".gz");
+}
+
 static int check_write_args(const char *path, int nmaps, const void *maps,
                             int64_t nside, int nested, arkcos_error *err) {
+  if (!path || !*path) return arkcos_fail(err, ARKCOS_EINVAL, "empty output file name");
+  /* the temporary file is written plain and renamed: a .gz name would hold
+   * an uncompressed file */
+  if (hpx_compressed_name(path))
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "%s: gzip-compressed output is not written; name it .fits", path);
   if (nmaps < 1 || nmaps > 999 || !maps)
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "%s: cannot write %d maps (1 to 999 columns)", path,
@@ -755,9 +795,15 @@ static int write_all_columns(map_writer *w, const double *const *maps,
   for (int c = 0; c < w->nmaps; c++) {
     int rc = as_float32 ? check_float32_range(w, c, maps[c], err) : ARKCOS_OK;
     if (rc) return rc;
-    if (write_column(w, c, maps[c]))
-      return fits_fail(err, ARKCOS_EIO, w->path, w->status,
-                       "cannot write map data");
+    errno = 0;
+    if (write_column(w, c, maps[c])) {
+      /* the system's reason (no space left, file too large) says more than
+       * CFITSIO's "error writing data buffer" */
+      char what[160];
+      snprintf(what, sizeof what, "cannot write map data%s%s", errno ? ": " : "",
+               errno ? strerror(errno) : "");
+      return fits_fail(err, ARKCOS_EIO, w->path, w->status, what);
+    }
   }
   return ARKCOS_OK;
 }
@@ -766,8 +812,13 @@ static int write_all_columns(map_writer *w, const double *const *maps,
 static int finish_file(map_writer *w, const char *tmp, arkcos_error *err) {
   fitsfile *fp = w->fp;
   w->fp = NULL;
-  if (fits_close_file(fp, &w->status))
-    return fits_fail(err, ARKCOS_EIO, w->path, w->status, "cannot finish writing");
+  errno = 0;
+  if (fits_close_file(fp, &w->status)) {
+    char what[160];
+    snprintf(what, sizeof what, "cannot finish writing%s%s", errno ? ": " : "",
+             errno ? strerror(errno) : "");
+    return fits_fail(err, ARKCOS_EIO, w->path, w->status, what);
+  }
   if (fsync_path(tmp) != 0)
     return arkcos_fail(err, ARKCOS_EIO, "%s: cannot flush output: %s", w->path,
                        strerror(errno));

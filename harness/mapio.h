@@ -92,6 +92,9 @@ const char *hpx_standard_column_name(int nmaps, int c, char *buf, size_t len);
 int hpx_write_maps(const char *path, const double *const *maps, int nmaps,
                    int64_t nside, int nested, int as_float32, int force,
                    arkcos_error *err);
+/* 1 if path ends in .gz (any case): such outputs are refused, since the
+ * file written would not be compressed. */
+int hpx_compressed_name(const char *path);
 /* As hpx_write_maps, with column names and units (cols may be NULL: healpy's
  * standard names TEMPERATURE, Q_POLARISATION, ... and no units) and a
  * COORDSYS value (NULL or "": keyword omitted), so that a smoothed map keeps

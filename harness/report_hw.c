@@ -904,6 +904,11 @@ static int load_machines(model *md, const report_hw_opts *o) {
   for (int f = 0; f < o->nfiles; f++) {
     if (results_load(o->files[f], &md->m[f].rf, &err)) return report_error(&err);
     md->nm = f + 1;
+    if (md->m[f].rf.ncases == 0) {
+      fprintf(stderr, "arkcos report: %s: cases: empty (nothing to report; no report written)\n",
+              o->files[f]);
+      return 2;
+    }
     snprintf(md->m[f].label, sizeof md->m[f].label, "M%d", f + 1);
     char host[128];
     plain_title(host, sizeof host, results_meta_str(&md->m[f].rf, "host"));

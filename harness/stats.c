@@ -389,6 +389,61 @@ static int load_case(results_file *rf, size_t i, json_t *obj,
   return ARKCOS_OK;
 }
 
+int results_use_cpu_time(results_file *rf, arkcos_error *err) {
+  for (size_t i = 0; i < rf->ncases; i++) {
+    results_case *c = &rf->cases[i];
+    if (strcmp(c->status, "ok")) continue;
+    json_t *cpu = json_object_get(json_object_get(c->obj, "time"), "cpu_samples");
+    const size_t n = json_array_size(cpu);
+    if (!json_is_array(cpu) || n == 0)
+      return fail_path(err, rf->path, i, ".time.cpu_samples: missing (recorded before CPU "
+                                         "times were; compare wall-clock times)");
+    double *x = malloc(n * sizeof *x);
+    if (!x) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+    for (size_t k = 0; k < n; k++)
+      if (!positive_number(json_array_get(cpu, k), &x[k])) {
+        free(x);
+        return fail_path(err, rf->path, i, ".time.cpu_samples: not positive numbers");
+      }
+    free(c->samples);
+    c->samples = x;
+    c->nsamples = n;
+    c->tmin = stats_min(x, n);
+    c->tmedian = stats_median(x, n);
+    c->tmax = stats_max(x, n);
+  }
+  return ARKCOS_OK;
+}
+
+static const results_file *sort_file; /* qsort has no context argument */
+
+static int cmp_case_key(const void *pa, const void *pb) {
+  const size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+  int c = strcmp(sort_file->cases[a].key, sort_file->cases[b].key);
+  return c ? c : (a > b) - (a < b);
+}
+
+/* A case recorded twice would be judged (and counted) twice: refused,
+ * naming both entries. Sorted, so that large files stay fast. */
+static int check_unique_cases(const results_file *rf, arkcos_error *err) {
+  if (rf->ncases < 2) return ARKCOS_OK;
+  size_t *order = malloc(rf->ncases * sizeof *order);
+  if (!order) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+  for (size_t i = 0; i < rf->ncases; i++) order[i] = i;
+  sort_file = rf;
+  qsort(order, rf->ncases, sizeof *order, cmp_case_key);
+  int rc = ARKCOS_OK;
+  for (size_t k = 1; k < rf->ncases && !rc; k++) {
+    const results_case *a = &rf->cases[order[k - 1]], *b = &rf->cases[order[k]];
+    if (!strcmp(a->key, b->key))
+      rc = arkcos_fail(err, ARKCOS_EINVAL, "%s: cases[%zu]: the same case as cases[%zu] (%s%.300s)",
+                       rf->path, order[k], order[k - 1], a->key == a->canon ? "parameters " : "id ",
+                       a->key);
+  }
+  free(order);
+  return rc;
+}
+
 int results_load(const char *path, results_file *rf, arkcos_error *err) {
   memset(rf, 0, sizeof *rf);
   rf->path = strdup(path);
@@ -438,7 +493,9 @@ int results_load(const char *path, results_file *rf, arkcos_error *err) {
       return rc;
     }
   }
-  return ARKCOS_OK;
+  int rc = check_unique_cases(rf, err);
+  if (rc) results_free(rf);
+  return rc;
 }
 
 void results_free(results_file *rf) {

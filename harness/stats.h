@@ -125,6 +125,9 @@ typedef struct {
  * and ARKCOS_EIO for one that cannot be read. */
 int results_load(const char *path, results_file *rf, arkcos_error *err);
 void results_free(results_file *rf);
+/* Every ok case's samples (and min, median, max) become its CPU times,
+ * time.cpu_samples; ARKCOS_EINVAL naming the case when one has none. */
+int results_use_cpu_time(results_file *rf, arkcos_error *err);
 
 /* 1 when a and b (of different files) are the same case: same "id" when
  * both have one, else the same canonical parameters. */

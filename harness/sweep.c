@@ -204,13 +204,24 @@ static int same_config(run_ctx *c, const char *cfgpath, const char *jpath) {
   json_t *meta = json_object_get(c->doc.root, "meta");
   run_config old;
   arkcos_error oerr = {0, ""};
-  json_t *given = json_object_get(meta, "config");
-  if (!given || config_from_json(given, cfgpath, &old, &oerr)) {
+  json_t *given = json_object_get(meta, "config"), *whole = NULL;
+  const char *file = json_string_value(json_object_get(meta, "config_file"));
+  if (file) { /* a large config, recorded once beside results.json */
+    char p[4400];
+    json_error_t je;
+    snprintf(p, sizeof p, "%s/%s", c->doc.dir, file);
+    given = whole = json_load_file(p, JSON_REJECT_DUPLICATES, &je);
+    if (!whole) snprintf(oerr.msg, sizeof oerr.msg, "%.300s: %.180s", p, je.text);
+  }
+  memset(&old, 0, sizeof old);
+  if (!given || (oerr.msg[0] == 0 && config_from_json(given, cfgpath, &old, &oerr)) || oerr.msg[0]) {
     fprintf(stderr, "arkcos: cannot resume %s: its recorded config is not valid%s%s\n",
             jpath, oerr.msg[0] ? ": " : "", oerr.msg);
     config_free(&old);
+    json_decref(whole);
     return 2;
   }
+  json_decref(whole);
   int same = config_equal(old.normalized, c->cfg->normalized);
   if (!same) {
     char where[512];
@@ -256,28 +267,93 @@ static int resume_doc(run_ctx *c, const char *cfgpath, const char *dir, const ch
   return 0;
 }
 
+/* Beyond this size a config is not copied into results.json, which is
+ * rewritten after every case (a 100 MB grid would be written that often). */
+#define CONFIG_INLINE_MAX 1000000
+
+/* meta.config: the config itself, or, beyond CONFIG_INLINE_MAX, its small
+ * members only, the whole written once to dir/config.json and named by
+ * meta.config_file with its size and hash (resume reads it from there). */
+static int record_config(json_t *meta, json_t *given, const char *dir, arkcos_error *err) {
+  char *text = json_dumps(given, JSON_COMPACT | JSON_SORT_KEYS);
+  if (!text) return arkcos_fail(err, ARKCOS_ENOMEM, "cannot serialise the config");
+  const size_t n = strlen(text);
+  if (n <= CONFIG_INLINE_MAX) {
+    free(text);
+    json_object_set(meta, "config", given);
+    return ARKCOS_OK;
+  }
+  char path[4200], hash[32];
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ULL;
+  snprintf(hash, sizeof hash, "fnv1a64:%016llx", (unsigned long long)h);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  int rc = atomic_write_text(path, text, err);
+  free(text);
+  if (rc) return rc;
+  json_t *small = json_object();
+  const char *k;
+  json_t *v;
+  json_object_foreach(given, k, v) {
+    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (t && strlen(t) <= 65536) json_object_set(small, k, v);
+    free(t);
+  }
+  json_object_set_new(meta, "config", small);
+  json_object_set_new(meta, "config_file", json_string("config.json"));
+  json_object_set_new(meta, "config_bytes", json_integer((json_int_t)n));
+  json_object_set_new(meta, "config_hash", json_string(hash));
+  return ARKCOS_OK;
+}
+
 /* A new document in dir (have_dir) or results/<name>/<UTC timestamp>/. */
 static int create_doc(run_ctx *c, const run_args *a, char *dir, size_t len, int have_dir,
                       int full_argc, char **full_argv) {
   const run_config *cfg = c->cfg;
   arkcos_error err = {0, ""};
+  (void)len;
   if (a->resume)
     fprintf(stderr, "arkcos run: nothing to resume%s%s; starting a new run\n",
             have_dir ? " in " : "", have_dir ? dir : "");
-  if (!have_dir) {
-    char stamp[64];
-    meta_utc_time(stamp, sizeof stamp, 1);
-    snprintf(dir, len, "results/%s/%s", cfg->name, stamp);
-    for (int k = 2; access(dir, F_OK) == 0 && k < 100; k++)
-      snprintf(dir, len, "results/%s/%s-%d", cfg->name, stamp, k);
-  }
   json_t *meta = meta_collect(full_argc, full_argv);
-  json_object_set(meta, "config", cfg->given);
+  if (record_config(meta, cfg->given, dir, &err)) {
+    json_decref(meta);
+    report_error(&err);
+    return exit_status_of(err.code);
+  }
   json_object_set_new(meta, "config_path", json_string(a->cfgpath));
   if (results_doc_create(&c->doc, dir, meta, a->force, &err)) {
     report_error(&err);
     return exit_status_of(err.code);
   }
+  return 0;
+}
+
+/* The folder is this run's alone: a lock (a second run on it refuses),
+ * then the temporary files a killed run left are removed, and SIGINT /
+ * SIGTERM say how to continue. 0, or the exit status. */
+static int claim_folder(run_ctx *c, const char *dir) {
+  arkcos_error err = {0, ""};
+  if (results_doc_mkdirs(dir, &err) || folder_lock(dir, "arkcos run", &c->lock_fd, &err)) {
+    fprintf(stderr, "arkcos run: %s\n", err.msg);
+    return exit_status_of(err.code);
+  }
+  static const char *const subs[] = {"", "/maps", "/patches", "/spectra"};
+  int n = 0;
+  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s%s", dir, subs[i]);
+    n += atomic_remove_stale(p);
+  }
+  if (n)
+    fprintf(stderr, "arkcos run: removed %d temporary file%s an interrupted run left in %s\n", n,
+            n == 1 ? "" : "s", dir);
+  char note[2048];
+  snprintf(note, sizeof note,
+           "\narkcos run: stopped by a signal; the finished cases are in %.500s/results.json; "
+           "continue with: arkcos run %.300s --out %.500s --resume\n",
+           dir, c->cfgpath, dir);
+  signals_stop_note(note);
   return 0;
 }
 
@@ -291,7 +367,16 @@ static int open_doc(run_ctx *c, const run_args *a, int full_argc, char **full_ar
   } else if (a->resume) {
     have_dir = latest_run_dir(c->cfg->name, dir, sizeof dir);
   }
-  snprintf(jpath, sizeof jpath, "%s/results.json", have_dir ? dir : ".");
+  if (!have_dir) { /* results/<name>/<UTC timestamp>/ */
+    char stamp[64];
+    meta_utc_time(stamp, sizeof stamp, 1);
+    snprintf(dir, sizeof dir, "results/%s/%s", c->cfg->name, stamp);
+    for (int k = 2; access(dir, F_OK) == 0 && k < 100; k++)
+      snprintf(dir, sizeof dir, "results/%s/%s-%d", c->cfg->name, stamp, k);
+  }
+  int rc = claim_folder(c, dir);
+  if (rc) return rc;
+  snprintf(jpath, sizeof jpath, "%s/results.json", dir);
   if (a->resume && have_dir && access(jpath, F_OK) == 0)
     return resume_doc(c, a->cfgpath, dir, jpath, full_argc, full_argv);
   return create_doc(c, a, dir, sizeof dir, have_dir, full_argc, full_argv);
@@ -349,6 +434,59 @@ static void progress(run_ctx *c, const char *what) {
   fflush(stderr);
 }
 
+/* ARKCOS_TEST_STOP_AFTER: a simulated kill once that many cases ran. */
+static void maybe_stop(run_ctx *c) {
+  if (c->stop_after > 0 && c->ran_now >= c->stop_after) {
+    if (c->progress) fputc('\n', stderr);
+    fprintf(stderr, "arkcos run: ARKCOS_TEST_STOP_AFTER=%ld: killing the run\n", c->stop_after);
+    raise(SIGKILL);
+  }
+}
+
+/* run_kernel with config "interleave": per thread count, the methods still
+ * to run (the reference first) as one group whose repeats go in turns. */
+static int run_kernel_interleaved(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
+                                  input_state *in) {
+  const run_config *cfg = c->cfg;
+  ref_state rs;
+  memset(&rs, 0, sizeof rs);
+  int *mis = malloc(sizeof *mis * (size_t)cfg->nmethods);
+  if (!mis) return 1;
+  for (int ti = 0; ti < cfg->nthreads; ti++) {
+    int n = 0;
+    for (int step = -1; step < cfg->nmethods; step++) {
+      int mi = step < 0 ? cfg->reference : step;
+      if (mi < 0 || (step >= 0 && mi == cfg->reference)) continue;
+      char id[2048], why[600];
+      c->index++;
+      if (!to_run(c, nside, ki, mi, cfg->threads[ti], id, sizeof id)) continue;
+      if (sweep_memory_reason(c, &cfg->methods[mi], nside, why, sizeof why)) {
+        sweep_record_skip(c, nside, ki, mi, cfg->threads[ti], id, &rs, why);
+        c->ran_now++;
+        continue;
+      }
+      mis[n++] = mi;
+    }
+    if (!n) continue;
+    arkcos_error err = {0, ""};
+    if (!*g && !(*g = arkcos_geometry_healpix(nside, &err))) {
+      if (c->progress) fputc('\n', stderr);
+      report_error(&err);
+      free(mis);
+      return 1;
+    }
+    char slug[512];
+    sweep_case_slug(cfg, nside, ki, mis[0], cfg->threads[ti], c->spin, slug, sizeof slug);
+    progress(c, slug);
+    sweep_run_group(c, *g, ki, mis, n, cfg->threads[ti], in, &rs);
+    c->ran_now += n;
+    maybe_stop(c);
+  }
+  free(mis);
+  sweep_ref_free(&rs);
+  return 0;
+}
+
 /* Every case of one (nside, kernel), the reference method first; the
  * geometry is made at the first case that runs. 1 if it cannot be made. */
 static int run_kernel(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
@@ -364,6 +502,14 @@ static int run_kernel(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
       char id[2048], slug[512];
       c->index++;
       if (!to_run(c, nside, ki, mi, cfg->threads[ti], id, sizeof id)) continue;
+      char why[600];
+      if (sweep_memory_reason(c, &cfg->methods[mi], nside, why, sizeof why)) {
+        if (sweep_mpi_owner(c) == hmpi_rank()) { /* MPI: one rank records it */
+          sweep_record_skip(c, nside, ki, mi, cfg->threads[ti], id, &rs, why);
+          c->ran_now++;
+        }
+        continue;
+      }
       arkcos_error err = {0, ""};
       if (!*g && !(*g = arkcos_geometry_healpix(nside, &err))) {
         if (c->progress) fputc('\n', stderr);
@@ -379,12 +525,8 @@ static int run_kernel(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
       sweep_case_slug(cfg, nside, ki, mi, cfg->threads[ti], c->spin, slug, sizeof slug);
       progress(c, slug);
       sweep_run_case(c, *g, ki, mi, cfg->threads[ti], id, in, &rs);
-      if (++c->ran_now >= c->stop_after && c->stop_after > 0) {
-        if (c->progress) fputc('\n', stderr);
-        fprintf(stderr, "arkcos run: ARKCOS_TEST_STOP_AFTER=%ld: killing the run\n",
-                c->stop_after);
-        raise(SIGKILL);
-      }
+      c->ran_now++;
+      maybe_stop(c);
       if (!ref_shared) ref_shared = 1, sweep_mpi_reference(c, *g, ki, in, &rs, owner);
     }
   }
@@ -425,7 +567,8 @@ static int run_all(run_ctx *c) {
     memset(&in, 0, sizeof in);
     for (int ki = 0; ki < cfg->nkernels; ki++) /* input.pol: scalar cases, then spin 2 */
       for (c->spin = 0; c->spin < 2 * sweep_nspins(cfg); c->spin += 2)
-        if (run_kernel(c, cfg->nside[a], ki, &g, &in)) return 1;
+        if ((cfg->interleave ? run_kernel_interleaved : run_kernel)(c, cfg->nside[a], ki, &g, &in))
+          return 1;
     sweep_input_free(&in);
     arkcos_geometry_destroy(g);
   }
@@ -452,6 +595,8 @@ int cmd_run(int argc, char **argv) {
   c.cfg = &cfg;
   /* the command line as typed: "arkcos run ..." */
   char **full_argv = malloc((size_t)(argc + 2) * sizeof *full_argv);
+  c.lock_fd = -1;
+  c.cfgpath = a.cfgpath;
   status = full_argv ? prepare(&c, a.cfgpath) : 2;
   if (!status) {
     full_argv[0] = "arkcos";
@@ -470,5 +615,7 @@ int cmd_run(int argc, char **argv) {
   free(c.kernel_width);
   free(c.fits_map);
   config_free(&cfg);
+  signals_stop_note(NULL);
+  if (c.lock_fd >= 0) close(c.lock_fd); /* the lock, after the last write */
   return status;
 }

@@ -33,6 +33,7 @@ typedef struct method_out {
 
 typedef struct timing {
   double *samples;
+  double *cpu_samples;           /* the process's CPU time of each sample */
   int n;
   double plan_time;              /* arkcos plan creation, seconds */
   arkcos_stage_times *stages;    /* per sample (arkcos) */
@@ -87,6 +88,8 @@ typedef struct run_ctx {
   /* over MPI ranks (sweep_mpi.c) */
   long mpi_seq;          /* cases to run met so far, on every rank */
   json_t *mpi_held;      /* this rank's finished cases of the current (nside, kernel) */
+  const char *cfgpath;   /* as given (messages) */
+  int lock_fd;           /* the output folder's lock (util.h folder_lock), -1 none */
 } run_ctx;
 
 /* sweep_case.c */
@@ -100,16 +103,51 @@ void sweep_case_slug(const run_config *cfg, int64_t nside, int ki, int mi, int t
                      char *out, size_t len);
 int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
                    const char *id, input_state *in, ref_state *rs);
+/* The n cases mis[] of one (nside, kernel, threads), their repeats in turns
+ * (config "interleave"); recorded in the order of mis. Returns how many
+ * failed. */
+int sweep_run_group(run_ctx *c, const arkcos_geometry *g, int ki, const int *mis, int n,
+                    int threads, input_state *in, ref_state *rs);
+
+/* One method being timed, in steps, so that the repeats of several methods
+ * can interleave (config "interleave"): begin (plan, warm-up), sample (one
+ * timed apply each call, up to `repeats`), end (the smoother freed; t and
+ * out stay for the record and are freed by the caller). */
+typedef struct method_run {
+  const cfg_method *m;
+  const double *in_u;    /* spin 2: U (the samples' `in` is Q); NULL scalar */
+  int threads, repeats;
+  struct smoother *sm;
+  double *w;             /* fsht ring weights */
+  timing t;
+  method_out out;
+} method_run;
 
 /* sweep_method.c */
+int sweep_method_begin(method_run *r, const cfg_method *m, const arkcos_geometry *g,
+                       const arkcos_kernel *k, const double *in, const double *in_u, int threads,
+                       int repeats, int warmup, double max_memory, arkcos_error *err);
+int sweep_method_sample(method_run *r, const double *in, arkcos_error *err);
+void sweep_method_end(method_run *r);
 int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                       const arkcos_kernel *k, char *why, size_t len);
 int sweep_threads(int t); /* t, or the cores this process may use when t <= 0 */
 /* in_u: NULL for a scalar run of in; else in, in_u are Q, U, smoothed as
- * one spin-2 field (each timed sample is one spin-2 apply of both). */
+ * one spin-2 field (each timed sample is one spin-2 apply of both).
+ * max_memory: the arkcos plan's limit (arkcos_options.max_memory; 0 none). */
 int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos_kernel *k,
                      const double *in, const double *in_u, int threads, int repeats, int warmup,
-                     timing *t, method_out *out, arkcos_error *err);
+                     double max_memory, timing *t, method_out *out, arkcos_error *err);
+/* The case's maps alone exceed the memory limit (limits.memory_bytes):
+ * 1 with the reason; needs no geometry, so an nside far too large is
+ * skipped before its rings are made. */
+int sweep_memory_reason(const run_ctx *c, const cfg_method *m, int64_t nside, char *why,
+                        size_t len);
+/* What an arkcos plan may hold: the limit less the case's maps (0: none). */
+double sweep_plan_memory_limit(const run_ctx *c, const cfg_method *m, int64_t nside);
+/* Records a case skipped for `why` without running it (no geometry needed). */
+void sweep_record_skip(run_ctx *c, int64_t nside, int ki, int mi, int threads, const char *id,
+                       ref_state *rs, const char *why);
 void method_out_free(method_out *o);
 void timing_free(timing *t);
 

@@ -171,6 +171,11 @@ static void put_timing(json_t *cj, const cfg_method *m, const timing *t) {
     json_object_set_new(tj, "max", json_real(sorted[n - 1]));
   }
   json_object_set_new(tj, "samples", sj);
+  if (t->cpu_samples) { /* `arkcos compare --clock cpu` */
+    json_t *cpu = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(cpu, json_real(t->cpu_samples[i]));
+    json_object_set_new(tj, "cpu_samples", cpu);
+  }
   json_object_set_new(tj, "warmup", json_integer(m->warmup));
   json_object_set_new(cj, "time", tj);
   if (m->type == CFG_METHOD_ARKCOS && n > 0 && sorted) put_stages(cj, t, sorted);
@@ -193,36 +198,47 @@ static void put_not_ok(run_ctx *c, json_t *cj, int mi, ref_state *rs, const char
   }
 }
 
+/* A case whose samples were taken (r): its timing, peak memory, the
+ * reference's output kept for the other methods, metrics and outputs in
+ * cj; nonzero with err on failure. */
+static int record_ran(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
+                      input_state *in, ref_state *rs, json_t *cj, method_run *r, arkcos_error *err) {
+  const cfg_method *m = &c->cfg->methods[mi];
+  char slug[256];
+  sweep_case_slug(c->cfg, g->nside, ki, mi, threads, c->spin, slug, sizeof slug);
+  json_object_set_new(cj, "status", json_string("ok"));
+  put_timing(cj, m, &r->t);
+  json_object_set_new(cj, "peak_memory", json_integer((json_int_t)peak_read()));
+  if (mi == c->cfg->reference && !rs->tried) { /* keep the first reference output */
+    rs->tried = rs->available = 1;
+    rs->out = r->out;
+    memset(&r->out, 0, sizeof r->out);
+  }
+  const method_out *mine = r->out.map || r->out.vals ? &r->out : &rs->out;
+  json_t *mj = sweep_metrics(c, g, ki, in, rs, mine, cj);
+  return sweep_write_outputs(c, g, ki, mi, in, rs, mine, slug, cj, mj, err);
+}
+
 /* Runs the case and records its results in cj; nonzero with err on failure. */
 static int run_and_record(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
                           input_state *in, ref_state *rs, json_t *cj, arkcos_error *err) {
   const cfg_method *m = &c->cfg->methods[mi];
-  method_out out = {0};
-  timing t = {0};
-  char slug[256];
-  sweep_case_slug(c->cfg, g->nside, ki, mi, threads, c->spin, slug, sizeof slug);
+  method_run r;
+  memset(&r, 0, sizeof r);
+  const int pol = c->spin == 2;
+  const double *in0 = pol ? in->q : in->map;
   int rc = sweep_make_input(c, g, in, err);
   if (!rc) {
     peak_reset();
-    const int pol = c->spin == 2;
-    rc = sweep_run_method(m, g, c->kernels[ki], pol ? in->q : in->map, pol ? in->u : NULL,
-                          sweep_threads(threads), m->repeats, m->warmup, &t, &out, err);
+    in0 = pol ? in->q : in->map; /* made now */
+    rc = sweep_method_begin(&r, m, g, c->kernels[ki], in0, pol ? in->u : NULL, sweep_threads(threads),
+                            m->repeats, m->warmup, sweep_plan_memory_limit(c, m, g->nside), err);
   }
-  if (!rc) {
-    json_object_set_new(cj, "status", json_string("ok"));
-    put_timing(cj, m, &t);
-    json_object_set_new(cj, "peak_memory", json_integer((json_int_t)peak_read()));
-    if (mi == c->cfg->reference && !rs->tried) { /* keep the first reference output */
-      rs->tried = rs->available = 1;
-      rs->out = out;
-      memset(&out, 0, sizeof out);
-    }
-    const method_out *mine = out.map || out.vals ? &out : &rs->out;
-    json_t *mj = sweep_metrics(c, g, ki, in, rs, mine, cj);
-    rc = sweep_write_outputs(c, g, ki, mi, in, rs, mine, slug, cj, mj, err);
-  }
-  method_out_free(&out);
-  timing_free(&t);
+  for (int i = 0; i < m->repeats && !rc; i++) rc = sweep_method_sample(&r, in0, err);
+  sweep_method_end(&r);
+  if (!rc) rc = record_ran(c, g, ki, mi, threads, in, rs, cj, &r, err);
+  method_out_free(&r.out);
+  timing_free(&r.t);
   return rc;
 }
 
@@ -242,6 +258,26 @@ static void put_sampling_warning(run_ctx *c, const arkcos_geometry *g, int ki, i
   c->nwarned++;
 }
 
+/* Puts the recorded case into the document; exits when it cannot be
+ * written (running cases that are not recorded would be lost). */
+static void record(run_ctx *c, json_t *cj) {
+  sweep_mpi_note(cj);
+  if (sweep_mpi_hold(c, cj)) return; /* MPI: recorded by rank 0 (sweep_mpi.c) */
+  arkcos_error werr = {0, ""};
+  if (results_doc_put(&c->doc, cj, &werr)) {
+    if (c->progress) fputc('\n', stderr);
+    report_error(&werr);
+    exit(1); /* cannot record: stop rather than run unrecorded cases */
+  }
+}
+
+void sweep_record_skip(run_ctx *c, int64_t nside, int ki, int mi, int threads, const char *id,
+                       ref_state *rs, const char *why) {
+  json_t *cj = case_base(c, id, nside, ki, mi, threads);
+  put_not_ok(c, cj, mi, rs, "skipped", why, why);
+  record(c, cj);
+}
+
 /* Runs (or skips) one case and records it. Returns 1 if the case failed. */
 int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
                    const char *id, input_state *in, ref_state *rs) {
@@ -257,13 +293,75 @@ int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int thr
   } else {
     put_sampling_warning(c, g, ki, mi, cj);
   }
-  sweep_mpi_note(cj);
-  if (sweep_mpi_hold(c, cj)) return failed; /* MPI: recorded by rank 0 (sweep_mpi.c) */
-  arkcos_error werr = {0, ""};
-  if (results_doc_put(&c->doc, cj, &werr)) {
-    if (c->progress) fputc('\n', stderr);
-    report_error(&werr);
-    exit(1); /* cannot record: stop rather than run unrecorded cases */
+  record(c, cj);
+  return failed;
+}
+
+/* The cases of one (nside, kernel, threads) with config "interleave": every
+ * method is planned and warmed up, then the repeats go in turns (repeat 1 of
+ * each method, repeat 2 of each, ...), so that a machine whose speed drifts
+ * during the run slows every method alike and the ratios between them, which
+ * `arkcos compare --normalize-by` judges, stay put. Then each case is
+ * recorded, mis[0] first (the reference, when it is among them). Every
+ * method's plan is held at once: peak_memory is the group's. Returns the
+ * number of cases that failed. */
+int sweep_run_group(run_ctx *c, const arkcos_geometry *g, int ki, const int *mis, int n,
+                    int threads, input_state *in, ref_state *rs) {
+  method_run *r = calloc((size_t)n, sizeof *r);
+  json_t **cj = calloc((size_t)n, sizeof *cj);
+  arkcos_error *errs = calloc((size_t)n, sizeof *errs);
+  int *state = calloc((size_t)n, sizeof *state); /* 0 timing, 1 skipped, 2 failed */
+  if (!r || !cj || !errs || !state) {
+    fprintf(stderr, "arkcos: out of memory\n");
+    exit(1);
   }
+  arkcos_error ierr = {0, ""};
+  const int irc = sweep_make_input(c, g, in, &ierr);
+  const int pol = c->spin == 2; /* input.pol: Q, U as one spin-2 field */
+  const double *in0 = pol ? in->q : in->map, *in_u = pol ? in->u : NULL;
+  peak_reset();
+  int rounds = 0;
+  for (int j = 0; j < n; j++) {
+    const cfg_method *m = &c->cfg->methods[mis[j]];
+    char id[2048], why[900];
+    sweep_case_id(c->cfg, g->nside, ki, mis[j], threads, c->spin, id, sizeof id);
+    cj[j] = case_base(c, id, g->nside, ki, mis[j], threads);
+    if (sweep_skip_reason(c, m, g, c->kernels[ki], why, sizeof why)) {
+      put_not_ok(c, cj[j], mis[j], rs, "skipped", why, why);
+      state[j] = 1;
+    } else if (irc) {
+      errs[j] = ierr;
+      state[j] = 2;
+    } else if (sweep_method_begin(&r[j], m, g, c->kernels[ki], in0, in_u, sweep_threads(threads),
+                                  m->repeats, m->warmup,
+                                  sweep_plan_memory_limit(c, m, g->nside), &errs[j])) {
+      state[j] = 2;
+    }
+    if (!state[j] && m->repeats > rounds) rounds = m->repeats;
+  }
+  for (int i = 0; i < rounds; i++)
+    for (int j = 0; j < n; j++)
+      if (!state[j] && sweep_method_sample(&r[j], in0, &errs[j])) state[j] = 2;
+  int failed = 0;
+  for (int j = 0; j < n; j++) {
+    sweep_method_end(&r[j]);
+    if (!state[j] &&
+        record_ran(c, g, ki, mis[j], threads, in, rs, cj[j], &r[j], &errs[j]))
+      state[j] = 2;
+    if (state[j] == 2) {
+      failed++;
+      put_not_ok(c, cj[j], mis[j], rs, "failed", errs[j].msg[0] ? errs[j].msg : "unknown error",
+                 errs[j].msg);
+    } else if (!state[j]) {
+      put_sampling_warning(c, g, ki, mis[j], cj[j]);
+    }
+    record(c, cj[j]);
+    method_out_free(&r[j].out);
+    timing_free(&r[j].t);
+  }
+  free(r);
+  free(cj);
+  free(errs);
+  free(state);
   return failed;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -48,6 +49,7 @@ void method_out_free(method_out *o) {
 
 void timing_free(timing *t) {
   free(t->samples);
+  free(t->cpu_samples);
   free(t->stages);
   memset(t, 0, sizeof *t);
 }
@@ -145,65 +147,108 @@ static int apply_once(smoother *sm, const double *in, const double *in_u, method
   return smoother_apply_pixels(sm, in, out->pix, out->n, out->vals, err);
 }
 
-/* warmup untimed applies, then `repeats` timed ones (stages after each). */
-static int timed_applies(smoother *sm, const double *in, const double *in_u, method_out *out,
-                         int repeats, int warmup, timing *t, arkcos_error *err) {
-  int rc = ARKCOS_OK;
-  for (int i = 0; i < warmup && !rc; i++) rc = apply_once(sm, in, in_u, out, err);
-  for (int i = 0; i < repeats && !rc; i++) {
-    double t0 = wall_time();
-    rc = apply_once(sm, in, in_u, out, err);
-    t->samples[i] = wall_time() - t0;
-    if (t->stages) smoother_stages(sm, &t->stages[i]);
-    t->n = i + 1;
-  }
-  return rc;
+/* CPU seconds of the whole process (every thread): unlike the wall clock,
+ * it does not count the time spent waiting for a core on a busy machine. */
+static double cpu_time(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Runs method m on `in` with `threads` threads; t and out are filled (and
- * freed by the caller, also on failure). */
-int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos_kernel *k,
-                     const double *in, const double *in_u, int threads, int repeats, int warmup,
-                     timing *t, method_out *out, arkcos_error *err) {
-  memset(t, 0, sizeof *t);
+/* ARKCOS_TEST_SLOWDOWN="LABEL:F": every timed apply of the methods whose
+ * label is LABEL takes 1 + F times as long (a busy wait after it): a real
+ * slowdown, known in size, for measuring what `arkcos compare` catches. */
+static void test_slowdown(const cfg_method *m, double took) {
+  const char *env = getenv("ARKCOS_TEST_SLOWDOWN");
+  const char *colon = env ? strrchr(env, ':') : NULL;
+  if (!colon || strncmp(env, m->label, (size_t)(colon - env)) || m->label[colon - env]) return;
+  const double until = wall_time() + took * atof(colon + 1);
+  while (wall_time() < until) {
+  }
+}
+
+int sweep_method_begin(method_run *r, const cfg_method *m, const arkcos_geometry *g,
+                       const arkcos_kernel *k, const double *in, const double *in_u, int threads,
+                       int repeats, int warmup, double max_memory, arkcos_error *err) {
+  memset(r, 0, sizeof *r);
+  r->m = m;
+  r->in_u = in_u;
+  r->threads = threads;
+  r->repeats = repeats;
+  timing *t = &r->t;
   set_threads(threads);
   t->samples = calloc((size_t)repeats, sizeof(double));
-  if (!t->samples) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
-  int rc = alloc_out(m, g, in_u != NULL, out, err);
+  t->cpu_samples = calloc((size_t)repeats, sizeof(double));
+  if (!t->samples || !t->cpu_samples) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+  int rc = alloc_out(m, g, in_u != NULL, &r->out, err);
   if (rc) return rc;
   method_spec s;
   spec_of(m, g, threads, &s);
+  s.arkcos.max_memory = max_memory;
   s.arkcos.spin = in_u ? 2 : 0; /* every method's (method.h) */
-  double *w = NULL;
   if (m->type == CFG_METHOD_ARKCOS) {
     t->stages = calloc((size_t)repeats, sizeof *t->stages);
     if (!t->stages) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
   } else if (m->type == CFG_METHOD_FSHT) {
     t->lmax = s.lmax;
     if (m->ring_weights) { /* read outside the timed region */
-      w = malloc((size_t)g->nrings * sizeof *w);
-      if (!w) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
-      rc = ref_read_ring_weights(m->ring_weights, g, w, err);
-      s.ring_weights = w;
+      r->w = malloc((size_t)g->nrings * sizeof *r->w);
+      if (!r->w) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+      rc = ref_read_ring_weights(m->ring_weights, g, r->w, err);
+      s.ring_weights = r->w;
     }
   }
-  smoother *sm = rc ? NULL : smoother_create(&s, g, k, err);
-  if (!rc && !sm) rc = err && err->code ? err->code : ARKCOS_ERUNTIME;
-  if (sm && m->type == CFG_METHOD_ARKCOS) {
-    t->plan_time = smoother_plan_time(sm);
-    t->backend_used = smoother_backend(sm);
-    t->plan_memory = smoother_plan_memory(sm);
-    t->bound = smoother_bound(sm);
-    snprintf(t->inexact, sizeof t->inexact, "%s", smoother_exactness(sm));
+  r->sm = rc ? NULL : smoother_create(&s, g, k, err);
+  if (!rc && !r->sm) rc = err && err->code ? err->code : ARKCOS_ERUNTIME;
+  if (r->sm && m->type == CFG_METHOD_ARKCOS) {
+    t->plan_time = smoother_plan_time(r->sm);
+    t->backend_used = smoother_backend(r->sm);
+    t->plan_memory = smoother_plan_memory(r->sm);
+    t->bound = smoother_bound(r->sm);
+    snprintf(t->inexact, sizeof t->inexact, "%s", smoother_exactness(r->sm));
   }
-  if (!rc) rc = timed_applies(sm, in, in_u, out, repeats, warmup, t, err);
-  smoother_destroy(sm);
-  free(w);
+  for (int i = 0; i < warmup && !rc; i++) rc = apply_once(r->sm, in, r->in_u, &r->out, err);
+  return rc;
+}
+
+int sweep_method_sample(method_run *r, const double *in, arkcos_error *err) {
+  timing *t = &r->t;
+  if (t->n >= r->repeats) return ARKCOS_OK;
+  set_threads(r->threads);
+  const double c0 = cpu_time(), t0 = wall_time();
+  int rc = apply_once(r->sm, in, r->in_u, &r->out, err);
+  test_slowdown(r->m, wall_time() - t0);
+  t->samples[t->n] = wall_time() - t0;
+  t->cpu_samples[t->n] = cpu_time() - c0;
+  if (t->stages) smoother_stages(r->sm, &t->stages[t->n]);
+  t->n++;
+  return rc;
+}
+
+void sweep_method_end(method_run *r) {
+  smoother_destroy(r->sm);
+  r->sm = NULL;
+  free(r->w);
+  r->w = NULL;
+}
+
+/* Runs method m on `in` with `threads` threads; t and out are filled (and
+ * freed by the caller, also on failure). */
+int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos_kernel *k,
+                     const double *in, const double *in_u, int threads, int repeats, int warmup,
+                     double max_memory, timing *t, method_out *out, arkcos_error *err) {
+  method_run r;
+  int rc = sweep_method_begin(&r, m, g, k, in, in_u, threads, repeats, warmup, max_memory, err);
+  for (int i = 0; i < repeats && !rc; i++) rc = sweep_method_sample(&r, in, err);
+  sweep_method_end(&r);
+  *t = r.t;
+  *out = r.out;
   return rc;
 }
 
 /* Rough peak memory of a case in bytes: the harness's maps (input, output,
- * reference) plus what the method allocates. */
+ * reference) plus what the method allocates (an arkcos plan's tables are
+ * the plan's own estimate, added by plan_memory_reason). */
 static double estimate_memory(const run_ctx *c, const cfg_method *m, int64_t nside) {
   double npix = 12.0 * (double)nside * (double)nside;
   double map = 8.0 * npix;
@@ -266,6 +311,26 @@ static int no_spin2_path(const run_ctx *c, const cfg_method *m, char *why, size_
   return 1;
 }
 
+/* An arkcos plan whose own estimate (arkcos_plan_estimate: tables,
+ * spectra, buffers), with the harness's maps, exceeds the memory limit:
+ * 1 with the reason, before anything large is allocated. */
+static int plan_memory_reason(const run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
+                              const arkcos_kernel *k, char *why, size_t len) {
+  if (m->type != CFG_METHOD_ARKCOS || c->memory_limit <= 0) return 0;
+  method_spec s;
+  spec_of(m, g, c->max_threads, &s); /* the most threads: the largest workspace */
+  arkcos_error err = {0, ""};
+  const double plan = arkcos_plan_estimate(g, k, &s.arkcos, &err);
+  const double maps = estimate_memory(c, m, g->nside);
+  if (plan <= 0 || maps + plan <= c->memory_limit) return 0; /* a bad plan fails when made */
+  snprintf(why, len,
+           "estimated memory %.2f GiB (plan %.2f GiB, maps %.2f GiB) exceeds the %.2f GiB available%s",
+           (maps + plan) / 1073741824.0, plan / 1073741824.0, maps / 1073741824.0,
+           c->memory_limit / 1073741824.0,
+           c->cfg->memory_bytes > 0 ? " (limits.memory_bytes)" : "");
+  return 1;
+}
+
 /* Why a case (or the untimed reference run) cannot run here; 0 if it can. */
 int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                       const arkcos_kernel *k, char *why, size_t len) {
@@ -291,7 +356,19 @@ int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
       return 1;
     }
   }
-  double est = estimate_memory(c, m, g->nside);
+  if (sweep_memory_reason(c, m, g->nside, why, len)) return 1;
+  return plan_memory_reason(c, m, g, k, why, len);
+}
+
+double sweep_plan_memory_limit(const run_ctx *c, const cfg_method *m, int64_t nside) {
+  if (c->memory_limit <= 0) return 0;
+  const double left = c->memory_limit - estimate_memory(c, m, nside);
+  return left > 1 ? left : 1;
+}
+
+int sweep_memory_reason(const run_ctx *c, const cfg_method *m, int64_t nside, char *why,
+                        size_t len) {
+  double est = estimate_memory(c, m, nside);
   if (c->memory_limit > 0 && est > c->memory_limit) {
     snprintf(why, len, "estimated memory %.2f GiB exceeds the %.2f GiB available%s",
              est / 1073741824.0, c->memory_limit / 1073741824.0,

@@ -35,6 +35,13 @@ int sweep_mpi_check(const run_ctx *c, const char *cfgpath) {
             cfgpath);
     return 2;
   }
+  if (cfg->interleave) {
+    fprintf(stderr,
+            "arkcos: %s: interleave: the methods of a group take turns within one process; run "
+            "this config without mpirun (or mpirun -n 1), or drop \"interleave\"\n",
+            cfgpath);
+    return 2;
+  }
   return 0;
 }
 

@@ -84,7 +84,8 @@ void sweep_ensure_reference(run_ctx *c, const arkcos_geometry *g, int ki, input_
     timing t;
     const int pol = c->spin == 2;
     rc = sweep_run_method(m, g, c->kernels[ki], pol ? in->q : in->map, pol ? in->u : NULL,
-                          c->max_threads, 1, 0, &t, &rs->out, &err);
+                          c->max_threads, 1, 0, sweep_plan_memory_limit(c, m, g->nside), &t,
+                          &rs->out, &err);
     timing_free(&t);
   }
   if (rc) {

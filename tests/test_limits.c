@@ -1,0 +1,209 @@
+/*
+ * test_limits.c -- what the engine refuses and what it promises at the
+ * edges. Memory: a plan's estimate (arkcos_plan_estimate) against what plans
+ * hold (arkcos_plan_memory), and the refusal of a plan that would not fit
+ * (options.max_memory) before anything large is allocated, with both
+ * figures named. Values: NaN and inf refused by name (they would spread
+ * through a ring's FFT), 1e300 refused by single precision plans and carried
+ * by double ones within the bound relative to max |input|, denormal and
+ * all-zero maps smoothed like any other.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arkcos/arkcos.h"
+#include "tests/testlib.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A Gaussian of ppf pixels per FWHM at nside, cut at 1e-5 of its peak. */
+static arkcos_kernel *gauss(const arkcos_geometry *g, double ppf) {
+  arkcos_kernel_spec s;
+  memset(&s, 0, sizeof s);
+  s.type = ARKCOS_KERNEL_GAUSSIAN;
+  s.fwhm = ppf * sqrt(4 * M_PI / (double)g->npix);
+  s.cutoff_rel = 1e-5;
+  arkcos_error e = {0, ""};
+  return arkcos_kernel_create(&s, &e);
+}
+
+/* Estimate over held memory for scalar double, spin 2 and single plans, at
+ * 2.8 and 4 pixels per FWHM: measured 1.07-1.18 at nside 256 (here), 1.07-1.27
+ * at nside 512, 1.09-1.34 at nside 64. */
+TEST_GROUP(estimate) {
+  arkcos_error e = {0, ""};
+  arkcos_geometry *g = arkcos_geometry_healpix(256, &e);
+  const char *what[3] = {"double", "spin 2", "single"};
+  for (int b = 0; b < 2; b++) {
+    arkcos_kernel *k = gauss(g, b ? 4.0 : 2.8);
+    for (int v = 0; v < 3; v++) {
+      arkcos_options o;
+      arkcos_options_default(&o);
+      o.backend = ARKCOS_BACKEND_CPU;
+      o.threads = 2;
+      if (v == 1) o.spin = 2;
+      if (v == 2) o.precision = ARKCOS_SINGLE;
+      const double est = arkcos_plan_estimate(g, k, &o, &e);
+      arkcos_plan *p = arkcos_plan_create(g, k, &o, &e);
+      CHECK(p != NULL, "plan: %s", e.msg);
+      if (!p) continue;
+      const double held = (double)arkcos_plan_memory(p);
+      char name[128];
+      snprintf(name, sizeof name, "estimate / held, nside 256, %s, %.1f px/FWHM", what[v], b ? 4.0 : 2.8);
+      CHECK_GE(name, est / held, 1.0);
+      CHECK_LE(name, est / held, 1.7);
+      arkcos_plan_destroy(p);
+    }
+    arkcos_kernel_destroy(k);
+  }
+  arkcos_geometry_destroy(g);
+}
+
+/* A limit below the estimate: refused with ARKCOS_ENOMEM, both figures and
+ * the nside in the message, in a few milliseconds (nothing large built). */
+TEST_GROUP(refusal) {
+  arkcos_error e = {0, ""};
+  arkcos_geometry *g = arkcos_geometry_healpix(256, &e);
+  arkcos_kernel *k = gauss(g, 4.0);
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  o.max_memory = 20e6;
+  double t0 = now();
+  arkcos_plan *p = arkcos_plan_create(g, k, &o, &e);
+  double dt = now() - t0;
+  CHECK(p == NULL && e.code == ARKCOS_ENOMEM, "code %d: %s", e.code, e.msg);
+  CHECK(strstr(e.msg, "0.02 GB") && strstr(e.msg, "nside 256") && strstr(e.msg, "max_memory"),
+        "message names need, limit, nside: %s", e.msg);
+  printf("  %s\n", e.msg);
+  CHECK_LE("refusal at nside 256, seconds (measured 0.0003)", dt, 0.5);
+  arkcos_plan_destroy(p);
+  /* the limit just above the estimate: made */
+  o.max_memory = arkcos_plan_estimate(g, k, &o, &e) * 1.01;
+  p = arkcos_plan_create(g, k, &o, &e);
+  CHECK(p != NULL, "plan at 1.01 x its estimate: %s", e.msg);
+  arkcos_plan_destroy(p);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+
+  /* nside 65536 (5e10 pixels, 0.5 TB of spectra alone): refused at once
+   * by the memory available, not by the kernel's out-of-memory killer */
+  t0 = now();
+  g = arkcos_geometry_healpix(65536, &e);
+  k = gauss(g, 3.0);
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  p = arkcos_plan_create(g, k, &o, &e);
+  dt = now() - t0;
+  CHECK(p == NULL && e.code == ARKCOS_ENOMEM, "nside 65536: code %d: %s", e.code, e.msg);
+  CHECK(strstr(e.msg, "nside 65536") && strstr(e.msg, "available"), "%s", e.msg);
+  printf("  %s\n", e.msg);
+  CHECK_LE("refusal at nside 65536, seconds with the geometry (measured 0.1)", dt, 2.0);
+  arkcos_plan_destroy(p);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+}
+
+static void pix2vec(int64_t p, double v[3]) {
+  double th, ph;
+  arkcos_healpix_pix2ang_ring(32, p, &th, &ph);
+  v[0] = sin(th) * cos(ph);
+  v[1] = sin(th) * sin(ph);
+  v[2] = cos(th);
+}
+
+/* A plan at nside 32 for a 400' Gaussian (13.6 degree cutoff), CPU. */
+static arkcos_plan *small_plan(arkcos_geometry **g, arkcos_precision prec) {
+  arkcos_error e = {0, ""};
+  *g = arkcos_geometry_healpix(32, &e);
+  arkcos_kernel_spec s;
+  memset(&s, 0, sizeof s);
+  s.type = ARKCOS_KERNEL_GAUSSIAN;
+  s.fwhm = 400.0 / 60 * M_PI / 180;
+  s.cutoff_rel = 1e-5;
+  arkcos_kernel *k = arkcos_kernel_create(&s, &e);
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  o.precision = prec;
+  arkcos_plan *p = arkcos_plan_create(*g, k, &o, &e);
+  arkcos_kernel_destroy(k);
+  return p;
+}
+
+TEST_GROUP(input_values) {
+  arkcos_geometry *g;
+  arkcos_plan *p = small_plan(&g, ARKCOS_DOUBLE), *ps = NULL;
+  const int64_t n = g->npix, spike = 6 * 32 * 32; /* on the equator */
+  double *in = malloc(sizeof(double) * (size_t)n), *out = malloc(sizeof(double) * (size_t)n);
+  double *base = malloc(sizeof(double) * (size_t)n);
+  arkcos_error e = {0, ""};
+  for (int64_t i = 0; i < n; i++) in[i] = sin(0.37 * (double)i) + 0.5 * cos(0.011 * (double)i * i);
+  CHECK(arkcos_execute(p, in, base, &e) == ARKCOS_OK, "%s", e.msg);
+  const double bound = arkcos_plan_bound(p);
+
+  const double special[3] = {NAN, INFINITY, -INFINITY};
+  for (int t = 0; t < 3; t++) {
+    const double keep = in[spike];
+    in[spike] = special[t];
+    e.code = 0;
+    int rc = arkcos_execute(p, in, out, &e);
+    char want[64];
+    snprintf(want, sizeof want, "pixel %lld is", (long long)spike);
+    CHECK(rc == ARKCOS_EINVAL && strstr(e.msg, want), "%g: rc %d: %s", special[t], rc, e.msg);
+    in[spike] = keep;
+  }
+  printf("  %s\n", e.msg);
+
+  /* 1e300 in double: every output finite; beyond the kernel's reach the
+   * error stays below bound x max |input| (measured 5.5e282, 5.5e-18 of it) */
+  in[spike] = 1e300;
+  CHECK(arkcos_execute(p, in, out, &e) == ARKCOS_OK, "1e300: %s", e.msg);
+  double far = 0, vx[3], vs[3];
+  int finite = 1;
+  pix2vec(spike, vs);
+  for (int64_t i = 0; i < n; i++) {
+    finite &= isfinite(out[i]) != 0;
+    pix2vec(i, vx);
+    if (vx[0] * vs[0] + vx[1] * vs[1] + vx[2] * vs[2] < cos(14 * M_PI / 180) &&
+        fabs(out[i] - base[i]) > far)
+      far = fabs(out[i] - base[i]);
+  }
+  CHECK(finite, "1e300: a non-finite output");
+  CHECK_LE("1e300 pixel: error beyond the kernel's reach / 1e300", far / 1e300, bound);
+
+  ps = small_plan(&g, ARKCOS_SINGLE);
+  int rc = arkcos_execute(ps, in, out, &e);
+  CHECK(rc == ARKCOS_EINVAL && strstr(e.msg, "single precision"), "single 1e300: %d %s", rc, e.msg);
+  in[spike] = 0.25;
+
+  /* denormals (1e-310 x the map): the same smoothing, scaled (measured
+   * 2.2e-12 relative: denormals hold fewer digits) */
+  for (int64_t i = 0; i < n; i++) in[i] = 1e-310 * (sin(0.37 * (double)i) + 0.5 * cos(0.011 * (double)i * i));
+  CHECK(arkcos_execute(p, in, out, &e) == ARKCOS_OK, "denormal: %s", e.msg);
+  double worst = 0, top = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (fabs(out[i] - 1e-310 * base[i]) > worst) worst = fabs(out[i] - 1e-310 * base[i]);
+    if (fabs(1e-310 * base[i]) > top) top = fabs(1e-310 * base[i]);
+  }
+  CHECK_LE("denormal map: max error / max output", worst / top, 1e-10);
+  for (int64_t i = 0; i < n; i++) in[i] = 0;
+  CHECK(arkcos_execute(p, in, out, &e) == ARKCOS_OK, "zeros: %s", e.msg);
+  int zero = 1;
+  for (int64_t i = 0; i < n; i++) zero &= out[i] == 0;
+  CHECK(zero, "an all-zero map smoothed is not exactly zero");
+  arkcos_plan_destroy(p);
+  arkcos_plan_destroy(ps);
+  arkcos_geometry_destroy(g);
+  free(in);
+  free(out);
+  free(base);
+}
+
+TEST_MAIN(TG(estimate), TG(refusal), TG(input_values))
