@@ -122,7 +122,7 @@ static void usage(FILE *f) {
 "Columns without missing pixels are smoothed as is when there is no --mask.\n"
 "Per column, stderr says how many pixels were missing and became UNSEEN.\n"
 "Other:\n"
-"  --threads N          CPU threads (default: all, %d here)\n"
+"  --threads N          CPU threads; 0 or none: all cores (%d here)\n"
 "  --force              overwrite existing outputs\n"
 "  -v, --verbose        also print each plan's a-priori bound against the\n"
 "                       direct sum (\"bound: ...\" lines; \"spin=2\" on the\n"
@@ -240,8 +240,8 @@ static int set_accuracy_option(smooth_args *a, const char *name, const char *val
 /* The integers: --threads, --lmax, --oversample (checked, then ignored), --iter. */
 static int set_integer_option(smooth_args *a, const char *name, const char *val) {
   if (!strcmp(name, "--threads")) {
-    if (!parse_long(val, &a->threads) || a->threads < 1 || a->threads > 4096)
-      return smooth_usage_error("--threads: '%s' is not an integer in [1, 4096]", val);
+    if (!parse_long(val, &a->threads) || a->threads < 0 || a->threads > 4096)
+      return smooth_usage_error("--threads: '%s' is not an integer in [0, 4096] (0: all cores)", val);
   } else if (!strcmp(name, "--lmax")) {
     if (!parse_long(val, &a->lmax))
       return smooth_usage_error("--lmax: '%s' is not an integer", val);
@@ -375,7 +375,7 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
                     "now); ignored\n");
   if (!a->has_iter) a->iter = 3;
   mask_opts_finish(&a->mask);
-  if (!a->has_threads) a->threads = omp_get_max_threads();
+  if (!a->has_threads || a->threads == 0) a->threads = omp_get_max_threads();
   return 0;
 }
 
