@@ -3,7 +3,8 @@
 # does nothing when they are all present (what `make test` calls).
 set -euo pipefail
 pkgs=(gcc g++ make libfftw3-dev libsharp-dev libcfitsio-dev libjansson-dev libchealpix-dev
-      python3-healpy gnuplot-nox pkg-config)
+      python3-healpy gnuplot-nox pkg-config
+      python3-numpy python3-venv python3-setuptools python3-wheel)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

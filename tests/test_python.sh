@@ -30,7 +30,7 @@ case $site in "$T"/venv/*) ok ;; *) bad "arkcos imported from $site, not the ven
 "$T/venv/bin/python" -c 'import arkcos; arkcos.Plan(8, fwhm=0.6)' >"$T/import.log" 2>&1 && ok ||
   bad "a plan from the installed package: $(cat "$T/import.log")"
 
-cc -I. -o "$T/abi" tests/python_abi.c && "$T/abi" >"$T/abi.txt" || bad "tests/python_abi.c"
+"${CC:-cc}" -I. -o "$T/abi" tests/python_abi.c && "$T/abi" >"$T/abi.txt" || bad "tests/python_abi.c"
 # one FFTW wisdom for arkcos smooth and the package: the same FFT plans
 export ARKCOS_FFTW_WISDOM=$T/wisdom
 mkdir -p "$T/work"

@@ -1,5 +1,8 @@
 """ctypes declarations of the engine's public interface (arkcos/arkcos.h).
 
+The library is the libarkcos.so.1 bundled beside this file by
+`pip install ./python`, or the one ARKCOS_PYTHON_LIBRARY names.
+
 The structures mirror the header field by field; the package's tests check
 their sizes and offsets against the C compiler's. ctypes releases the GIL
 for every call into the library.
