@@ -242,6 +242,7 @@ static int set_integer_option(smooth_args *a, const char *name, const char *val)
   if (!strcmp(name, "--threads")) {
     if (!parse_long(val, &a->threads) || a->threads < 0 || a->threads > 4096)
       return smooth_usage_error("--threads: '%s' is not an integer in [0, 4096] (0: all cores)", val);
+    if (a->threads == 0) a->threads = omp_get_max_threads(); /* 0: all cores */
   } else if (!strcmp(name, "--lmax")) {
     if (!parse_long(val, &a->lmax))
       return smooth_usage_error("--lmax: '%s' is not an integer", val);
@@ -375,7 +376,7 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
                     "now); ignored\n");
   if (!a->has_iter) a->iter = 3;
   mask_opts_finish(&a->mask);
-  if (!a->has_threads || a->threads == 0) a->threads = omp_get_max_threads();
+  if (!a->has_threads) a->threads = omp_get_max_threads();
   return 0;
 }
 
