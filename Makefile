@@ -49,7 +49,8 @@ TESTXX_BIN := $(TESTXX_SRC:tests/%.cpp=$(BUILD)/tests/%)
 TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%) $(TESTXX_BIN)
 LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 
-.PHONY: all test test-hostile bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check
+.PHONY: all test test-hostile bench reproduce perfcheck perfcheck-update gpucheck install-deps clean deps-check \
+        lib install uninstall
 
 TOOL_BIN := $(BUILD)/tools/gpu_check $(BUILD)/tools/bench $(BUILD)/tools/kernel_profile $(BUILD)/tools/narrow_beams
 # helper programs of the Python tests (built by the tests' rule below; not
@@ -168,3 +169,85 @@ gpucheck: deps-check
 
 clean:
 	rm -rf $(BUILD) plots/out
+
+# ------------------------------------------------- shared library, install
+# build/libarkcos.so.1.0.0 (soname libarkcos.so.1) from a -fPIC copy of the
+# engine's objects in build/pic/, so the static objects that the tests link
+# stay as they are; gpu.o is position-independent already. Only the
+# functions declared in arkcos/arkcos.h are exported: the version script is
+# made from the preprocessed header, so a new public function is exported
+# without a second list to keep in step.
+SOVERSION  := 1
+SOVERSION_FULL := 1.0.0
+SHLIB      := $(BUILD)/libarkcos.so.$(SOVERSION_FULL)
+SHLIB_LINKS := $(BUILD)/libarkcos.so.$(SOVERSION) $(BUILD)/libarkcos.so
+PIC_OBJ    := $(ENGINE_SRC:%.c=$(BUILD)/pic/obj/%.o) $(GPU_OBJ)
+# what the shared library needs besides itself: also Libs.private in arkcos.pc
+SHLIB_LIBS := -lfftw3 -lfftw3f -lpthread -lm -fopenmp
+ifeq ($(GPU),1)
+  SHLIB_LIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart -lstdc++
+endif
+
+$(BUILD)/pic/obj/%.o: %.c $(wildcard arkcos/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -c $< -o $@
+
+$(BUILD)/libarkcos.map: arkcos/arkcos.h
+	@mkdir -p $(dir $@)
+	{ echo '{'; echo '  global:'; \
+	  $(CC) -E -P $< | grep -oE '\barkcos_[a-z0-9_]+[[:space:]]*\(' | tr -d '( \t' | \
+	    sort -u | sed 's/.*/    &;/'; \
+	  echo '  local: *;'; echo '};'; } > $@.tmp && mv $@.tmp $@
+
+$(SHLIB): $(PIC_OBJ) $(BUILD)/libarkcos.map
+	$(CC) -shared -o $@ $(PIC_OBJ) -Wl,-soname,libarkcos.so.$(SOVERSION) \
+	  -Wl,--version-script,$(BUILD)/libarkcos.map -Wl,--no-undefined $(SHLIB_LIBS)
+
+$(SHLIB_LINKS) &: $(SHLIB)
+	ln -sf libarkcos.so.$(SOVERSION_FULL) $(BUILD)/libarkcos.so.$(SOVERSION)
+	ln -sf libarkcos.so.$(SOVERSION) $(BUILD)/libarkcos.so
+
+lib: $(SHLIB_LINKS)
+all: lib
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+bindir  := $(PREFIX)/bin
+libdir  := $(PREFIX)/lib
+includedir := $(PREFIX)/include
+mandir  := $(PREFIX)/share/man
+ARKCOS_VERSION_STR := $(shell sed -n 's/^\#define ARKCOS_VERSION "\(.*\)"/\1/p' arkcos/arkcos.h)
+INSTALLED := $(bindir)/arkcos $(libdir)/libarkcos.so.$(SOVERSION_FULL) \
+             $(libdir)/libarkcos.so.$(SOVERSION) $(libdir)/libarkcos.so \
+             $(includedir)/arkcos.h $(libdir)/pkgconfig/arkcos.pc $(mandir)/man1/arkcos.1
+
+$(BUILD)/arkcos.pc: Makefile arkcos/arkcos.h
+	@mkdir -p $(dir $@)
+	{ echo 'prefix=$(PREFIX)'; echo 'libdir=$${prefix}/lib'; \
+	  echo 'includedir=$${prefix}/include'; echo; \
+	  echo 'Name: arkcos'; \
+	  echo 'Description: ARKCoS radial-kernel convolution of HEALPix maps (CPU$(if $(GPU_OBJ), and CUDA))'; \
+	  echo 'Version: $(ARKCOS_VERSION_STR)'; \
+	  echo 'Requires.private: fftw3 fftw3f'; \
+	  echo 'Cflags: -I$${includedir}'; \
+	  echo 'Libs: -L$${libdir} -larkcos'; \
+	  echo 'Libs.private: $(SHLIB_LIBS)'; } > $@.tmp && mv $@.tmp $@
+
+# The .pc file records PREFIX: made again for each install.
+install: $(BUILD)/arkcos $(SHLIB_LINKS)
+	rm -f $(BUILD)/arkcos.pc && $(MAKE) --no-print-directory $(BUILD)/arkcos.pc PREFIX='$(PREFIX)'
+	install -d '$(DESTDIR)$(bindir)' '$(DESTDIR)$(libdir)/pkgconfig' \
+	  '$(DESTDIR)$(includedir)' '$(DESTDIR)$(mandir)/man1'
+	install -m 755 $(BUILD)/arkcos '$(DESTDIR)$(bindir)/arkcos'
+	install -m 755 $(SHLIB) '$(DESTDIR)$(libdir)/libarkcos.so.$(SOVERSION_FULL)'
+	ln -sf libarkcos.so.$(SOVERSION_FULL) '$(DESTDIR)$(libdir)/libarkcos.so.$(SOVERSION)'
+	ln -sf libarkcos.so.$(SOVERSION) '$(DESTDIR)$(libdir)/libarkcos.so'
+	install -m 644 arkcos/arkcos.h '$(DESTDIR)$(includedir)/arkcos.h'
+	install -m 644 $(BUILD)/arkcos.pc '$(DESTDIR)$(libdir)/pkgconfig/arkcos.pc'
+	install -m 644 docs/arkcos.1 '$(DESTDIR)$(mandir)/man1/arkcos.1'
+	@if [ -z '$(DESTDIR)' ] && [ '$(PREFIX)' = /usr/local ] && command -v ldconfig >/dev/null && [ -w /etc/ld.so.cache ]; then ldconfig; fi
+
+# Removes exactly the files install put there (folders stay: they may
+# have been there before).
+uninstall:
+	rm -f $(foreach f,$(INSTALLED),'$(DESTDIR)$(f)')

@@ -40,7 +40,7 @@ static void usage(FILE *f) {
 "                  difference map relative to C_l^B (max, mean), and the\n"
 "                  arrays cl_a, cl_b, cl_diff (l = 0..L)\n"
 "  --iter N        Jacobi iterations of map2alm (default 3, as healpy)\n"
-"  --threads N     OpenMP threads (default: all)\n"
+"  --threads N     OpenMP threads; 0 or none: all cores\n"
 "\n"
 "Exit status: 0 success, 1 runtime failure, 2 bad usage or input\n"
 "(unreadable map, nsides differ, lmax out of range).\n");
@@ -105,8 +105,8 @@ static int parse_args(int argc, char **argv, compare_args *a) {
       if (!parse_long(v, &a->iter) || a->iter < 0 || a->iter > 100)
         return bad_usage("--iter: '%s' is not an integer in [0, 100]", v);
     } else if ((v = option_value(argc, argv, &i, "--threads", &missing))) {
-      if (!parse_long(v, &a->threads) || a->threads < 1 || a->threads > 4096)
-        return bad_usage("--threads: '%s' is not a positive integer", v);
+      if (!parse_long(v, &a->threads) || a->threads < 0 || a->threads > 4096)
+        return bad_usage("--threads: '%s' is not an integer in [0, 4096] (0: all cores)", v);
     } else if (missing) {
       return bad_usage("%s needs a value", arg);
     } else if (arg[0] == '-' && arg[1]) {

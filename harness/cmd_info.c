@@ -8,6 +8,23 @@
 #include "harness/commands.h"
 #include "harness/meta.h"
 
+/* The backend that --backend auto takes on this machine, in plain words. */
+static void print_backend(void) {
+  char why[256] = "";
+  if (arkcos_gpu_available(why, sizeof why)) {
+    arkcos_gpu_info gi;
+    arkcos_gpu_query(&gi);
+    printf("backend     GPU (CUDA device 0: %s) for --backend auto; CPU with --backend cpu\n",
+           gi.ndevices > 0 ? gi.devices[0].name : "?");
+  } else if (!strcmp(why, "built without CUDA")) {
+    printf("backend     CPU backend (built without CUDA)\n");
+  } else {
+    const char *prefix = "no CUDA device found: ";
+    const char *reason = strncmp(why, prefix, strlen(prefix)) ? why : why + strlen(prefix);
+    printf("backend     no CUDA device: CPU backend (%s)\n", reason[0] ? reason : "none found");
+  }
+}
+
 int cmd_info(int argc, char **argv) {
   int as_json = 0;
   for (int i = 1; i < argc; i++) {
@@ -31,14 +48,10 @@ int cmd_info(int argc, char **argv) {
     if (s) puts(s);
     free(s);
   } else {
+    /* meta_print has the CUDA versions and the devices already; the one
+     * line it lacks is what --backend auto will use here. */
     meta_print(stdout, m);
-    char why[256], desc[4096];
-    int ok = arkcos_gpu_available(why, sizeof why);
-    arkcos_gpu_describe(desc, sizeof desc);
-    if (desc[0])
-      printf("%s%s", desc, desc[strlen(desc) - 1] == '\n' ? "" : "\n");
-    else if (!ok)
-      printf("GPU backend unavailable: %s\n", why);
+    print_backend();
   }
   json_decref(m);
   return 0;

@@ -132,7 +132,7 @@ static void usage(FILE *f) {
 "Columns without missing pixels are smoothed as is when there is no --mask.\n"
 "Per column, stderr says how many pixels were missing and became UNSEEN.\n"
 "Other:\n"
-"  --threads N          CPU threads (default: all, %d here)\n"
+"  --threads N          CPU threads; 0 or none: all cores (%d here)\n"
 "  --max-memory SIZE    arkcos: memory a plan may hold (bytes, or 8G, 500M);\n"
 "                       default the memory available now; a plan estimated\n"
 "                       above it is refused before it allocates (exit 1)\n"
@@ -270,8 +270,9 @@ static int set_memory_option(smooth_args *a, const char *name, const char *val) 
 /* The integers: --threads, --lmax, --oversample (checked, then ignored), --iter. */
 static int set_integer_option(smooth_args *a, const char *name, const char *val) {
   if (!strcmp(name, "--threads")) {
-    if (!parse_long(val, &a->threads) || a->threads < 1 || a->threads > 4096)
-      return smooth_usage_error("--threads: '%s' is not an integer in [1, 4096]", val);
+    if (!parse_long(val, &a->threads) || a->threads < 0 || a->threads > 4096)
+      return smooth_usage_error("--threads: '%s' is not an integer in [0, 4096] (0: all cores)", val);
+    if (a->threads == 0) a->threads = omp_get_max_threads(); /* 0: all cores */
   } else if (!strcmp(name, "--lmax")) {
     if (!parse_long(val, &a->lmax))
       return smooth_usage_error("--lmax: '%s' is not an integer", val);

@@ -2,6 +2,8 @@
 # Installs the Debian packages ARKCoS bench needs. With --if-missing it
 # does nothing when they are all present (what `make test` calls).
 set -euo pipefail
+# the Python package's test (tests/test_python.sh): a venv with pip and setuptools
+py_pkgs=(python3-numpy python3-venv python3-setuptools python3-wheel)
 pkgs=(gcc g++ make libfftw3-dev libsharp-dev libcfitsio-dev libjansson-dev libchealpix-dev
       python3-healpy gnuplot-nox pkg-config bsdutils)
 # Optional group: OpenMPI for `make MPI=1` / `make mpi` and tests/test_mpi.sh
@@ -12,7 +14,7 @@ if [ "${1:-}" != "--if-missing" ] && [ "${ARKCOS_NO_MPI:-0}" != 1 ]; then
   pkgs+=(libopenmpi-dev openmpi-bin)
 fi
 missing=()
-for p in "${pkgs[@]}"; do
+for p in "${pkgs[@]}" "${py_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
 if [ "${#missing[@]}" -eq 0 ]; then

@@ -118,7 +118,7 @@ expect_fail "lmax w/o fsht"   "--lmax"             "$O" "$C" "$O" "${G[@]}" --lm
 expect_fail "mode w/ direct"  "--mode"             "$O" "$C" "$O" "${G[@]}" --method direct --mode paper
 expect_fail "unknown method"  "--method"           "$O" "$C" "$O" "${G[@]}" --method magic
 expect_fail "unknown mode"    "--mode"             "$O" "$C" "$O" "${G[@]}" --mode fast
-expect_fail "threads 0"       "--threads"          "$O" "$C" "$O" "${G[@]}" --threads 0
+expect_fail "threads -1"      "--threads"          "$O" "$C" "$O" "${G[@]}" --threads -1
 expect_fail "tophat 0"        "--tophat-deg"       "$O" "$C" "$O" --tophat-deg 0
 expect_fail "tophat negative" "--tophat-deg"       "$O" "$C" "$O" --tophat-deg -5
 expect_fail "tophat 180.5"    "--tophat-deg"       "$O" "$C" "$O" --tophat-deg 180.5
@@ -180,6 +180,11 @@ expect_fail "output exists"   "--force"            "$T/none" "$C" "$O" "${G[@]}"
   bad "--force: $(cat "$T/stderr")"
 [ "$(cksum <"$O")" != "$cksum_before" ] && ok || bad "--force did not replace the output"
 [ -z "$(find "$T" -name '*.tmp-*' -print -quit)" ] && ok || bad "temporary file left after --force"
+
+# --threads 0: all cores, as in sweep configs
+"$ARKCOS" smooth "$C" "$T/threads0.fits" "${G[@]}" --threads 0 >"$T/stdout" 2>"$T/stderr" &&
+  grep -q "threads=$(nproc) " "$T/stdout" && ok ||
+  bad "--threads 0 is not all cores: $(cat "$T/stdout" "$T/stderr")"
 
 # ---------------------------------------------- several inputs, one plan
 "$ARKCOS" smooth "$C" "$T/rand.fits" "$T/rand2.fits" "$T/many/" "${G[@]}" --threads 2 \

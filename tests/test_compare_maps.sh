@@ -101,6 +101,9 @@ expect2 "one map" "$T/a.fits"
 expect2 "three maps" "$T/a.fits" "$T/a.fits" "$T/a.fits"
 expect2 "unknown option" "$T/a.fits" "$T/a.fits" --frobnicate
 "$ARKCOS" compare-maps --help | grep -q frac_rms && ok || bad "--help"
+expect2 "--threads -1" "$T/a.fits" "$T/twice.fits" --lmax 8 --threads -1
+"$ARKCOS" compare-maps "$T/a.fits" "$T/twice.fits" --lmax 8 --threads 0 >/dev/null && ok ||
+  bad "--threads 0 (all cores) refused"
 
 echo "TESTS $pass $fail"
 [ $fail -eq 0 ]

@@ -54,6 +54,12 @@ for k in (\"arkcos\", \"fftw\", \"libsharp\", \"cfitsio\", \"jansson\", \"cuda_r
     assert isinstance(m[\"versions\"][k], str) and m[\"versions\"][k], k
 '"
 GPU_PRESENT=$("$ARKCOS" info --json | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["gpus"]))')
+check "info prints each line once" bash -c "[ -z \"\$('$ARKCOS' info | sort | uniq -d)\" ]"
+if [ "$GPU_PRESENT" = 0 ]; then
+  check "info says which backend runs" bash -c "'$ARKCOS' info | grep -Eq '^backend +(no CUDA device: CPU backend|CPU backend \(built without CUDA\))'"
+else
+  check "info says which backend runs" bash -c "'$ARKCOS' info | grep -q '^backend  *GPU'"
+fi
 
 # ------------------------------------------------------------ config errors
 base='"grid": {"nside": [8]}, "kernels": [{"type": "gaussian", "fwhm_arcmin": 600, "cutoff_deg": 15.3}], "methods": [{"name": "arkcos"}]'

@@ -156,6 +156,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       return 2;
     }
   }
+  if (a->threads == 0) a->threads = omp_get_max_threads(); /* 0: all cores */
   if (a->repeats < 1 || a->frep < 1 || a->threads < 1 || !(a->tophat_px >= 0) || !(a->accuracy > 0)) {
     fprintf(stderr, "bench: repeats and threads must be >= 1, --tophat-px >= 0, --accuracy > 0\n");
     return 2;

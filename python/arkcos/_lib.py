@@ -1,0 +1,90 @@
+"""ctypes declarations of the engine's public interface (arkcos/arkcos.h).
+
+The library is the libarkcos.so.1 bundled beside this file by
+`pip install ./python`, or the one ARKCOS_PYTHON_LIBRARY names.
+
+The structures mirror the header field by field; the package's tests check
+their sizes and offsets against the C compiler's. ctypes releases the GIL
+for every call into the library.
+"""
+import ctypes
+import os
+from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_int, c_int64, c_size_t,
+                    c_void_p)
+
+ARKCOS_OK, ARKCOS_ERUNTIME, ARKCOS_EINVAL, ARKCOS_ENOMEM, ARKCOS_EIO, ARKCOS_ENODEV = range(6)
+KERNEL_GAUSSIAN, KERNEL_TOPHAT, KERNEL_TABLE = range(3)
+MODE_ENHANCED, MODE_PAPER = range(2)
+DOUBLE, SINGLE = range(2)
+BACKEND_AUTO, BACKEND_CPU, BACKEND_GPU = range(3)
+
+
+class Error(Structure):
+    _fields_ = [("code", c_int), ("msg", c_char * 512)]
+
+
+class Geometry(Structure):
+    _fields_ = [("kind", c_int), ("nside", c_int64), ("npix", c_int64), ("nrings", c_int),
+                ("rings", c_void_p)]
+
+
+class KernelSpec(Structure):
+    _fields_ = [("type", c_int), ("fwhm", c_double), ("alpha", POINTER(c_double)),
+                ("value", POINTER(c_double)), ("ntable", c_int), ("cutoff", c_double),
+                ("cutoff_rel", c_double)]
+
+
+class Options(Structure):
+    _fields_ = [("mode", c_int), ("precision", c_int), ("backend", c_int), ("threads", c_int),
+                ("cache_kernel_spectra", c_int), ("device", c_int), ("oversample", c_int),
+                ("accuracy", c_double), ("spin", c_int)]
+
+
+class StageTimes(Structure):
+    _fields_ = [(name, c_double) for name in
+                ("map_fft", "kernel_eval", "kernel_fft", "reduction", "map_ifft", "h2d", "d2h",
+                 "other", "total", "direct")]
+
+
+STRUCTS = {"arkcos_error": Error, "arkcos_geometry": Geometry,
+           "arkcos_kernel_spec": KernelSpec, "arkcos_options": Options,
+           "arkcos_stage_times": StageTimes}
+
+_dbl = POINTER(c_double)
+_err = POINTER(Error)
+
+# name: (restype, argtypes)
+_FUNCTIONS = {
+    "arkcos_geometry_healpix": (POINTER(Geometry), [c_int64, _err]),
+    "arkcos_geometry_destroy": (None, [c_void_p]),
+    "arkcos_kernel_create": (c_void_p, [POINTER(KernelSpec), _err]),
+    "arkcos_kernel_from_beam": (c_void_p, [_dbl, c_int, c_double, _err]),
+    "arkcos_kernel_destroy": (None, [c_void_p]),
+    "arkcos_kernel_cutoff": (c_double, [c_void_p]),
+    "arkcos_kernel_cutoff_level": (c_double, [c_void_p]),
+    "arkcos_options_default": (None, [POINTER(Options)]),
+    "arkcos_plan_create": (c_void_p, [c_void_p, c_void_p, POINTER(Options), _err]),
+    "arkcos_execute": (c_int, [c_void_p, c_void_p, c_void_p, _err]),
+    "arkcos_execute_spin2": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, _err]),
+    "arkcos_plan_stages": (None, [c_void_p, POINTER(StageTimes)]),
+    "arkcos_plan_backend": (c_int, [c_void_p]),
+    "arkcos_plan_memory": (c_size_t, [c_void_p]),
+    "arkcos_plan_note": (c_char_p, [c_void_p]),
+    "arkcos_plan_bound": (c_double, [c_void_p]),
+    "arkcos_plan_exactness": (c_char_p, [c_void_p]),
+    "arkcos_plan_destroy": (None, [c_void_p]),
+}
+
+
+def _load():
+    path = os.environ.get("ARKCOS_PYTHON_LIBRARY") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "libarkcos.so.1")
+    lib = ctypes.CDLL(path)
+    for name, (restype, argtypes) in _FUNCTIONS.items():
+        f = getattr(lib, name)
+        f.restype = restype
+        f.argtypes = argtypes
+    return lib, path
+
+
+lib, LIBRARY_PATH = _load()

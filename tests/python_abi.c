@@ -1,0 +1,45 @@
+/* python_abi.c -- sizes and field offsets of the public structures of
+ * arkcos.h as the C compiler lays them out, one "NAME SIZE" or
+ * "NAME.FIELD OFFSET" per line; tests/python_check.py compares them with
+ * the ctypes declarations of the Python package (python/arkcos/_lib.py). */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "arkcos/arkcos.h"
+
+#define SIZE(T) printf(#T " %zu\n", sizeof(T))
+#define FIELD(T, f) printf(#T "." #f " %zu\n", offsetof(T, f))
+
+int main(void) {
+  SIZE(arkcos_error);
+  FIELD(arkcos_error, code);
+  FIELD(arkcos_error, msg);
+  SIZE(arkcos_geometry);
+  FIELD(arkcos_geometry, nside);
+  FIELD(arkcos_geometry, npix);
+  FIELD(arkcos_geometry, nrings);
+  FIELD(arkcos_geometry, rings);
+  SIZE(arkcos_kernel_spec);
+  FIELD(arkcos_kernel_spec, type);
+  FIELD(arkcos_kernel_spec, fwhm);
+  FIELD(arkcos_kernel_spec, alpha);
+  FIELD(arkcos_kernel_spec, value);
+  FIELD(arkcos_kernel_spec, ntable);
+  FIELD(arkcos_kernel_spec, cutoff);
+  FIELD(arkcos_kernel_spec, cutoff_rel);
+  SIZE(arkcos_options);
+  FIELD(arkcos_options, mode);
+  FIELD(arkcos_options, precision);
+  FIELD(arkcos_options, backend);
+  FIELD(arkcos_options, threads);
+  FIELD(arkcos_options, cache_kernel_spectra);
+  FIELD(arkcos_options, device);
+  FIELD(arkcos_options, oversample);
+  FIELD(arkcos_options, accuracy);
+  FIELD(arkcos_options, spin);
+  SIZE(arkcos_stage_times);
+  FIELD(arkcos_stage_times, map_fft);
+  FIELD(arkcos_stage_times, total);
+  FIELD(arkcos_stage_times, direct);
+  return 0;
+}

@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""python_check.py -- the Python package (python/arkcos) against `arkcos smooth`
+and healpy. Run by tests/test_python.sh with the Python of a virtual
+environment the package was pip-installed into (not a test_*.py: the system
+Python that runs those has no package).
+
+arguments: ARKCOS (the binary), WORKDIR, ABI (output of tests/python_abi.c)
+Last line: "TESTS <passed> <failed>".
+"""
+import math
+import os
+import subprocess
+import sys
+import threading
+import tracemalloc
+import warnings
+
+import numpy as np
+
+import arkcos
+from arkcos import _lib
+
+ARKCOS, D, ABI = sys.argv[1:4]
+passed = failed = 0
+ARCMIN = math.pi / (180.0 * 60.0)  # as harness/cmd_smooth.c
+DEG = math.pi / 180.0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL", what)
+
+
+def check_le(what, value, bound):
+    print(f"  {what:<64} {value:.3e} (bound {bound:.1e})")
+    check(value <= bound, f"{what} = {value:.3e} exceeds {bound:.1e}")
+
+
+def same_bits(a, b):
+    """Equal to the last bit (healpy reads FITS as big-endian arrays)."""
+    a, b = np.asarray(a), np.asarray(b)
+    a, b = a.astype(a.dtype.newbyteorder("=")), b.astype(b.dtype.newbyteorder("="))
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def raises(exc, f, *args, contains="", **kw):
+    try:
+        f(*args, **kw)
+    except exc as e:
+        if contains in str(e):
+            return True
+        print(f"  message without '{contains}': {e}")
+        return False
+    except Exception as e:  # noqa: BLE001 -- the wrong kind is the failure
+        print(f"  {type(e).__name__} instead of {exc.__name__}: {e}")
+        return False
+    return False
+
+
+# ------------------------------------------------------------------- ABI
+def check_abi():
+    structs = _lib.STRUCTS
+    bad = []
+    for line in open(ABI):
+        name, value = line.split()
+        value = int(value)
+        if "." in name:
+            s, f = name.split(".")
+            got = getattr(structs[s], f).offset
+        else:
+            got = __import__("ctypes").sizeof(structs[name])
+        if got != value:
+            bad.append(f"{name}: C {value}, ctypes {got}")
+    check(not bad, f"ctypes layouts differ from arkcos.h: {bad}")
+
+
+check_abi()
+
+try:
+    import healpy as hp
+except ImportError:
+    hp = None
+    print("SKIP healpy is not importable: no FITS fixtures, no comparison with healpy")
+    print(f"TESTS {passed} {failed}")
+    sys.exit(0)
+warnings.simplefilter("ignore")
+warnings.simplefilter("always", arkcos.ArkcosWarning)
+
+
+def smooth_cli(inp, out, *args):
+    r = subprocess.run([ARKCOS, "smooth", inp, out, "--force", *map(str, args)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"arkcos smooth {inp} {' '.join(map(str, args))}: {r.stderr}")
+    return r.stdout
+
+
+def read(path, nest=False, dtype=None):
+    m = hp.read_map(path, field=None, nest=nest, dtype=dtype)
+    return m
+
+
+# ---------------------------------------------------- fixtures (nside 32)
+NSIDE = 32
+NPIX = 12 * NSIDE ** 2
+rng = np.random.default_rng(18)
+ell = np.arange(3 * NSIDE)
+cl = 1.0 / (ell + 10.0) ** 2
+np.random.seed(18)
+iqu = hp.synfast([cl, cl / 10, cl / 20, cl / 40], NSIDE, lmax=2 * NSIDE, new=True)
+m = iqu[0] + 0.01 * rng.standard_normal(NPIX)
+F = 400.0                   # arcmin: 3.6 pixels per FWHM at nside 32
+FWHM = F * ARCMIN
+hp.write_map(f"{D}/m.fits", m, dtype=np.float64, overwrite=True)
+hp.write_map(f"{D}/m32.fits", m, dtype=np.float32, overwrite=True)
+hp.write_map(f"{D}/mnest.fits", hp.reorder(m, r2n=True), nest=True, dtype=np.float64,
+             overwrite=True)
+hp.write_map(f"{D}/iqu.fits", iqu, dtype=np.float64, overwrite=True)
+holes = m.copy()
+holes[hp.query_disc(NSIDE, hp.ang2vec(1.0, 2.0), math.radians(12))] = hp.UNSEEN
+holes[rng.choice(NPIX, 40, replace=False)] = hp.UNSEEN
+hp.write_map(f"{D}/holes.fits", holes, dtype=np.float64, overwrite=True)
+iqu_holes = iqu.copy()
+iqu_holes[1, hp.query_disc(NSIDE, hp.ang2vec(0.3, 1.0), math.radians(10))] = hp.UNSEEN
+iqu_holes[:, rng.choice(NPIX, 25, replace=False)] = hp.UNSEEN
+hp.write_map(f"{D}/iqu_holes.fits", iqu_holes, dtype=np.float64, overwrite=True)
+
+# Every `arkcos smooth` first: FFTW loads its wisdom once per process, so the
+# package must see the FFT plans (FFTW_MEASURE) that the command chose and
+# saved; otherwise the results agree to rounding only (~1e-16).
+smooth_cli(f"{D}/m.fits", f"{D}/m_s.fits", "--fwhm-arcmin", F, "--threads", 2)
+smooth_cli(f"{D}/m.fits", f"{D}/m_s0.fits", "--fwhm-arcmin", F, "--threads", 0)
+smooth_cli(f"{D}/m.fits", f"{D}/m_cut.fits", "--fwhm-arcmin", F, "--cutoff-deg", 7.3)
+smooth_cli(f"{D}/m.fits", f"{D}/m_rel.fits", "--fwhm-arcmin", F, "--cutoff-rel", 1e-8)
+smooth_cli(f"{D}/m.fits", f"{D}/m_top.fits", "--tophat-deg", 6.1)
+smooth_cli(f"{D}/m32.fits", f"{D}/m32_s.fits", "--fwhm-arcmin", F)
+smooth_cli(f"{D}/mnest.fits", f"{D}/mnest_s.fits", "--fwhm-arcmin", F)
+smooth_cli(f"{D}/holes.fits", f"{D}/holes_s.fits", "--fwhm-arcmin", F)
+smooth_cli(f"{D}/holes.fits", f"{D}/holes_w0.fits", "--fwhm-arcmin", F, "--min-weight", 0.1)
+smooth_cli(f"{D}/iqu.fits", f"{D}/iqu_s.fits", "--fwhm-arcmin", F)
+smooth_cli(f"{D}/iqu.fits", f"{D}/iqu_np.fits", "--fwhm-arcmin", F, "--no-pol")
+smooth_cli(f"{D}/iqu_holes.fits", f"{D}/iqu_holes_s.fits", "--fwhm-arcmin", F)
+
+# ------------------------------------------- bit for bit with arkcos smooth
+print("against arkcos smooth (same kernel, threads 2):")
+ref = read(f"{D}/m_s.fits")
+out = arkcos.smoothing(m, fwhm=FWHM, threads=2)
+check(same_bits(out, ref), "smoothing(m) differs from arkcos smooth: max "
+      f"{np.max(np.abs(out - ref)):.3e}")
+out0 = arkcos.smoothing(m, fwhm=FWHM, threads=0)
+check(same_bits(out0, read(f"{D}/m_s0.fits")), "threads=0 differs from --threads 0")
+check(same_bits(arkcos.smoothing(m, sigma=FWHM / math.sqrt(8 * math.log(2)), threads=2), ref)
+      or np.max(np.abs(arkcos.smoothing(m, sigma=FWHM / math.sqrt(8 * math.log(2))) - ref))
+      < 1e-14, "sigma= is not fwhm / sqrt(8 ln 2)")
+
+check(same_bits(arkcos.smoothing(m, fwhm=FWHM, cutoff=7.3 * DEG), read(f"{D}/m_cut.fits")),
+      "cutoff= differs from --cutoff-deg")
+check(same_bits(arkcos.smoothing(m, fwhm=FWHM, cutoff_rel=1e-8), read(f"{D}/m_rel.fits")),
+      "cutoff_rel= differs from --cutoff-rel")
+check(same_bits(arkcos.smoothing(m, tophat=6.1 * DEG), read(f"{D}/m_top.fits")),
+      "tophat= differs from --tophat-deg")
+
+# float32: computed in double as arkcos smooth does, returned as float32
+m32 = read(f"{D}/m32.fits", dtype=np.float32)
+ref32 = read(f"{D}/m32_s.fits", dtype=np.float32)
+out32 = arkcos.smoothing(m32, fwhm=FWHM)
+check(out32.dtype == np.float32 and ref32.dtype == np.float32, f"float32 in gave {out32.dtype}")
+check(same_bits(out32, ref32), "float32 map differs from arkcos smooth on a float32 file")
+outs = arkcos.smoothing(m32, fwhm=FWHM, precision="single")
+check(outs.dtype == np.float32, "precision='single' does not return float32")
+check_le("precision='single' against double, max relative",
+         float(np.max(np.abs(outs - out32)) / np.max(np.abs(out32))), 1e-5)  # measured 2.0e-7
+
+# NESTED
+mn = read(f"{D}/mnest.fits", nest=True)
+outn = arkcos.smoothing(mn, fwhm=FWHM, nest=True)
+check(same_bits(outn, read(f"{D}/mnest_s.fits", nest=True)), "nest=True differs from a NESTED file")
+check(same_bits(outn, hp.reorder(ref, r2n=True)), "nest=True is not the RING result reordered")
+check(np.array_equal(arkcos.nest2ring(NSIDE), hp.nest2ring(NSIDE, np.arange(NPIX))),
+      "nest2ring differs from healpy")
+check(raises(ValueError, arkcos.smoothing, np.zeros(12 * 3 ** 2), fwhm=1.0, nest=True,
+             contains="power of 2"), "nest=True with nside 3 accepted")
+
+# UNSEEN: left out, normalised, UNSEEN where A(w) < 0.5
+refh = read(f"{D}/holes_s.fits")
+outh = arkcos.smoothing(holes, fwhm=FWHM)
+check(same_bits(outh, refh), "UNSEEN map differs from arkcos smooth")
+nun = int(np.sum(outh == hp.UNSEEN))
+print(f"  UNSEEN: {int(np.sum(holes == hp.UNSEEN))} missing pixels in, {nun} UNSEEN out")
+check(0 < nun < int(np.sum(holes == hp.UNSEEN)), "no UNSEEN output, or more than missing input")
+masked = np.ma.masked_array(m, mask=holes == hp.UNSEEN)
+check(same_bits(arkcos.smoothing(masked, fwhm=FWHM), outh), "a masked array differs from UNSEEN")
+nan = np.where(holes == hp.UNSEEN, np.nan, holes)
+check(same_bits(arkcos.smoothing(nan, fwhm=FWHM), outh), "NaN differs from UNSEEN")
+check(same_bits(holes, np.where(nan != nan, hp.UNSEEN, holes)), "input map was modified")
+check(same_bits(arkcos.smoothing(holes, fwhm=FWHM, min_weight=0.1), read(f"{D}/holes_w0.fits")),
+      "min_weight=0.1 differs from --min-weight 0.1")
+
+# pol=True: I scalar, Q, U one spin-2 field; pol=False: all scalars
+refp = read(f"{D}/iqu_s.fits")
+outp = arkcos.smoothing(iqu, fwhm=FWHM)          # healpy's default pol=True
+check(same_bits(outp, refp), "pol=True differs from arkcos smooth on I, Q, U")
+check(same_bits(arkcos.smoothing(iqu, fwhm=FWHM, pol=False), read(f"{D}/iqu_np.fits")),
+      "pol=False differs from --no-pol")
+check(not same_bits(outp, arkcos.smoothing(iqu, fwhm=FWHM, pol=False)), "pol has no effect")
+check(same_bits(arkcos.smoothing(iqu_holes, fwhm=FWHM), read(f"{D}/iqu_holes_s.fits")),
+      "I, Q, U with UNSEEN differ from arkcos smooth")
+check(same_bits(arkcos.smoothing(list(iqu), fwhm=FWHM), outp), "a list of maps differs")
+
+# ------------------------------------------------------------------ Plan
+print("Plan:")
+plan = arkcos.Plan(NSIDE, fwhm=FWHM, threads=2)
+maps = [m, holes, m * 2.5 + 1]
+seq = [plan(x) for x in maps]
+check(same_bits(seq[0], ref) and same_bits(seq[1], refh),
+      "a Plan (kernel spectra cached) differs from arkcos smooth")
+check(same_bits(plan(m), seq[0]), "a Plan's second call differs from its first")
+check(same_bits(plan(iqu), outp), "a Plan on I, Q, U differs from smoothing")
+o = np.empty(NPIX)
+check(plan(m, out=o) is o and same_bits(o, ref), "out= not filled")
+print(f"  {plan!r}, memory {plan.memory / 1e6:.1f} MB")
+check(0 < plan.bound < 1e-10, f"bound {plan.bound}")
+check(plan.backend in ("cpu", "gpu") and plan.stages()["total"] > 0, "backend or stages")
+
+# several threads on one plan: serialised, each result as alone
+results = [None] * 8
+def worker(k):
+    results[k] = plan(maps[k % 3])
+ts = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+check(all(same_bits(results[k], seq[k % 3]) for k in range(8)),
+      "8 threads on one Plan differ from the calls one after another")
+
+# the GIL is released while the engine runs: this thread keeps counting
+big = arkcos.Plan(256, fwhm=3 * hp.nside2resol(256), threads=1)
+x = np.random.default_rng(1).standard_normal(12 * 256 ** 2)
+big(x)
+t = threading.Thread(target=big, args=(x,))
+count = 0
+t.start()
+while t.is_alive():
+    count += 1
+t.join()
+print(f"  main thread counted to {count} while a call ran (GIL released; held: ~0)")
+check(count > 5000, f"main thread counted to {count} only: the GIL is held during execute")
+
+# contiguous float64 maps are not copied (out= given): nothing of map size
+tracemalloc.start()
+big(x, out=np.empty_like(x))
+tracemalloc.reset_peak()
+o = np.empty_like(x)
+base = tracemalloc.get_traced_memory()[0]
+big(x, out=o)
+peak = tracemalloc.get_traced_memory()[1] - base
+tracemalloc.stop()
+check_le("Python allocations in one call, bytes (map: 6.3 MB)", float(peak), 1e5)
+big.close()
+
+# ---------------------------------------------------------------- errors
+print("errors:")
+check(raises(ValueError, arkcos.smoothing, m, tophat=4.0, contains="cutoff"),
+      "tophat beyond pi: no ValueError with the C message")
+check(issubclass(arkcos.ArkcosError, ValueError), "ArkcosError is not a ValueError")
+check(raises(ValueError, arkcos.smoothing, m, contains="exactly one kernel"), "no kernel accepted")
+check(raises(ValueError, arkcos.smoothing, m, fwhm=FWHM, tophat=0.1, contains="exactly one"),
+      "two kernels accepted")
+check(raises(ValueError, arkcos.smoothing, np.zeros(1000), fwhm=FWHM, contains="HEALPix"),
+      "1000 pixels accepted")
+check(raises(ValueError, plan, np.zeros(12 * 16 ** 2), contains="nside 32"),
+      "a map of another nside accepted by a Plan")
+check(raises(ValueError, arkcos.smoothing, iqu, fwhm=FWHM, precision="single",
+             contains="double precision"), "pol=True in single precision accepted")
+check(raises(ValueError, arkcos.smoothing, m, fwhm=0.2 * hp.nside2resol(NSIDE),
+             contains="pixel"), "a sub-pixel Gaussian accepted")
+check(raises(ValueError, arkcos.smoothing, m, fwhm=FWHM, threads=-1), "threads=-1 accepted")
+bl_cut = np.ones(40)  # a sharp harmonic cut rings: the engine refuses it
+check(raises(ValueError, arkcos.smoothing, m, beam_window=bl_cut, contains="ring"),
+      "a ringing beam_window accepted")
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always", arkcos.ArkcosWarning)
+    arkcos.smoothing(m, fwhm=FWHM, lmax=2 * NSIDE, iter=1)
+check(any("lmax" in str(x.message) and "ignored" in str(x.message) for x in w),
+      "lmax= is not reported as ignored")
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always", arkcos.ArkcosWarning)
+    arkcos.smoothing(m, fwhm=1.6 * hp.nside2resol(NSIDE))
+check(any("pixels" in str(x.message) for x in w), "no warning at 1.6 pixels per FWHM")
+
+# ------------------------------------------------- against healpy.smoothing
+print("against healpy.smoothing (nside 64, band-limited maps, lmax 2 nside):")
+N2 = 64
+np.random.seed(5)
+cl2 = 1.0 / (np.arange(3 * N2) + 10.0) ** 2
+iqu2 = hp.synfast([cl2, cl2 / 10, cl2 / 20, cl2 / 40], N2, lmax=2 * N2, new=True)
+
+
+def rel(a, b):
+    return float(np.sqrt(np.mean((a - b) ** 2) / np.mean(b ** 2)))
+
+
+# The pixel sum is a quadrature of the convolution that healpy computes in
+# harmonic space: the difference is that quadrature's, and falls as 1 / nside
+# (measured at nside 128: 4.0e-4 and 2.5e-4 for I). Measured here (nside 64):
+# I 8.3e-4, P 9.0e-4 at 2.8 pixels per FWHM; I 5.7e-4, P 6.3e-4 at 5;
+# beam_window 5.7e-4; Q, U smoothed as scalars 41 and 107 times worse in P.
+def p_rel(a, h):
+    return math.sqrt(np.mean((a[1] - h[1]) ** 2 + (a[2] - h[2]) ** 2)
+                     / np.mean(h[1] ** 2 + h[2] ** 2))
+
+
+for ppf, bi, bp in ((2.8, 1.1e-3, 1.2e-3), (5.0, 7.5e-4, 8e-4)):
+    fw = ppf * hp.nside2resol(N2)
+    a = arkcos.smoothing(iqu2, fwhm=fw, cutoff_rel=1e-8)
+    h = hp.smoothing(iqu2, fwhm=fw, lmax=3 * N2 - 1, iter=3)
+    check_le(f"I at {ppf} pixels per FWHM, relative rms", rel(a[0], h[0]), bi)
+    check_le(f"P at {ppf} pixels per FWHM, relative rms", p_rel(a, h), bp)
+    scalar = arkcos.smoothing(iqu2, fwhm=fw, cutoff_rel=1e-8, pol=False)
+    print(f"  P with Q, U as scalars (pol=False): {p_rel(scalar, h):.3e}")
+    check(p_rel(scalar, h) > 10 * p_rel(a, h), "pol=False is not far worse than pol=True")
+fw = 5.0 * hp.nside2resol(N2)
+bl = hp.gauss_beam(fw, lmax=4 * N2)
+a = arkcos.smoothing(iqu2[0], beam_window=bl)
+h = hp.smoothing(iqu2[0], beam_window=bl, lmax=3 * N2 - 1, iter=3)
+check_le("I with beam_window = gauss_beam at 5 pixels, relative rms", rel(a, h), 7.5e-4)
+
+print(f"TESTS {passed} {failed}")
