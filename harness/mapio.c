@@ -445,20 +445,26 @@ static int read_pixel_index(col_reader *r, arkcos_error *err) {
   return ARKCOS_OK;
 }
 
+static int reader_oom(const hpx_header *h, int want, arkcos_error *err) {
+  return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory reading %d map(s) of %lld pixels",
+                     h->path, want, (long long)h->npix);
+}
+
 /* The buffers the file's layout needs (none for a full-sky RING map), and
- * the pixel index of a partial-sky map. 1 if out of memory. */
-static int prepare_reader(col_reader *r, arkcos_error *err) {
+ * the pixel index of a partial-sky map, checked: an index outside the map
+ * (EINVAL) must stop the read before any pixel is stored by it. */
+static int prepare_reader(col_reader *r, int want, arkcos_error *err) {
   const hpx_header *h = r->h;
   if (h->explicit_index || h->nested) {
     long long nbuf = h->explicit_index ? h->nvalues
                      : h->nvalues < HPX_CHUNK ? h->nvalues
                                               : HPX_CHUNK;
     r->buf = malloc(sizeof *r->buf * (size_t)(nbuf > 0 ? nbuf : 1));
-    if (!r->buf) return 1;
+    if (!r->buf) return reader_oom(h, want, err);
   }
   if (!h->explicit_index) return ARKCOS_OK;
   r->pixel = malloc(sizeof *r->pixel * (size_t)(h->nvalues > 0 ? h->nvalues : 1));
-  if (!r->pixel) return 1;
+  if (!r->pixel) return reader_oom(h, want, err);
   return read_pixel_index(r, err);
 }
 
@@ -526,11 +532,8 @@ static int read_columns(const hpx_header *h, double ***maps_out, int *ncols,
                        h->ncols, want);
   col_reader r = {.h = h, .bad_value = bad_value};
   double **maps = calloc((size_t)want, sizeof *maps);
-  int rc = reopen_table(&r, err);
-  if (!rc && (!maps || prepare_reader(&r, err) == 1))
-    rc = arkcos_fail(err, ARKCOS_ENOMEM,
-                     "%s: out of memory reading %d map(s) of %lld pixels",
-                     h->path, want, (long long)h->npix);
+  int rc = maps ? reopen_table(&r, err) : reader_oom(h, want, err);
+  if (!rc) rc = prepare_reader(&r, want, err);
   if (!rc) rc = read_all_columns(&r, maps, want, nbad, err);
   close_quietly(r.fp);
   free(r.buf);
