@@ -172,18 +172,39 @@ static int check_input_path(const char *path, arkcos_error *err) {
 /* NSIDE: mandatory. healpy itself infers nside from the data length, but a
  * table without NSIDE is not what DESIGN.md calls a HEALPix map, and the
  * length check needs an independent value. */
+/* The value is read as text and converted here: CFITSIO 4.2's own
+ * conversion (ffc2j) overflows its message buffer on a long value that is
+ * not a number, and the fortified library aborts (found by fuzz_fits). */
 static int read_nside(fitsfile *fp, hpx_header *h, arkcos_error *err) {
   int status = 0;
-  long long nside = 0;
-  fits_read_key(fp, TLONGLONG, "NSIDE", &nside, NULL, &status);
+  char value[FLEN_VALUE] = "", *end = NULL;
+  fits_read_keyword(fp, "NSIDE", value, NULL, &status);
   if (status == KEY_NO_EXIST) {
     fits_clear_errmsg();
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "%s: not a HEALPix map (NSIDE keyword missing)", h->path);
   }
   if (status)
-    return fits_fail(err, ARKCOS_EINVAL, h->path, status,
-                     "NSIDE is not an integer");
+    return fits_fail(err, ARKCOS_EINVAL, h->path, status, "cannot read NSIDE");
+  /* an integer, or a real with an integral value, or either quoted, as
+   * CFITSIO accepts them (it truncated 1.5 to 1: refused here) */
+  char *v = value;
+  size_t n = strlen(v);
+  if (n >= 2 && v[0] == '\'' && v[n - 1] == '\'') {
+    v[n - 1] = 0;
+    v++;
+  }
+  errno = 0;
+  long long nside = strtoll(v, &end, 10);
+  while (*end == ' ') end++;
+  if (end == v || *end || errno) {
+    double d = strtod(v, &end);
+    while (*end == ' ') end++;
+    if (end == v || *end || !(fabs(d) < 1e18) || d != floor(d))
+      return arkcos_fail(err, ARKCOS_EINVAL, "%s: NSIDE = %.40s is not an integer",
+                         h->path, v);
+    nside = (long long)d;
+  }
   if (nside < 1 || nside > HPX_NSIDE_MAX)
     return arkcos_fail(err, ARKCOS_EINVAL, "%s: NSIDE = %lld is outside [1, %lld]",
                        h->path, nside, (long long)HPX_NSIDE_MAX);
@@ -327,7 +348,9 @@ void hpx_header_free(hpx_header *h) {
 
 /* ------------------------------------------------- headers before CFITSIO */
 
-/* An integer keyword's value (after the '=' of column 9); 0 if it is none. */
+/* The integer a keyword's value starts with (after the '=' of column 9),
+ * trailing text ignored as CFITSIO's header parser ignores it; 0 if there
+ * is none. */
 static int card_int(const char *card, long long *v) {
   char buf[72];
   memcpy(buf, card + 9, 71);
@@ -335,12 +358,11 @@ static int card_int(const char *card, long long *v) {
   char *end;
   errno = 0;
   *v = strtoll(buf, &end, 10);
-  while (*end == ' ') end++;
-  return end != buf && !errno && (*end == 0 || *end == '/');
+  return end != buf && !errno;
 }
 
 /* One header (from the file position to its END card): the TTYPEn cards
- * must hold quoted strings; the sizes that locate the next header are
+ * must hold quoted strings, TFIELDS be at most 999; the sizes that locate the next header are
  * returned in *data_bytes (-1 when they cannot be read). 1 at the end of the
  * file, 0 after END, EINVAL for a bad TTYPEn. */
 static int scan_header(FILE *f, const char *path, int hdu, long long *data_bytes,
@@ -379,6 +401,10 @@ static int scan_header(FILE *f, const char *path, int hdu, long long *data_bytes
         pcount = v;
       } else if (!memcmp(card, "GCOUNT  ", 8) && card_int(card, &v)) {
         gcount = v;
+      } else if (!memcmp(card, "TFIELDS ", 8) && card_int(card, &v) && (v < 0 || v > 999)) {
+        return arkcos_fail(err, ARKCOS_EINVAL,
+                           "%s: HDU %d, header card %d: TFIELDS = %lld is outside [0, 999] (FITS)",
+                           path, hdu, 36 * b + c + 1, v);
       }
     }
   }
@@ -388,8 +414,11 @@ static int scan_header(FILE *f, const char *path, int hdu, long long *data_bytes
 
 /* CFITSIO 4.2 (Debian 12) copies an unquoted TTYPEn value that fills its
  * card (70 characters) into a 70-byte field with strcpy, and the fortified
- * library aborts the program (found by fuzz_fits). FITS requires TTYPEn to be
- * a quoted string, so every header is checked before CFITSIO parses it: the
+ * library aborts the program (found by fuzz_fits); it also allocates and
+ * initialises TFIELDS column descriptions before any check (15 GB resident
+ * for TFIELDS = 99999999 in an 8 kB file). FITS requires TTYPEn to be a
+ * quoted string and TFIELDS <= 999, so every header is checked before CFITSIO
+ * parses it: the
  * headers are read (a few kB), the data units skipped by their size. Where
  * a header's sizes cannot be read the scan stops and CFITSIO judges the
  * rest. */

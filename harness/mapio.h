@@ -54,7 +54,7 @@ typedef struct hpx_header {
  * failure h holds nothing to free. */
 int hpx_read_header(const char *path, hpx_header *h, arkcos_error *err);
 /* Checks every header of a FITS file for what CFITSIO cannot parse safely
- * (an unquoted TTYPEn), EINVAL naming the HDU and card; called by
+ * (an unquoted TTYPEn, TFIELDS above 999), EINVAL naming the HDU and card; called by
  * hpx_read_header and by every other reader before CFITSIO opens a file. */
 int hpx_fits_check_headers(const char *path, arkcos_error *err);
 void hpx_header_free(hpx_header *h); /* zeroes h; a zeroed h is a no-op */
