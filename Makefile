@@ -5,11 +5,17 @@ CC      ?= cc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 GPU     ?= $(if $(NVCC),1,0)
 ARCHFLAGS ?= -march=native
-CFLAGS  ?= -O3 $(ARCHFLAGS)
+OPTFLAGS ?= -O3
+CFLAGS  ?= $(OPTFLAGS) $(ARCHFLAGS)
 CFLAGS  += -std=c11 -Wall -Wextra -fopenmp -I. -D_GNU_SOURCE
 LDLIBS  += -lfftw3 -lfftw3f -lpthread -lsharp -lcfitsio -ljansson -lm -fopenmp
-CXXFLAGS ?= -O3 $(ARCHFLAGS)
+CXXFLAGS ?= $(OPTFLAGS) $(ARCHFLAGS)
 CXXFLAGS += -std=c++17 -Wall -Wextra -fopenmp -I. -D_GNU_SOURCE
+# instrumentation for every object and link (make sanitize sets it)
+SANFLAGS ?=
+CFLAGS   += $(SANFLAGS)
+CXXFLAGS += $(SANFLAGS)
+LDLIBS   += $(SANFLAGS)
 PROFILE ?= default
 PYTHON  ?= /usr/bin/python3
 
@@ -251,3 +257,37 @@ install: $(BUILD)/arkcos $(SHLIB_LINKS)
 # have been there before).
 uninstall:
 	rm -f $(foreach f,$(INSTALLED),'$(DESTDIR)$(f)')
+
+$(BUILD)/tests/test_fuzz_regress: tests/fuzz/fuzz_entries.h
+
+# Reliability: sanitizers, valgrind and fuzzing, each in its own build
+# folder with a portable -march (valgrind cannot run every -march=native
+# instruction). GPU=0: the CUDA libraries do not run under AddressSanitizer
+# or valgrind.
+.PHONY: sanitize valgrind fuzz fuzz-targets
+PORTABLE_ARCH ?= -march=x86-64
+SAN_BUILD  ?= build-san
+VG_BUILD   ?= build-vg
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := config fits kernel beam results
+SAN_FLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer
+
+sanitize: deps-check
+	$(MAKE) BUILD=$(SAN_BUILD) GPU=0 ARCHFLAGS="$(PORTABLE_ARCH)" OPTFLAGS="-O1 -g" \
+	  SANFLAGS="$(SAN_FLAGS)" all
+	BUILD=$(SAN_BUILD) PYTHON=$(PYTHON) bash scripts/sanitize.sh
+
+valgrind: deps-check
+	$(MAKE) BUILD=$(VG_BUILD) GPU=0 ARCHFLAGS="$(PORTABLE_ARCH)" OPTFLAGS="-O1 -g" $(VG_BUILD)/arkcos
+	BUILD=$(VG_BUILD) bash scripts/valgrind.sh
+
+fuzz: deps-check
+	$(MAKE) BUILD=$(FUZZ_BUILD) GPU=0 CC=clang ARCHFLAGS="$(PORTABLE_ARCH)" OPTFLAGS="-O1 -g" \
+	  SANFLAGS="$(SAN_FLAGS) -fsanitize=fuzzer-no-link" fuzz-targets
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh $(FUZZ_TARGETS)
+
+fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_entries.h $(LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libarkharness.a $(BUILD)/libarkref.a $(BUILD)/libarkcos.a $(LDLIBS) -lstdc++

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "harness/mapio.h"
+
 static int is_fits(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
@@ -31,6 +33,8 @@ static int check_values(const char *path, const double *b, int lmax, arkcos_erro
 static int read_fits(const char *path, const char *column, double **bl, int *lmax, arkcos_error *err) {
   fitsfile *f = NULL;
   int status = 0, hdutype = 0, nhdu = 0;
+  int rc = hpx_fits_check_headers(path, err);
+  if (rc) return rc;
   if (fits_open_diskfile(&f, path, READONLY, &status))
     return arkcos_fail(err, ARKCOS_EINVAL, "%s: cannot open as FITS (CFITSIO status %d)", path, status);
   fits_get_num_hdus(f, &nhdu, &status);

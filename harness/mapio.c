@@ -173,18 +173,39 @@ static int check_input_path(const char *path, arkcos_error *err) {
 /* NSIDE: mandatory. healpy itself infers nside from the data length, but a
  * table without NSIDE is not what DESIGN.md calls a HEALPix map, and the
  * length check needs an independent value. */
+/* The value is read as text and converted here: CFITSIO 4.2's own
+ * conversion (ffc2j) overflows its message buffer on a long value that is
+ * not a number, and the fortified library aborts (found by fuzz_fits). */
 static int read_nside(fitsfile *fp, hpx_header *h, arkcos_error *err) {
   int status = 0;
-  long long nside = 0;
-  fits_read_key(fp, TLONGLONG, "NSIDE", &nside, NULL, &status);
+  char value[FLEN_VALUE] = "", *end = NULL;
+  fits_read_keyword(fp, "NSIDE", value, NULL, &status);
   if (status == KEY_NO_EXIST) {
     fits_clear_errmsg();
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "%s: not a HEALPix map (NSIDE keyword missing)", h->path);
   }
   if (status)
-    return fits_fail(err, ARKCOS_EINVAL, h->path, status,
-                     "NSIDE is not an integer");
+    return fits_fail(err, ARKCOS_EINVAL, h->path, status, "cannot read NSIDE");
+  /* an integer, or a real with an integral value, or either quoted, as
+   * CFITSIO accepts them (it truncated 1.5 to 1: refused here) */
+  char *v = value;
+  size_t n = strlen(v);
+  if (n >= 2 && v[0] == '\'' && v[n - 1] == '\'') {
+    v[n - 1] = 0;
+    v++;
+  }
+  errno = 0;
+  long long nside = strtoll(v, &end, 10);
+  while (*end == ' ') end++;
+  if (end == v || *end || errno) {
+    double d = strtod(v, &end);
+    while (*end == ' ') end++;
+    if (end == v || *end || !(fabs(d) < 1e18) || d != floor(d))
+      return arkcos_fail(err, ARKCOS_EINVAL, "%s: NSIDE = %.40s is not an integer",
+                         h->path, v);
+    nside = (long long)d;
+  }
   if (nside < 1 || nside > HPX_NSIDE_MAX)
     return arkcos_fail(err, ARKCOS_EINVAL, "%s: NSIDE = %lld is outside [1, %lld]",
                        h->path, nside, (long long)HPX_NSIDE_MAX);
@@ -326,9 +347,99 @@ void hpx_header_free(hpx_header *h) {
   memset(h, 0, sizeof *h);
 }
 
+/* ------------------------------------------------- headers before CFITSIO */
+
+/* The integer a keyword's value starts with (after the '=' of column 9),
+ * trailing text ignored as CFITSIO's header parser ignores it; 0 if there
+ * is none. */
+static int card_int(const char *card, long long *v) {
+  char buf[72];
+  memcpy(buf, card + 9, 71);
+  buf[71] = 0;
+  char *end;
+  errno = 0;
+  *v = strtoll(buf, &end, 10);
+  return end != buf && !errno;
+}
+
+/* One header (from the file position to its END card): the TTYPEn cards
+ * must hold quoted strings, TFIELDS be at most 999; the sizes that locate the next header are
+ * returned in *data_bytes (-1 when they cannot be read). 1 at the end of the
+ * file, 0 after END, EINVAL for a bad TTYPEn. */
+static int scan_header(FILE *f, const char *path, int hdu, long long *data_bytes,
+                       arkcos_error *err) {
+  long long bitpix = 0, naxis = -1, pcount = 0, gcount = 1, prod = 1, v;
+  char block[2880];
+  for (int b = 0; b < 100000; b++) {
+    if (fread(block, 1, sizeof block, f) != sizeof block) return 1;
+    for (int c = 0; c < 36; c++) {
+      const char *card = block + 80 * c;
+      if (!memcmp(card, "END     ", 8)) {
+        int ok = bitpix && naxis >= 0 && prod >= 0 && pcount >= 0 && gcount >= 0 &&
+                 prod < (1LL << 50) && pcount < (1LL << 50) && gcount < 1024;
+        long long nb = (bitpix < 0 ? -bitpix : bitpix) / 8;
+        *data_bytes = !ok ? -1 : naxis == 0 ? 0 : nb * gcount * (pcount + prod);
+        return 0;
+      }
+      if (card[8] != '=') continue; /* CFITSIO takes "=" without the blank too */
+      if (!memcmp(card, "TTYPE", 5) && isdigit((unsigned char)card[5])) {
+        int i = 9;
+        while (i < 80 && card[i] == ' ') i++;
+        int klen = 5;
+        while (klen < 8 && card[klen] != ' ') klen++;
+        if (i < 80 && card[i] != '\'')
+          return arkcos_fail(err, ARKCOS_EINVAL,
+                             "%s: HDU %d, header card %d: %.*s is not a quoted string "
+                             "(FITS writes TTYPEn = 'name')",
+                             path, hdu, 36 * b + c + 1, klen, card);
+      } else if (!memcmp(card, "BITPIX  ", 8) && card_int(card, &v)) {
+        bitpix = v;
+      } else if (!memcmp(card, "NAXIS   ", 8) && card_int(card, &v)) {
+        naxis = v;
+      } else if (!memcmp(card, "NAXIS", 5) && isdigit((unsigned char)card[5]) && card_int(card, &v)) {
+        prod = v < 0 || (v > 0 && prod > (1LL << 50) / v) ? -1 : prod * v;
+      } else if (!memcmp(card, "PCOUNT  ", 8) && card_int(card, &v)) {
+        pcount = v;
+      } else if (!memcmp(card, "GCOUNT  ", 8) && card_int(card, &v)) {
+        gcount = v;
+      } else if (!memcmp(card, "TFIELDS ", 8) && card_int(card, &v) && (v < 0 || v > 999)) {
+        return arkcos_fail(err, ARKCOS_EINVAL,
+                           "%s: HDU %d, header card %d: TFIELDS = %lld is outside [0, 999] (FITS)",
+                           path, hdu, 36 * b + c + 1, v);
+      }
+    }
+  }
+  *data_bytes = -1;
+  return 0;
+}
+
+/* CFITSIO 4.2 (Debian 12) copies an unquoted TTYPEn value that fills its
+ * card (70 characters) into a 70-byte field with strcpy, and the fortified
+ * library aborts the program (found by fuzz_fits); it also allocates and
+ * initialises TFIELDS column descriptions before any check (15 GB resident
+ * for TFIELDS = 99999999 in an 8 kB file). FITS requires TTYPEn to be a
+ * quoted string and TFIELDS <= 999, so every header is checked before CFITSIO
+ * parses it: the
+ * headers are read (a few kB), the data units skipped by their size. Where
+ * a header's sizes cannot be read the scan stops and CFITSIO judges the
+ * rest. */
+int hpx_fits_check_headers(const char *path, arkcos_error *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return ARKCOS_OK; /* the open that follows reports it */
+  int rc = ARKCOS_OK;
+  for (int hdu = 1; hdu <= 10000; hdu++) {
+    long long bytes = -1;
+    if ((rc = scan_header(f, path, hdu, &bytes, err)) || bytes < 0) break;
+    if (fseeko(f, (off_t)((bytes + 2879) / 2880 * 2880), SEEK_CUR)) break;
+  }
+  fclose(f);
+  return rc == 1 ? ARKCOS_OK : rc;
+}
+
 int hpx_read_header(const char *path, hpx_header *h, arkcos_error *err) {
   memset(h, 0, sizeof *h);
   int rc = check_input_path(path, err);
+  if (!rc) rc = hpx_fits_check_headers(path, err);
   if (rc) return rc;
   if (!(h->path = strdup(path)))
     return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", path);
@@ -470,20 +581,26 @@ static int read_pixel_index(col_reader *r, arkcos_error *err) {
   return ARKCOS_OK;
 }
 
+static int reader_oom(const hpx_header *h, int want, arkcos_error *err) {
+  return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory reading %d map(s) of %lld pixels",
+                     h->path, want, (long long)h->npix);
+}
+
 /* The buffers the file's layout needs (none for a full-sky RING map), and
- * the pixel index of a partial-sky map. 1 if out of memory. */
-static int prepare_reader(col_reader *r, arkcos_error *err) {
+ * the pixel index of a partial-sky map, checked: an index outside the map
+ * (EINVAL) must stop the read before any pixel is stored by it. */
+static int prepare_reader(col_reader *r, int want, arkcos_error *err) {
   const hpx_header *h = r->h;
   if (h->explicit_index || h->nested) {
     long long nbuf = h->explicit_index ? h->nvalues
                      : h->nvalues < HPX_CHUNK ? h->nvalues
                                               : HPX_CHUNK;
     r->buf = malloc(sizeof *r->buf * (size_t)(nbuf > 0 ? nbuf : 1));
-    if (!r->buf) return 1;
+    if (!r->buf) return reader_oom(h, want, err);
   }
   if (!h->explicit_index) return ARKCOS_OK;
   r->pixel = malloc(sizeof *r->pixel * (size_t)(h->nvalues > 0 ? h->nvalues : 1));
-  if (!r->pixel) return 1;
+  if (!r->pixel) return reader_oom(h, want, err);
   return read_pixel_index(r, err);
 }
 
@@ -551,15 +668,8 @@ static int read_columns(const hpx_header *h, double ***maps_out, int *ncols,
                        h->ncols, want);
   col_reader r = {.h = h, .bad_value = bad_value};
   double **maps = calloc((size_t)want, sizeof *maps);
-  int rc = reopen_table(&r, err);
-  /* prepare_reader: 1 out of memory, else 0 or the PIXEL column's error */
-  const int prc = !rc && maps ? prepare_reader(&r, err) : 0;
-  if (!rc && (!maps || prc == 1))
-    rc = arkcos_fail(err, ARKCOS_ENOMEM,
-                     "%s: out of memory reading %d map(s) of %lld pixels",
-                     h->path, want, (long long)h->npix);
-  else if (!rc && prc)
-    rc = prc;
+  int rc = maps ? reopen_table(&r, err) : reader_oom(h, want, err);
+  if (!rc) rc = prepare_reader(&r, want, err);
   if (!rc) rc = read_all_columns(&r, maps, want, nbad, err);
   close_quietly(r.fp);
   free(r.buf);

@@ -53,6 +53,10 @@ typedef struct hpx_header {
  * HEALPix map, bad NSIDE, length not 12 nside^2, unknown ORDERING. On
  * failure h holds nothing to free. */
 int hpx_read_header(const char *path, hpx_header *h, arkcos_error *err);
+/* Checks every header of a FITS file for what CFITSIO cannot parse safely
+ * (an unquoted TTYPEn, TFIELDS above 999), EINVAL naming the HDU and card; called by
+ * hpx_read_header and by every other reader before CFITSIO opens a file. */
+int hpx_fits_check_headers(const char *path, arkcos_error *err);
 void hpx_header_free(hpx_header *h); /* zeroes h; a zeroed h is a no-op */
 /* info as hpx_read_maps fills it for all columns of h (nbad 0). */
 void hpx_header_info(const hpx_header *h, hpx_map_info *info);
