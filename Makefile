@@ -206,7 +206,7 @@ $(BUILD)/libarkcos.map: arkcos/arkcos.h
 	  echo '  local: *;'; echo '};'; } > $@.tmp && mv $@.tmp $@
 
 $(SHLIB): $(PIC_OBJ) $(BUILD)/libarkcos.map
-	$(CC) -shared -o $@ $(PIC_OBJ) -Wl,-soname,libarkcos.so.$(SOVERSION) \
+	$(CC) $(SANFLAGS) -shared -o $@ $(PIC_OBJ) -Wl,-soname,libarkcos.so.$(SOVERSION) \
 	  -Wl,--version-script,$(BUILD)/libarkcos.map -Wl,--no-undefined $(SHLIB_LIBS)
 
 $(SHLIB_LINKS) &: $(SHLIB)
