@@ -525,6 +525,7 @@ int cmd_compare(int argc, char **argv) {
   if (results_load(o.files[1], &cp.nf, &err) ||
       (o.cpu && (results_use_cpu_time(&cp.bf, &err) || results_use_cpu_time(&cp.nf, &err)))) {
     results_free(&cp.bf);
+    results_free(&cp.nf); /* loaded when --clock cpu found it without CPU times */
     return report_error(&err);
   }
   status = check_yardsticks(&cp, o.norm);
