@@ -37,7 +37,7 @@ class KernelSpec(Structure):
 class Options(Structure):
     _fields_ = [("mode", c_int), ("precision", c_int), ("backend", c_int), ("threads", c_int),
                 ("cache_kernel_spectra", c_int), ("device", c_int), ("oversample", c_int),
-                ("accuracy", c_double), ("spin", c_int)]
+                ("accuracy", c_double), ("spin", c_int), ("max_memory", c_double)]
 
 
 class StageTimes(Structure):
