@@ -21,23 +21,12 @@ import arkcos
 from arkcos import _lib
 
 ARKCOS, D, ABI = sys.argv[1:4]
-passed = failed = 0
+import pycheck
+from pycheck import check, check_ge, check_le
 ARCMIN = math.pi / (180.0 * 60.0)  # as harness/cmd_smooth.c
 DEG = math.pi / 180.0
 
 
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL", what)
-
-
-def check_le(what, value, bound):
-    print(f"  {what:<64} {value:.3e} (bound {bound:.1e})")
-    check(value <= bound, f"{what} = {value:.3e} exceeds {bound:.1e}")
 
 
 def same_bits(a, b):
@@ -85,7 +74,7 @@ try:
 except ImportError:
     hp = None
     print("SKIP healpy is not importable: no FITS fixtures, no comparison with healpy")
-    print(f"TESTS {passed} {failed}")
+    pycheck.report()
     sys.exit(0)
 warnings.simplefilter("ignore")
 warnings.simplefilter("always", arkcos.ArkcosWarning)
@@ -330,4 +319,4 @@ a = arkcos.smoothing(iqu2[0], beam_window=bl)
 h = hp.smoothing(iqu2[0], beam_window=bl, lmax=3 * N2 - 1, iter=3)
 check_le("I with beam_window = gauss_beam at 5 pixels, relative rms", rel(a, h), 7.5e-4)
 
-print(f"TESTS {passed} {failed}")
+pycheck.report()

@@ -45,26 +45,11 @@ NPIX = 12 * NSIDE ** 2
 LMAX = 3 * NSIDE - 1
 FWHM_ARCMIN = 240.0  # 4.37 pixels per FWHM at nside 64
 FWHM = np.radians(FWHM_ARCMIN / 60)
-passed = failed = 0
+import pycheck
+from pycheck import check, check_ge, check_le
 
 
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL", what)
 
-
-def check_le(what, value, bound):
-    print(f"  {what:<70} {value:.3e} (bound {bound:.1e})")
-    check(value <= bound, f"{what} = {value:.3e} exceeds {bound:.1e}")
-
-
-def check_ge(what, value, bound):
-    print(f"  {what:<70} {value:.3e} (at least {bound:.1e})")
-    check(value >= bound, f"{what} = {value:.3e} is below {bound:.1e}")
 
 
 def rel_rms(a, b):
@@ -105,7 +90,6 @@ def sidelobe_beam():
 
 
 def gaussian_files(d, m):
-    global passed
     bl = hp.gauss_beam(FWHM, lmax=8 * NSIDE)
     hp.write_cl(f"{d}/gauss_bl.fits", bl, overwrite=True)
     np.savetxt(f"{d}/gauss_bl.txt", np.c_[np.arange(bl.size), bl], fmt="%d %.17g",
@@ -220,8 +204,7 @@ def main():
                 fn()
             except Exception as e:  # one broken part must not hide the others
                 check(False, f"{name}: {e}")
-    print(f"TESTS {passed} {failed}")
-    return 1 if failed else 0
+    return pycheck.report()
 
 
 if __name__ == "__main__":

@@ -24,21 +24,10 @@ from astropy.io import fits  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ARKCOS = os.environ.get("ARKCOS", os.path.join(HERE, "..", "build", "arkcos"))
-passed = failed = 0
+import pycheck
+from pycheck import check, check_ge, check_le
 
 
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL", what)
-
-
-def check_le(what, value, bound):
-    print(f"  {what:<62} {value:.3e} (bound {bound:.1e})")
-    check(value <= bound, f"{what} = {value:.3e} exceeds {bound:.1e}")
 
 
 def smooth(args, expect_rc=0):
@@ -272,15 +261,14 @@ def main():
         for t in (test_orderings_and_types, test_non_power_of_two, test_iqu, test_unseen,
                   test_round_trip_tiny_kernel, test_against_healpy_smoothing):
             print(f"[{t.__name__}]")
-            f0 = failed
+            f0 = pycheck.failed
             try:
                 t(d)
             except Exception as e:  # a crash in one test is one failure
                 check(False, f"{t.__name__}: {type(e).__name__}: {e}")
-            print(("ok   " if failed == f0 else "FAIL ") + t.__name__)
+            print(("ok   " if pycheck.failed == f0 else "FAIL ") + t.__name__)
             sys.stdout.flush()
-    print(f"TESTS {passed} {failed}")
-    return 1 if failed else 0
+    return pycheck.report()
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ except ImportError:  # healpy is what this test compares with
 HERE = os.path.dirname(os.path.abspath(__file__))
 ARKCOS = os.environ.get("ARKCOS", os.path.join(HERE, "..", "build", "arkcos"))
 TOOL = os.path.join(os.path.dirname(ARKCOS), "tests", "spin2_direct_tool")
-passed = failed = 0
+import pycheck
+from pycheck import check, check_ge, check_le
 
 NSIDE = 32
 LMAX = 2 * NSIDE
@@ -46,23 +47,7 @@ FWHM = 3.5 * hp.nside2resol(NSIDE)  # 3.5 pixels per FWHM: 6.4 deg
 CUT = 1e-8                           # cut where K < 1e-8 K(0): 16.5 deg
 
 
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL", what)
 
-
-def check_le(what, value, bound):
-    print(f"  {what:<66} {value:.3e} (bound {bound:.1e})")
-    check(value <= bound, f"{what} = {value:.3e} exceeds {bound:.1e}")
-
-
-def check_ge(what, value, bound):
-    print(f"  {what:<66} {value:.3e} (at least {bound:.1e})")
-    check(value >= bound, f"{what} = {value:.3e} is below {bound:.1e}")
 
 
 def tool(args):
@@ -290,15 +275,14 @@ def main():
         for t in (test_against_harmonic_truth, test_pure_e, test_gauss_beam, test_healpy_smoothing,
                   test_arkcos_smooth_vs_healpy):
             print(f"[{t.__name__}]")
-            f0 = failed
+            f0 = pycheck.failed
             try:
                 t(d)
             except Exception as e:  # a crash in one test is one failure
                 check(False, f"{t.__name__}: {type(e).__name__}: {e}")
-            print(("ok   " if failed == f0 else "FAIL ") + t.__name__)
+            print(("ok   " if pycheck.failed == f0 else "FAIL ") + t.__name__)
             sys.stdout.flush()
-    print(f"TESTS {passed} {failed}")
-    return 1 if failed else 0
+    return pycheck.report()
 
 
 if __name__ == "__main__":
