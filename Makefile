@@ -36,19 +36,25 @@ ifeq ($(GPU),1)
                -gencode arch=compute_80,code=sm_80 \
                -gencode arch=compute_90,code=sm_90 \
                -gencode arch=compute_90,code=compute_90
+  # The CUDA backend is a module loaded when first asked for
+  # (arkcos/gpu_module.h): the programs and libarkcos.so do not link the
+  # CUDA libraries, so CPU-only runs neither need nor map them.
   GPU_OBJ  := $(BUILD)/obj/arkcos/gpu.o
+  GPU_MOD  := $(BUILD)/libarkcos_gpu.so.1
   CFLAGS   += -DARKCOS_WITH_CUDA
-  LDLIBS   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart
+  LDLIBS   += -ldl
   ENGINE_SRC := $(filter-out arkcos/gpu_none.c,$(ENGINE_SRC))
 else
   GPU_OBJ  :=
+  GPU_MOD  :=
+  ENGINE_SRC := $(filter-out arkcos/gpu_loader.c,$(ENGINE_SRC))
 endif
 
 # recorded in results' meta.cflags
 ARKCOS_CFLAGS_STR := $(CFLAGS)
 $(BUILD)/obj/harness/meta.o: CFLAGS += -DARKCOS_CFLAGS='"$(ARKCOS_CFLAGS_STR)"'
 
-ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o) $(GPU_OBJ)
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o)
 REF_OBJ    := $(REF_SRC:%.c=$(BUILD)/obj/%.o)
 HARN_OBJ   := $(HARN_SRC:%.c=$(BUILD)/obj/%.o)
 TESTXX_BIN := $(TESTXX_SRC:tests/%.cpp=$(BUILD)/tests/%)
@@ -63,7 +69,7 @@ TOOL_BIN := $(BUILD)/tools/gpu_check $(BUILD)/tools/bench $(BUILD)/tools/kernel_
 # named test_*, so tests/run.sh does not run them)
 TESTTOOL_BIN := $(BUILD)/tests/spin2_direct_tool
 
-all: $(BUILD)/arkcos $(TEST_BIN) $(TOOL_BIN) $(TESTTOOL_BIN)
+all: $(BUILD)/arkcos $(TEST_BIN) $(TOOL_BIN) $(TESTTOOL_BIN) $(GPU_MOD)
 
 $(BUILD)/obj/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
 	@mkdir -p $(dir $@)
@@ -71,7 +77,14 @@ $(BUILD)/obj/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
 
 $(BUILD)/obj/arkcos/gpu.o: arkcos/gpu.cu $(wildcard arkcos/*.h)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -I. -DARKCOS_WITH_CUDA -Xcompiler -fPIC,-Wall -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -I. -DARKCOS_WITH_CUDA -DARKCOS_GPU_MODULE -Xcompiler -fPIC,-Wall -c $< -o $@
+
+# the module exports arkcos_gpu_module_init alone; --no-undefined: what it
+# needs of the engine comes through the loader's table, nothing else
+$(GPU_MOD): $(GPU_OBJ) arkcos/gpu_module.map
+	$(CXX) -shared -o $@ $(GPU_OBJ) -Wl,-soname,libarkcos_gpu.so.1 \
+	  -Wl,--version-script,arkcos/gpu_module.map -Wl,--no-undefined \
+	  -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart -fopenmp -lm
 
 $(BUILD)/libarkcos.a: $(ENGINE_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -179,7 +192,8 @@ clean:
 # ------------------------------------------------- shared library, install
 # build/libarkcos.so.1.0.0 (soname libarkcos.so.1) from a -fPIC copy of the
 # engine's objects in build/pic/, so the static objects that the tests link
-# stay as they are; gpu.o is position-independent already. Only the
+# stay as they are (the CUDA backend is its own module, libarkcos_gpu.so.1,
+# loaded when first asked for and installed beside it). Only the
 # functions declared in arkcos/arkcos.h are exported: the version script is
 # made from the preprocessed header, so a new public function is exported
 # without a second list to keep in step.
@@ -187,11 +201,11 @@ SOVERSION  := 1
 SOVERSION_FULL := 1.0.0
 SHLIB      := $(BUILD)/libarkcos.so.$(SOVERSION_FULL)
 SHLIB_LINKS := $(BUILD)/libarkcos.so.$(SOVERSION) $(BUILD)/libarkcos.so
-PIC_OBJ    := $(ENGINE_SRC:%.c=$(BUILD)/pic/obj/%.o) $(GPU_OBJ)
+PIC_OBJ    := $(ENGINE_SRC:%.c=$(BUILD)/pic/obj/%.o)
 # what the shared library needs besides itself: also Libs.private in arkcos.pc
 SHLIB_LIBS := -lfftw3 -lfftw3f -lpthread -lm -fopenmp
 ifeq ($(GPU),1)
-  SHLIB_LIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart -lstdc++
+  SHLIB_LIBS += -ldl
 endif
 
 $(BUILD)/pic/obj/%.o: %.c $(wildcard arkcos/*.h)
@@ -225,7 +239,8 @@ mandir  := $(PREFIX)/share/man
 ARKCOS_VERSION_STR := $(shell sed -n 's/^\#define ARKCOS_VERSION "\(.*\)"/\1/p' arkcos/arkcos.h)
 INSTALLED := $(bindir)/arkcos $(libdir)/libarkcos.so.$(SOVERSION_FULL) \
              $(libdir)/libarkcos.so.$(SOVERSION) $(libdir)/libarkcos.so \
-             $(includedir)/arkcos.h $(libdir)/pkgconfig/arkcos.pc $(mandir)/man1/arkcos.1
+             $(includedir)/arkcos.h $(libdir)/pkgconfig/arkcos.pc $(mandir)/man1/arkcos.1 \
+             $(if $(GPU_MOD),$(libdir)/libarkcos_gpu.so.1)
 
 $(BUILD)/arkcos.pc: Makefile arkcos/arkcos.h
 	@mkdir -p $(dir $@)
@@ -240,7 +255,7 @@ $(BUILD)/arkcos.pc: Makefile arkcos/arkcos.h
 	  echo 'Libs.private: $(SHLIB_LIBS)'; } > $@.tmp && mv $@.tmp $@
 
 # The .pc file records PREFIX: made again for each install.
-install: $(BUILD)/arkcos $(SHLIB_LINKS)
+install: $(BUILD)/arkcos $(SHLIB_LINKS) $(GPU_MOD)
 	rm -f $(BUILD)/arkcos.pc && $(MAKE) --no-print-directory $(BUILD)/arkcos.pc PREFIX='$(PREFIX)'
 	install -d '$(DESTDIR)$(bindir)' '$(DESTDIR)$(libdir)/pkgconfig' \
 	  '$(DESTDIR)$(includedir)' '$(DESTDIR)$(mandir)/man1'
@@ -248,6 +263,7 @@ install: $(BUILD)/arkcos $(SHLIB_LINKS)
 	install -m 755 $(SHLIB) '$(DESTDIR)$(libdir)/libarkcos.so.$(SOVERSION_FULL)'
 	ln -sf libarkcos.so.$(SOVERSION_FULL) '$(DESTDIR)$(libdir)/libarkcos.so.$(SOVERSION)'
 	ln -sf libarkcos.so.$(SOVERSION) '$(DESTDIR)$(libdir)/libarkcos.so'
+	$(if $(GPU_MOD),install -m 755 $(GPU_MOD) '$(DESTDIR)$(libdir)/libarkcos_gpu.so.1')
 	install -m 644 arkcos/arkcos.h '$(DESTDIR)$(includedir)/arkcos.h'
 	install -m 644 $(BUILD)/arkcos.pc '$(DESTDIR)$(libdir)/pkgconfig/arkcos.pc'
 	install -m 644 docs/arkcos.1 '$(DESTDIR)$(mandir)/man1/arkcos.1'

@@ -2,14 +2,20 @@
 #include <stdio.h>
 
 #include "arkcos/arkcos.h"
+#include "arkcos/plan_internal.h"
 
-int arkcos_fail(arkcos_error *err, int code, const char *fmt, ...) {
+int arkcos_vfail(arkcos_error *err, int code, const char *fmt, va_list ap) {
   if (err) {
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-    va_end(ap);
     err->code = code;
   }
+  return code;
+}
+
+int arkcos_fail(arkcos_error *err, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  arkcos_vfail(err, code, fmt, ap);
+  va_end(ap);
   return code;
 }

@@ -1050,3 +1050,40 @@ extern "C" int arkcos_gpu_copy_time(int device, size_t bytes, int reps, double *
   (void)cudaGetLastError();
   return rc;
 }
+
+#ifdef ARKCOS_GPU_MODULE
+/* ---- as the module libarkcos_gpu.so.1 (gpu_module.h): the engine's host
+ * code this file calls is reached through the table the loader gives; the
+ * module's version script keeps these and the entry points above local. */
+#include "arkcos/gpu_module.h"
+
+static arkcos_gpu_host g_host;
+
+extern "C" int arkcos_fail(arkcos_error *err, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_host.vfail(err, code, fmt, ap);
+  va_end(ap);
+  return code;
+}
+extern "C" int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j) {
+  return g_host.pair_is_direct(p, i, j);
+}
+extern "C" int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err) {
+  return g_host.direct_create(p, nthreads, err);
+}
+extern "C" double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out) {
+  return g_host.direct_apply(p, in, out);
+}
+
+extern "C" int arkcos_gpu_module_init(const arkcos_gpu_host *h, arkcos_gpu_module *m) {
+  if (!h || h->abi != ARKCOS_GPU_MODULE_ABI) return -1;
+  g_host = *h;
+  m->available = arkcos_gpu_available;
+  m->describe = arkcos_gpu_describe;
+  m->query = arkcos_gpu_query;
+  m->create = arkcos_gpu_create;
+  m->copy_time = arkcos_gpu_copy_time;
+  return 0;
+}
+#endif

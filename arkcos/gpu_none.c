@@ -1,4 +1,6 @@
-/* gpu_none.c -- the GPU entry points in a build without CUDA. */
+/* gpu_none.c -- the GPU entry points in a build without CUDA (with CUDA:
+ * gpu_loader.c). */
+#ifndef ARKCOS_WITH_CUDA
 #include <stdio.h>
 #include <string.h>
 
@@ -27,3 +29,4 @@ int arkcos_gpu_copy_time(int device, size_t bytes, int reps, double *h2d, double
   *h2d = *d2h = 0;
   return arkcos_fail(err, ARKCOS_ENODEV, "built without CUDA");
 }
+#endif

@@ -3,6 +3,8 @@
 #ifndef ARKCOS_PLAN_INTERNAL_H
 #define ARKCOS_PLAN_INTERNAL_H
 
+#include <stdarg.h>
+
 #include "arkcos/arkcos.h"
 #include "arkcos/arkcos_math.h"
 
@@ -62,6 +64,8 @@ int arkcos_plan_ring_needed(const arkcos_plan *p, int lo, int hi, int j);
 int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
 int arkcos_cpu_create_float(arkcos_plan *p, arkcos_error *err);
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);
+/* error.c: arkcos_fail with a va_list (the GPU module's messages) */
+int arkcos_vfail(arkcos_error *err, int code, const char *fmt, va_list ap);
 int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err);
 /* spin-2 plans: whether ring i takes part in the Fourier path (length L,
  * first pixel on the half-step grid pi / L) */
