@@ -20,3 +20,23 @@ trap 'rm -rf "$T"' EXIT
 if [ ! -x "$ARKCOS" ]; then
   echo "FAIL no arkcos binary at $ARKCOS"; echo "TESTS 0 1"; exit 1
 fi
+
+# expect_refused NAME TEXT OUT ARGS...: `arkcos smooth ARGS` must exit 2 with
+# TEXT (a fixed string) on stderr, leave OUT unwritten and no temporary file
+# in $T; the refusal's first line is shown.
+expect_refused() {
+  local name=$1 text=$2 out=$3; shift 3
+  rm -f "$out"
+  "$ARKCOS" smooth "$@" >"$T/stdout" 2>"$T/stderr"
+  local rc=$?
+  if [ $rc -ne 2 ]; then bad "$name: exit $rc, expected 2 ($(cat "$T/stderr"))"; return; fi
+  if ! grep -qF -- "$text" "$T/stderr"; then
+    bad "$name: message does not name '$text': $(cat "$T/stderr")"; return
+  fi
+  if [ -e "$out" ]; then bad "$name: $out was written"; return; fi
+  if [ -n "$(find "$T" -name '*.tmp-*' -print -quit)" ]; then
+    bad "$name: temporary file left: $(find "$T" -name '*.tmp-*')"; return
+  fi
+  echo "  refused: $name: $(head -1 "$T/stderr")"
+  ok
+}

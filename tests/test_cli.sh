@@ -60,21 +60,7 @@ fi
 
 # expect_fail NAME EXPECTED_TEXT OUT ARGS... : exit 2, stderr contains
 # EXPECTED_TEXT, OUT does not exist afterwards, no temporary file anywhere.
-expect_fail() {
-  local name=$1 text=$2 out=$3; shift 3
-  rm -f "$out"
-  "$ARKCOS" smooth "$@" >"$T/stdout" 2>"$T/stderr"
-  local rc=$?
-  if [ $rc -ne 2 ]; then bad "$name: exit $rc, expected 2 ($(cat "$T/stderr"))"; return; fi
-  if ! grep -qF -- "$text" "$T/stderr"; then
-    bad "$name: message does not name '$text': $(cat "$T/stderr")"; return
-  fi
-  if [ -e "$out" ]; then bad "$name: $out was written"; return; fi
-  if [ -n "$(find "$T" -name '*.tmp-*' -print -quit)" ]; then
-    bad "$name: temporary file left: $(find "$T" -name '*.tmp-*')"; return
-  fi
-  ok
-}
+expect_fail() { expect_refused "$@"; } # NAME TEXT OUT ARGS (cli_lib.sh)
 
 G=(--fwhm-arcmin 600)   # 10 deg: about 3 pixels per FWHM at nside 16
 O=$T/out.fits

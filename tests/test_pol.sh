@@ -266,22 +266,7 @@ fi
 # expect_fail NAME EXPECTED_TEXT ARGS... : exit 2, stderr contains
 # EXPECTED_TEXT, no output and no temporary file.
 O=$T/fail.fits
-expect_fail() {
-  local name=$1 text=$2; shift 2
-  rm -f "$O"
-  "$ARKCOS" smooth "$@" >"$T/stdout" 2>"$T/stderr"
-  local rc=$?
-  if [ $rc -ne 2 ]; then bad "$name: exit $rc, expected 2 ($(cat "$T/stderr"))"; return; fi
-  if ! grep -qF -- "$text" "$T/stderr"; then
-    bad "$name: message does not name '$text': $(cat "$T/stderr")"; return
-  fi
-  if [ -e "$O" ]; then bad "$name: $O was written"; return; fi
-  if [ -n "$(find "$T" -name '*.tmp-*' -print -quit)" ]; then
-    bad "$name: temporary file left"; return
-  fi
-  echo "  refused: $name: $(head -1 "$T/stderr")"
-  ok
-}
+expect_fail() { local name=$1 text=$2; shift 2; expect_refused "$name" "$text" "$O" "$@"; }
 I=$T/iqu.fits
 expect_fail "Q, U without intensity, no --pol" "give --pol" "$T/qu.fits" "$O" "${G[@]}"
 grep -qF -- "--no-pol" "$T/stderr" && ok || bad "Q, U without --pol: --no-pol not offered: $(cat "$T/stderr")"
