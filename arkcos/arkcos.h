@@ -292,6 +292,36 @@ int arkcos_plan_spin(const arkcos_plan *p);
  * nside 64-256 (up to 5 at nside 16). 0 with err filled on bad input. */
 double arkcos_plan_estimate(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
                             arkcos_error *err);
+/* One band of a map split over ranks (arkcos_mpi.h), estimated before
+ * anything is built: what rank `rank` of `nranks` would hold. The bands are
+ * contiguous ranges of |latitude| balanced by output pixels; rank 0 (which
+ * reads and writes the files and holds the whole maps) takes the band at
+ * the equator, whose rings have no direct tables, the other ranks the bands
+ * from the poles down (arkcos_band_of_rank). nranks = 1 is the whole plan:
+ * total equals arkcos_plan_estimate. Works in every build (no MPI needed),
+ * so that a job can be sized before it is submitted. */
+typedef struct arkcos_estimate {
+  double total;          /* bytes of the plan: tables + spectra + kernel_spectra
+                          * + workspace, with a 15 % margin, + 0.5 MB */
+  double tables;         /* the direct tables of the band's cap pairs (exact path) */
+  double spectra;        /* ring spectra of the band's output and halo rings */
+  double kernel_spectra; /* cached kernel spectra (options.cache_kernel_spectra) */
+  double workspace;      /* per-thread work rows */
+  double maps;           /* the band's input (band + halo) and output rings,
+                          * 8 bytes a pixel, held by a rank that does not hold
+                          * the whole maps (ranks > 0); 0 when nranks = 1 */
+  int64_t pixels_out;    /* output pixels of the band */
+  int64_t pixels_in;     /* input pixels it reads: its own rings and the halo */
+  int64_t halo_pixels;   /* input pixels beyond its own rings */
+  int rings_out;         /* output rings of the band */
+  int band;              /* which band: 0 at the poles .. nranks - 1 at the equator */
+} arkcos_estimate;
+
+int arkcos_plan_estimate_rank(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                              int rank, int nranks, arkcos_estimate *e, arkcos_error *err);
+/* The band of rank `rank` of `nranks`: rank 0 the last (at the equator),
+ * rank r > 0 band r - 1. */
+int arkcos_band_of_rank(int rank, int nranks);
 void arkcos_plan_stages(const arkcos_plan *p, arkcos_stage_times *t);
 arkcos_backend arkcos_plan_backend(const arkcos_plan *p); /* CPU or GPU */
 size_t arkcos_plan_memory(const arkcos_plan *p); /* bytes held by the plan */

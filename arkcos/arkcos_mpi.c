@@ -83,15 +83,18 @@ static int make_segments(arkcos_plan *p, mpi_state *m) {
   int rc = first && use && m->in && m->out ? ARKCOS_OK : ARKCOS_ENOMEM;
   if (!rc) arkcos_plan_split(p, m->size, first);
   for (int r = 0; r < m->size && !rc; r++) {
+    const int band = arkcos_band_of_rank(r, m->size);
     memset(use, 0, (size_t)g->nrings);
-    for (int t = first[r]; t < first[r + 1]; t++) {
+    for (int t = first[band]; t < first[band + 1]; t++) {
       const int i = p->task[t];
       use[i] = 1;
       if (p->mirror[i] >= 0) use[p->mirror[i]] = 1;
     }
     rc = rings_to_segs(g, use, &m->out[r]);
-    for (int j = 0; j < g->nrings && !rc; j++) use[j] = (unsigned char)arkcos_plan_ring_needed(p, first[r], first[r + 1], j);
-    if (!rc) rc = rings_to_segs(g, use, &m->in[r]);
+    if (!rc) {
+      arkcos_plan_rings_needed(p, first[band], first[band + 1], use);
+      rc = rings_to_segs(g, use, &m->in[r]);
+    }
   }
   if (!rc) {
     m->pix_in = segs_pixels(&m->in[m->rank]);
@@ -154,6 +157,45 @@ static int alloc_maps(arkcos_plan *p, mpi_state *m) {
   return m->inbuf && m->outbuf ? ARKCOS_OK : ARKCOS_ENOMEM;
 }
 
+/* Up front, before any rank allocates: every rank's estimate (its band's
+ * plan and maps, arkcos_plan_estimate_rank), summed over the ranks that
+ * share a node, against the memory available there. With max_memory set,
+ * each rank's own limit is checked by its plan instead. */
+static int node_memory_check(MPI_Comm comm, const arkcos_geometry *g, const arkcos_kernel *k,
+                             const arkcos_options *o, arkcos_error *err) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  arkcos_estimate e;
+  int rc = arkcos_plan_estimate_rank(g, k, o, rank, size, &e, err);
+  if (agree(comm, rc, err)) return err->code;
+  if (size == 1 || (o && o->max_memory > 0)) return ARKCOS_OK;
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int nrank, nsize;
+  MPI_Comm_rank(node, &nrank);
+  MPI_Comm_size(node, &nsize);
+  struct { double v; int r; } mine = {e.total + e.maps, rank}, big;
+  double sum = 0, have = nrank == 0 ? arkcos_memory_available() : 0;
+  MPI_Allreduce(&mine.v, &sum, 1, MPI_DOUBLE, MPI_SUM, node);
+  MPI_Allreduce(&mine, &big, 1, MPI_DOUBLE_INT, MPI_MAXLOC, node);
+  MPI_Bcast(&have, 1, MPI_DOUBLE, 0, node);
+  MPI_Comm_free(&node);
+  rc = ARKCOS_OK;
+  if (sum > have) {
+    char host[MPI_MAX_PROCESSOR_NAME] = "";
+    int len = 0;
+    MPI_Get_processor_name(host, &len);
+    rc = arkcos_fail(err, ARKCOS_ENOMEM,
+                     "plan: the %d rank(s) on host %s would need about %.3g GB together at nside %lld "
+                     "(rank %d the most, %.3g GB: its band's tables, spectra and maps) but %.3g GB are "
+                     "available there now; fewer ranks per node (more nodes), a smaller nside or kernel, "
+                     "or max_memory (--max-memory) to set each rank's limit",
+                     nsize, host, sum / 1e9, (long long)g->nside, big.r, big.v / 1e9, have / 1e9);
+  }
+  return agree(comm, rc, err);
+}
+
 arkcos_plan *arkcos_plan_create_mpi(MPI_Comm comm, const arkcos_geometry *g, const arkcos_kernel *k,
                                     const arkcos_options *o, arkcos_error *err) {
   arkcos_error local = {0, ""};
@@ -161,10 +203,11 @@ arkcos_plan *arkcos_plan_create_mpi(MPI_Comm comm, const arkcos_geometry *g, con
   int rank, size;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
+  if (node_memory_check(comm, g, k, o, err)) return NULL;
   /* rank 0 plans first (its FFTW plans measured, or taken from the wisdom
    * file); then every other rank plans with rank 0's wisdom */
   arkcos_plan *p = NULL;
-  if (rank == 0) p = arkcos_plan_create_part(g, k, o, 0, size, err);
+  if (rank == 0) p = arkcos_plan_create_part(g, k, o, 0, size, err); /* the band at the equator */
   if (agree(comm, p ? ARKCOS_OK : err->code, err)) {
     arkcos_plan_destroy(p);
     return NULL;

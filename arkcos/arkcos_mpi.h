@@ -11,6 +11,19 @@
  * ranks (given the same FFTW wisdom: rank 0 plans its FFTs first and its
  * wisdom is given to the others, see arkcos_mpi_share_wisdom).
  *
+ * Which band: rank 0 holds the whole maps (it reads and writes the files),
+ * so it takes the band at the equator, which has no direct tables; rank
+ * r > 0 the r-th band from the poles (arkcos_band_of_rank).
+ *
+ * Memory: before anything is allocated, every rank's estimate (its band's
+ * plan and maps, arkcos_plan_estimate_rank) is summed over the ranks that
+ * share a node and compared with the memory available there; a run that
+ * would not fit is refused on every rank (ARKCOS_ENOMEM, naming the host,
+ * the sum and the largest rank). With options.max_memory set, it is each
+ * rank's own limit instead. The direct tables' budget (ARKCOS_DIRECT_MAX_GB,
+ * default half the node's memory) is judged for the band holding the most
+ * of them, so more ranks keep wider kernels exact in the caps.
+ *
  * Data movement: rank 0 holds the whole input and output maps (it reads and
  * writes the files); arkcos_execute_mpi sends each rank its band's input
  * rings plus the halo (the input rings within the kernel's radius of the

@@ -271,13 +271,13 @@ void arkcos_direct_destroy(arkcos_direct *D) {
   free(D);
 }
 
-/* Bytes the direct tables of plan p will hold, estimated before they are
- * built: per pair, the stored rows (n_i / 4 quarter-turn rows, half of
+/* Bytes the direct tables of plan p's tasks [lo, hi) will hold, estimated
+ * before they are built: per pair, the stored rows (n_i / 4 quarter-turn rows, half of
  * them after the azimuth reflection) times the window's width, in doubles. */
-double arkcos_direct_estimate_bytes(const arkcos_plan *p) {
+double arkcos_direct_estimate_bytes(const arkcos_plan *p, int lo, int hi) {
   const arkcos_ring *rg = p->geom->rings;
   double vals = 0;
-  for (int t = 0; t < p->ntasks; t++) {
+  for (int t = lo; t < hi; t++) {
     const int i = p->task[t];
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
       if (!arkcos_pair_is_direct(p, i, j)) continue;

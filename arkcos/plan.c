@@ -219,7 +219,7 @@ static double direct_support_pixels(const arkcos_plan *p) {
  * kernel grid (length L) are summed directly and exactly (pairs_direct.c),
  * the others by the Fourier path, exact for them; paper mode keeps the
  * paper's algorithm everywhere. */
-static int plan_paths(arkcos_plan *p, arkcos_error *err) {
+static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error *err) {
   int uniform = 1;
   for (int j = 0; j < p->geom->nrings; j++) uniform &= p->geom->rings[j].nph == p->L;
   /* spin-2 plans also sum directly the pairs whose rings are off the
@@ -230,22 +230,29 @@ static int plan_paths(arkcos_plan *p, arkcos_error *err) {
    * tables' memory), the Fourier path only with its radius: a kernel
    * wider than the limits keeps the oversampled Fourier path in the caps,
    * which is not exact there, and the plan says so (arkcos_plan_exactness). */
-  const double need = arkcos_direct_estimate_bytes(p), have = direct_budget_bytes();
+  /* the budget is a process's: split over ranks (arkcos_mpi.h), the band
+   * holding the most tables decides, the same way on every rank */
+  double need = 0;
+  for (int r = 0; r < nparts; r++) {
+    const double b = arkcos_direct_estimate_bytes(p, first[r], first[r + 1]);
+    if (b > need) need = b;
+  }
+  const double have = direct_budget_bytes();
   const double px = direct_support_pixels(p), pxmax = env_double("ARKCOS_DIRECT_MAX_PIXELS", 4000);
   if ((need > have || px > pxmax) && p->opt.spin == 2)
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "plan: this kernel is too wide for the exact spin-2 path: its support covers about "
                        "%.0f pixels (limit %.0f, ARKCOS_DIRECT_MAX_PIXELS) and the polar caps' tables would "
-                       "hold %.2g GB (limit %.2g GB, ARKCOS_DIRECT_MAX_GB)",
-                       px, pxmax, need / 1e9, have / 1e9);
+                       "hold %.2g GB%s (limit %.2g GB, ARKCOS_DIRECT_MAX_GB)",
+                       px, pxmax, need / 1e9, nparts > 1 ? " on one rank" : "", have / 1e9);
   if (need > have || px > pxmax) {
     p->direct_caps = 0;
     snprintf(p->exactness, sizeof p->exactness,
              "the polar caps are not exact: the kernel's support covers about %.0f pixels (limit %.0f, "
-             "ARKCOS_DIRECT_MAX_PIXELS) and the exact path's tables would hold %.2g GB (limit %.2g GB, "
+             "ARKCOS_DIRECT_MAX_PIXELS) and the exact path's tables would hold %.2g GB%s (limit %.2g GB, "
              "ARKCOS_DIRECT_MAX_GB), so ring pairs of different lengths take the oversampled Fourier "
              "path; their error is about the kernel's relative level at its cutoff (%.1e) or below",
-             px, pxmax, need / 1e9, have / 1e9, arkcos_kfun_alpha(&p->kf, p->kf.cutoff) /
+             px, pxmax, need / 1e9, nparts > 1 ? " on one rank" : "", have / 1e9, arkcos_kfun_alpha(&p->kf, p->kf.cutoff) /
              (arkcos_kfun_alpha(&p->kf, 0) != 0 ? arkcos_kfun_alpha(&p->kf, 0) : 1));
   }
   return ARKCOS_OK;
@@ -273,15 +280,21 @@ void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first) {
   first[nparts] = p->ntasks;
 }
 
-int arkcos_plan_ring_needed(const arkcos_plan *p, int lo, int hi, int j) {
+void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned char *need) {
   int a = p->geom->nrings, b = -1;
   for (int t = lo; t < hi; t++) {
     const int i = p->task[t];
     if (p->jlo[i] < a) a = p->jlo[i];
     if (p->jhi[i] > b) b = p->jhi[i];
   }
-  const int jm = p->mirror[j];
-  return (j >= a && j <= b) || (jm >= 0 && jm >= a && jm <= b);
+  for (int j = 0; j < p->geom->nrings; j++) {
+    const int jm = p->mirror[j];
+    need[j] = (unsigned char)((j >= a && j <= b) || (jm >= 0 && jm >= a && jm <= b));
+  }
+}
+
+int arkcos_band_of_rank(int rank, int nranks) {
+  return nranks > 1 ? (rank + nranks - 1) % nranks : 0;
 }
 
 /* Band plans (nparts > 1) run on the CPU and are scalar: the GPU keeps
@@ -299,7 +312,7 @@ static int part_options(arkcos_plan *p, int nparts, arkcos_error *err) {
 
 /* Memory available now: MemAvailable from /proc/meminfo, else the
  * physical memory. */
-static double memory_available(void) {
+double arkcos_memory_available(void) {
   FILE *f = fopen("/proc/meminfo", "r");
   if (f) {
     char line[256];
@@ -313,79 +326,108 @@ static double memory_available(void) {
   return pages > 0 && psz > 0 ? (double)pages * (double)psz : 8e9;
 }
 
-/* The plan's memory from what plan_paths decided (p->direct_caps): the
- * direct tables, the ring spectra (a padded row per ring, twice for spin
- * 2), the cached kernel spectra when asked, per-thread workspaces. */
-static double plan_estimate_bytes(const arkcos_plan *p) {
+/* The memory of the plan's tasks [task_lo, task_hi) from what plan_paths
+ * decided (p->direct_caps): the direct tables, the spectra of the rings
+ * they read (a padded row per ring, twice for spin 2), the cached kernel
+ * spectra when asked, per-thread workspaces; for a band plan (nparts > 1)
+ * and a rank that does not hold the whole maps, its band's maps. */
+static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estimate *e) {
   const arkcos_geometry *g = p->geom;
   const double rsz = p->opt.precision == ARKCOS_SINGLE ? 4 : 8;
   const int nt = p->opt.threads > 0 ? p->opt.threads : omp_threads();
+  const int lo = p->task_lo, hi = p->task_hi;
+  memset(e, 0, sizeof *e);
   /* The direct tables' weights, plus their window ends, pair records and
    * per-thread gather buffers (measured about 30 % more than the weights in
    * double; spin-2 weights are complex, counted in full); scalar single
    * precision plans hold the weights in float. */
   const double dscale = p->opt.spin == 2 ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 0.95 : 1.3;
-  double b = p->direct_caps ? dscale * arkcos_direct_estimate_bytes(p) : 0;
-  b += (p->opt.spin == 2 ? 2.2 : 1.2) * (double)g->npix * rsz;  /* spectra, padded rows */
-  b += (double)nt * 24 * (double)p->L * 8;                       /* per-thread workspace */
+  e->tables = p->direct_caps ? dscale * arkcos_direct_estimate_bytes(p, lo, hi) : 0;
+  unsigned char *need = malloc((size_t)g->nrings + 1);
+  int64_t in = 0, out = 0;
+  for (int t = lo; t < hi; t++) {
+    const int i = p->task[t], i2 = p->mirror[i];
+    out += g->rings[i].nph + (i2 >= 0 && i2 != i ? g->rings[i2].nph : 0);
+    e->rings_out += 1 + (i2 >= 0 && i2 != i);
+  }
+  if (need) {
+    arkcos_plan_rings_needed(p, lo, hi, need);
+    for (int j = 0; j < g->nrings; j++) in += need[j] ? g->rings[j].nph : 0;
+    free(need);
+  } else {
+    in = g->npix; /* on the safe side */
+  }
+  e->pixels_out = out;
+  e->pixels_in = in;
+  e->halo_pixels = in - out;
+  e->spectra = (p->opt.spin == 2 ? 2.2 : 1.2) * (double)in * rsz; /* padded rows */
+  e->workspace = (double)nt * 24 * (double)p->L * 8;
   if (p->opt.cache_kernel_spectra) {
     double pairs = 0;
-    for (int t = 0; t < p->ntasks; t++) pairs += p->jhi[p->task[t]] - p->jlo[p->task[t]] + 1;
-    b += pairs * (double)p->nm * 2 * rsz;
+    for (int t = lo; t < hi; t++) pairs += p->jhi[p->task[t]] - p->jlo[p->task[t]] + 1;
+    e->kernel_spectra = pairs * (double)p->nm * 2 * rsz;
   }
-  return 1.15 * b + 0.5e6;
+  e->total = 1.15 * (e->tables + e->spectra + e->kernel_spectra + e->workspace) + 0.5e6;
+  e->maps = own_maps ? 8 * (double)(in + out) : 0;
 }
 
-static int plan_memory_check(const arkcos_plan *p, arkcos_error *err) {
-  const double need = plan_estimate_bytes(p);
-  const double have = p->opt.max_memory > 0 ? p->opt.max_memory : memory_available();
+static double plan_estimate_bytes(const arkcos_plan *p, int own_maps) {
+  arkcos_estimate e;
+  plan_estimate_parts(p, own_maps, &e);
+  return e.total + e.maps;
+}
+
+static int plan_memory_check(const arkcos_plan *p, int rank, int nranks, arkcos_error *err) {
+  const double need = plan_estimate_bytes(p, nranks > 1 && rank > 0);
+  const double have = p->opt.max_memory > 0 ? p->opt.max_memory : arkcos_memory_available();
+  char who[64] = "";
+  if (nranks > 1) snprintf(who, sizeof who, " on rank %d of %d (its band and halo)", rank, nranks);
   if (need > have)
     return arkcos_fail(err, ARKCOS_ENOMEM,
-                       "plan: would need about %.3g GB at nside %lld (tables, spectra, buffers) but %.3g GB %s; "
-                       "smaller nside or kernel, fewer threads, or a larger memory limit",
-                       need / 1e9, (long long)p->geom->nside, have / 1e9,
+                       "plan: would need about %.3g GB at nside %lld%s (tables, spectra, buffers) but %.3g GB %s; "
+                       "smaller nside or kernel, fewer threads, %sor a larger memory limit",
+                       need / 1e9, (long long)p->geom->nside, who, have / 1e9,
                        p->opt.max_memory > 0 ? "are allowed (max_memory; --max-memory of arkcos smooth)"
-                                             : "are available now (max_memory, --max-memory, overrides)");
+                                             : "are available now (max_memory, --max-memory, overrides)",
+                       nranks > 1 ? "more ranks, " : "");
   return ARKCOS_OK;
 }
 
 /* Everything but the backend: options, tables of ring ranges and tasks,
- * the paths of the whole plan (a band decides as one process would), and
- * the band's task range. */
+ * the bands, the paths of the whole plan (a band decides as one process
+ * would, but with the direct tables' budget of the band holding the most),
+ * and the band's task range: rank `rank` of `nranks` computes band
+ * arkcos_band_of_rank. */
 static arkcos_plan *plan_prepare(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
-                                 int part, int nparts, arkcos_error *err) {
+                                 int rank, int nranks, arkcos_error *err) {
   if (!g || !k) {
     arkcos_fail(err, ARKCOS_EINVAL, "plan: geometry and kernel are required");
     return NULL;
   }
-  if (nparts < 1 || part < 0 || part >= nparts) {
-    arkcos_fail(err, ARKCOS_EINVAL, "plan: part %d of %d", part, nparts);
+  if (nranks < 1 || rank < 0 || rank >= nranks) {
+    arkcos_fail(err, ARKCOS_EINVAL, "plan: rank %d of %d", rank, nranks);
     return NULL;
   }
   arkcos_plan *p = calloc(1, sizeof *p);
-  if (!p) {
+  int *first = malloc(sizeof(int) * (size_t)(nranks + 1));
+  if (!p || !first) {
+    free(p);
+    free(first);
     arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
     return NULL;
   }
-  if (plan_options(p, o, err) || part_options(p, nparts, err) || plan_alloc(p, g, k, err)) goto fail;
+  if (plan_options(p, o, err) || part_options(p, nranks, err) || plan_alloc(p, g, k, err)) goto fail;
   plan_ring_ranges(p, g);
   plan_tasks(p, g);
-  if (plan_paths(p, err)) goto fail;
-  p->task_lo = 0;
-  p->task_hi = p->ntasks;
-  if (nparts > 1) {
-    int *first = malloc(sizeof(int) * (size_t)(nparts + 1));
-    if (!first) {
-      arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-      goto fail;
-    }
-    arkcos_plan_split(p, nparts, first);
-    p->task_lo = first[part];
-    p->task_hi = first[part + 1];
-    free(first);
-  }
+  arkcos_plan_split(p, nranks, first);
+  if (plan_paths(p, first, nranks, err)) goto fail;
+  const int band = arkcos_band_of_rank(rank, nranks);
+  p->task_lo = first[band];
+  p->task_hi = first[band + 1];
+  free(first);
   return p;
 fail:
+  free(first);
   arkcos_plan_destroy(p);
   return NULL;
 }
@@ -394,18 +436,30 @@ double arkcos_plan_estimate(const arkcos_geometry *g, const arkcos_kernel *k, co
                             arkcos_error *err) {
   arkcos_plan *p = plan_prepare(g, k, o, 0, 1, err);
   if (!p) return 0;
-  const double b = plan_estimate_bytes(p);
+  const double b = plan_estimate_bytes(p, 0);
   arkcos_plan_destroy(p);
   return b;
 }
 
-/* A band plan is checked against the whole plan's estimate (on the safe
- * side: a band holds part of the direct tables and spectra). */
+int arkcos_plan_estimate_rank(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                              int rank, int nranks, arkcos_estimate *e, arkcos_error *err) {
+  if (!e) return arkcos_fail(err, ARKCOS_EINVAL, "estimate: no place for the result");
+  memset(e, 0, sizeof *e);
+  arkcos_plan *p = plan_prepare(g, k, o, rank, nranks, err);
+  if (!p) return err && err->code ? err->code : ARKCOS_EINVAL;
+  plan_estimate_parts(p, nranks > 1 && rank > 0, e);
+  e->band = arkcos_band_of_rank(rank, nranks);
+  arkcos_plan_destroy(p);
+  return ARKCOS_OK;
+}
+
+/* A band plan is checked against its own estimate, with its maps on ranks
+ * other than 0 (arkcos_mpi.c holds them). */
 arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kernel *k,
-                                     const arkcos_options *o, int part, int nparts, arkcos_error *err) {
-  arkcos_plan *p = plan_prepare(g, k, o, part, nparts, err);
+                                     const arkcos_options *o, int rank, int nranks, arkcos_error *err) {
+  arkcos_plan *p = plan_prepare(g, k, o, rank, nranks, err);
   if (!p) return NULL;
-  if (plan_memory_check(p, err) || create_backend(p, err)) {
+  if (plan_memory_check(p, rank, nranks, err) || create_backend(p, err)) {
     arkcos_plan_destroy(p);
     return NULL;
   }

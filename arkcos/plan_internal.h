@@ -49,18 +49,22 @@ struct arkcos_plan {
   void (*mpi_destroy)(arkcos_plan *);
 };
 
-/* plan.c: a plan that computes only part `part` of `nparts` of the tasks
- * (arkcos_plan_split), with the same pair arithmetic and summation order as
- * the whole plan, so its output rings are bit-identical to the whole
- * plan's; CPU only, scalar only. nparts = 1 is arkcos_plan_create. */
+/* plan.c: the plan of rank `rank` of `nranks`, which computes only the
+ * tasks of band arkcos_band_of_rank (arkcos_plan_split), with the same pair
+ * arithmetic and summation order as the whole plan, so its output rings are
+ * bit-identical to the whole plan's; CPU only, scalar only; checked against
+ * its own estimate (arkcos_plan_estimate_rank). nranks = 1 is
+ * arkcos_plan_create. */
 arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kernel *k,
-                                     const arkcos_options *o, int part, int nparts, arkcos_error *err);
+                                     const arkcos_options *o, int rank, int nranks, arkcos_error *err);
 /* Tasks split into nparts contiguous ranges balanced by output pixels:
  * part r computes tasks [first[r], first[r + 1]); first has nparts + 1. */
 void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first);
-/* Whether input ring j is read by the tasks [lo, hi) (their pairs' input
- * rings and mirrors). */
-int arkcos_plan_ring_needed(const arkcos_plan *p, int lo, int hi, int j);
+/* The input rings read by the tasks [lo, hi) (their pairs' input rings and
+ * mirrors): need[j] = 1 for those, 0 for the others (need has nrings). */
+void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned char *need);
+/* MemAvailable from /proc/meminfo, else the physical memory, in bytes */
+double arkcos_memory_available(void);
 int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
 int arkcos_cpu_create_float(arkcos_plan *p, arkcos_error *err);
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);
@@ -73,7 +77,7 @@ int arkcos_spin2_ring_on_grid(const arkcos_plan *p, int i);
 /* pairs_direct.c: the exact path of ring pairs off the kernel grid */
 int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j);
 int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err);
-double arkcos_direct_estimate_bytes(const arkcos_plan *p);
+double arkcos_direct_estimate_bytes(const arkcos_plan *p, int lo, int hi); /* tasks [lo, hi) */
 double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out);
 /* spin-2 plans: (q_out, u_out) += the direct pairs' complex sums */
 double arkcos_direct_apply_spin2(const arkcos_plan *p, const double *q, const double *u, double *q_out,

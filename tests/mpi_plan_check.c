@@ -92,17 +92,39 @@ static void run_case(const mcase *c) {
   /* the bands: every output pixel once, their sizes and halos */
   arkcos_mpi_band b;
   CHECK(arkcos_plan_mpi_band(p, &b, NULL) == 0, "band");
-  int64_t mine[4] = {b.pixels_out, b.pixels_in, b.halo_pixels, (int64_t)arkcos_plan_memory(p)};
-  int64_t all[4 * 8] = {0};
-  MPI_Gather(mine, 4, MPI_INT64_T, all, 4, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  /* the estimate made before planning (arkcos_plan_estimate_rank, what
+   * `arkcos smooth --dry-run` prints): the band's pixels exactly, its
+   * memory on the high side of what the plan holds */
+  arkcos_estimate est;
+  CHECK(arkcos_plan_estimate_rank(g, k, &o, rank, nranks, &est, &err) == 0, "%s: estimate: %s", c->name, err.msg);
+  CHECK(est.pixels_out == b.pixels_out && est.pixels_in == b.pixels_in && est.halo_pixels == b.halo_pixels &&
+            est.rings_out == b.nrings_out,
+        "%s: rank %d: estimated band (out %lld, in %lld, halo %lld px, %d rings) is not the plan's (%lld, %lld, "
+        "%lld, %d)", c->name, rank, (long long)est.pixels_out, (long long)est.pixels_in,
+        (long long)est.halo_pixels, est.rings_out, (long long)b.pixels_out, (long long)b.pixels_in,
+        (long long)b.halo_pixels, b.nrings_out);
+  const double held = (double)arkcos_plan_memory(p);
+  char what[160];
+  snprintf(what, sizeof what, "%s: rank %d of %d: estimate / held", c->name, rank, nranks);
+  CHECK_GE(what, (est.total + est.maps) / held, 1.0);
+  /* without the estimate's 0.5 MB floor (which carries the tiny bands):
+   * measured 0.44 to 2.08 (the most: cached spectra at nside 48-64, N = 4) */
+  snprintf(what, sizeof what, "%s: rank %d of %d: (estimate - 0.5 MB) / held", c->name, rank, nranks);
+  CHECK_LE(what, (est.total - 0.5e6 + est.maps) / held, 2.5);
+  int64_t mine[5] = {b.pixels_out, b.pixels_in, b.halo_pixels, (int64_t)arkcos_plan_memory(p),
+                     (int64_t)(est.total + est.maps)};
+  int64_t all[5 * 8] = {0};
+  MPI_Gather(mine, 5, MPI_INT64_T, all, 5, MPI_INT64_T, 0, MPI_COMM_WORLD);
   if (rank == 0) {
     int64_t tot = 0, mx = 0;
     for (int r = 0; r < nranks && r < 8; r++) {
-      tot += all[4 * r];
-      if (all[4 * r] > mx) mx = all[4 * r];
-      printf("  %-28s rank %d/%d: out %8lld px, in %8lld px, halo %8lld px (%6.1f kB), plan %7.2f MB\n",
-             c->name, r, nranks, (long long)all[4 * r], (long long)all[4 * r + 1],
-             (long long)all[4 * r + 2], 8e-3 * (double)all[4 * r + 2], 1e-6 * (double)all[4 * r + 3]);
+      const int64_t *a = all + 5 * r;
+      tot += a[0];
+      if (a[0] > mx) mx = a[0];
+      printf("  %-28s rank %d/%d: out %8lld px, in %8lld px, halo %8lld px (%6.1f kB), plan %7.2f MB "
+             "(estimated %7.2f MB)\n",
+             c->name, r, nranks, (long long)a[0], (long long)a[1], (long long)a[2], 8e-3 * (double)a[2],
+             1e-6 * (double)a[3], 1e-6 * (double)a[4]);
     }
     CHECK(tot == n, "%s: bands cover %lld of %lld pixels", c->name, (long long)tot, (long long)n);
     /* balanced: a band is at most the even share plus the largest task

@@ -65,6 +65,53 @@ TEST_GROUP(estimate) {
   arkcos_geometry_destroy(g);
 }
 
+/* The per-rank estimate of a map split over ranks (arkcos_plan_estimate_rank,
+ * which `arkcos smooth --dry-run` prints; it needs no MPI): one rank is the
+ * whole plan; the bands cover every output pixel once; rank 0 (the files,
+ * the whole maps) takes the band at the equator, which has no direct
+ * tables; the other ranks hold their maps; the polar bands the tables. */
+TEST_GROUP(estimate_rank) {
+  arkcos_error e = {0, ""};
+  arkcos_geometry *g = arkcos_geometry_healpix(128, &e);
+  arkcos_kernel *k = gauss(g, 3.0);
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  o.threads = 1;
+  arkcos_estimate one;
+  CHECK(arkcos_plan_estimate_rank(g, k, &o, 0, 1, &one, &e) == 0, "one rank: %s", e.msg);
+  CHECK(one.total == arkcos_plan_estimate(g, k, &o, &e) && one.maps == 0 && one.pixels_out == g->npix &&
+            one.pixels_in == g->npix && one.halo_pixels == 0 && one.rings_out == g->nrings,
+        "one rank is the whole plan: total %.0f, maps %.0f, out %lld", one.total, one.maps,
+        (long long)one.pixels_out);
+  for (int n = 2; n <= 5; n++) {
+    int64_t out = 0;
+    double tables = 0;
+    for (int r = 0; r < n; r++) {
+      arkcos_estimate b;
+      CHECK(arkcos_plan_estimate_rank(g, k, &o, r, n, &b, &e) == 0, "rank %d of %d: %s", r, n, e.msg);
+      out += b.pixels_out;
+      tables += b.tables;
+      CHECK(b.band == arkcos_band_of_rank(r, n) && b.band == (r ? r - 1 : n - 1), "rank %d of %d: band %d", r,
+            n, b.band);
+      CHECK(r == 0 ? b.maps == 0 : b.maps == 8.0 * (double)(b.pixels_in + b.pixels_out),
+            "rank %d of %d: maps %.0f bytes", r, n, b.maps);
+      CHECK(b.halo_pixels > 0 && b.pixels_in == b.pixels_out + b.halo_pixels, "rank %d of %d: halo %lld", r,
+            n, (long long)b.halo_pixels);
+      if (r == 0 && n >= 3) CHECK(b.tables == 0, "%d ranks: rank 0's equatorial band holds tables", n);
+      if (r == 1) CHECK(b.tables > 0, "%d ranks: rank 1's polar band holds no tables", n);
+    }
+    CHECK(out == g->npix, "%d ranks: bands cover %lld of %lld pixels", n, (long long)out, (long long)g->npix);
+    CHECK(fabs(tables - one.tables) <= 1e-9 * one.tables, "%d ranks: tables %.6g, whole plan %.6g", n, tables,
+          one.tables);
+  }
+  arkcos_estimate b;
+  CHECK(arkcos_plan_estimate_rank(g, k, &o, 3, 3, &b, &e) == ARKCOS_EINVAL && strstr(e.msg, "rank 3 of 3"),
+        "rank 3 of 3 refused: %s", e.msg);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+}
+
 /* A limit below the estimate: refused with ARKCOS_ENOMEM, both figures and
  * the nside in the message, in a few milliseconds (nothing large built). */
 TEST_GROUP(refusal) {
@@ -208,4 +255,4 @@ TEST_GROUP(input_values) {
   free(base);
 }
 
-TEST_MAIN(TG(estimate), TG(refusal), TG(input_values))
+TEST_MAIN(TG(estimate), TG(estimate_rank), TG(refusal), TG(input_values))
