@@ -253,7 +253,7 @@ typedef struct arkcos_options {
    * the exact path of the caps is refused. */
   int spin;
   /* Memory the plan may hold, in bytes: 0 (default) = the memory available
-   * now (MemAvailable, else the physical memory). A plan whose estimate
+   * now (arkcos_memory_available). A plan whose estimate
    * (arkcos_plan_estimate) exceeds it is refused up front with
    * ARKCOS_ENOMEM and both figures, before anything large is allocated. */
   double max_memory;
@@ -319,6 +319,11 @@ typedef struct arkcos_estimate {
 
 int arkcos_plan_estimate_rank(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
                               int rank, int nranks, arkcos_estimate *e, arkcos_error *err);
+/* Bytes of memory available now, what plans are checked against when
+ * options.max_memory is 0: $ARKCOS_MEMORY_GB when set (e.g. a node shared
+ * with other jobs), else MemAvailable (/proc/meminfo), lowered to what the
+ * process's cgroup leaves under its limit (batch systems hold a job to it). */
+double arkcos_memory_available(void);
 /* The band of rank `rank` of `nranks`: rank 0 the last (at the equator),
  * rank r > 0 band r - 1. */
 int arkcos_band_of_rank(int rank, int nranks);

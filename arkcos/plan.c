@@ -310,9 +310,26 @@ static int part_options(arkcos_plan *p, int nparts, arkcos_error *err) {
   return ARKCOS_OK;
 }
 
-/* Memory available now: MemAvailable from /proc/meminfo, else the
- * physical memory. */
+/* A number from the first line of a file (cgroup limits: "max" is none) */
+static double file_number(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[64] = "";
+  const int ok = fgets(line, sizeof line, f) != NULL;
+  fclose(f);
+  char *end;
+  const double v = ok ? strtod(line, &end) : -1;
+  return ok && end != line && v > 0 ? v : -1;
+}
+
+/* Memory available now: $ARKCOS_MEMORY_GB when set; else MemAvailable
+ * from /proc/meminfo (the physical memory without it), lowered to what the
+ * process's cgroup (v2, or v1) leaves under its limit, as a batch system's
+ * job is held to its cgroup rather than to the node. */
 double arkcos_memory_available(void) {
+  const double gb = env_double("ARKCOS_MEMORY_GB", 0);
+  if (gb > 0) return gb * 1e9;
+  double have = -1;
   FILE *f = fopen("/proc/meminfo", "r");
   if (f) {
     char line[256];
@@ -320,10 +337,19 @@ double arkcos_memory_available(void) {
     while (fgets(line, sizeof line, f))
       if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
     fclose(f);
-    if (kb > 0) return kb * 1024;
+    if (kb > 0) have = kb * 1024;
   }
-  const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && psz > 0 ? (double)pages * (double)psz : 8e9;
+  if (have <= 0) {
+    const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+    have = pages > 0 && psz > 0 ? (double)pages * (double)psz : 8e9;
+  }
+  const double lim2 = file_number("/sys/fs/cgroup/memory.max");
+  const double use2 = file_number("/sys/fs/cgroup/memory.current");
+  const double lim1 = file_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+  const double use1 = file_number("/sys/fs/cgroup/memory/memory.usage_in_bytes");
+  if (lim2 > 0 && lim2 - (use2 > 0 ? use2 : 0) < have) have = lim2 - (use2 > 0 ? use2 : 0);
+  if (lim1 > 0 && lim1 < 1e18 && lim1 - (use1 > 0 ? use1 : 0) < have) have = lim1 - (use1 > 0 ? use1 : 0);
+  return have > 0 ? have : 0;
 }
 
 /* The memory of the plan's tasks [task_lo, task_hi) from what plan_paths

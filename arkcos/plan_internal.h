@@ -63,8 +63,7 @@ void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first);
 /* The input rings read by the tasks [lo, hi) (their pairs' input rings and
  * mirrors): need[j] = 1 for those, 0 for the others (need has nrings). */
 void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned char *need);
-/* MemAvailable from /proc/meminfo, else the physical memory, in bytes */
-double arkcos_memory_available(void);
+
 int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
 int arkcos_cpu_create_float(arkcos_plan *p, arkcos_error *err);
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);

@@ -29,6 +29,7 @@
 #include "harness/narrow.h"
 #include "harness/smooth_checks.h"
 #include "harness/smooth_beam.h"
+#include "harness/smooth_memory.h"
 #include "harness/smooth_progress.h"
 #include "harness/status.h"
 #include "harness/util.h"
@@ -54,6 +55,8 @@ typedef struct smooth_args {
   long threads, lmax, iter;
   int force, verbose, quiet;
   int mpi_split; /* --mpi-split: each map over all MPI ranks (docs/MPI.md) */
+  int dry_run;   /* --dry-run: the checks and the memory prediction, nothing else */
+  long ranks;    /* --ranks N: the ranks --dry-run predicts for (mpirun's without it) */
   pol_opts pol; /* --pol, --no-pol */
   mask_opts mask; /* --mask, --mask-mode, --min-weight, --write-weight */
   narrow_opts narrow; /* --normalize, --allow-subpixel, --kernel-unit, --allow-negative */
@@ -62,7 +65,7 @@ typedef struct smooth_args {
    * to this method" checks */
   int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_method,
       has_mode, has_precision, has_backend, has_threads, has_lmax, has_iter, has_oversample,
-      has_accuracy, has_max_memory;
+      has_accuracy, has_max_memory, has_ranks;
 } smooth_args;
 
 static void usage(FILE *f) {
@@ -144,6 +147,14 @@ static void usage(FILE *f) {
 "                       with all ranks, its rings split into latitude bands\n"
 "                       (the default for a single input); without it several\n"
 "                       inputs are shared out over the ranks, a map per rank\n"
+"  --dry-run            arkcos: run every check, then print the memory each\n"
+"                       rank would hold (maps, the plan's tables, spectra and\n"
+"                       buffers) and whether it fits the memory available on\n"
+"                       its host; read, plan and write nothing (exit 0 fits,\n"
+"                       1 does not fit); under mpirun, a run makes the same\n"
+"                       check before it reads a map and refuses (exit 1)\n"
+"  --ranks N            --dry-run without mpirun: predict for N ranks on this\n"
+"                       host (default 1; a single input is split into bands)\n"
 "  -v, --verbose        also print each plan's a-priori bound against the\n"
 "                       direct sum (\"bound: ...\" lines; \"spin=2\" on the\n"
 "                       plan of Q and U)\n"
@@ -187,7 +198,7 @@ static int *option_seen(smooth_args *a, const char *name) {
       {"--precision", &a->has_precision},   {"--backend", &a->has_backend},
       {"--threads", &a->has_threads},       {"--lmax", &a->has_lmax},
       {"--iter", &a->has_iter},             {"--oversample", &a->has_oversample},
-      {"--max-memory", &a->has_max_memory},
+      {"--max-memory", &a->has_max_memory}, {"--ranks", &a->has_ranks},
   };
   for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
     if (!strcmp(name, known[j].name)) return known[j].seen;
@@ -281,6 +292,9 @@ static int set_integer_option(smooth_args *a, const char *name, const char *val)
     long q;
     if (!parse_long(val, &q) || q < 1 || q > 8)
       return smooth_usage_error("--oversample: '%s' is not an integer in [1, 8]", val);
+  } else if (!strcmp(name, "--ranks")) {
+    if (!parse_long(val, &a->ranks) || a->ranks < 1 || a->ranks > 1000000)
+      return smooth_usage_error("--ranks: '%s' is not an integer in [1, 1000000]", val);
   } else if (!strcmp(name, "--iter")) {
     if (!parse_long(val, &a->iter) || a->iter > 1000)
       return smooth_usage_error("--iter: '%s' is not an integer <= 1000", val);
@@ -373,6 +387,12 @@ static int check_combinations(const smooth_args *a) {
   }
   if (a->npos < 2)
     return smooth_usage_error("need an input map and an output (IN.fits OUT.fits)");
+  if (a->dry_run && a->method != METHOD_ARKCOS)
+    return smooth_usage_error("--dry-run predicts the memory of --method arkcos, not %s", m);
+  if (a->has_ranks && !a->dry_run)
+    return smooth_usage_error("--ranks applies only to --dry-run (a run's ranks are mpirun's)");
+  if (a->has_ranks && hmpi_size() > 1 && a->ranks != hmpi_size())
+    return smooth_usage_error("--ranks %ld: under mpirun the ranks are mpirun's (%d)", a->ranks, hmpi_size());
   return 0;
 }
 
@@ -398,6 +418,8 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
     } else if (!strcmp(arg, "--mpi-split")) {
       if (!hmpi_built()) return smooth_usage_error("--mpi-split: this arkcos was built without MPI (make MPI=1)");
       a->mpi_split = 1;
+    } else if (!strcmp(arg, "--dry-run")) {
+      a->dry_run = 1;
     } else if (!strcmp(arg, "-v") || !strcmp(arg, "--verbose")) {
       a->verbose = 1;
     } else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) {
@@ -420,6 +442,7 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
   mask_opts_finish(&a->mask);
   smooth_beam_finish(&a->beam);
   if (!a->has_threads) a->threads = omp_get_max_threads();
+  if (!a->has_ranks) a->ranks = hmpi_size();
   return 0;
 }
 
@@ -997,7 +1020,7 @@ static int check_all(smooth_state *s, const char *last, int to_dir,
     status = smooth_checks_sampling(&s->a->narrow, s->a->method, s->kernel, s->width,
                                     s->a->has_fwhm, s->inputs, s->ninputs);
   if (!status) status = check_gpu(s->a);
-  if (!status && to_dir && !is_dir(last) && mkdir(last, 0777) != 0 &&
+  if (!status && to_dir && !s->a->dry_run && !is_dir(last) && mkdir(last, 0777) != 0 &&
       !(errno == EEXIST && is_dir(last))) { /* MPI: another rank made it */
     fprintf(stderr, "arkcos smooth: %s: cannot create folder: %s\n", last,
             strerror(errno));
@@ -1060,6 +1083,43 @@ static int smooth_all(smooth_state *s, arkcos_error *err) {
   return hmpi_max(status);
 }
 
+/* The memory prediction (smooth_memory.h) for --dry-run, and before an
+ * arkcos run under mpirun reads anything: per nside, the largest file's
+ * columns and the plans' options. 0 fits, else an exit status. */
+static int check_memory(smooth_state *s) {
+  const smooth_args *a = s->a;
+  const int nranks = (int)a->ranks;
+  const int split = nranks > 1 && (a->mpi_split || s->ninputs == 1);
+  smem_nside *w = calloc((size_t)s->ninputs, sizeof *w);
+  if (!w) return 1;
+  int nw = 0;
+  const int saved = s->split;
+  s->split = split; /* method_spec_for reads it */
+  for (int i = 0; i < s->ninputs; i++) {
+    const hpx_header *h = &s->inputs[i];
+    int j = 0;
+    while (j < nw && w[j].nside != h->nside) j++;
+    if (j == nw) {
+      method_spec m;
+      w[j].nside = h->nside;
+      method_spec_for(s, h->nside, 0, &m);
+      w[j].o0 = m.arkcos;
+      method_spec_for(s, h->nside, 2, &m);
+      w[j].o2 = m.arkcos;
+      w[j].o0.threads = w[j].o2.threads = (int)a->threads;
+      w[j].o0.backend = w[j].o2.backend = ARKCOS_BACKEND_CPU; /* the CPU's model */
+      w[j].masked = a->mask.has_file;
+      nw++;
+    }
+    if (h->ncols > w[j].maxcols) w[j].maxcols = h->ncols;
+    w[j].spin2 |= s->pol[i].q >= 0;
+  }
+  s->split = saved;
+  const int status = smooth_memory_check(w, nw, s->kernel, nranks, split, a->max_memory, a->dry_run);
+  free(w);
+  return status;
+}
+
 static void free_state(smooth_state *s) {
   for (int i = 0; i < s->ninputs; i++) {
     if (s->outs) free(s->outs[i]);
@@ -1103,6 +1163,14 @@ int cmd_smooth(int argc, char **argv) {
     status = check_all(&s, last, to_dir, &err);
   }
   status = hmpi_checks_done(status); /* MPI: every rank stops when one's checks failed */
+  if (!status && (a.dry_run || (hmpi_size() > 1 && a.method == METHOD_ARKCOS))) {
+    status = check_memory(&s);
+    if (a.dry_run) {
+      free_state(&s);
+      free(a.pos);
+      return status;
+    }
+  }
   int total = 0;
   for (int i = 0; i < s.ninputs && !status; i++) total += s.inputs[i].ncols;
   smooth_progress_init(&s.progress, a.quiet || hmpi_size() > 1, total);

@@ -1,0 +1,36 @@
+/*
+ * smooth_memory.h -- `arkcos smooth`'s memory, predicted before anything is
+ * read or allocated (docs/MPI.md, "Memory"): per rank, the maps it holds
+ * and its plans (arkcos_plan_estimate_rank), summed over the ranks that
+ * share a host and compared with the memory available there. Printed by
+ * --dry-run; under mpirun the same check refuses a run that would not fit
+ * before rank 0 reads a map.
+ */
+#ifndef HARNESS_SMOOTH_MEMORY_H
+#define HARNESS_SMOOTH_MEMORY_H
+
+#include <stdint.h>
+
+#include "arkcos/arkcos.h"
+
+/* The work of one nside: what its largest file and its plans need. */
+typedef struct smem_nside {
+  int64_t nside;
+  int maxcols;          /* the most columns in one input file of this nside */
+  int masked;           /* --mask: the weights and their smoothing (2 more maps) */
+  int spin2;            /* some file has Q and U: the spin-2 plan too (one process) */
+  arkcos_options o0;    /* the scalar plan's options */
+  arkcos_options o2;    /* the spin-2 plan's (when spin2) */
+} smem_nside;
+
+/* The prediction for nranks ranks (hmpi_size() under mpirun; --ranks N, all
+ * on this host, otherwise): split = each map over all ranks in bands (else
+ * the files are shared out and every rank holds whole maps and plans).
+ * print: rank 0 prints the table to stdout. Every rank returns the same: 0
+ * when every host has the memory (or each rank is within max_memory when
+ * it is > 0), else 1 with the reason on stderr (rank 0), or 2 when an
+ * estimate failed (its message on stderr). */
+int smooth_memory_check(const smem_nside *w, int nw, const arkcos_kernel *k, int nranks, int split,
+                        double max_memory, int print);
+
+#endif
