@@ -302,11 +302,12 @@ double arkcos_plan_estimate(const arkcos_geometry *g, const arkcos_kernel *k, co
  * so that a job can be sized before it is submitted. */
 typedef struct arkcos_estimate {
   double total;          /* bytes of the plan: tables + spectra + kernel_spectra
-                          * + workspace, with a 15 % margin, + 0.5 MB */
+                          * + workspace + fft, with a 15 % margin, + 0.5 MB */
   double tables;         /* the direct tables of the band's cap pairs (exact path) */
   double spectra;        /* ring spectra of the band's output and halo rings */
   double kernel_spectra; /* cached kernel spectra (options.cache_kernel_spectra) */
   double workspace;      /* per-thread work rows */
+  double fft;            /* FFTW's plans of the ring lengths it transforms */
   double maps;           /* the band's input (band + halo) and output rings,
                           * 8 bytes a pixel, held by a rank that does not hold
                           * the whole maps (ranks > 0); 0 when nranks = 1 */

@@ -46,7 +46,7 @@ static double arkcos_cut_level(const arkcos_kfun *kf) {
   return k0 != 0 ? fabs(arkcos_kfun_alpha(kf, kf->cutoff) / k0) : 1;
 }
 
-static int arkcos_auto_oversample(const arkcos_kfun *kf, int64_t L) {
+int arkcos_auto_oversample(const arkcos_kfun *kf, int64_t L) {
   const int n = 4000;
   const double c = kf->cutoff, h = c / n;
   double m0 = 0, m2 = 0;

@@ -231,19 +231,34 @@ static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
   const int nr = p->geom->nrings;
   const arkcos_ring *rg = p->geom->rings;
   arkcos_fftw_wisdom_load();
-  int fresh = 0;
+  /* the rings this plan transforms: those Fourier pairs read (ring_nm) and
+   * its output rings; a band plan (MPI) leaves the others unplanned, whose
+   * FFTW plans would cost about 20 nside^2 bytes over the caps' lengths */
+  unsigned char *used = (unsigned char *)calloc((size_t)nr + 1, 1);
+  if (!used) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  for (int t = p->task_lo; t < p->task_hi; t++) {
+    used[p->task[t]] = 1;
+    if (p->mirror[p->task[t]] >= 0) used[p->mirror[p->task[t]]] = 1;
+  }
+  int fresh = 0, last = -1;
   for (int j = 0; j < nr; j++) {
+    if (!used[j] && s->ring_nm[j] == 0) continue;
     int64_t N = rg[j].nph;
-    if (j > 0 && rg[j - 1].nph == N) {
-      s->r2c[j] = s->r2c[j - 1];
-      s->c2r[j] = s->c2r[j - 1];
+    if (last >= 0 && rg[last].nph == N) {
+      s->r2c[j] = s->r2c[last];
+      s->c2r[j] = s->c2r[last];
       continue;
     }
+    last = j;
     SFX(plan_entry) *e = SFX(plans_for)(N, N == p->L ? FFTW_MEASURE : FFTW_ESTIMATE, &fresh);
-    if (!e) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan length %lld", (long long)N);
+    if (!e) {
+      free(used);
+      return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan length %lld", (long long)N);
+    }
     s->r2c[j] = e->r2c;
     s->c2r[j] = e->c2r;
   }
+  free(used);
   for (int g = 0; g < s->ngrid; g++) {
     SFX(plan_entry) *e = SFX(plans_for)(s->grid[g].L, FFTW_MEASURE, &fresh);
     if (!e) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan the kernel grid");

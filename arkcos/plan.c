@@ -357,6 +357,11 @@ double arkcos_memory_available(void) {
  * they read (a padded row per ring, twice for spin 2), the cached kernel
  * spectra when asked, per-thread workspaces; for a band plan (nparts > 1)
  * and a rank that does not hold the whole maps, its band's maps. */
+static int cmp_int64(const void *a, const void *b) {
+  const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
 static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estimate *e) {
   const arkcos_geometry *g = p->geom;
   const double rsz = p->opt.precision == ARKCOS_SINGLE ? 4 : 8;
@@ -376,24 +381,62 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
     out += g->rings[i].nph + (i2 >= 0 && i2 != i ? g->rings[i2].nph : 0);
     e->rings_out += 1 + (i2 >= 0 && i2 != i);
   }
-  if (need) {
+  /* FFTW's plans of the distinct lengths of the rings transformed (inputs
+   * read, outputs): about 10 bytes per unit of length (r2c and c2r; about
+   * 20 nside^2 bytes for a whole HEALPix plan, measured 86 MB at nside
+   * 2048), on the safe side for a band whose inputs are all read */
+  int64_t *len = malloc(sizeof(int64_t) * ((size_t)g->nrings + 1));
+  int nlen = 0;
+  if (need && len) {
     arkcos_plan_rings_needed(p, lo, hi, need);
-    for (int j = 0; j < g->nrings; j++) in += need[j] ? g->rings[j].nph : 0;
-    free(need);
+    for (int t = lo; t < hi; t++) {
+      need[p->task[t]] = 1;
+      if (p->mirror[p->task[t]] >= 0) need[p->mirror[p->task[t]]] = 1;
+    }
+    for (int j = 0; j < g->nrings; j++) {
+      if (!need[j]) continue;
+      in += g->rings[j].nph;
+      len[nlen++] = g->rings[j].nph;
+    }
   } else {
     in = g->npix; /* on the safe side */
+    for (int j = 0; len && j < g->nrings; j++) len[nlen++] = g->rings[j].nph;
   }
+  qsort(len, (size_t)nlen, sizeof *len, cmp_int64);
+  for (int q = 0; q < nlen; q++)
+    if (q == 0 || len[q] != len[q - 1]) e->fft += 10 * (double)len[q];
+  free(len);
   e->pixels_out = out;
   e->pixels_in = in;
   e->halo_pixels = in - out;
-  e->spectra = (p->opt.spin == 2 ? 2.2 : 1.2) * (double)in * rsz; /* padded rows */
+  /* ring spectra, padded rows: with the caps summed directly, about a
+   * ring's own modes (measured 1.2 values per pixel); otherwise (paper
+   * mode, a kernel too wide for the direct tables, an accuracy to trade)
+   * cap rings may be read by Fourier pairs on the kernel grid, whose rows
+   * are the grid's modes: L / 2 + 1, or q L / 2 + 1 with the caps'
+   * oversampling q */
+  int uniform = 1;
+  for (int j = 0; j < g->nrings; j++) uniform &= g->rings[j].nph == p->L;
+  if (p->opt.spin == 2 || uniform || (p->direct_caps && !(p->opt.accuracy > 0))) {
+    e->spectra = (p->opt.spin == 2 ? 2.2 : 1.2) * (double)in * rsz;
+  } else {
+    int64_t q = 1;
+    if (p->opt.mode != ARKCOS_MODE_PAPER && !p->direct_caps)
+      q = p->opt.oversample > 0 ? (p->opt.oversample < 8 ? p->opt.oversample : 8)
+                                : arkcos_auto_oversample(&p->kf, p->L);
+    double vals = 0;
+    for (int j = 0; j < g->nrings; j++)
+      if (!need || need[j]) vals += (double)((g->rings[j].nph == p->L ? p->L : q * p->L) / 2 + 1 + 7);
+    e->spectra = 2 * rsz * vals;
+  }
+  free(need);
   e->workspace = (double)nt * 24 * (double)p->L * 8;
   if (p->opt.cache_kernel_spectra) {
     double pairs = 0;
     for (int t = lo; t < hi; t++) pairs += p->jhi[p->task[t]] - p->jlo[p->task[t]] + 1;
     e->kernel_spectra = pairs * (double)p->nm * 2 * rsz;
   }
-  e->total = 1.15 * (e->tables + e->spectra + e->kernel_spectra + e->workspace) + 0.5e6;
+  e->total = 1.15 * (e->tables + e->spectra + e->kernel_spectra + e->workspace + e->fft) + 0.5e6;
   e->maps = own_maps ? 8 * (double)(in + out) : 0;
 }
 

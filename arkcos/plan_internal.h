@@ -64,6 +64,10 @@ void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first);
  * mirrors): need[j] = 1 for those, 0 for the others (need has nrings). */
 void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned char *need);
 
+/* cpu.c: the cap pairs' oversampling of the kernel grid, 1 or 2, chosen
+ * automatically (options.oversample 0) for plans whose caps are not summed
+ * directly */
+int arkcos_auto_oversample(const arkcos_kfun *kf, int64_t L);
 int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
 int arkcos_cpu_create_float(arkcos_plan *p, arkcos_error *err);
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);

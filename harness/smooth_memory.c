@@ -58,7 +58,7 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
     row->maps = reads ? 8 * npix * (w->maxcols + 1 + 2 * w->masked) : e.maps;
     row->tables = e.tables;
     row->spectra = e.spectra;
-    row->other = e.kernel_spectra + e.workspace;
+    row->other = e.kernel_spectra + e.workspace + e.fft;
     row->plan = e.total;
   }
   if (!rc && w->spin2 && reads) {
@@ -76,7 +76,7 @@ static void print_header(const smem_nside *w, int nranks, int split, int threads
   printf("dry run: nside %lld, files of up to %d column(s)%s, %d rank(s)%s, %d thread(s) per rank\n",
          (long long)w->nside, w->maxcols, w->spin2 ? " (Q, U as spin 2)" : "", nranks,
          bands ? ", each map split into latitude bands" : nranks > 1 ? ", the files shared out" : "", threads);
-  printf("(MB: plan = 1.15 (tables + spectra + other: cached kernel spectra, workspace) + 0.5; total = "
+  printf("(MB: plan = 1.15 (tables + spectra + other: cached kernel spectra, workspace, FFTW plans) + 0.5; total = "
          "maps + plan + %.0f for the process%s)\n", PROCESS_BYTES / 1e6,
          nranks > 1 && !hmpi_built() ? "; a prediction: this arkcos is built without MPI (make MPI=1)" : "");
   printf("%-5s %-16s %4s %6s %11s %10s %10s %10s %10s %10s %10s %10s\n", "rank", "host", "band", "rings",

@@ -15,7 +15,10 @@
 #  5. sweeps: `mpirun -n N arkcos run configs/ci/mpi.json` for N = 1..3 records
 #     the same cases, statuses and values as one process (everything but
 #     timings, memory and "mpi"), each case with its rank; --resume over
-#     ranks of a run killed in one process; refusals.
+#     ranks of a run killed in one process; refusals;
+#  6. memory: `smooth --dry-run` under mpirun (the figures of `--ranks N`
+#     without it), each rank's peak resident memory within its prediction,
+#     and ranks that would not fit their host refused before anything is read.
 # Fixtures are written with healpy. Last line: "TESTS <passed> <failed>".
 set -u
 cd "$(dirname "$0")/.."
@@ -72,6 +75,7 @@ hp.write_map(f"{d}/d_unseen.fits", m, dtype=np.float64)
 hp.write_map(f"{d}/e_iqu.fits", [sky(16), sky(16) - 1, sky(16) - 1], dtype=np.float64,
              column_names=["I_STOKES", "Q_STOKES", "U_STOKES"])
 hp.write_map(f"{d}/f_n16.fits", sky(16), dtype=np.float64)
+hp.write_map(f"{d}/../m256.fits", sky(256), dtype=np.float64)
 EOF
 then bad "fixtures (healpy)"; echo "TESTS $pass $fail"; exit 1; fi
 maps=("$T"/in/*.fits)
@@ -180,5 +184,30 @@ run 3 "$MPIBIN" run "$T/missing.json" --out "$SW/miss" >"$SW/miss.log" 2>&1
 rc=$?
 [ $rc -ne 0 ] && [ "$(grep -c "missing.json" "$SW/miss.log")" = 1 ] && [ ! -e "$SW/miss" ] && ok ||
   bad "a missing config over 3 ranks: exit $rc: $(head -3 "$SW/miss.log")"
+
+# ---- 6. memory: the prediction of each rank (smooth --dry-run) before anything is read
+rows() { awk '$1 ~ /^[0-9]+$/ && NF == 12' "$1"; }
+run 3 "$MPIBIN" smooth "$T/m256.fits" "$T/mem3.fits" --fwhm-arcmin 40 --threads 1 -q --dry-run >"$T/dry3.out" 2>&1 &&
+  [ "$(rows "$T/dry3.out" | wc -l)" = 3 ] && [ ! -e "$T/mem3.fits" ] && ok || bad "--dry-run over 3 ranks: $(cat "$T/dry3.out")"
+# the same figures as one process predicting 3 ranks (host names aside)
+"$PLAIN" smooth "$T/m256.fits" "$T/mem3.fits" --fwhm-arcmin 40 --threads 1 -q --dry-run --ranks 3 >"$T/dry3p.out" 2>&1
+[ "$(rows "$T/dry3.out" | awk '{$2 = ""; print}')" = "$(rows "$T/dry3p.out" | awk '{$2 = ""; print}')" ] && ok ||
+  bad "--dry-run under mpirun -n 3 and --ranks 3 differ: $(rows "$T/dry3.out"; rows "$T/dry3p.out")"
+# each rank's peak resident memory against its prediction (measured 0.83 to
+# 0.96 of it at nside 1024-2048, docs/MPI.md)
+run 3 "$PYTHON" tests/peak_rss.py "$T/rss.%r" "$MPIBIN" smooth "$T/m256.fits" "$T/mem3.fits" --fwhm-arcmin 40 \
+  --threads 1 -q >"$T/mem3.log" 2>&1 && ok || bad "the run --dry-run predicts: $(tail -3 "$T/mem3.log")"
+for r in 0 1 2; do
+  pred=$(rows "$T/dry3.out" | awk -v r=$r '$1 == r {print $12}')
+  meas=$(awk '{printf "%.1f", $1 / 1024}' "$T/rss.$r" 2>/dev/null)
+  [ -n "$pred" ] && [ -n "$meas" ] || { bad "rank $r: no prediction or measurement"; continue; }
+  check_le "nside 256, rank $r of 3: measured $meas MB / predicted $pred MB" "$("$PYTHON" -c "print(round($meas / $pred, 3))")" 1.0
+done
+# ranks that together exceed their host's memory: refused before rank 0 reads the map, nothing written
+ARKCOS_MEMORY_GB=0.05 run 2 -x ARKCOS_MEMORY_GB "$MPIBIN" smooth "$T/m256.fits" "$T/mem2.fits" --fwhm-arcmin 40 \
+  --threads 1 -q >"$T/mem2.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && [ "$(grep -c "rank(s) on host .* would need about" "$T/mem2.log")" = 1 ] && [ ! -e "$T/mem2.fits" ] && ok ||
+  bad "ranks without the memory: exit $rc: $(head -3 "$T/mem2.log")"
 
 echo "TESTS $pass $fail"

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# test_dryrun.sh -- `arkcos smooth --dry-run` (docs/MPI.md, "Memory"): the
+# checks of a run, then each rank's predicted memory, with nothing read,
+# planned or written; the prediction held against the peak resident memory
+# of the run it predicts (one process here; ranks in test_mpi.sh); a host
+# without the memory refused (exit 1); misuse refused (exit 2).
+# Last line: "TESTS <passed> <failed>".
+set -u
+cd "$(dirname "$0")/.."
+. tests/cli_lib.sh dryrun
+K=(--fwhm-arcmin 40 --threads 1 -q)
+
+if ! "$PYTHON" - "$T" <<'PY'
+import sys, warnings
+import numpy as np
+import healpy as hp
+warnings.simplefilter("ignore")
+d = sys.argv[1]
+rng = np.random.default_rng(3)
+hp.write_map(f"{d}/m256.fits", rng.normal(1.0, 1.0, 12 * 256 ** 2), dtype=np.float64)
+hp.write_map(f"{d}/iqu64.fits", [rng.normal(size=12 * 64 ** 2) for _ in range(3)], dtype=np.float64,
+             column_names=["I_STOKES", "Q_STOKES", "U_STOKES"])
+PY
+then bad "fixtures (healpy)"; echo "TESTS $pass $fail"; exit 1; fi
+
+# rows of the table: rank host band rings out_px halo_px maps tables spectra other plan total
+rows() { awk '$1 ~ /^[0-9]+$/ && NF == 12' "$1"; }
+
+# ---- one process: the prediction, nothing written
+"$ARKCOS" smooth "$T/m256.fits" "$T/new/" "${K[@]}" --dry-run >"$T/d1.out" 2>"$T/d1.err"
+rc=$?
+[ $rc -eq 0 ] && ok || bad "--dry-run: exit $rc: $(cat "$T/d1.err")"
+[ "$(rows "$T/d1.out" | wc -l)" = 1 ] && ok || bad "--dry-run: one rank row expected: $(cat "$T/d1.out")"
+grep -q "rank(s) need about .* GB together; .* GB available now: fits" "$T/d1.out" && ok || bad "--dry-run: no verdict: $(cat "$T/d1.out")"
+[ ! -e "$T/new" ] && ok || bad "--dry-run created the output folder"
+sed 's/^/  /' "$T/d1.out"
+
+# the prediction against the run: the peak resident memory of the process
+# (measured 71 MB against 78 MB predicted at nside 256, FWHM 40'); not
+# under AddressSanitizer (make sanitize), whose shadow memory is not ours
+if [ -n "${ASAN_OPTIONS:-}" ]; then
+  echo "  skip: peak memory under AddressSanitizer"
+else
+"$PYTHON" tests/peak_rss.py "$T/rss1" "$ARKCOS" smooth "$T/m256.fits" "$T/o1.fits" "${K[@]}" >/dev/null 2>&1 \
+  && ok || bad "the run --dry-run predicts failed"
+pred=$(rows "$T/d1.out" | awk '{print $12}')
+meas=$(awk '{printf "%.1f", $1 / 1024}' "$T/rss1")
+check_le "nside 256, one process: measured MB / predicted MB" "$("$PYTHON" -c "print(round($meas / $pred, 3))")" 1.0
+check_le "nside 256, one process: predicted MB / measured MB" "$("$PYTHON" -c "print(round($pred / $meas, 3))")" 1.3
+fi
+
+# ---- four ranks predicted without mpirun: bands cover the map, rank 0 (the files) at the equator
+"$ARKCOS" smooth "$T/m256.fits" "$T/o4.fits" "${K[@]}" --dry-run --ranks 4 >"$T/d4.out" 2>"$T/d4.err"
+rc=$?
+[ $rc -eq 0 ] && ok || bad "--dry-run --ranks 4: exit $rc: $(cat "$T/d4.err")"
+[ "$(rows "$T/d4.out" | awk '{print $1 ":" $3}' | tr '\n' ' ')" = "0:3 1:0 2:1 3:2 " ] && ok ||
+  bad "--ranks 4: ranks and bands: $(rows "$T/d4.out" | awk '{print $1 ":" $3}' | tr '\n' ' ')"
+[ "$(rows "$T/d4.out" | awk '{s += $5} END {print s}')" = 786432 ] && ok || bad "--ranks 4: bands do not cover the 786432 pixels"
+rows "$T/d4.out" | awk '$1 == 0 && $8 == "0.0" {z = 1} $1 == 1 && $8 + 0 > 0 {t = 1} END {exit !(z && t)}' && ok ||
+  bad "--ranks 4: rank 0 should hold no tables, rank 1 (the poles) should: $(rows "$T/d4.out")"
+grep -q "built without MPI" "$T/d4.out" && ok || bad "--ranks 4: the note that this build has no MPI is missing"
+[ ! -e "$T/o4.fits" ] && ok || bad "--dry-run --ranks 4 wrote its output"
+# Stokes Q and U: the spin-2 plan counted on the rank that reads the files
+"$ARKCOS" smooth "$T/iqu64.fits" "$T/oq.fits" --fwhm-arcmin 200 --dry-run >"$T/dq.out" 2>&1 &&
+  grep -q "files of up to 3 column(s) (Q, U as spin 2)" "$T/dq.out" && ok || bad "I Q U: $(cat "$T/dq.out")"
+
+# ---- a host without the memory: refused, exit 1, the figures named, nothing written
+ARKCOS_MEMORY_GB=0.02 "$ARKCOS" smooth "$T/m256.fits" "$T/o5.fits" "${K[@]}" --dry-run >"$T/d5.out" 2>"$T/d5.err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "would need about .* GB together .* but 0.02 GB are available there now" "$T/d5.err" && ok ||
+  bad "a host without the memory: exit $rc: $(cat "$T/d5.err")"
+grep -q "does not fit" "$T/d5.out" && ok || bad "no 'does not fit' verdict: $(cat "$T/d5.out")"
+ARKCOS_MEMORY_GB=0.02 "$ARKCOS" smooth "$T/m256.fits" "$T/o5.fits" "${K[@]}" >"$T/r5.out" 2>"$T/r5.err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "would need about" "$T/r5.err" && [ ! -e "$T/o5.fits" ] && ok ||
+  bad "a run without the memory: exit $rc: $(cat "$T/r5.err")"
+"$ARKCOS" smooth "$T/m256.fits" "$T/o6.fits" "${K[@]}" --dry-run --ranks 2 --max-memory 5M >"$T/d6.out" 2>"$T/d6.err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "rank 1's plan would need about .* but --max-memory allows" "$T/d6.err" && ok ||
+  bad "--max-memory per rank: exit $rc: $(cat "$T/d6.err")"
+
+# ---- misuse: exit 2, nothing written
+expect_refused "--ranks without --dry-run" "--ranks applies only to --dry-run" "$T/o7.fits" \
+  "$T/m256.fits" "$T/o7.fits" "${K[@]}" --ranks 2
+expect_refused "--ranks 0" "--ranks: '0' is not an integer" "$T/o7.fits" \
+  "$T/m256.fits" "$T/o7.fits" "${K[@]}" --dry-run --ranks 0
+expect_refused "--dry-run with fsht" "--dry-run predicts the memory of --method arkcos" "$T/o7.fits" \
+  "$T/m256.fits" "$T/o7.fits" "${K[@]}" --dry-run --method fsht
+expect_refused "--dry-run, a missing input" "nope.fits" "$T/o7.fits" \
+  "$T/nope.fits" "$T/o7.fits" "${K[@]}" --dry-run
+: >"$T/o8.fits"
+expect_refused "--dry-run, an existing output" "output exists" "$T/o9.fits" \
+  "$T/m256.fits" "$T/o8.fits" "${K[@]}" --dry-run
+echo "TESTS $pass $fail"
