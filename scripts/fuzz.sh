@@ -23,7 +23,12 @@ dir="$FUZZ_BUILD/fuzz"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
-export TMPDIR="${TMPDIR:-/tmp}"
+# the targets' scratch files in a folder of this run, removed at the end: a
+# target that stops inside an entry (a crash, a timeout, a kill) does not
+# reach its unlink, and arkcos-fuzz-<pid>.* files were found left in /tmp
+TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/arkcos-fuzz-XXXXXX") || exit 2
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 failed=()
 for t in "${targets[@]}"; do
   bin="$dir/fuzz_$t"
