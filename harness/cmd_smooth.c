@@ -1093,8 +1093,6 @@ static int check_memory(smooth_state *s) {
   smem_nside *w = calloc((size_t)s->ninputs, sizeof *w);
   if (!w) return 1;
   int nw = 0;
-  const int saved = s->split;
-  s->split = split; /* method_spec_for reads it */
   for (int i = 0; i < s->ninputs; i++) {
     const hpx_header *h = &s->inputs[i];
     int j = 0;
@@ -1114,7 +1112,6 @@ static int check_memory(smooth_state *s) {
     if (h->ncols > w[j].maxcols) w[j].maxcols = h->ncols;
     w[j].spin2 |= s->pol[i].q >= 0;
   }
-  s->split = saved;
   const int status = smooth_memory_check(w, nw, s->kernel, nranks, split, a->max_memory, a->dry_run);
   free(w);
   return status;
