@@ -129,6 +129,17 @@ typedef struct arkcos_kernel_spec {
 
 typedef struct arkcos_kernel arkcos_kernel;
 
+/* The default truncation of a Gaussian beam of FWHM fwhm (radians) smoothing
+ * a HEALPix map of nside, as a level of its peak (cutoff_rel): 1e-13 for a
+ * scalar map (spin 0) when the beam spans at least 4 pixels per FWHM, where
+ * a CPU plan then sums the polar caps exactly through the oversampled
+ * Fourier path and holds no direct tables (one call several times faster,
+ * the plan a fraction of the memory); else 1e-5 (narrow beams and spin 2,
+ * whose caps are summed directly, and whose tables grow with the cut's
+ * radius). The Gaussian then differs from the untruncated one by less than
+ * the level. */
+double arkcos_gaussian_default_cutoff_rel(double fwhm, int64_t nside, int spin);
+
 /* Creates a truncated kernel normalised to unit integral over the sphere.
  * TOPHAT needs an explicit cutoff (its radius). For TABLE without a cutoff
  * and without cutoff_rel the last tabulated angle is the cutoff. */
@@ -329,6 +340,15 @@ double arkcos_memory_available(void);
  * rank r > 0 band r - 1. */
 int arkcos_band_of_rank(int rank, int nranks);
 void arkcos_plan_stages(const arkcos_plan *p, arkcos_stage_times *t);
+/* Where arkcos_plan_create spent its time, in seconds of wall clock: FFTW's
+ * planning (FFTW_ESTIMATE unless ARKCOS_FFTW_PLANNER=measure), the polar
+ * caps' direct tables, the cached kernel spectra (cache_kernel_spectra),
+ * and the whole creation (total; the rest is ring ranges, grids, buffers
+ * and the bound). Zero where a stage did not run (a GPU plan fills total). */
+typedef struct arkcos_plan_times {
+  double fftw, tables, kernel_spectra, total;
+} arkcos_plan_times;
+void arkcos_plan_setup_times(const arkcos_plan *p, arkcos_plan_times *t);
 arkcos_backend arkcos_plan_backend(const arkcos_plan *p); /* CPU or GPU */
 size_t arkcos_plan_memory(const arkcos_plan *p); /* bytes held by the plan */
 /* Why an AUTO plan runs on the CPU although a GPU was found ("" otherwise). */

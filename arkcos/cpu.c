@@ -41,10 +41,11 @@ typedef double arkcos_vd __attribute__((vector_size(32)));
  * FWHM, cut 1e-5: caps 7.8e-4 (q 1) -> 6.4e-6 (q 2); 4.4 pixels, cut 1e-8:
  * 1.7e-7 -> 5.6e-9; 6 pixels, cut 1e-8: 4.6e-9 either way. */
 /* |K(cutoff) / K(0)|: the kernel's relative jump at its cutoff */
-static double arkcos_cut_level(const arkcos_kfun *kf) {
+double arkcos_kfun_cut_level(const arkcos_kfun *kf) {
   const double k0 = arkcos_kfun_alpha(kf, 0);
   return k0 != 0 ? fabs(arkcos_kfun_alpha(kf, kf->cutoff) / k0) : 1;
 }
+#define arkcos_cut_level arkcos_kfun_cut_level
 
 int arkcos_auto_oversample(const arkcos_kfun *kf, int64_t L) {
   const int n = 4000;
@@ -95,9 +96,53 @@ static int wisdom_path(char *buf, size_t len, int mkdirs) {
  * call in the engine holds this lock. */
 static pthread_mutex_t fftw_planner_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The planner's rigor for the transforms that FFTW can time (rings of the
+ * kernel grid's length L and the grids themselves): FFTW_ESTIMATE unless
+ * ARKCOS_FFTW_PLANNER=measure. Measuring cost seconds on every first call
+ * of a process (9.5 s of a 10.6 s call at nside 512, 1 deg, 2 threads)
+ * for an execute no faster within the noise of repeated runs (README,
+ * "One call"); estimated plans also need no wisdom, so a result does not
+ * depend on what a machine's wisdom file holds. With "measure" the wisdom
+ * file keeps the measured plans across processes, as before. */
+static unsigned fftw_flags_value;
+static pthread_once_t fftw_flags_once = PTHREAD_ONCE_INIT;
+static void fftw_flags_init(void) {
+  const char *v = getenv("ARKCOS_FFTW_PLANNER");
+  fftw_flags_value = v && !strcmp(v, "measure") ? FFTW_MEASURE : FFTW_ESTIMATE;
+}
+unsigned arkcos_fftw_flags(void) {
+  pthread_once(&fftw_flags_once, fftw_flags_init);
+  return fftw_flags_value;
+}
+
+/* arkcos_fftw_c2c_plan's cache: a handful of power-of-two lengths */
+static struct { int64_t n; int sign; fftw_plan p; } c2c_cache[64];
+static int c2c_count;
+
+void *arkcos_fftw_c2c_plan(int64_t n, int sign) {
+  fftw_plan r = NULL;
+  pthread_mutex_lock(&fftw_planner_lock);
+  for (int i = 0; i < c2c_count && !r; i++)
+    if (c2c_cache[i].n == n && c2c_cache[i].sign == sign) r = c2c_cache[i].p;
+  if (!r && c2c_count < 64) {
+    fftw_complex *a = fftw_malloc(sizeof(fftw_complex) * (size_t)n);
+    if (a) r = fftw_plan_dft_1d((int)n, a, a, sign, arkcos_fftw_flags());
+    fftw_free(a);
+    if (r) {
+      c2c_cache[c2c_count].n = n;
+      c2c_cache[c2c_count].sign = sign;
+      c2c_cache[c2c_count++].p = r;
+    }
+  }
+  pthread_mutex_unlock(&fftw_planner_lock);
+  return r;
+}
+
 static pthread_once_t wisdom_once = PTHREAD_ONCE_INIT;
 static void wisdom_load_once(void) {
   char path[4096];
+  /* estimated plans take no wisdom: none is read (or written) */
+  if (arkcos_fftw_flags() != FFTW_MEASURE) return;
   if (!wisdom_path(path, sizeof path, 0)) return;
   char p2[4200];
   pthread_mutex_lock(&fftw_planner_lock);
@@ -113,6 +158,7 @@ void arkcos_fftw_wisdom_load(void) { pthread_once(&wisdom_once, wisdom_load_once
  * read a torn file. Failures are harmless: planning just repeats. */
 void arkcos_fftw_wisdom_save(void) {
   char path[4096], p2[4200], tmp[4300];
+  if (arkcos_fftw_flags() != FFTW_MEASURE) return;
   if (!wisdom_path(path, sizeof path, 1)) return;
   pthread_mutex_lock(&fftw_planner_lock);
   for (int prec = 0; prec < 2; prec++) {

@@ -96,6 +96,13 @@ typedef struct SFX(cpu_state) {
   int64_t *task_nm;     /* modes task t's accumulators receive */
   R *spec_re, *spec_im; /* ring spectra, one padded row per ring */
   FFTWP(plan) *r2c, *c2r; /* per ring, from the process-wide cache */
+  /* rings shorter than L (the caps): Bluestein's DFTs instead (bluestein.c;
+   * NULL where FFTW's plan is used), one per distinct length (owned by
+   * blue_own), and per-thread double workspaces of bwstride */
+  arkcos_bluestein **blue, **blue_own;
+  int nblue;
+  double *bwork;
+  size_t bwstride;
   R *work;              /* per-thread workspace */
   size_t wstride;       /* R values per thread */
   R *hcache;            /* cache_kernel_spectra: H of every ring pair (re row, im row) */
@@ -121,6 +128,10 @@ static void SFX(cpu_destroy)(arkcos_plan *p) {
   if (!s) return;
   free(s->r2c);
   free(s->c2r);
+  for (int b = 0; b < s->nblue; b++) arkcos_bluestein_destroy(s->blue_own[b]);
+  free(s->blue);
+  free(s->blue_own);
+  FFTWP(free)(s->bwork);
   free(s->ring_nm);
   free(s->spec_ofs);
   free(s->task_nm);
@@ -194,9 +205,15 @@ int SFX(arkcos_cpu_create)(arkcos_plan *p, arkcos_error *err) {
   if ((rc = SFX(setup_extents)(p, s, err)) != ARKCOS_OK) return rc;
   if ((rc = SFX(setup_pairsym)(p, s, &bytes, err)) != ARKCOS_OK) return rc;
   if ((rc = SFX(setup_buffers)(p, s, bytes, err)) != ARKCOS_OK) return rc;
+  double t0 = omp_get_wtime();
   if ((rc = SFX(setup_fftw)(p, s, err)) != ARKCOS_OK) return rc;
+  p->setup.fftw += omp_get_wtime() - t0;
+  t0 = omp_get_wtime();
   if (p->direct_caps && (rc = arkcos_direct_create(p, s->nthreads, err)) != ARKCOS_OK) return rc;
-  if (p->opt.cache_kernel_spectra) return SFX(fill_cache)(p, s, err);
+  p->setup.tables += omp_get_wtime() - t0;
+  t0 = omp_get_wtime();
+  if (p->opt.cache_kernel_spectra && (rc = SFX(fill_cache)(p, s, err)) != ARKCOS_OK) return rc;
+  p->setup.kernel_spectra += omp_get_wtime() - t0;
   return ARKCOS_OK;
 }
 

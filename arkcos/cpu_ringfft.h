@@ -45,6 +45,22 @@ static void SFX(rotate_rows)(R *re, R *im, int64_t n, double phi) {
   }
 }
 
+/* Ring io's c2r by Bluestein's DFT (a cap ring), from the half spectrum
+ * rspec (R values) into out[0 .. N), times scale; in double, rounded to R
+ * where the plan is single, as FFTW's c2r in R would be. */
+static void SFX(blue_c2r)(const SFX(cpu_state) *s, int io, int64_t N, const R *rspec, double *out,
+                          double scale) {
+  double *bw = s->bwork + (size_t)omp_get_thread_num() * s->bwstride, *X = bw + s->bwstride - 2 * N - 16;
+  double *x = X + N + 4; /* N + 2 values of X, then N of x (aligned: N is even) */
+  x = (double *)((uintptr_t)(x + 1) & ~(uintptr_t)15);
+  for (int64_t m = 0; m <= N / 2; m++) {
+    X[2 * m] = (double)rspec[2 * m];
+    X[2 * m + 1] = (double)rspec[2 * m + 1];
+  }
+  arkcos_bluestein_c2r(s->blue[io], X, x, bw);
+  for (int64_t k = 0; k < N; k++) out[k] = scale * (double)(R)x[k];
+}
+
 /* Enhanced mode: ring j's spectrum (sre, sim; the nmj modes pairs read)
  * from its half spectrum sp, times wf. The DFT of a sampled ring is
  * periodic in m: one period from the half spectrum (Hermitian), rotated in
@@ -113,7 +129,16 @@ static inline void SFX(ring_spectrum)(const arkcos_plan *p, const SFX(cpu_state)
   const double w = rg[j].weight;
   const double *src = in + rg[j].ofs;
   R wf = 1; /* the weight, where it still has to be applied */
-  if (sizeof(R) == sizeof(double) && !paper && FFTWP(alignment_of)((R *)(uintptr_t)src) == 0) {
+  if (s->blue[j]) { /* a cap ring: Bluestein's DFT in double, weighted after */
+    double *bw = s->bwork + (size_t)omp_get_thread_num() * s->bwstride, *X = bw + s->bwstride - 2 * N - 16;
+    arkcos_bluestein_r2c(s->blue[j], src, X, bw);
+    const double ws = paper ? w : 1.0;
+    for (int64_t m = 0; m <= N / 2; m++) {
+      sp[2 * m] = (R)(ws * X[2 * m]);
+      sp[2 * m + 1] = (R)(ws * X[2 * m + 1]);
+    }
+    wf = (R)(paper ? 1.0 : w);
+  } else if (sizeof(R) == sizeof(double) && !paper && FFTWP(alignment_of)((R *)(uintptr_t)src) == 0) {
     /* double precision, input aligned as planned: transform the map in
      * place of a copy (an out-of-place r2c keeps its input), weight after */
     FFTWP(execute_dft_r2c)(s->r2c[j], (R *)(uintptr_t)src, (FFTWP(complex) *)sp);
@@ -203,7 +228,9 @@ static void SFX(fold_out)(const arkcos_plan *p, const SFX(cpu_state) *s, R *ws, 
   }
   if (N % 2 == 0 && h > 0) rspec[2 * h + 1] = 0;
   double *o = out + rg[io].ofs;
-  if (sizeof(R) == sizeof(double) && FFTWP(alignment_of)((R *)(void *)o) == 0) {
+  if (s->blue[io]) {
+    SFX(blue_c2r)(s, io, N, rspec, o, 1.0);
+  } else if (sizeof(R) == sizeof(double) && FFTWP(alignment_of)((R *)(void *)o) == 0) {
     FFTWP(execute_dft_c2r)(s->c2r[io], (FFTWP(complex) *)rspec, (R *)(void *)o); /* straight into the map */
   } else {
     FFTWP(execute_dft_c2r)(s->c2r[io], (FFTWP(complex) *)rspec, rout);
@@ -230,8 +257,12 @@ static void SFX(paper_out)(const arkcos_plan *p, const SFX(cpu_state) *s, R *ws,
     rspec[2 * m] = (R)re;
     rspec[2 * m + 1] = (R)im;
   }
-  FFTWP(execute_dft_c2r)(s->c2r[io], (FFTWP(complex) *)rspec, rout);
   const double scale = 1.0 / (double)s->Lacc;
   double *o = out + rg[io].ofs;
+  if (s->blue[io]) {
+    SFX(blue_c2r)(s, io, N, rspec, o, scale);
+    return;
+  }
+  FFTWP(execute_dft_c2r)(s->c2r[io], (FFTWP(complex) *)rspec, rout);
   for (int64_t k = 0; k < N; k++) o[k] = scale * (double)rout[k];
 }

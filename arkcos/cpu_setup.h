@@ -236,13 +236,63 @@ static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
    * FFTW plans would cost about 20 nside^2 bytes over the caps' lengths */
   unsigned char *used = (unsigned char *)calloc((size_t)nr + 1, 1);
   if (!used) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  /* output rings that some Fourier pair writes into: a cap ring of an
+   * exact plan with direct caps gets only direct sums (fold_out writes its
+   * zeros), and planning the caps' awkward lengths costs seconds (FFTW
+   * takes 1-4 ms per length even estimated: 3.9 s for nside 512's 512) */
   for (int t = p->task_lo; t < p->task_hi; t++) {
+    if (s->task_nm[t] == 0) continue;
     used[p->task[t]] = 1;
     if (p->mirror[p->task[t]] >= 0) used[p->mirror[p->task[t]]] = 1;
   }
   int fresh = 0, last = -1;
+  /* rings shorter than L: Bluestein's DFTs (bluestein.c), one per distinct
+   * length, made in parallel (each mirror ring shares its partner's) */
+  s->blue = (arkcos_bluestein **)calloc((size_t)nr, sizeof *s->blue);
+  s->blue_own = (arkcos_bluestein **)calloc((size_t)nr, sizeof *s->blue_own);
+  int *bring = (int *)malloc(sizeof(int) * ((size_t)nr + 1));
+  if (!s->blue || !s->blue_own || !bring) {
+    free(used);
+    free(bring);
+    return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  }
+  for (int j = 0; j < nr; j++) {
+    const int jm = p->mirror[j];
+    if ((!used[j] && s->ring_nm[j] == 0) || rg[j].nph == p->L || rg[j].nph % 2) continue;
+    if (jm >= 0 && jm < j && rg[jm].nph == rg[j].nph && (used[jm] || s->ring_nm[jm])) continue;
+    bring[s->nblue++] = j;
+  }
+  int bfail = 0;
+  size_t bmax = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(s->nthreads) reduction(| : bfail) reduction(max : bmax)
+  for (int b = 0; b < s->nblue; b++) {
+    s->blue_own[b] = arkcos_bluestein_create(rg[bring[b]].nph);
+    if (!s->blue_own[b]) bfail = 1;
+    else if (arkcos_bluestein_work(s->blue_own[b]) > bmax) bmax = arkcos_bluestein_work(s->blue_own[b]);
+  }
+  double bbytes = 0; /* chirp, its spectrum and twiddles: 2 n + 2 M doubles */
+  for (int b = 0; b < s->nblue; b++) {
+    s->blue[bring[b]] = s->blue_own[b];
+    if (s->blue_own[b]) bbytes += 8.0 * ((double)arkcos_bluestein_work(s->blue_own[b]) + (double)rg[bring[b]].nph);
+  }
+  for (int j = 0; j < nr; j++) {
+    const int jm = p->mirror[j];
+    if (!s->blue[j] && jm >= 0 && s->blue[jm] && rg[jm].nph == rg[j].nph) s->blue[j] = s->blue[jm];
+  }
+  free(bring);
+  int64_t nmax = 0;
+  for (int j = 0; j < nr; j++)
+    if (s->blue[j] && rg[j].nph > nmax) nmax = rg[j].nph;
+  s->bwstride = (bmax + 2 * (size_t)nmax + 16 + 7) / 8 * 8;
+  if (s->nblue) s->bwork = (double *)FFTWP(malloc)(sizeof(double) * s->bwstride * (size_t)s->nthreads);
+  if (bfail || (s->nblue && !s->bwork)) {
+    free(used);
+    return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory (the caps' ring DFTs)");
+  }
+  p->bytes += (size_t)bbytes + sizeof(double) * s->bwstride * (size_t)s->nthreads;
   for (int j = 0; j < nr; j++) {
     if (!used[j] && s->ring_nm[j] == 0) continue;
+    if (s->blue[j]) continue;
     int64_t N = rg[j].nph;
     if (last >= 0 && rg[last].nph == N) {
       s->r2c[j] = s->r2c[last];
@@ -250,7 +300,7 @@ static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
       continue;
     }
     last = j;
-    SFX(plan_entry) *e = SFX(plans_for)(N, N == p->L ? FFTW_MEASURE : FFTW_ESTIMATE, &fresh);
+    SFX(plan_entry) *e = SFX(plans_for)(N, N == p->L ? arkcos_fftw_flags() : FFTW_ESTIMATE, &fresh);
     if (!e) {
       free(used);
       return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan length %lld", (long long)N);
@@ -260,7 +310,7 @@ static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
   }
   free(used);
   for (int g = 0; g < s->ngrid; g++) {
-    SFX(plan_entry) *e = SFX(plans_for)(s->grid[g].L, FFTW_MEASURE, &fresh);
+    SFX(plan_entry) *e = SFX(plans_for)(s->grid[g].L, arkcos_fftw_flags(), &fresh);
     if (!e) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan the kernel grid");
     s->grid[g].kplan = e->r2c;
   }

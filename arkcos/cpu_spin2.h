@@ -391,19 +391,23 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
     /* split-format DFTs of length L, planned on the workspace's layout */
     fftw_iodim dim = {(int)L, 1, 1};
     double *w = s->work;
+    const double tf = omp_get_wtime();
     arkcos_fftw_wisdom_load();
     pthread_mutex_lock(&fftw_planner_lock);
-    s->fwd = fftw_plan_guru_split_dft(1, &dim, 0, NULL, w, w + L, w + 2 * L, w + 3 * L, FFTW_MEASURE);
-    s->bwd = fftw_plan_guru_split_dft(1, &dim, 0, NULL, w + 1 * L, w, w + 3 * L, w + 2 * L, FFTW_MEASURE);
+    s->fwd = fftw_plan_guru_split_dft(1, &dim, 0, NULL, w, w + L, w + 2 * L, w + 3 * L, arkcos_fftw_flags());
+    s->bwd = fftw_plan_guru_split_dft(1, &dim, 0, NULL, w + 1 * L, w, w + 3 * L, w + 2 * L, arkcos_fftw_flags());
     pthread_mutex_unlock(&fftw_planner_lock);
     if (!s->fwd || !s->bwd) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan length %lld",
                                                (long long)L);
     arkcos_fftw_wisdom_save();
+    p->setup.fftw += omp_get_wtime() - tf;
   }
   p->bytes = bytes;
   if (p->direct_caps) {
+    const double tt = omp_get_wtime();
     int rc = arkcos_direct_create(p, s->nthreads, err);
     if (rc != ARKCOS_OK) return rc;
+    p->setup.tables += omp_get_wtime() - tt;
   }
   return ARKCOS_OK;
 }

@@ -568,11 +568,51 @@ static double fourier_pair_abs(const arkcos_plan *p, int i, int j, int *nsamp) {
   int64_t n0, n1;
   *nsamp = (int)arkcos_sample_range(half, delta, p->L, &n0, &n1);
   double s = 0;
+  /* Gaussians and top-hats are >= 0 and fall with the angle, so the
+   * samples of a window wider than 96 of them (wide kernels: the sum
+   * would cost as much as a direct sum on the L grid) are bounded by the
+   * integral over the window, by Simpson's rule on 64 intervals (1 %
+   * added: measured well under 1e-4 against the sum for Gaussians of 1-20
+   * pixels per FWHM), plus the largest sample (a unimodal function) */
+  if (*nsamp > 96 && half < ARKCOS_PI && (p->kf.type == ARKCOS_KERNEL_GAUSSIAN || p->kf.type == ARKCOS_KERNEL_TOPHAT)) {
+    enum { NI = 64 };
+    const double hstep = 2 * half / NI;
+    double integ = 0, kmax = 0;
+    for (int q = 0; q <= NI; q++) {
+      const double sh = sin(0.5 * (-half + hstep * q));
+      const double v = fabs(rg[j].weight * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh)));
+      integ += (q == 0 || q == NI ? 1 : q % 2 ? 4 : 2) * v;
+      if (v > kmax) kmax = v;
+    }
+    /* the window's ends sit on the cutoff, where K may jump: its value
+     * just inside, not the zero beyond */
+    const double edge = fabs(rg[j].weight * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * pow(sin(0.5 * half), 2)) * (1 - 1e-12)));
+    integ += 2 * edge - 2 * fabs(rg[j].weight * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * pow(sin(0.5 * half), 2))));
+    integ *= hstep / 3;
+    return 1.01 * integ * (double)p->L / (2 * ARKCOS_PI) + (kmax > edge ? kmax : edge);
+  }
   for (int64_t n = n0; n <= n1; n++) {
     const double sh = sin(0.5 * (delta + 2 * ARKCOS_PI / (double)p->L * (double)n));
     s += fabs(rg[j].weight * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh)));
   }
   return s;
+}
+
+/* Smooth caps (plan.c, smooth_caps_exact): a cap pair's Fourier weights
+ * differ from the exact ones by the kernel's jump at the cutoff, spread by
+ * the band limit (Gibbs: at most about 1.09 times the jump near it, decaying
+ * away from it), and by the aliasing of the kernel's azimuthal spectrum
+ * beyond the oversampled grid, modelled as for a Gaussian of the kernel's
+ * width at the belt's edge on the grid of q L points, exp(-(q L sigma)^2 / 4)
+ * (the coarser grids toward the poles alias no more: cpu_impl.h). The
+ * term per unit of sum |W| is 8 (level + aliasing): a model, not a proof,
+ * held against the direct sum by tests/test_exact.c (smooth_caps), where
+ * the measured error stays 8-80 times below it. */
+static double smooth_caps_level(const arkcos_plan *p) {
+  const int q = p->opt.oversample > 0 ? (p->opt.oversample < 8 ? p->opt.oversample : 8)
+                                      : arkcos_auto_oversample(&p->kf, p->L);
+  const double sigma = sqrt(0.5 / p->kf.inv2s2), ql = (double)q * (double)p->L * sigma;
+  return 8 * (arkcos_kfun_cut_level(&p->kf) + exp(-0.25 * ql * ql));
 }
 
 /* Rounds task t's direct weights to float (half the memory and the
@@ -614,19 +654,44 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
   }
   const double ud = 0x1p-53, u = single ? 0x1p-24 : ud;
   const double lg = log2((double)(p->L > 2 ? p->L : 2)), sq = sqrt((double)p->L);
+  const double caps_term = p->smooth_caps ? smooth_caps_level(p) : 0;
+  const arkcos_ring *rg = p->geom->rings;
   arkcos_direct *D = p->direct;
   double worst = 0;
-  for (int t = p->task_lo; t < p->task_hi; t++) { /* a band plan: its own rings */
-    const int i = p->task[t];
-    double fsum = 0, dsum = 0, dterms = 0;
-    int npairs = 0, kmax = 0;
+  /* the Fourier pairs' sums of every task, in parallel (wide kernels have
+   * many pairs): fs, their caps' part cs (smooth caps), counts np, kmx */
+  const int nt = p->task_hi - p->task_lo;
+  double *fs = calloc((size_t)(2 * nt + 1), sizeof(double)), *cs = fs ? fs + nt : NULL;
+  int *np = calloc((size_t)(2 * nt + 1), sizeof(int)), *kmx = np ? np + nt : NULL;
+  if (!fs || !np) { /* no memory for the bound: say none */
+    free(fs);
+    free(np);
+    p->bound = INFINITY;
+    return;
+  }
+  const int nthr = p->opt.threads > 0 ? p->opt.threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 4) num_threads(nthr)
+  for (int t = p->task_lo; t < p->task_hi; t++) {
+    const int i = p->task[t], r = t - p->task_lo;
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
       if (arkcos_pair_is_direct(p, i, j)) continue;
       int ns;
-      fsum += fourier_pair_abs(p, i, j, &ns);
-      if (ns > 0) npairs++;
-      if (ns > kmax) kmax = ns;
+      const double a = fourier_pair_abs(p, i, j, &ns);
+      /* smooth caps: a cap pair's L-grid samples outnumber ring j's pixels
+       * by L / n_j; its rounding scales with the pixels' weights, and so
+       * does its caps' term (smooth_caps_level) */
+      const int cap = rg[j].nph < p->L || rg[i].nph < p->L;
+      const double dens = p->smooth_caps && rg[j].nph < p->L ? (double)rg[j].nph / (double)p->L : 1.0;
+      fs[r] += a * dens;
+      if (p->smooth_caps && cap) cs[r] += a * (double)rg[j].nph / (double)p->L;
+      if (ns > 0) np[r]++;
+      if (ns > kmx[r]) kmx[r] = ns;
     }
+  }
+  for (int t = p->task_lo; t < p->task_hi; t++) { /* a band plan: its own rings */
+    const int r = t - p->task_lo;
+    double fsum = fs[r], dsum = 0, dterms = 0;
+    const int npairs = np[r], kmax = kmx[r];
     if (D)
       for (int k = D->first[t]; k < D->first[t + 1]; k++) {
         dsum += D->pair[k].wsum;
@@ -634,6 +699,7 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
       }
     const double kc = kmax < 64 ? kmax : 64;
     double b = (10 * lg + kc * kc + npairs + 16) * u * sq * fsum + (dterms + 64) * ud * dsum;
+    if (p->smooth_caps) b += caps_term * cs[r];
     if (p->opt.spin == 2) b *= 2; /* complex products: about twice the rounding */
     /* float weights: where the accuracy asked allows them, and in single
      * precision plans, whose Fourier part rounds at the float level anyway */
@@ -646,5 +712,7 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
     }
     if (b > worst) worst = b;
   }
+  free(fs);
+  free(np);
   p->bound = worst;
 }

@@ -33,11 +33,15 @@ struct arkcos_plan {
   int task_lo, task_hi;
   double *sin_theta;         /* per ring */
   arkcos_stage_times last;
+  arkcos_plan_times setup;   /* arkcos_plan_setup_times */
   char note[320];            /* why AUTO did not take the GPU ("" if it did) */
   size_t bytes;              /* memory held by the backend */
   double bound;              /* arkcos_plan_bound */
   int direct_caps;           /* pairs of rings off the kernel grid are summed
                               * directly (pairs_direct.c) */
+  int smooth_caps;           /* ... or, exactly, by the oversampled Fourier
+                              * path: a smooth, resolved kernel cut where it
+                              * is negligible (plan.c, smooth_caps_exact) */
   arkcos_direct *direct;     /* their tables, or NULL */
   char exactness[400];       /* why an enhanced plan is not exact ("" if it is) */
   void *impl;                /* backend state */
@@ -68,6 +72,8 @@ void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned cha
  * automatically (options.oversample 0) for plans whose caps are not summed
  * directly */
 int arkcos_auto_oversample(const arkcos_kfun *kf, int64_t L);
+/* cpu.c: |K(cutoff) / K(0)|, the kernel's relative jump at its cutoff */
+double arkcos_kfun_cut_level(const arkcos_kfun *kf);
 int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
 int arkcos_cpu_create_float(arkcos_plan *p, arkcos_error *err);
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);
@@ -87,7 +93,26 @@ double arkcos_direct_apply_spin2(const arkcos_plan *p, const double *q, const do
                                  double *u_out);
 void arkcos_direct_destroy(arkcos_direct *D);
 void arkcos_plan_set_bound(arkcos_plan *p, int single);
+/* cpu.c: FFTW's planner flags for the long transforms (the kernel grids
+ * and rings of length L): FFTW_ESTIMATE by default, FFTW_MEASURE with
+ * ARKCOS_FFTW_PLANNER=measure (read once per process) */
+unsigned arkcos_fftw_flags(void);
 void arkcos_fftw_wisdom_load(void);
+/* bluestein.c: real DFTs of any even length through power-of-two FFTs, for
+ * the cap rings (FFTW's planner would take 1-4 ms per awkward length).
+ * r2c / c2r as FFTW's (unnormalised; n / 2 + 1 (re, im) pairs); work holds
+ * arkcos_bluestein_work doubles, aligned as fftw_malloc's. Thread-safe. */
+typedef struct arkcos_bluestein arkcos_bluestein;
+arkcos_bluestein *arkcos_bluestein_create(int64_t n);
+void arkcos_bluestein_destroy(arkcos_bluestein *b);
+size_t arkcos_bluestein_work(const arkcos_bluestein *b);
+void arkcos_bluestein_r2c(const arkcos_bluestein *b, const double *x, double *X, double *work);
+void arkcos_bluestein_c2r(const arkcos_bluestein *b, const double *X, double *x, double *work);
+/* cpu.c: the in-place complex FFT of length n and sign (FFTW_FORWARD or
+ * FFTW_BACKWARD) from a process-wide cache, planned with
+ * arkcos_fftw_flags under the planner lock; NULL if FFTW cannot. The
+ * return type is fftw_plan, passed as void * here. */
+void *arkcos_fftw_c2c_plan(int64_t n, int sign);
 void arkcos_fftw_wisdom_save(void);
 char *arkcos_fftw_wisdom_export(int single);
 int arkcos_fftw_wisdom_import(const char *w, int single);

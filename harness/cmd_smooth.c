@@ -98,8 +98,10 @@ static void usage(FILE *f) {
 "  --beam-file FILE     beam transfer function B_l (healpy/Planck FITS or text\n"
 "                       `l B_l`), made a compact kernel: see Beam transfer\n"
 "                       functions below\n"
-"Truncation (at most one; not with --tophat-deg; default: --cutoff-rel 1e-5\n"
-"for a Gaussian, the last tabulated angle for a kernel file):\n"
+"Truncation (at most one; not with --tophat-deg; default for a Gaussian:\n"
+"--cutoff-rel 1e-13 when every input is a scalar map (no Q, U) with at least\n"
+"4 pixels per FWHM, whose polar caps are then exact through the Fourier path\n"
+"with no tables; else 1e-5; for a kernel file the last tabulated angle):\n"
 "  --cutoff-deg R       cut at R degrees, 0 < R <= 180\n"
 "  --cutoff-rel EPS     cut where K first falls below EPS K(0), 0 < EPS < 1\n"
 "Method:\n"
@@ -492,7 +494,10 @@ typedef struct smooth_state {
   arkcos_geometry *geom;
   smoother *sm;         /* scalar columns and weight maps (NULL until needed) */
   smoother *sm2;        /* Stokes Q and U as spin 2 (NULL until needed) */
+  arkcos_kernel *kernel_fine; /* kernel_for's finer cut, or NULL */
+  int auto_cut;         /* a Gaussian with the default cut: kernel_for */
   double plan_time;     /* sum over arkcos plans created */
+  double plan_fftw, plan_tables; /* their FFTW planning and direct tables */
   int nplans;
   double *map_times;    /* execute time per map */
   int nmaps_done, map_cap;
@@ -569,13 +574,16 @@ static void print_bound(const smooth_state *s, const smoother *sm) {
 
 /* The smoother of spin 0 or 2 for s->nside, made once; the scalar one with
  * the A(1) of --normalize. */
+static const arkcos_kernel *kernel_for(smooth_state *s, int64_t nside, int spin, arkcos_error *err);
+
 static int make_smoother(smooth_state *s, int spin, arkcos_error *err) {
   method_spec m;
   method_spec_for(s, s->nside, spin, &m);
   char what[64];
   snprintf(what, sizeof what, "%s%s", method_name(s->a->method), spin == 2 ? ", Stokes Q and U" : "");
   smooth_progress_plan_begin(&s->progress, (long long)s->nside, what);
-  smoother *sm = smoother_create(&m, s->geom, s->kernel, err);
+  const arkcos_kernel *k = kernel_for(s, s->nside, spin, err);
+  smoother *sm = k ? smoother_create(&m, s->geom, k, err) : NULL;
   if (sm) smooth_progress_plan_end(&s->progress);
   if (!sm) {
     if (spin == 2 && err->code)
@@ -598,6 +606,10 @@ static int make_smoother(smooth_state *s, int spin, arkcos_error *err) {
   if (s->a->verbose) print_bound(s, sm);
   if (s->a->method == METHOD_ARKCOS) {
     s->plan_time += smoother_plan_time(sm);
+    arkcos_plan_times pt;
+    smoother_plan_setup(sm, &pt);
+    s->plan_fftw += pt.fftw;
+    s->plan_tables += pt.tables;
     s->nplans++;
   }
   return ARKCOS_OK;
@@ -654,6 +666,7 @@ typedef struct file_job {
   mask_job mask;           /* the columns' missing pixels and weights */
   arkcos_stage_times sum;  /* METHOD_ARKCOS: stages over the columns */
   double t_read, t_exec, t_write, plan_time;
+  double plan_fftw, plan_tables; /* parts of plan_time */
 } file_job;
 
 /* Column c's output, allocated. */
@@ -729,13 +742,15 @@ static int smooth_pair(smooth_state *s, file_job *job, arkcos_error *err) {
  * reached, so that a weight map shared with the columns between them is
  * smoothed once. */
 static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
-  double plan_time0 = s->plan_time;
+  double plan_time0 = s->plan_time, fftw0 = s->plan_fftw, tables0 = s->plan_tables;
   const int pair = job->pol.q >= 0, last = job->pol.q > job->pol.u ? job->pol.q : job->pol.u;
   const int need0 = job->ncols > 2 * pair || mask_job_needs_weights(&job->mask) ||
                     s->a->narrow.normalize;
   int rc = ensure_smoothers(s, job->h->nside, need0, pair, err);
   if (rc) return rc;
   job->plan_time = s->plan_time - plan_time0; /* 0 when the plans are reused */
+  job->plan_fftw = s->plan_fftw - fftw0;
+  job->plan_tables = s->plan_tables - tables0;
   job->outs = calloc((size_t)job->ncols, sizeof *job->outs);
   if (!job->outs) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
   for (int c = 0; c < job->ncols && !rc; c++) {
@@ -748,7 +763,7 @@ static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
 }
 
 /* The summary line: what was done, with what, and where the time went. */
-static void print_summary(const smooth_state *s, const file_job *job) {
+static void print_summary(smooth_state *s, const file_job *job) {
   const smooth_args *a = s->a;
   const hpx_header *h = job->h;
   const int arkcos = a->method == METHOD_ARKCOS;
@@ -782,21 +797,30 @@ static void print_summary(const smooth_state *s, const file_job *job) {
              smooth_checks_column_name(h, job->pol.q, qb, sizeof qb),
              smooth_checks_column_name(h, job->pol.u, ub, sizeof ub));
   }
+  /* the kernel of the job's scalar columns (of Q and U when it has none) */
+  arkcos_error kerr = {0, ""};
+  const arkcos_kernel *k2 = kernel_for(s, h->nside, 2, &kerr);
+  const arkcos_kernel *kjob = job->ncols > 2 * (job->pol.q >= 0) ? kernel_for(s, h->nside, 0, &kerr) : k2;
+  if (!kjob) kjob = s->kernel;
+  if (!k2) k2 = s->kernel;
   printf("smooth: %s -> %s nside=%lld maps=%d%s ordering=%s type=%s method=%s%s "
          "threads=%ld %s cutoff=%.4gdeg (K/K0=%.2g) pixels_per_fwhm=%.3g time=%.4gs",
          job->in, job->out, (long long)h->nside, job->ncols, pol,
          h->nested ? "NESTED" : "RING", h->is_float32 ? "float32" : "float64",
          method_name(a->method), extra, a->threads, kern,
-         arkcos_kernel_cutoff(s->kernel) / DEG,
-         arkcos_kernel_cutoff_level(s->kernel), narrow_pixels_per_fwhm(s->width, h->nside),
+         arkcos_kernel_cutoff(kjob) / DEG,
+         arkcos_kernel_cutoff_level(kjob), narrow_pixels_per_fwhm(s->width, h->nside),
          job->t_exec);
+  if (k2 != kjob && job->pol.q >= 0) /* Q and U were cut elsewhere (kernel_for) */
+    printf(" spin2_cutoff=%.4gdeg (K/K0=%.2g)", arkcos_kernel_cutoff(k2) / DEG, arkcos_kernel_cutoff_level(k2));
   const arkcos_stage_times *t = &job->sum;
   if (arkcos) {
     printf(" (map_fft %.3g kernel_eval %.3g kernel_fft %.3g reduction %.3g "
            "map_ifft %.3g",
            t->map_fft, t->kernel_eval, t->kernel_fft, t->reduction, t->map_ifft);
     if (gpu) printf(" h2d %.3g d2h %.3g", t->h2d, t->d2h);
-    printf(" other %.3g) plan=%.3gs", t->other, job->plan_time);
+    printf(" other %.3g) plan=%.3gs (fftw %.3g tables %.3g)", t->other, job->plan_time, job->plan_fftw,
+           job->plan_tables);
   }
   printf(" read=%.3gs write=%.3gs bad_pixels=%lld\n", job->t_read, job->t_write,
          (long long)job->nbad);
@@ -941,6 +965,31 @@ static int check_input(smooth_state *s, int i, const char *last, int to_dir,
   return rc ? rc : check_existing_output(s, i);
 }
 
+/* The kernel of the plans of nside and spin: s->kernel, or, for a Gaussian
+ * without an explicit cutoff, the one cut at arkcos_gaussian_default_cutoff_rel
+ * (1e-13 for scalar maps of >= 4 pixels per FWHM; made on first need), so
+ * that a map's smoothing does not depend on the other inputs of the run.
+ * NULL with err set when it cannot be made. */
+static const arkcos_kernel *kernel_for(smooth_state *s, int64_t nside, int spin, arkcos_error *err) {
+  if (!s->auto_cut) return s->kernel;
+  const double fwhm = s->a->fwhm_arcmin * ARCMIN, rel = arkcos_gaussian_default_cutoff_rel(fwhm, nside, spin);
+  if (rel == DEFAULT_CUTOFF_REL) return s->kernel;
+  if (!s->kernel_fine) {
+    arkcos_kernel_spec spec = {0};
+    spec.type = ARKCOS_KERNEL_GAUSSIAN;
+    spec.fwhm = fwhm;
+    spec.cutoff_rel = rel;
+    s->kernel_fine = arkcos_kernel_create(&spec, err);
+  }
+  return s->kernel_fine;
+}
+
+/* The serving ranks' kernel of a split plan of nside (scalar) */
+static const arkcos_kernel *split_kernel(void *ctx, int64_t nside) {
+  arkcos_error err = {0, ""};
+  return kernel_for((smooth_state *)ctx, nside, 0, &err);
+}
+
 static int make_kernel(smooth_state *s, arkcos_error *err) {
   const smooth_args *a = s->a;
   if (a->has_fwhm) {
@@ -951,6 +1000,7 @@ static int make_kernel(smooth_state *s, arkcos_error *err) {
     spec.cutoff_rel = a->has_cutoff_deg ? 0
                       : a->has_cutoff_rel ? a->cutoff_rel
                                           : DEFAULT_CUTOFF_REL;
+    s->auto_cut = !a->has_cutoff_deg && !a->has_cutoff_rel; /* kernel_for */
     s->kernel = arkcos_kernel_create(&spec, err);
   } else if (a->has_tophat) {
     arkcos_kernel_spec spec = {0};
@@ -1069,7 +1119,7 @@ static int sync_wisdom(smooth_state *s, arkcos_error *err) {
 static int smooth_all(smooth_state *s, arkcos_error *err) {
   const int n = hmpi_size(), r = hmpi_rank();
   s->split = n > 1 && (s->a->mpi_split || s->ninputs == 1);
-  if (s->split && r > 0) return hmpi_max(hmpi_split_serve(s->kernel));
+  if (s->split && r > 0) return hmpi_max(hmpi_split_serve(split_kernel, s));
   int status = n > 1 && !s->split ? sync_wisdom(s, err) : 0;
   const int lo = s->split ? 0 : (int)((int64_t)s->ninputs * r / n);
   const int hi = s->split ? s->ninputs : (int)((int64_t)s->ninputs * (r + 1) / n);
@@ -1106,6 +1156,9 @@ static int check_memory(smooth_state *s) {
       w[j].o2 = m.arkcos;
       w[j].o0.threads = w[j].o2.threads = (int)a->threads;
       w[j].o0.backend = w[j].o2.backend = ARKCOS_BACKEND_CPU; /* the CPU's model */
+      arkcos_error kerr = {0, ""};
+      w[j].k0 = kernel_for(s, h->nside, 0, &kerr);
+      w[j].k2 = kernel_for(s, h->nside, 2, &kerr);
       w[j].masked = a->mask.has_file;
       nw++;
     }
@@ -1132,6 +1185,7 @@ static void free_state(smooth_state *s) {
   smoother_destroy(s->sm2);
   arkcos_geometry_destroy(s->geom);
   arkcos_kernel_destroy(s->kernel);
+  arkcos_kernel_destroy(s->kernel_fine);
   smooth_beam_free(&s->beam);
   free(s->beam_win);
 }

@@ -123,7 +123,7 @@ void hmpi_split_stop(void) {
   if (hmpi_size() > 1) send_cmd(&c);
 }
 
-int hmpi_split_serve(const arkcos_kernel *k) {
+int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
   arkcos_plan *p = NULL;
   arkcos_geometry *g = NULL;
   int status = 0;
@@ -136,6 +136,7 @@ int hmpi_split_serve(const arkcos_kernel *k) {
       arkcos_plan_destroy(p); /* a failed plan's retry (no DESTROY came) */
       arkcos_geometry_destroy(g);
       g = arkcos_geometry_healpix(c.nside, &err);
+      const arkcos_kernel *k = kernel_for(ctx, c.nside); /* NULL fails in the collective create too */
       p = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &c.o, &err); /* collective: g NULL fails in it */
     } else if (c.op == OP_EXEC) {
       if (arkcos_execute_mpi(p, NULL, NULL, &err)) status = 1; /* rank 0 reports it */
@@ -187,8 +188,9 @@ int hmpi_split_execute(arkcos_plan *p, const double *in, double *out, arkcos_err
 }
 void hmpi_split_destroy(arkcos_plan *p) { arkcos_plan_destroy(p); }
 void hmpi_split_stop(void) {}
-int hmpi_split_serve(const arkcos_kernel *k) {
-  (void)k;
+int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
+  (void)kernel_for;
+  (void)ctx;
   return 0;
 }
 

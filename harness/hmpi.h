@@ -49,8 +49,10 @@ arkcos_plan *hmpi_split_plan(const arkcos_geometry *g, const arkcos_kernel *k,
 int hmpi_split_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err);
 void hmpi_split_destroy(arkcos_plan *p);
 void hmpi_split_stop(void);
-/* Ranks > 0: serve rank 0's plans and executes (the kernel every rank
- * made from the same arguments) until rank 0 stops; 0 or an exit status. */
-int hmpi_split_serve(const arkcos_kernel *k);
+/* Ranks > 0: serve rank 0's plans and executes until rank 0 stops; the
+ * kernel of a plan of nside is kernel_for(ctx, nside), which every rank
+ * makes from the same arguments; 0 or an exit status. */
+typedef const arkcos_kernel *(*hmpi_kernel_fn)(void *ctx, int64_t nside);
+int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx);
 
 #endif

@@ -144,6 +144,10 @@ void smoother_stages(const smoother *sm, arkcos_stage_times *t) {
 }
 
 double smoother_plan_time(const smoother *sm) { return sm->plan ? sm->plan_time : 0; }
+void smoother_plan_setup(const smoother *sm, arkcos_plan_times *t) {
+  if (sm->plan && !sm->spec.mpi_split) arkcos_plan_setup_times(sm->plan, t);
+  else memset(t, 0, sizeof *t);
+}
 size_t smoother_plan_memory(const smoother *sm) { return sm->plan ? arkcos_plan_memory(sm->plan) : 0; }
 const char *smoother_note(const smoother *sm) { return sm->note; }
 

@@ -79,6 +79,8 @@ arkcos_backend smoother_backend(const smoother *sm);
 /* Stage times of the last apply (METHOD_ARKCOS; zeros otherwise). */
 void smoother_stages(const smoother *sm, arkcos_stage_times *t);
 double smoother_plan_time(const smoother *sm); /* seconds; 0 but for ARKCOS */
+/* the plan's stages (arkcos_plan_setup_times); zeros but for ARKCOS plans of one process */
+void smoother_plan_setup(const smoother *sm, arkcos_plan_times *t);
 size_t smoother_plan_memory(const smoother *sm); /* bytes; 0 but for ARKCOS */
 /* A-priori bound b of the method against the direct pixel sum: for every
  * input x, max_p |out_p - direct_p| <= b * max_q |x_q|. METHOD_ARKCOS: the

@@ -32,10 +32,11 @@ typedef struct smem_row {
   double maps, tables, spectra, other, plan, total;
 } smem_row;
 
-/* The process itself (code, libraries, MPI): measured 27.6 to 29.7 MB of
- * peak resident memory for `arkcos smooth` at nside 16, plain and under
- * mpirun (docs/MPI.md) */
-#define PROCESS_BYTES 30e6
+/* The process itself (code, libraries): measured 14.4 MB of peak resident
+ * memory for `arkcos smooth` at nside 16 (FFTW's plans estimated, no
+ * wisdom); an MPI build under mpirun 24.6 to 31.8 MB (its libraries,
+ * docs/MPI.md) */
+#define PROCESS_BYTES (hmpi_built() || nranks > 1 ? 32e6 : 15e6)
 
 /* Rank `rank`'s row for nside w; 0 or an ARKCOS_E* code (err filled) */
 static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int nranks, int split,
@@ -48,7 +49,7 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
   const double npix = (double)g->npix;
   const int bands = split && nranks > 1;
   arkcos_estimate e;
-  int rc = arkcos_plan_estimate_rank(g, k, &w->o0, bands ? rank : 0, bands ? nranks : 1, &e, err);
+  int rc = arkcos_plan_estimate_rank(g, w->k0 ? w->k0 : k, &w->o0, bands ? rank : 0, bands ? nranks : 1, &e, err);
   const int reads = !bands || rank == 0; /* holds whole files */
   if (!rc) {
     row->band = bands ? e.band : -1;
@@ -62,7 +63,7 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
     row->plan = e.total;
   }
   if (!rc && w->spin2 && reads) {
-    const double b2 = arkcos_plan_estimate(g, k, &w->o2, err);
+    const double b2 = arkcos_plan_estimate(g, w->k2 ? w->k2 : k, &w->o2, err);
     if (b2 <= 0) rc = err->code ? err->code : ARKCOS_EINVAL;
     row->plan += b2;
   }

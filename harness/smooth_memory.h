@@ -21,6 +21,7 @@ typedef struct smem_nside {
   int spin2;            /* some file has Q and U: the spin-2 plan too (one process) */
   arkcos_options o0;    /* the scalar plan's options */
   arkcos_options o2;    /* the spin-2 plan's (when spin2) */
+  const arkcos_kernel *k0, *k2; /* their kernels (NULL: the one passed) */
 } smem_nside;
 
 /* The prediction for nranks ranks (hmpi_size() under mpirun; --ranks N, all

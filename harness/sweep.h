@@ -36,6 +36,7 @@ typedef struct timing {
   double *cpu_samples;           /* the process's CPU time of each sample */
   int n;
   double plan_time;              /* arkcos plan creation, seconds */
+  arkcos_plan_times plan_setup;  /* its stages (arkcos_plan_setup_times) */
   arkcos_stage_times *stages;    /* per sample (arkcos) */
   int backend_used;              /* arkcos */
   size_t plan_memory;            /* arkcos */

@@ -150,6 +150,12 @@ static void put_stages(json_t *cj, const timing *t, const double *sorted) {
   json_object_set_new(st, "other", json_real(s->other));
   json_object_set_new(cj, "stages", st);
   json_object_set_new(cj, "plan_time", json_real(t->plan_time));
+  json_t *ps = json_object(); /* the plan's stages (seconds) */
+  json_object_set_new(ps, "fftw", json_real(t->plan_setup.fftw));
+  json_object_set_new(ps, "tables", json_real(t->plan_setup.tables));
+  json_object_set_new(ps, "kernel_spectra", json_real(t->plan_setup.kernel_spectra));
+  json_object_set_new(ps, "total", json_real(t->plan_setup.total));
+  json_object_set_new(cj, "plan_stages", ps);
   json_object_set_new(cj, "plan_memory", json_integer((json_int_t)t->plan_memory));
   json_object_set_new(cj, "backend_used",
                       json_string(t->backend_used == ARKCOS_BACKEND_GPU ? "gpu" : "cpu"));

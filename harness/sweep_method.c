@@ -202,6 +202,7 @@ int sweep_method_begin(method_run *r, const cfg_method *m, const arkcos_geometry
   if (!rc && !r->sm) rc = err && err->code ? err->code : ARKCOS_ERUNTIME;
   if (r->sm && m->type == CFG_METHOD_ARKCOS) {
     t->plan_time = smoother_plan_time(r->sm);
+    smoother_plan_setup(r->sm, &t->plan_setup);
     t->backend_used = smoother_backend(r->sm);
     t->plan_memory = smoother_plan_memory(r->sm);
     t->bound = smoother_bound(r->sm);

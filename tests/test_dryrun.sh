@@ -36,7 +36,7 @@ grep -q "rank(s) need about .* GB together; .* GB available now: fits" "$T/d1.ou
 sed 's/^/  /' "$T/d1.out"
 
 # the prediction against the run: the peak resident memory of the process
-# (measured 71 MB against 78 MB predicted at nside 256, FWHM 40'); not
+# (measured 55 MB against 62 MB predicted at nside 256, FWHM 40'); not
 # under AddressSanitizer (make sanitize), whose shadow memory is not ours
 if [ -n "${ASAN_OPTIONS:-}" ]; then
   echo "  skip: peak memory under AddressSanitizer"
@@ -46,7 +46,8 @@ else
 pred=$(rows "$T/d1.out" | awk '{print $12}')
 meas=$(awk '{printf "%.1f", $1 / 1024}' "$T/rss1")
 check_le "nside 256, one process: measured MB / predicted MB" "$("$PYTHON" -c "print(round($meas / $pred, 3))")" 1.0
-check_le "nside 256, one process: predicted MB / measured MB" "$("$PYTHON" -c "print(round($pred / $meas, 3))")" 1.3
+# measured 1.13 (and 1.09-1.13 at nside 256-1024 for 1-2 deg beams)
+check_le "nside 256, one process: predicted MB / measured MB" "$("$PYTHON" -c "print(round($pred / $meas, 3))")" 1.2
 fi
 
 # ---- four ranks predicted without mpirun: bands cover the map, rank 0 (the files) at the equator

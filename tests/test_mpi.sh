@@ -144,7 +144,7 @@ SW="$T/sweep"
 same_values() {
   "$PYTHON" - "$@" <<'EOF'
 import json, sys
-TIMED = {"time", "stages", "plan_time", "plan_memory", "peak_memory", "mpi"}
+TIMED = {"time", "stages", "plan_time", "plan_stages", "plan_memory", "peak_memory", "mpi"}
 def load(p):
     return json.load(open(p))["cases"]
 a, b = load(sys.argv[1]), load(sys.argv[2])
