@@ -719,7 +719,8 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     Missing data: UNSEEN, NaN, +inf and -inf pixels, masked entries and
     mask's zeros are left out of the smoothing (they are not zeros), as
     `arkcos smooth` does; the result is the same to the last bit as
-    `arkcos smooth` with the same options.
+    `arkcos smooth` with the same options (and the same FFTW wisdom file;
+    without it the two agree to ~1e-16).
 
     Returns the smoothed map(s), map_in's shape: float32 for float32 input,
     else float64; a numpy masked array (masked where UNSEEN) when map_in is
