@@ -71,6 +71,19 @@ TESTTOOL_BIN := $(BUILD)/tests/spin2_direct_tool
 
 all: $(BUILD)/arkcos $(TEST_BIN) $(TOOL_BIN) $(TESTTOOL_BIN) $(GPU_MOD)
 
+# The commit this build is made from (arkcos_build_commit() in arkcos.h):
+# scripts/build-info.sh writes it at every make, and the header is replaced
+# only when the commit or the tree's dirty state changed, so that only
+# build_info.o (and what links it) is made again. Nothing asks git at run
+# time; a tree without .git records "unknown".
+BUILD_INFO_H := $(BUILD)/gen/arkcos_build_info.h
+$(BUILD_INFO_H): FORCE
+	@mkdir -p $(dir $@)
+	@sh scripts/build-info.sh > $@.tmp && \
+	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/obj/arkcos/build_info.o $(BUILD)/pic/obj/arkcos/build_info.o: $(BUILD_INFO_H)
+$(BUILD)/obj/arkcos/build_info.o $(BUILD)/pic/obj/arkcos/build_info.o: CFLAGS += -I$(BUILD)/gen
+
 $(BUILD)/obj/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@

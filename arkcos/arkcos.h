@@ -32,6 +32,16 @@ extern "C" {
 
 #define ARKCOS_VERSION "0.1.0"
 
+/* What was built, fixed at build time (nothing asks git at run time):
+ * arkcos_version() is ARKCOS_VERSION of the library (which may differ from
+ * the header a program was compiled with); arkcos_build_commit() the git
+ * commit of the source tree it was built from (40 hex digits), or "unknown"
+ * for a tree without its own git history (a tarball); arkcos_build_dirty()
+ * 1 if tracked files differed from that commit, 0 if not, -1 unknown. */
+const char *arkcos_version(void);
+const char *arkcos_build_commit(void);
+int arkcos_build_dirty(void);
+
 /* ---------------------------------------------------------------- errors */
 
 enum {

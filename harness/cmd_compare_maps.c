@@ -7,6 +7,10 @@
  * z > 2/3, belt, south cap z < -2/3; regional errors are still relative to
  * the whole map's rms(B)). With --lmax, the spectra of A, B and A - B (map2alm
  * with --iter Jacobi iterations) and their summary.
+ *
+ * Files of several columns (I, Q, U) are compared column by column:
+ * "columns" has every column's metrics; the top-level keys are the first
+ * column's (named by "column"), and stderr says so.
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,13 +36,21 @@ static void usage(FILE *f) {
 "  frac_rms_north, frac_rms_belt, frac_rms_south, max_rel_north, ...:\n"
 "                  the same over the north cap (z > 2/3), the belt and the\n"
 "                  south cap (z < -2/3), still relative to the whole rms(B)\n"
-"  nside, npix, rms_b, nbad_a, nbad_b (UNSEEN/NaN pixels, counted as 0)\n"
+"  nside, npix, rms_b, nbad_a, nbad_b (UNSEEN/NaN pixels, counted as 0,\n"
+"                  over all columns)\n"
+"  column, ncols   the column the keys above describe (the first) and the\n"
+"                  number compared\n"
+"  columns         every column: name, rms_b, frac_rms, max_rel and the\n"
+"                  regional keys. Files of several columns (I, Q, U) are\n"
+"                  compared column by column (stderr says so); with different\n"
+"                  numbers of columns the first min(n_A, n_B)\n"
 "\n"
 "  --lmax L        also compare power spectra up to L (1 <= L <= 4 nside):\n"
 "                  \"spectra\": max and rms over l in [2, L] of the relative\n"
 "                  residual (C_l^A - C_l^B) / C_l^B, the spectrum of the\n"
 "                  difference map relative to C_l^B (max, mean), and the\n"
-"                  arrays cl_a, cl_b, cl_diff (l = 0..L)\n"
+"                  arrays cl_a, cl_b, cl_diff (l = 0..L); of the first\n"
+"                  column only (spin 0: Q and U as scalars mean little)\n"
 "  --iter N        Jacobi iterations of map2alm (default 3, as healpy)\n"
 "  --threads N     OpenMP threads; 0 or none: all cores\n"
 "\n"
@@ -125,22 +137,24 @@ static int parse_args(int argc, char **argv, compare_args *a) {
   return 0;
 }
 
-/* One map to compare: its header (read once) and first column. */
+/* One file to compare: its header (read once) and every column. */
 typedef struct input_map {
   hpx_header h;
-  double *map;
+  double **maps;
+  int ncols;
   int64_t nbad;
 } input_map;
 
 static int read_input(const char *path, input_map *m, arkcos_error *err) {
   int rc = hpx_read_header(path, &m->h, err);
   if (rc) return rc;
-  double **maps = NULL;
-  int ncols = 1;
-  if ((rc = hpx_read_columns(&m->h, &maps, &ncols, &m->nbad, err))) return rc;
-  m->map = maps[0];
-  free(maps);
-  return ARKCOS_OK;
+  m->ncols = m->h.ncols;
+  return hpx_read_columns(&m->h, &m->maps, &m->ncols, &m->nbad, err);
+}
+
+static const char *col_name(const input_map *m, int c, char *buf, size_t len) {
+  if (m->h.cols && m->h.cols[c].name[0]) return m->h.cols[c].name;
+  return hpx_standard_column_name(m->ncols, c, buf, len);
 }
 
 /* Same nside, and an lmax the maps can carry. Returns 0 or exit status 2. */
@@ -162,32 +176,63 @@ static int check_pair(const compare_args *a, const input_map *ma,
   return 0;
 }
 
-/* The pixel metrics, whole map and per region. */
+/* The pixel metrics of column c, whole map and per region, into o. */
+static void column_metrics(json_t *o, const arkcos_geometry *g, const input_map *ma,
+                           const input_map *mb, int c) {
+  ref_metrics m;
+  ref_compare(g, ma->maps[c], mb->maps[c], &m);
+  double sb2 = 0;
+  for (int64_t p = 0; p < g->npix; p++) sb2 += mb->maps[c][p] * mb->maps[c][p];
+  json_object_set_new(o, "rms_b", jnum(sqrt(sb2 / (double)g->npix)));
+  json_object_set_new(o, "frac_rms", jnum(m.frac_rms));
+  json_object_set_new(o, "max_rel", jnum(m.max_rel));
+  static const char *const region[REF_NREGIONS] = {"north", "belt", "south"};
+  for (int r = 0; r < REF_NREGIONS; r++) {
+    char key[64];
+    snprintf(key, sizeof key, "frac_rms_%s", region[r]);
+    json_object_set_new(o, key, jnum(m.frac_rms_region[r]));
+    snprintf(key, sizeof key, "max_rel_%s", region[r]);
+    json_object_set_new(o, key, jnum(m.max_rel_region[r]));
+  }
+}
+
+/* The number of columns compared; a note on stderr when it is not 1. */
+static int columns_compared(const compare_args *a, const input_map *ma, const input_map *mb) {
+  const int n = ma->ncols < mb->ncols ? ma->ncols : mb->ncols;
+  char buf[HPX_NAME_LEN];
+  if (ma->ncols != mb->ncols)
+    fprintf(stderr, "arkcos compare-maps: note: %s has %d column(s), %s has %d: the first %d "
+            "compared\n", a->pos[0], ma->ncols, a->pos[1], mb->ncols, n);
+  if (n > 1)
+    fprintf(stderr, "arkcos compare-maps: note: %d columns compared one by one (\"columns\"); "
+            "the top-level metrics are those of the first, %s\n", n,
+            col_name(mb, 0, buf, sizeof buf));
+  return n;
+}
+
+/* The pixel metrics, whole map and per region, of every column. */
 static json_t *pixel_json(const compare_args *a, const arkcos_geometry *g,
                           const input_map *ma, const input_map *mb) {
-  ref_metrics m;
-  ref_compare(g, ma->map, mb->map, &m);
-  double sb2 = 0;
-  for (int64_t p = 0; p < g->npix; p++) sb2 += mb->map[p] * mb->map[p];
-
+  const int n = columns_compared(a, ma, mb);
+  char buf[HPX_NAME_LEN];
   json_t *root = json_object();
   json_object_set_new(root, "a", json_string(a->pos[0]));
   json_object_set_new(root, "b", json_string(a->pos[1]));
   json_object_set_new(root, "nside", json_integer((json_int_t)ma->h.nside));
   json_object_set_new(root, "npix", json_integer((json_int_t)g->npix));
-  json_object_set_new(root, "rms_b", jnum(sqrt(sb2 / (double)g->npix)));
-  json_object_set_new(root, "frac_rms", jnum(m.frac_rms));
-  json_object_set_new(root, "max_rel", jnum(m.max_rel));
-  static const char *const region[REF_NREGIONS] = {"north", "belt", "south"};
-  for (int r = 0; r < REF_NREGIONS; r++) {
-    char key[64];
-    snprintf(key, sizeof key, "frac_rms_%s", region[r]);
-    json_object_set_new(root, key, jnum(m.frac_rms_region[r]));
-    snprintf(key, sizeof key, "max_rel_%s", region[r]);
-    json_object_set_new(root, key, jnum(m.max_rel_region[r]));
-  }
+  column_metrics(root, g, ma, mb, 0);
   json_object_set_new(root, "nbad_a", json_integer((json_int_t)ma->nbad));
   json_object_set_new(root, "nbad_b", json_integer((json_int_t)mb->nbad));
+  json_object_set_new(root, "column", json_string(col_name(mb, 0, buf, sizeof buf)));
+  json_object_set_new(root, "ncols", json_integer(n));
+  json_t *cols = json_array();
+  for (int c = 0; c < n; c++) {
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(col_name(mb, c, buf, sizeof buf)));
+    column_metrics(o, g, ma, mb, c);
+    json_array_append_new(cols, o);
+  }
+  json_object_set_new(root, "columns", cols);
   return root;
 }
 
@@ -202,12 +247,14 @@ static int add_spectra(json_t *root, const compare_args *a,
     return 1;
   }
   ref_spectra_metrics sm;
-  if (ref_compare_spectra(g, ma->map, mb->map, L, (int)a->iter, (int)a->threads,
+  if (ref_compare_spectra(g, ma->maps[0], mb->maps[0], L, (int)a->iter, (int)a->threads,
                           cl, cl + L + 1, cl + 2 * (L + 1), &sm, err)) {
     free(cl);
     return report_error(err);
   }
   json_t *s = json_object();
+  char buf[HPX_NAME_LEN];
+  json_object_set_new(s, "column", json_string(col_name(mb, 0, buf, sizeof buf)));
   json_object_set_new(s, "lmax", json_integer(L));
   json_object_set_new(s, "iter", json_integer(a->iter));
   json_object_set_new(s, "nl", json_integer(sm.nl));
@@ -265,8 +312,8 @@ int cmd_compare_maps(int argc, char **argv) {
     status = report_error(&err);
   else
     status = compare(&a, &ma, &mb, &err);
-  free(ma.map);
-  free(mb.map);
+  hpx_free_maps(ma.maps, ma.maps ? ma.ncols : 0);
+  hpx_free_maps(mb.maps, mb.maps ? mb.ncols : 0);
   hpx_header_free(&ma.h);
   hpx_header_free(&mb.h);
   return status;

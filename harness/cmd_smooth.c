@@ -122,16 +122,18 @@ static void usage(FILE *f) {
 "                       (default 3 nside - 1)\n"
 "  --iter N             fsht only: Jacobi iterations of map2alm, N >= 0\n"
 "                       (default 3, as HEALPix and healpy)\n"
-"Missing data (UNSEEN and NaN pixels, pixels a partial-sky map does not list,\n"
-"pixels a --mask gives weight 0; each column has its own; counted in bad_pixels=):\n"
+"Missing data (UNSEEN, NaN and +-inf pixels, pixels a partial-sky map does not\n"
+"list, pixels a --mask gives weight 0; each column has its own; bad_pixels= counts\n"
+"them over the columns):\n"
 "  --mask FILE          HEALPix map of 0/1 or weights in [0, 1] with the input's\n"
 "                       NSIDE (any ORDERING); the weight w of a pixel is 0 where\n"
 "                       the data are missing, else the mask's value (1 without)\n"
 "  --mask-mode M        normalize (default): out = A(w m) / A(w), the normalised\n"
 "                       convolution (an average of the data that exist); zero:\n"
-"                       out = A(w m), missing pixels count as 0\n"
-"  --min-weight W       output UNSEEN where A(w) < W, 0 <= W <= 1 (default 0.5;\n"
-"                       0: no threshold); A is the smoothing\n"
+"                       out = A(w m), missing pixels count as 0, every output\n"
+"                       pixel kept\n"
+"  --min-weight W       normalize only: output UNSEEN where A(w) < W, 0 <= W <= 1\n"
+"                       (default 0.5; 0: no threshold); A is the smoothing\n"
 "  --write-weight       also write A(w) as a column WEIGHT after the maps\n"
 "                       (WEIGHT_<column> per column when their w differ)\n"
 "Columns without missing pixels are smoothed as is when there is no --mask.\n"
@@ -441,7 +443,7 @@ static int parse_args(int argc, char **argv, smooth_args *a) {
     fprintf(stderr, "arkcos smooth: warning: --oversample has no effect (the polar caps are exact "
                     "now); ignored\n");
   if (!a->has_iter) a->iter = 3;
-  mask_opts_finish(&a->mask);
+  if ((rc = mask_opts_finish(&a->mask))) return rc;
   smooth_beam_finish(&a->beam);
   if (!a->has_threads) a->threads = omp_get_max_threads();
   if (!a->has_ranks) a->ranks = hmpi_size();
@@ -872,6 +874,7 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   if (job.pol.q >= 0) pol_union(&job);
   rc = mask_job_begin(&job.mask, &s->a->mask, &s->mask, job.in, job.maps, job.ncols,
                       h->npix, err);
+  if (!rc) job.nbad = mask_job_excluded(&job.mask);  /* --mask's zeros too */
   if (!rc && !(rc = smooth_columns(s, &job, err))) rc = write_output(s, &job, err);
   if (!rc) mask_job_report(&job.mask, h);
   if (!rc) print_summary(s, &job);

@@ -57,41 +57,6 @@ static void shell_quote(const char *s, char *out, size_t len) {
   out[u] = 0;
 }
 
-static void git_info(char *commit, size_t len, int *dirty) {
-  char exe[PATH_MAX], dir[PATH_MAX + 16], cmd[2 * PATH_MAX + 160], q[2 * PATH_MAX];
-  *dirty = -1;
-  snprintf(commit, len, "unknown");
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  /* The binary lives in <repo>/<build>/arkcos: ask git from its folder
-   * first (the commit that was built), then from the working directory. */
-  const char *where[2] = {NULL, "."};
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    snprintf(dir, sizeof dir, "%s", exe);
-    where[0] = dir;
-  }
-  for (int i = 0; i < 2; i++) {
-    if (!where[i]) continue;
-    shell_quote(where[i], q, sizeof q);
-    snprintf(cmd, sizeof cmd, "git -C %s rev-parse HEAD 2>/dev/null", q);
-    char out[128];
-    if (command_line_output(cmd, out, sizeof out)) {
-      snprintf(commit, len, "%s", out);
-      snprintf(cmd, sizeof cmd,
-               "git -C %s status --porcelain --untracked-files=no 2>/dev/null | head -1", q);
-      FILE *p = popen(cmd, "r");
-      if (p) {
-        char line[256];
-        *dirty = fgets(line, sizeof line, p) != NULL;
-        pclose(p);
-      }
-      return;
-    }
-  }
-}
-
 static void cpu_model(char *buf, size_t len) {
   snprintf(buf, len, "unknown");
   FILE *f = fopen("/proc/cpuinfo", "r");
@@ -239,7 +204,7 @@ static int available_cores(void) {
   return cores;
 }
 
-/* date, command, git, host, CPU, memory, OS and compiler. */
+/* date, command, the build's commit, host, CPU, memory, OS and compiler. */
 static void collect_machine(json_t *m, int argc, char **argv) {
   char buf[4096];
   meta_utc_time(buf, sizeof buf, 0);
@@ -248,9 +213,10 @@ static void collect_machine(json_t *m, int argc, char **argv) {
   command_text(argc, argv, buf, sizeof buf);
   json_object_set_new(m, "command", json_string(buf));
 
-  int dirty;
-  git_info(buf, sizeof buf, &dirty);
-  json_object_set_new(m, "git_commit", json_string(buf));
+  /* the commit the engine was built from, recorded at build time (never the
+   * repository of the working directory: nothing asks git at run time) */
+  const int dirty = arkcos_build_dirty();
+  json_object_set_new(m, "git_commit", json_string(arkcos_build_commit()));
   json_object_set_new(m, "git_dirty", dirty < 0 ? json_null() : json_boolean(dirty));
 
   if (gethostname(buf, sizeof buf) != 0) snprintf(buf, sizeof buf, "unknown");
@@ -297,7 +263,7 @@ static void cfitsio_version(char *buf, size_t len) {
 static json_t *library_versions(const arkcos_gpu_info *gi) {
   char buf[4096];
   json_t *v = json_object();
-  json_object_set_new(v, "arkcos", json_string(ARKCOS_VERSION));
+  json_object_set_new(v, "arkcos", json_string(arkcos_version()));
   json_object_set_new(v, "fftw", json_string(fftw_version));
   libsharp_version(buf, sizeof buf);
   json_object_set_new(v, "libsharp", json_string(buf));
@@ -351,8 +317,10 @@ static const char *s(const json_t *o, const char *k) {
 void meta_print(FILE *f, const json_t *m) {
   const json_t *v = json_object_get(m, "versions");
   fprintf(f, "arkcos      %s\n", s(v, "arkcos"));
-  fprintf(f, "git commit  %s%s\n", s(m, "git_commit"),
-          json_is_true(json_object_get(m, "git_dirty")) ? " (with local changes)" : "");
+  const json_t *dirty = json_object_get(m, "git_dirty");
+  fprintf(f, "built from  git commit %s%s\n", s(m, "git_commit"),
+          json_is_true(dirty) ? " (with local changes)"
+          : json_is_false(dirty) ? "" : " (no git history at build time)");
   fprintf(f, "host        %s\n", s(m, "host"));
   fprintf(f, "cpu         %s, %lld cores available\n", s(m, "cpu_model"),
           (long long)json_integer_value(json_object_get(m, "cores")));

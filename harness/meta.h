@@ -13,7 +13,9 @@
 #include <stdio.h>
 
 /* A new object with date, command (argv joined with shell quoting),
- * git_commit, git_dirty, host, cpu_model, cores, memory_bytes, os, compiler,
+ * git_commit, git_dirty (the commit the engine was built from and whether its
+ * tracked files had local changes, fixed at build time: arkcos_build_commit,
+ * "unknown" and null for a tree without git history), host, cpu_model, cores, memory_bytes, os, compiler,
  * cflags, versions {arkcos, fftw, libsharp, cfitsio, jansson, cuda_runtime,
  * cuda_driver, cufft}, gpus [{name, sm_count, memory_bytes, clock_khz,
  * memory_clock_khz, compute_capability}]. The caller adds "config". */

@@ -512,7 +512,7 @@ static const struct {
     {"CFITSIO", "cfitsio", NULL},  {"jansson", "jansson", NULL},
     {"CUDA runtime", "cuda_runtime", NULL}, {"CUDA driver", "cuda_driver", NULL},
     {"cuFFT", "cufft", NULL},      {"date", "date", NULL},
-    {"git commit", "git_commit", NULL}, {"config", "config", NULL},
+    {"built from commit", "git_commit", NULL}, {"config", "config", NULL},
     {"cases ok / skipped / failed", NULL, NULL},
 };
 

@@ -44,7 +44,7 @@ static void write_machine(sbuf *b, json_t *m) {
               jint(g, "sm_count", 0), jnum(g, "memory_bytes", 0) / 1073741824.0);
   }
   sb_printf(b, "%s\n", json_array_size(gpus) ? "" : "none");
-  sb_printf(b, "- arkcos %s, git commit %.12s%s, run %s\n\n", jstr(ver, "arkcos", "?"),
+  sb_printf(b, "- arkcos %s, built from commit %.12s%s, run %s\n\n", jstr(ver, "arkcos", "?"),
             jstr(m, "git_commit", "?"), json_is_true(json_object_get(m, "git_dirty")) ? " (with local changes)" : "",
             jstr(m, "date", "?"));
 }

@@ -57,9 +57,18 @@ int mask_take_flag(mask_opts *o, const char *arg) {
   return 1;
 }
 
-void mask_opts_finish(mask_opts *o) {
-  if (!o->has_min_weight) o->min_weight = MASK_MIN_WEIGHT_DEFAULT;
+int mask_opts_finish(mask_opts *o) {
   if (!o->has_mode) o->mode = MASK_MODE_NORMALIZE;
+  if (o->mode == MASK_MODE_ZERO) {
+    /* A(w m) is kept everywhere: a threshold on A(w) is normalize's */
+    if (o->has_min_weight)
+      return smooth_usage_error("--min-weight applies to --mask-mode normalize only "
+                                "(--mask-mode zero keeps every pixel)");
+    o->min_weight = 0;
+  } else if (!o->has_min_weight) {
+    o->min_weight = MASK_MIN_WEIGHT_DEFAULT;
+  }
+  return 0;
 }
 
 /* ---------------------------------------------------------------- --mask */
@@ -207,6 +216,19 @@ int mask_job_begin(mask_job *j, const mask_opts *o, const mask_weights *mw,
   }
   free(bits);
   return ARKCOS_OK;
+}
+
+int64_t mask_job_excluded(const mask_job *j) {
+  const double *mw = j->mw ? j->mw->w : NULL;
+  int64_t total = 0;
+  for (int c = 0; c < j->ncols; c++) {
+    const mask_set *s = &j->sets[j->set_of[c]];
+    int64_t n = s->nmissing;
+    if (mw)
+      for (int64_t p = 0; p < j->npix; p++) n += mw[p] == 0 && !is_missing(s->bits, p);
+    total += n;
+  }
+  return total;
 }
 
 /* ------------------------------------------------------------ smoothing */
@@ -362,6 +384,9 @@ void mask_job_report(const mask_job *j, const hpx_header *h) {
             (long long)j->npix);
     if (s->trivial)
       fprintf(stderr, "0 output pixels UNSEEN (complete: smoothed as is)\n");
+    else if (zero)
+      fprintf(stderr, "%lld output pixels UNSEEN (--mask-mode zero keeps every pixel)\n",
+              (long long)j->nunseen[c]);
     else
       fprintf(stderr, "%lld output pixels UNSEEN (A(w) < %g)\n", (long long)j->nunseen[c],
               j->o->min_weight);

@@ -11,7 +11,8 @@
  *                        near a hole the average of the data that exist
  *   zero                 out = A(w m), missing pixels count as 0
  *
- * and in both modes out = UNSEEN where A(w) < min_weight. A(w) costs one
+ * and in normalize mode out = UNSEEN where A(w) < min_weight (zero mode
+ * keeps every pixel: --min-weight is normalize's). A(w) costs one
  * smoothing per distinct weight map in a file: columns whose missing pixels
  * are the same share it (with --mask and complete columns there is one).
  * A column without missing pixels and without --mask is smoothed as
@@ -57,8 +58,10 @@ int *mask_option_seen(mask_opts *o, const char *name);
 int mask_set_option(mask_opts *o, const char *name, const char *val);
 /* 1 if arg is a flag of this module (--write-weight), which is then set. */
 int mask_take_flag(mask_opts *o, const char *arg);
-/* Defaults for what was not given. */
-void mask_opts_finish(mask_opts *o);
+/* Defaults for what was not given: normalize, min_weight 0.5 there and 0
+ * (every pixel kept) with zero. Returns 0, or 2 (message printed) for
+ * --min-weight with --mask-mode zero. */
+int mask_opts_finish(mask_opts *o);
 
 /* --mask: its weights, read and checked before any smoothing. */
 typedef struct mask_weights {
@@ -105,6 +108,10 @@ typedef struct mask_job {
 int mask_job_begin(mask_job *j, const mask_opts *o, const mask_weights *mw,
                    const char *path, double *const *maps, int ncols, int64_t npix,
                    arkcos_error *err);
+
+/* The pixels left out of the smoothing, summed over the columns: missing
+ * (UNSEEN, NaN, +-inf, not listed) or given weight 0 by --mask. */
+int64_t mask_job_excluded(const mask_job *j);
 
 /* Smooths column c: in (modified: becomes w m) into out. A(w) is computed
  * first when its set needs it and has none yet, its stage times (METHOD_ARKCOS)

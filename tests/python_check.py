@@ -7,6 +7,7 @@ Python that runs those has no package).
 arguments: ARKCOS (the binary), WORKDIR, ABI (output of tests/python_abi.c)
 Last line: "TESTS <passed> <failed>".
 """
+import json
 import math
 import os
 import subprocess
@@ -117,6 +118,18 @@ iqu_holes = iqu.copy()
 iqu_holes[1, hp.query_disc(NSIDE, hp.ang2vec(0.3, 1.0), math.radians(10))] = hp.UNSEEN
 iqu_holes[:, rng.choice(NPIX, 25, replace=False)] = hp.UNSEEN
 hp.write_map(f"{D}/iqu_holes.fits", iqu_holes, dtype=np.float64, overwrite=True)
+# a weight map: a galactic cut |b| < 15 deg, apodised to 1 at |b| = 30 deg
+theta = hp.pix2ang(NSIDE, np.arange(NPIX))[0]
+gal = np.clip((np.abs(90 - np.degrees(theta)) - 15) / 15, 0, 1)
+hp.write_map(f"{D}/gal.fits", gal, dtype=np.float64, overwrite=True)
+hp.write_map(f"{D}/gal_nest.fits", hp.reorder(gal, r2n=True), nest=True, dtype=np.float64,
+             overwrite=True)
+# +inf and -inf where holes has UNSEEN
+infs = np.where(holes == hp.UNSEEN, np.where(np.arange(NPIX) % 2, np.inf, -np.inf), holes)
+hp.write_map(f"{D}/inf.fits", infs, dtype=np.float64, overwrite=True)
+# Q, U without I
+hp.write_map(f"{D}/qu.fits", iqu[1:], dtype=np.float64, overwrite=True,
+             column_names=["Q_STOKES", "U_STOKES"])
 
 # Every `arkcos smooth` first: FFTW loads its wisdom once per process, so the
 # package must see the FFT plans (FFTW_MEASURE) that the command chose and
@@ -133,6 +146,18 @@ smooth_cli(f"{D}/holes.fits", f"{D}/holes_w0.fits", "--fwhm-arcmin", F, "--min-w
 smooth_cli(f"{D}/iqu.fits", f"{D}/iqu_s.fits", "--fwhm-arcmin", F)
 smooth_cli(f"{D}/iqu.fits", f"{D}/iqu_np.fits", "--fwhm-arcmin", F, "--no-pol")
 smooth_cli(f"{D}/iqu_holes.fits", f"{D}/iqu_holes_s.fits", "--fwhm-arcmin", F)
+smooth_cli(f"{D}/holes.fits", f"{D}/holes_zero.fits", "--fwhm-arcmin", F, "--mask-mode", "zero")
+smooth_cli(f"{D}/m.fits", f"{D}/m_mask.fits", "--fwhm-arcmin", F, "--mask", f"{D}/gal.fits",
+           "--write-weight")
+smooth_cli(f"{D}/holes.fits", f"{D}/holes_mask.fits", "--fwhm-arcmin", F, "--mask",
+           f"{D}/gal_nest.fits", "--write-weight")
+smooth_cli(f"{D}/holes.fits", f"{D}/holes_mask_zero.fits", "--fwhm-arcmin", F, "--mask",
+           f"{D}/gal.fits", "--mask-mode", "zero", "--write-weight")
+smooth_cli(f"{D}/m.fits", f"{D}/m_w.fits", "--fwhm-arcmin", F, "--write-weight")
+smooth_cli(f"{D}/iqu_holes.fits", f"{D}/iqu_holes_mask.fits", "--fwhm-arcmin", F, "--mask",
+           f"{D}/gal.fits", "--write-weight")
+inf_summary = smooth_cli(f"{D}/inf.fits", f"{D}/inf_s.fits", "--fwhm-arcmin", F)
+smooth_cli(f"{D}/qu.fits", f"{D}/qu_s.fits", "--fwhm-arcmin", F, "--pol")
 
 # ------------------------------------------- bit for bit with arkcos smooth
 print("against arkcos smooth (same kernel, threads 2):")
@@ -199,6 +224,101 @@ check(not same_bits(outp, arkcos.smoothing(iqu, fwhm=FWHM, pol=False)), "pol has
 check(same_bits(arkcos.smoothing(iqu_holes, fwhm=FWHM), read(f"{D}/iqu_holes_s.fits")),
       "I, Q, U with UNSEEN differ from arkcos smooth")
 check(same_bits(arkcos.smoothing(list(iqu), fwhm=FWHM), outp), "a list of maps differs")
+
+# ------------------------------------------ masked arrays, inf, fwhm = 0
+print("masked arrays, +-inf, fwhm=0, pol with 2 maps:")
+# a list of healpy masked arrays: every mask honoured (the data under the
+# masks left intact, so only the masks can make the difference)
+bad_iqu = np.abs(iqu_holes - hp.UNSEEN) <= 1e-5 * abs(hp.UNSEEN)
+mlist = [np.ma.masked_array(iqu[k], mask=bad_iqu[k]) for k in range(3)]
+outl = arkcos.smoothing(mlist, fwhm=FWHM)
+refih = read(f"{D}/iqu_holes_s.fits")
+check(np.ma.isMaskedArray(outl), f"a list of masked arrays gave {type(outl).__name__}, not a masked array")
+check(same_bits(np.ma.getdata(outl), refih),
+      "a list of masked arrays differs from arkcos smooth on the UNSEEN file: max "
+      f"{np.max(np.abs(np.ma.getdata(outl) - refih)):.3e}")
+check(np.array_equal(np.ma.getmaskarray(outl), refih == hp.UNSEEN),
+      "the output's mask is not where it is UNSEEN")
+outm = arkcos.smoothing(masked, fwhm=FWHM)
+check(np.ma.isMaskedArray(outm) and np.array_equal(outm.mask, outh == hp.UNSEEN)
+      and same_bits(outm.data, outh), "a masked array does not come back as healpy.ma of the result")
+check(not np.ma.isMaskedArray(arkcos.smoothing(holes, fwhm=FWHM)), "a plain array came back masked")
+# +-inf: missing data, as in arkcos smooth (bit for bit, and as UNSEEN)
+check(same_bits(arkcos.smoothing(infs, fwhm=FWHM), outh), "+-inf differs from UNSEEN")
+check(same_bits(read(f"{D}/inf_s.fits"), outh), "arkcos smooth: +-inf differs from UNSEEN")
+nmiss = int(np.sum(holes == hp.UNSEEN))
+check(f"bad_pixels={nmiss}" in inf_summary, f"arkcos smooth: +-inf not counted: {inf_summary}")
+# fwhm = 0, sigma = 0: a copy, as healpy
+c = arkcos.smoothing(m, fwhm=0)
+check(same_bits(c, m) and c is not m and not np.shares_memory(c, m), "fwhm=0 is not a copy")
+check(same_bits(arkcos.smoothing(m32, sigma=0.0), m32), "sigma=0 on float32 is not a copy")
+check(same_bits(arkcos.smoothing(iqu, fwhm=0), iqu), "fwhm=0 on I, Q, U is not a copy")
+c = arkcos.smoothing(masked, fwhm=0)
+check(np.ma.isMaskedArray(c) and np.array_equal(c.mask, masked.mask)
+      and same_bits(c.data, np.where(masked.mask, hp.UNSEEN, m)),
+      "fwhm=0 on a masked array: not a masked copy")
+check(raises(ValueError, arkcos.smoothing, m, fwhm=-0.1, contains="fwhm"), "fwhm < 0 accepted")
+# pol=True takes 1 or 3 maps, as healpy; 2 maps are Q, U only with pol="QU"
+check(raises(ValueError, arkcos.smoothing, iqu[1:], fwhm=FWHM, contains="pol='QU'"),
+      "pol=True with 2 maps accepted")
+check(raises(ValueError, arkcos.smoothing, [iqu[1], iqu[2]], fwhm=FWHM, pol=True,
+             contains="pol=True: 2 maps"), "a list of 2 maps with pol=True accepted")
+check(raises(ValueError, arkcos.smoothing, np.vstack([iqu, m]), fwhm=FWHM, contains="pol=False"),
+      "pol=True with 4 maps accepted")
+check(raises(ValueError, arkcos.smoothing, iqu, fwhm=FWHM, pol="QU", contains="pol='QU'"),
+      "pol='QU' with 3 maps accepted")
+check(raises(ValueError, arkcos.smoothing, iqu, fwhm=FWHM, pol="EB", contains="pol"),
+      "pol='EB' accepted")
+outqu = arkcos.smoothing(iqu[1:], fwhm=FWHM, pol="QU")
+check(same_bits(outqu, read(f"{D}/qu_s.fits")), "pol='QU' differs from arkcos smooth --pol")
+check(same_bits(outqu, outp[1:]), "pol='QU' differs from Q, U of pol=True on I, Q, U")
+check(same_bits(arkcos.smoothing(iqu[1:], fwhm=FWHM, pol=False), read(f"{D}/iqu_np.fits")[1:]),
+      "2 maps with pol=False are not 2 scalars")
+
+# ----------------------------------------- mask=, mask_mode=, return_weight=
+print("mask=, mask_mode=, return_weight= against --mask, --mask-mode, --write-weight:")
+check(same_bits(arkcos.smoothing(holes, fwhm=FWHM, mask_mode="zero"), read(f"{D}/holes_zero.fits")),
+      "mask_mode='zero' differs from --mask-mode zero")
+check(not np.any(read(f"{D}/holes_zero.fits") == hp.UNSEEN), "--mask-mode zero left UNSEEN pixels")
+for name, x in (("m_mask", m), ("holes_mask", holes)):
+    o, aw = arkcos.smoothing(x, fwhm=FWHM, mask=gal, return_weight=True)
+    refm = hp.read_map(f"{D}/{name}.fits", field=0)
+    check(same_bits(o, refm), f"mask= differs from --mask ({name}): max {np.max(np.abs(o - refm)):.3e}")
+    check(same_bits(aw, hp.read_map(f"{D}/{name}.fits", field=1)),
+          f"return_weight differs from --write-weight's WEIGHT ({name})")
+print(f"  mask=: {int(np.sum(o == hp.UNSEEN))} UNSEEN of {NPIX} (the cut and the holes)")
+check(np.sum(o == hp.UNSEEN) > np.sum(outh == hp.UNSEEN) + 1000, "mask= left nothing out")
+o, aw = arkcos.smoothing(holes, fwhm=FWHM, mask=gal, mask_mode="zero", return_weight=True)
+check(same_bits(o, hp.read_map(f"{D}/holes_mask_zero.fits", field=0)) and
+      same_bits(aw, hp.read_map(f"{D}/holes_mask_zero.fits", field=1)),
+      "mask= with mask_mode='zero' differs from arkcos smooth")
+o, aw = arkcos.smoothing(m, fwhm=FWHM, return_weight=True)
+check(same_bits(o, ref) and same_bits(aw, hp.read_map(f"{D}/m_w.fits", field=1)),
+      "return_weight on a complete map differs from --write-weight")
+o, aw = arkcos.smoothing(iqu_holes, fwhm=FWHM, mask=gal, return_weight=True)
+refw = read(f"{D}/iqu_holes_mask.fits")
+check(same_bits(o, refw[:3]), "I, Q, U with mask= differ from arkcos smooth --mask")
+check(aw.shape == o.shape and same_bits(aw[0], refw[3]) and same_bits(aw[1], refw[4])
+      and same_bits(aw[2], aw[1]), "I, Q, U weights differ from WEIGHT_<column>")
+# NESTED: the mask in the maps' order
+on = arkcos.smoothing(hp.reorder(holes, r2n=True), fwhm=FWHM, nest=True,
+                      mask=hp.reorder(gal, r2n=True))
+check(same_bits(on, hp.reorder(hp.read_map(f"{D}/holes_mask.fits", field=0), r2n=True)),
+      "nest=True with a NESTED mask differs from the RING result")
+# a masked-array mask and UNSEEN in the mask: weight 0, as --mask
+gm = np.where(gal == 0, hp.UNSEEN, gal)
+check(same_bits(arkcos.smoothing(holes, fwhm=FWHM, mask=gm), hp.read_map(f"{D}/holes_mask.fits", field=0)),
+      "UNSEEN in mask= is not weight 0")
+check(raises(ValueError, arkcos.smoothing, m, fwhm=FWHM, mask=gal > 0, contains="mask:"),
+      "a boolean mask accepted (1 kept or 1 left out?)")
+check(raises(ValueError, arkcos.smoothing, m, fwhm=FWHM, mask=gal * 2,
+             contains="mask: pixel"), "mask values above 1 accepted")
+check(raises(ValueError, arkcos.smoothing, m, fwhm=FWHM, mask=gal[:100], contains="mask:"),
+      "a mask of 100 pixels accepted")
+check(raises(ValueError, arkcos.smoothing, m, fwhm=FWHM, mask_mode="zero", min_weight=0.5,
+             contains="min_weight"), "min_weight with mask_mode='zero' accepted")
+check(raises(ValueError, arkcos.smoothing, m, fwhm=FWHM, mask_mode="average",
+             contains="mask_mode"), "mask_mode='average' accepted")
 
 # ------------------------------------------------------------------ Plan
 print("Plan:")
@@ -272,11 +392,38 @@ check(raises(ValueError, arkcos.smoothing, m, fwhm=FWHM, threads=-1), "threads=-
 bl_cut = np.ones(40)  # a sharp harmonic cut rings: the engine refuses it
 check(raises(ValueError, arkcos.smoothing, m, beam_window=bl_cut, contains="ring"),
       "a ringing beam_window accepted")
+# every argument of healpy's harmonic transforms: a warning for any value but
+# healpy's default, none for the defaults
+for name, value in (("iter", 1), ("lmax", 2 * NSIDE), ("mmax", NSIDE), ("use_weights", True),
+                    ("use_pixel_weights", True), ("datapath", "/tmp"), ("verbose", False)):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always", arkcos.ArkcosWarning)
+        arkcos.smoothing(m, fwhm=FWHM, **{name: value})
+    check(any(f"{name}=" in str(x.message) and "ignored" in str(x.message) for x in w),
+          f"{name}={value!r} is not reported as ignored")
 with warnings.catch_warnings(record=True) as w:
     warnings.simplefilter("always", arkcos.ArkcosWarning)
-    arkcos.smoothing(m, fwhm=FWHM, lmax=2 * NSIDE, iter=1)
-check(any("lmax" in str(x.message) and "ignored" in str(x.message) for x in w),
-      "lmax= is not reported as ignored")
+    arkcos.smoothing(m, fwhm=FWHM, iter=3, lmax=None, mmax=None, use_weights=False,
+                     use_pixel_weights=False, datapath=None, verbose=True)
+check(not any("ignored" in str(x.message) for x in w),
+      f"healpy's defaults reported as ignored: {[str(x.message) for x in w]}")
+# backend='gpu' without a usable GPU: worded for Python, not for the command line
+try:
+    arkcos.smoothing(m, fwhm=FWHM, backend="gpu")
+    print("  backend='gpu' ran: a GPU is usable here, its error is not checked")
+except arkcos.ArkcosError as e:
+    print(f"  backend='gpu': {e}")
+    check("backend='gpu'" in str(e) and "--backend" not in str(e) and "binary" not in str(e),
+          f"backend='gpu' error worded for the command line: {e}")
+# provenance: the library's build commit, as arkcos info of the same build
+info = json.loads(subprocess.run([ARKCOS, "info", "--json"], capture_output=True, text=True,
+                                 check=True).stdout)
+bi = arkcos.build_info()
+print(f"  build_info: {bi['commit'][:12]} dirty {bi['dirty']}, version {bi['version']}")
+check(bi["commit"] == info["git_commit"] and bi["dirty"] == info["git_dirty"],
+      f"build_info() {bi} differs from arkcos info {info['git_commit']} {info['git_dirty']}")
+check(bi["version"] == arkcos.__version__ == info["versions"]["arkcos"],
+      f"versions: library {bi['version']}, package {arkcos.__version__}")
 with warnings.catch_warnings(record=True) as w:
     warnings.simplefilter("always", arkcos.ArkcosWarning)
     arkcos.smoothing(m, fwhm=1.6 * hp.nside2resol(NSIDE))

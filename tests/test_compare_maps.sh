@@ -33,6 +33,12 @@ hp.write_map(f"{d}/a_nest.fits", hp.reorder(a, r2n=True), nest=True,
              dtype=np.float64)
 hp.write_map(f"{d}/twice.fits", 2 * a, dtype=np.float64)
 hp.write_map(f"{d}/small.fits", np.ones(12 * 8 ** 2), dtype=np.float64)
+# I, Q, U: B's Q is A's doubled, its U A's plus half its rms: the columns differ
+# by known amounts, and only the first agrees
+iqu = rng.standard_normal((3, 12 * nside ** 2))
+hp.write_map(f"{d}/iqu_a.fits", iqu, dtype=np.float64)
+hp.write_map(f"{d}/iqu_b.fits", [iqu[0], 2 * iqu[1], iqu[2] + 0.5 * np.sqrt(np.mean(iqu[2] ** 2))],
+             dtype=np.float64)
 with open(f"{d}/notfits.fits", "w") as f:
     f.write("not a FITS file\n")
 EOF
@@ -80,6 +86,26 @@ near "$(echo "$out" | jget spectra.max_rel_residual)" 0.75 1e-9 && ok || bad "sp
 near "$(echo "$out" | jget spectra.diff_max_ratio)" 0.25 1e-9 && ok || bad "spectra: diff_max_ratio"
 [ "$(echo "$out" | jget spectra.cl_a)" = 33 ] && ok || bad "spectra: cl_a has not lmax + 1 entries"
 "$ARKCOS" compare-maps "$T/a.fits" "$T/twice.fits" --lmax=64 >/dev/null && ok || bad "--lmax=64 (4 nside) refused"
+
+# I, Q, U files: every column compared, and said so. B = (I, 2Q, U + rms(U)/2):
+# frac_rms = 0 for I, 0.5 for Q (rms(-Q) / rms(2Q)), and for U
+# rms(U)/2 / rms(U + rms(U)/2) = 0.5 / sqrt(1.25 + mean(U) / rms(U)) (mean ~ 0).
+out=$("$ARKCOS" compare-maps "$T/iqu_a.fits" "$T/iqu_b.fits" 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] && ok || bad "I, Q, U: exit $rc"
+[ "$(echo "$out" | jget ncols)" = 3 ] && [ "$(echo "$out" | jget columns)" = 3 ] && ok ||
+  bad "I, Q, U: not 3 columns compared: $out"
+[ "$(echo "$out" | jget columns.1.name)" = Q_POLARISATION ] && [ "$(echo "$out" | jget column)" = TEMPERATURE ] &&
+  ok || bad "I, Q, U: column names"
+near "$(echo "$out" | jget columns.0.frac_rms)" 0 0 && near "$(echo "$out" | jget frac_rms)" 0 0 && ok ||
+  bad "I, Q, U: I differs"
+near "$(echo "$out" | jget columns.1.frac_rms)" 0.5 1e-9 && ok || bad "I, Q, U: Q frac_rms $(echo "$out" | jget columns.1.frac_rms)"
+near "$(echo "$out" | jget columns.2.frac_rms)" 0.447 0.02 && ok || bad "I, Q, U: U frac_rms $(echo "$out" | jget columns.2.frac_rms)"
+grep -q "3 columns compared one by one" "$T/err" && ok || bad "I, Q, U: no note on stderr: $(cat "$T/err")"
+out=$("$ARKCOS" compare-maps "$T/iqu_a.fits" "$T/a.fits" 2>"$T/err"); rc=$?
+[ $rc -eq 0 ] && [ "$(echo "$out" | jget ncols)" = 1 ] && grep -q "has 3 column(s), .* has 1: the first 1 compared" "$T/err" &&
+  ok || bad "3 columns against 1: exit $rc, $(cat "$T/err")"
+"$ARKCOS" compare-maps "$T/a.fits" "$T/twice.fits" 2>"$T/err" >/dev/null
+[ -s "$T/err" ] && bad "a note for one column each: $(cat "$T/err")" || ok
 
 # ------------------------------------------------------------- bad input
 expect2() {

@@ -144,6 +144,9 @@ if [ $rc -eq 0 ]; then ok "tiny sweep exits 0"; else bad "tiny sweep exits 0" "e
 # line on stderr is the run's warning about it, docs/NARROW_BEAMS.md)
 if grep -qv '^arkcos run: warning: ' full.err; then bad "no progress output when stderr is not a terminal" "$(head -3 full.err)"; else ok "no progress output when stderr is not a terminal"; fi
 
+hdr=$(dirname "$ARKCOS")/gen/arkcos_build_info.h
+ARKCOS_BUILT="$(sed -n 's/^#define ARKCOS_BUILD_COMMIT "\(.*\)"$/\1/p' "$hdr") $(sed -n 's/^#define ARKCOS_BUILD_DIRTY //p' "$hdr")"
+export ARKCOS_BUILT
 cat > contract.py <<'EOF'
 import csv, json, math, os, sys
 folder, gpu_present, expect_n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -158,6 +161,10 @@ for k in ("date", "command", "config", "git_commit", "host", "cpu_model", "cores
           "os", "compiler", "cflags", "versions", "gpus"):
     need(k in m, "meta." + k + " missing")
 need(m["command"].startswith("arkcos run tiny.json"), "meta.command: " + m["command"])
+# the commit the binary was built from (its build header), not asked of git
+built = os.environ["ARKCOS_BUILT"].split()
+need([m["git_commit"], {True: "1", False: "0", None: "-1"}[m["git_dirty"]]] == built,
+     f"meta.git_commit, git_dirty: {m['git_commit']} {m['git_dirty']}, built {built}")
 need(m["config"]["name"] == "tiny" and m["config"]["threads"] == [1, 2], "meta.config is not the config")
 need(isinstance(m["cores"], int) and m["cores"] >= 1, "meta.cores")
 need(isinstance(m["memory_bytes"], int) and m["memory_bytes"] > 1 << 20, "meta.memory_bytes")

@@ -79,6 +79,13 @@ else
 fi
 unset PKG_CONFIG_PATH
 
+# ------------------------------------------ provenance of the installed copy
+# run from another folder, the installed binary names the commit it was
+# built from (tests/test_provenance.sh has the other cases)
+built=$(sed -n 's/^#define ARKCOS_BUILD_COMMIT "\(.*\)"$/\1/p' "$BUILD/gen/arkcos_build_info.h")
+got=$(cd "$T" && "$root/bin/arkcos" info --json | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["git_commit"])')
+check "installed arkcos info names '$got', built from '$built'" "[ -n '$built' ] && [ '$got' = '$built' ]"
+
 # ------------------------------------------------------------- uninstall
 make -s --no-print-directory uninstall BUILD="$BUILD" DESTDIR="$stage" PREFIX="$prefix" \
   >"$T/uninstall.log" 2>&1 && ok || bad "make uninstall failed: $(cat "$T/uninstall.log")"

@@ -45,6 +45,8 @@ put("complete.fits", m, **f64)
 put("masked.fits", np.where(w, m, hp.UNSEEN), **f64)
 put("masked_nest.fits", hp.reorder(np.where(w, m, hp.UNSEEN), r2n=True), nest=True, **f64)
 put("nan32.fits", np.where(w, m, np.nan), dtype=np.float32)
+# +inf and -inf are missing data too (as in Python's arkcos.smoothing)
+put("inf.fits", np.where(w, m, np.where(np.arange(npix) % 2, np.inf, -np.inf)), **f64)
 put("partial.fits", np.where(w, m, hp.UNSEEN), partial=True, **f64)
 put("holes.fits", np.where(holes, m, hp.UNSEEN), **f64)
 put("wm.fits", W * m, **f64)
@@ -108,8 +110,9 @@ run norm_fsht "$T/n_fsht.fits"  "$T/masked.fits" "${G[@]}" --method fsht
 run norm_th   "$T/n_th.fits"    "$T/masked.fits" "${TH[@]}"
 run nest      "$T/n_nest.fits"  "$T/masked_nest.fits" "${G[@]}"
 run nan32     "$T/n_nan32.fits" "$T/nan32.fits" "${G[@]}"
+run inf       "$T/n_inf.fits"   "$T/inf.fits" "${G[@]}"
 run partial   "$T/n_part.fits"  "$T/partial.fits" "${G[@]}"
-run zero0     "$T/z0.fits"      "$T/masked.fits" "${G[@]}" --mask-mode zero --min-weight 0
+run zero0     "$T/z0.fits"      "$T/masked.fits" "${G[@]}" --mask-mode zero
 run zero      "$T/z.fits"       "$T/masked.fits" "${G[@]}" --mask-mode zero --write-weight
 run minw      "$T/n_minw.fits"  "$T/masked.fits" "${G[@]}" --min-weight 0.9 --write-weight
 run mask      "$T/mk.fits"      "$T/complete.fits" "${G[@]}" --mask "$T/mask.fits"
@@ -129,6 +132,15 @@ grep -q "note:" "$T/norm.err" && bad "a note in normalize mode: $(cat "$T/norm.e
 grep -q "note: .*--mask-mode zero: the $NMISS missing pixel(s) count as 0" "$T/zero.err" &&
   ok || bad "zero mode note: $(cat "$T/zero.err")"
 grep -q "bad_pixels=$NMISS$" "$T/norm.out" && ok || bad "summary bad_pixels: $(cat "$T/norm.out")"
+# bad_pixels= counts every pixel left out: those a --mask gives weight 0 too
+# (a complete map under the mask; UNSEEN sources times a galactic cut)
+grep -q "bad_pixels=$NMISS$" "$T/inf.out" && ok || bad "bad_pixels with +-inf: $(cat "$T/inf.out")"
+grep -q "bad_pixels=$NMISS$" "$T/mask.out" && ok || bad "bad_pixels with --mask: $(cat "$T/mask.out")"
+grep -q "bad_pixels=$NMISS$" "$T/mask_prod.out" && ok || bad "bad_pixels, UNSEEN and --mask: $(cat "$T/mask_prod.out")"
+grep -q "bad_pixels=$((NMISS + 2 * NGAL))$" "$T/iqu.out" && ok || bad "bad_pixels of I, Q, U: $(cat "$T/iqu.out")"
+# zero mode keeps every pixel, and says so
+grep -qE "masked.fits: T: $NMISS of 12288 pixels missing \(UNSEEN/NaN\), 0 output pixels UNSEEN \(--mask-mode zero keeps every pixel\)$" "$T/zero.err" &&
+  ok || bad "zero mode stderr: $(cat "$T/zero.err")"
 # I, Q, U: I has its own missing pixels, Q and U share theirs: two A(w)
 grep -q "iqu.fits: I: $NMISS of 12288 pixels missing" "$T/iqu.err" &&
   grep -q "iqu.fits: Q: $NGAL of 12288 pixels missing" "$T/iqu.err" &&
@@ -202,18 +214,22 @@ le("top-hat 5.3 deg, arkcos vs direct normalised, max rel", rel(th, twm / np.whe
 ok("top-hat: UNSEEN where A_direct(w) < 0.5", np.array_equal(unseen(th), ~tk))
 # readers: NESTED, NaN in float32, partial sky: the same missing pixels
 ok("NESTED input: same result", np.abs(rd("n_nest.fits") - n).max() <= 1e-13 * np.abs(n[keep]).max())
+ok("+-inf input: the same map as UNSEEN, bit for bit", np.array_equal(rd("n_inf.fits"), n))
 n32 = rd("n_nan32.fits")
 ok("NaN float32 input: same UNSEEN pixels", np.array_equal(unseen(n32), ~keep))
 # float32 rounding of input and output: measured 6.4e-8
 le("NaN float32 input vs float64 UNSEEN, max rel", rel(n32, n, keep), 6e-7)
 ok("partial-sky input: same result", np.abs(rd("n_part.fits") - n).max() <= 1e-13 * np.abs(n[keep]).max())
-# zero mode: the zero-filled map smoothed; UNSEEN where A(w) < 0.5 unless --min-weight 0
+# zero mode: the zero-filled map smoothed, every pixel kept (no threshold)
 awm = rd("a_wm.fits")
 z0, z, zw = rd("z0.fits"), rd("z.fits", 0), rd("z.fits", 1)
 # measured 0 (the same engine on the same numbers)
-le("zero --min-weight 0 vs smoothing the zero-filled map, max rel", rel(z0, awm, np.ones(awm.size, bool)), 1e-13)
-ok("zero: UNSEEN exactly where A(w) < 0.5", np.array_equal(unseen(z), zw < 0.5) and np.array_equal(unseen(z), ~keep))
-le("zero vs smoothing the zero-filled map (kept pixels), max rel", rel(z, awm, keep), 1e-13)
+everywhere = np.ones(awm.size, bool)
+le("zero vs smoothing the zero-filled map, max rel", rel(z0, awm, everywhere), 1e-13)
+ok("zero: no UNSEEN output pixel", not unseen(z0).any() and not unseen(z).any(),
+   f"{int(unseen(z).sum())} UNSEEN")
+ok("zero: some pixels have A(w) < 0.5 (the test can see a threshold)", (zw < 0.5).sum() > 100)
+le("zero --write-weight vs smoothing the zero-filled map, max rel", rel(z, awm, everywhere), 1e-13)
 # --min-weight 0.9: more UNSEEN, the same values elsewhere
 nm, nmw = rd("n_minw.fits", 0), rd("n_minw.fits", 1)
 k9 = dw >= 0.9
@@ -286,6 +302,7 @@ expect_fail "min-weight text"  "--min-weight" "$M" "$O" "${G[@]}" --min-weight h
 expect_fail "min-weight empty" "--min-weight" "$M" "$O" "${G[@]}" --min-weight=
 expect_fail "min-weight twice" "--min-weight" "$M" "$O" "${G[@]}" --min-weight 0.5 --min-weight 0.6
 expect_fail "mask-mode bogus"  "--mask-mode"  "$M" "$O" "${G[@]}" --mask-mode average
+expect_fail "min-weight, zero" "--min-weight applies to --mask-mode normalize only" "$M" "$O" "${G[@]}" --mask-mode zero --min-weight 0.5
 expect_fail "mask missing"     "nosuch.fits"  "$M" "$O" "${G[@]}" --mask "$T/nosuch.fits"
 expect_fail "mask not FITS"    "notfits.fits" "$M" "$O" "${G[@]}" --mask "$T/notfits.fits"
 expect_fail "mask nside"       "mask16.fits"  "$M" "$O" "${G[@]}" --mask "$T/mask16.fits"

@@ -108,7 +108,7 @@ run ref_aqu  "$T/d_aqu.fits"  "$T/aqu.fits" "${G[@]}" --method direct --pol
 run ref_apod "$T/d_apod.fits" "$T/apod.fits" "${G[@]}" --method direct
 run m        "$T/m.fits"      "$T/masked.fits" "${G[@]}" --write-weight
 run m_dir    "$T/m_dir.fits"  "$T/masked.fits" "${G[@]}" --method direct
-run m_zero   "$T/m_zero.fits" "$T/masked.fits" "${G[@]}" --mask-mode zero --min-weight 0
+run m_zero   "$T/m_zero.fits" "$T/masked.fits" "${G[@]}" --mask-mode zero
 run m_minw   "$T/m_minw.fits" "$T/masked.fits" "${G[@]}" --min-weight 0.9
 run m_apod   "$T/m_apod.fits" "$T/iqu.fits" "${G[@]}" --mask "$T/apod.fits" --write-weight
 run m_part   "$T/m_part.fits" "$T/masked_part.fits" "${G[@]}"

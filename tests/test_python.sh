@@ -3,7 +3,8 @@
 # virtual environment (system site packages: Debian's numpy and healpy, no
 # network), then tests/python_check.py with that environment's Python:
 # ctypes layouts against the C compiler's, results equal to `arkcos smooth`
-# bit for bit (RING, NESTED, float32, UNSEEN, I Q U, Plan reuse, threads),
+# bit for bit (RING, NESTED, float32, UNSEEN, +-inf, masked arrays, I Q U,
+# Q U with pol="QU", mask=, mask_mode=, return_weight=, Plan reuse, threads),
 # the GIL released, no copies, errors as ValueError, and the agreement with
 # healpy.smoothing. Last line: "TESTS <passed> <failed>".
 set -u

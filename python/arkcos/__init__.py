@@ -8,20 +8,37 @@ they mean the same:
 
     out = arkcos.smoothing(m, fwhm=np.radians(10 / 60))      # Gaussian, FWHM in radians
     out = arkcos.smoothing([i, q, u], fwhm=..., pol=True)     # Q, U as one spin-2 field
+    out = arkcos.smoothing([q, u], fwhm=..., pol="QU")        # Q, U without I
     out = arkcos.smoothing(m, beam_window=bl)                 # a B_l (l = 0..lmax)
     out = arkcos.smoothing(m, tophat=np.radians(1))           # 1 inside 1 degree
+    out, aw = arkcos.smoothing(m, fwhm=..., mask=w, return_weight=True)
     plan = arkcos.Plan(nside, fwhm=..., threads=0)            # one plan, many maps
     outs = [plan(x) for x in maps]
 
-Missing data (UNSEEN, NaN, masked entries of a numpy masked array) are left
-out, as `arkcos smooth` does: out = A(w m) / A(w) with w = 0 at the missing
-pixels, UNSEEN where A(w) < min_weight (0.5). Errors of the engine raise
-ArkcosError, a ValueError carrying the C message.
+Missing data, as `arkcos smooth` (harness/smooth_mask.c): UNSEEN, NaN, +inf
+and -inf pixels, the masked entries of numpy masked arrays (one, or a list
+of them as healpy.ma gives) and the pixels a mask= weight map sets to 0 are
+left out. With w the weight (0 where missing, the mask's value elsewhere, 1
+without mask=) and A the smoothing:
+
+    mask_mode="normalize" (default)  out = A(w m) / A(w), UNSEEN where
+                                     A(w) < min_weight (default 0.5)
+    mask_mode="zero"                 out = A(w m) on every pixel
+
+Masked input gives a masked array back (masked where the output is UNSEEN).
+Errors of the engine raise ArkcosError, a ValueError carrying the C message;
+bad arguments raise ValueError naming the argument.
+
+The first plan of an nside in a process measures FFTW plans for its ring
+lengths (seconds at nside 1024 and above); they are kept in the wisdom file
+~/.cache/arkcos/fftw-wisdom ($XDG_CACHE_HOME/arkcos/..., or the file
+$ARKCOS_FFTW_WISDOM names; "none" keeps none), shared with `arkcos smooth`,
+so that later processes plan quickly.
 """
 import math
 import threading
 import warnings
-from ctypes import byref, c_double, c_void_p
+from ctypes import byref
 
 import numpy as np
 
@@ -29,15 +46,35 @@ from . import _lib
 from ._lib import lib
 
 __version__ = "0.1.0"
-__all__ = ["smoothing", "Plan", "ArkcosError", "ArkcosWarning", "UNSEEN", "nest2ring"]
+__all__ = ["smoothing", "Plan", "ArkcosError", "ArkcosWarning", "UNSEEN", "nest2ring",
+           "build_info"]
 
 UNSEEN = -1.6375e30
 # healpy's mask_bad: |x - UNSEEN| <= 1e-8 + 1e-5 |UNSEEN| (UNSEEN after float32 too)
 _UNSEEN_TOL = 1e-8 + 1e-5 * abs(UNSEEN)
 # below this A(w) a pixel is not divided by it (as arkcos smooth, smooth_mask.c)
 _WEIGHT_FLOOR = 1e-12
+_MIN_WEIGHT_DEFAULT = 0.5
 _DEFAULT_CUTOFF_REL = 1e-5
 _FWHM_PER_SIGMA = math.sqrt(8 * math.log(2))
+
+
+def build_info():
+    """What the loaded engine library was built from, fixed at its build:
+
+    {"version": ARKCOS_VERSION of the library, "commit": the git commit of
+     the source tree (40 hex digits, or "unknown" for a tree without git
+     history), "dirty": True if tracked files differed from that commit,
+     False if not, None if unknown, "library": the path of the library}
+
+    The same commit as `arkcos info` of a build from the same tree; nothing
+    asks git at run time.
+    """
+    dirty = lib.arkcos_build_dirty()
+    return {"version": lib.arkcos_version().decode(),
+            "commit": lib.arkcos_build_commit().decode(),
+            "dirty": None if dirty < 0 else bool(dirty),
+            "library": _lib.LIBRARY_PATH}
 
 
 class ArkcosError(ValueError):
@@ -54,7 +91,14 @@ class ArkcosWarning(UserWarning):
 
 def _check(err, what):
     msg = err.msg.decode(errors="replace") or f"{what} failed"
-    raise ArkcosError(msg, err.code or _lib.ARKCOS_ERUNTIME)
+    code = err.code or _lib.ARKCOS_ERUNTIME
+    if code == _lib.ARKCOS_ENODEV:
+        # the engine words it for the command line ("--backend gpu: ...")
+        why = msg.split(": ", 1)[1] if msg.startswith("--backend gpu: ") else msg
+        why = why.replace("this binary was", "the library was")
+        msg = (f"backend='gpu': {why} (library {_lib.LIBRARY_PATH}); use backend='auto' "
+               "(the GPU where one is usable, else the CPU) or backend='cpu'")
+    raise ArkcosError(msg, code)
 
 
 # ------------------------------------------------------------ pixel order
@@ -62,12 +106,12 @@ def _check(err, what):
 def _npix2nside(npix):
     nside = int(round(math.sqrt(npix / 12.0)))
     if nside < 1 or 12 * nside * nside != npix:
-        raise ValueError(f"a map of {npix} pixels is not a HEALPix map (12 nside^2 pixels)")
+        raise ValueError(f"map_in: a map of {npix} pixels is not a HEALPix map "
+                         "(12 nside^2 pixels)")
     return nside
 
 
 _N2R_CACHE = {}
-
 
 def nest2ring(nside):
     """Array r with r[p] the RING index of NESTED pixel p (nside a power of 2).
@@ -105,24 +149,50 @@ def nest2ring(nside):
     return r
 
 
+
 # ---------------------------------------------------------------- missing
 
 def _missing(m, mask=None):
-    """Boolean array of the missing pixels of a float64 map, or None if there
-    are none. One reduction in the common case of a complete map."""
-    lo = m.min()
-    if mask is None and not np.isnan(lo) and lo > UNSEEN + _UNSEEN_TOL:
-        return None
-    bad = np.isnan(m) | (np.abs(m - UNSEEN) <= _UNSEEN_TOL)
+    """Boolean array of the missing pixels of a float64 map (UNSEEN, NaN,
+    +-inf, or True in mask), or None if there are none. Two reductions in
+    the common case of a complete map."""
+    lo, hi = m.min(), m.max()
+    if mask is None and lo > UNSEEN + _UNSEEN_TOL and hi < np.inf:
+        return None   # NaN fails both comparisons
+    bad = ~np.isfinite(m) | (np.abs(m - UNSEEN) <= _UNSEEN_TOL)
     if mask is not None:
         bad |= mask
     return bad if bad.any() else None
 
 
+def _as_maps(map_in):
+    """(data, mask or None, masked): map_in as an array, the mask of a masked
+    array or of a sequence of masked arrays (healpy.ma), and whether there
+    was one."""
+    if np.ma.isMaskedArray(map_in):
+        return np.asanyarray(np.ma.getdata(map_in)), np.ma.getmaskarray(map_in), True
+    if isinstance(map_in, (list, tuple)) and any(np.ma.isMaskedArray(x) for x in map_in):
+        try:
+            data = np.array([np.ma.getdata(x) for x in map_in])
+            mask = np.array([np.ma.getmaskarray(x) for x in map_in])
+        except ValueError as e:
+            raise ValueError(f"map_in: maps of different lengths ({e})") from None
+        return data, mask, True
+    try:
+        return np.asanyarray(map_in), None, False
+    except ValueError as e:
+        raise ValueError(f"map_in: maps of different lengths ({e})") from None
+
+
+def _masked_output(res):
+    """healpy.ma of the output: masked where it is UNSEEN."""
+    return np.ma.masked_array(res, mask=np.abs(res - UNSEEN) <= _UNSEEN_TOL, fill_value=UNSEEN, copy=False)
+
 # ----------------------------------------------------------------- kernels
 
 def _kernel(fwhm, sigma, tophat, beam_window, cutoff, cutoff_rel):
-    """The engine kernel and, for Gaussians, the FWHM in radians."""
+    """The engine kernel and, for Gaussians, the FWHM in radians; (None, 0.0)
+    for fwhm=0 or sigma=0 (no smoothing)."""
     given = [n for n, v in (("fwhm", fwhm), ("sigma", sigma), ("tophat", tophat),
                             ("beam_window", beam_window)) if v is not None]
     if len(given) != 1:
@@ -151,8 +221,10 @@ def _kernel(fwhm, sigma, tophat, beam_window, cutoff, cutoff_rel):
         width = None
     else:
         width = float(fwhm) if fwhm is not None else float(sigma) * _FWHM_PER_SIGMA
+        if width == 0:
+            return None, 0.0   # no smoothing: the identity (a copy), as healpy
         if not width > 0:
-            raise ValueError(f"{given[0]} must be > 0 radians, got {fwhm if fwhm is not None else sigma}")
+            raise ValueError(f"{given[0]} must be >= 0 radians, got {fwhm if fwhm is not None else sigma}")
         spec.type = _lib.KERNEL_GAUSSIAN
         spec.fwhm = width
         spec.cutoff = 0.0 if cutoff is None else float(cutoff)
@@ -176,15 +248,28 @@ def _narrow_check(fwhm, nside):
                       "at 1 pixel per FWHM (docs/NARROW_BEAMS.md)", ArkcosWarning, stacklevel=3)
 
 
-_IGNORED = ("iter", "lmax", "mmax", "use_weights", "use_pixel_weights", "datapath")
+# healpy.smoothing's arguments that mean nothing here, with healpy's defaults:
+# any other value is ignored with an ArkcosWarning
+_HEALPY_DEFAULTS = {"iter": 3, "lmax": None, "mmax": None, "use_weights": False,
+                    "use_pixel_weights": False, "datapath": None, "verbose": True}
+
+
+def _is_default(value, default):
+    if value is default:
+        return True
+    try:
+        return default is not None and value is not None and bool(value == default)
+    except (TypeError, ValueError):
+        return False
 
 
 def _warn_ignored(given):
-    names = [n for n in _IGNORED if given.get(n) not in (None, False)]
+    names = [f"{n}={given[n]!r}" for n, d in _HEALPY_DEFAULTS.items()
+             if not _is_default(given[n], d)]
     if names:
-        warnings.warn(f"{', '.join(names)} ignored: arkcos smooths in pixel space (the direct sum, "
-                      "no band limit, no harmonic iterations)", ArkcosWarning, stacklevel=3)
-
+        warnings.warn(f"{', '.join(names)} ignored: arkcos smooths in pixel space (the direct "
+                      "sum: no band limit, no harmonic iterations, no quadrature weights)",
+                      ArkcosWarning, stacklevel=3)
 
 # -------------------------------------------------------------------- plan
 
@@ -193,17 +278,49 @@ class Plan:
 
     Plan(nside, fwhm=None, sigma=None, beam_window=None, tophat=None,
          cutoff=None, cutoff_rel=None, nest=False, pol=True, threads=0,
-         precision="double", backend="auto", accuracy=0.0, min_weight=0.5)
+         precision="double", backend="auto", accuracy=0.0, min_weight=None,
+         mask_mode="normalize")
 
-    fwhm, sigma, tophat (a radius) and cutoff are in radians; a Gaussian is
-    cut where it falls below cutoff_rel (default 1e-5) of its peak, a
-    beam_window B_l where its Legendre sum stays below that level. threads=0
-    uses all cores. precision "single" runs the engine in float (scalar
-    maps only). plan(m) smooths one map (float32 or float64, any layout) or a
-    (n, npix) stack; with pol=True a stack of 3 maps is I, Q, U and Q, U are
-    smoothed as one spin-2 field (a second plan, made at the first such
-    call). float32 maps are converted to float64 (one copy), smoothed in the
-    plan's precision and returned as float32.
+    Arguments
+      nside        the maps' HEALPix nside (any nside >= 1; a power of 2
+                   with nest=True)
+      fwhm, sigma  a Gaussian exp(-a^2 / 2 sigma^2) in the angle a, in
+                   radians (fwhm = sigma sqrt(8 ln 2)); 0 plans the identity
+                   (the maps come back as they are, missing data aside)
+      beam_window  a B_l, l = 0..lmax: the kernel is its Legendre sum
+      tophat       1 inside this radius (radians), 0 outside
+                   (exactly one of fwhm, sigma, beam_window, tophat;
+                   every kernel is normalised to unit integral)
+      cutoff       truncation radius in radians, or cutoff_rel: cut where
+                   the kernel falls below cutoff_rel (default 1e-5) of its
+                   peak (for a beam_window: where its Legendre sum stays
+                   below that level)
+      nest         maps (and mask=) in NESTED order, returned NESTED
+      pol          True (healpy's default): a stack of 3 maps is I, Q, U,
+                   Q and U smoothed as one spin-2 field; one map is a
+                   scalar; any other number of maps is refused. "QU": a
+                   stack of 2 maps is Stokes Q, U (one spin-2 field).
+                   False: every map a scalar.
+      threads      CPU threads; 0: all cores
+      precision    "double", or "single" (the engine in float; scalar maps
+                   only)
+      backend      "auto" (the GPU where one is usable, else the CPU), "cpu"
+                   or "gpu" (ArkcosError where there is none)
+      accuracy     0: exact (the direct sum to rounding); > 0 lets the plan
+                   take cheaper paths while its bound stays below it
+      mask_mode    "normalize" (default): out = A(w m) / A(w), UNSEEN where
+                   A(w) < min_weight; "zero": out = A(w m) on every pixel
+      min_weight   normalize only: the threshold, in [0, 1] (default 0.5;
+                   0: none); refused with mask_mode="zero"
+
+    Calling it: plan(map_in, out=None, mask=None, return_weight=False), see
+    __call__. The first Plan of an nside in a process measures FFTW plans
+    (seconds at nside 1024; the wisdom file keeps them for the next process,
+    see the module's help); later Plans and calls reuse them.
+
+    Properties: nside, npix, nest, pol, precision, mask_mode, min_weight (as
+    given), bound, backend, note, exactness, memory, cutoff (below) and
+    stages().
 
     Threads: a Plan may be called from several threads; the calls on one
     plan run one at a time (each uses the plan's CPU threads). For maps
@@ -213,8 +330,8 @@ class Plan:
 
     def __init__(self, nside, fwhm=None, sigma=None, beam_window=None, tophat=None,
                  cutoff=None, cutoff_rel=None, nest=False, pol=True, threads=0,
-                 precision="double", backend="auto", accuracy=0.0, min_weight=0.5,
-                 _cache=True):
+                 precision="double", backend="auto", accuracy=0.0, min_weight=None,
+                 mask_mode="normalize", _cache=True):
         self._plan = self._plan2 = self._kernel = self._geom = None
         nside = int(nside)
         if nside < 1:
@@ -225,16 +342,32 @@ class Plan:
             raise ValueError(f"backend: 'auto', 'cpu' or 'gpu', got {backend!r}")
         if int(threads) < 0:
             raise ValueError(f"threads must be >= 0 (0: all cores), got {threads}")
+        if mask_mode not in ("normalize", "zero"):
+            raise ValueError(f"mask_mode: 'normalize' or 'zero', got {mask_mode!r}")
+        if mask_mode == "zero" and min_weight is not None:
+            raise ValueError("min_weight applies to mask_mode='normalize' only "
+                             "(mask_mode='zero' keeps every pixel)")
+        if min_weight is None:
+            min_weight = _MIN_WEIGHT_DEFAULT if mask_mode == "normalize" else 0.0
         if not 0 <= min_weight <= 1:
             raise ValueError(f"min_weight must be in [0, 1], got {min_weight}")
+        if isinstance(pol, str):
+            if pol.upper() != "QU":
+                raise ValueError(f"pol: True, False or 'QU' (2 maps: Stokes Q, U), got {pol!r}")
+            pol = "QU"
+        else:
+            pol = bool(pol)
         self.nside, self.npix = nside, 12 * nside * nside
-        self.nest, self.pol, self.min_weight = bool(nest), bool(pol), float(min_weight)
-        self.precision = precision
+        self.nest, self.pol, self.min_weight = bool(nest), pol, float(min_weight)
+        self.precision, self.mask_mode = precision, mask_mode
         if self.nest:
             nest2ring(nside)  # refuses an nside that is not a power of 2
         self._lock = threading.Lock()
         err = _lib.Error()
         self._kernel, width = _kernel(fwhm, sigma, tophat, beam_window, cutoff, cutoff_rel)
+        self._identity = self._kernel is None
+        if self._identity:
+            return
         if width is not None:
             _narrow_check(width, nside)
         g = lib.arkcos_geometry_healpix(nside, byref(err))
@@ -256,38 +389,57 @@ class Plan:
     # ------------------------------------------------------------ facts
     @property
     def bound(self):
-        """A-priori bound: max |out - direct sum| <= bound * max |input|."""
-        return lib.arkcos_plan_bound(self._plan)
+        """A-priori bound: max |out - direct sum| <= bound * max |input| (0
+        for fwhm=0)."""
+        return 0.0 if self._identity else lib.arkcos_plan_bound(self._plan)
 
     @property
     def backend(self):
+        """Where the scalar maps run: "cpu" or "gpu" ("none" for fwhm=0).
+        Q and U (spin 2) always run on the CPU."""
+        if self._identity:
+            return "none"
         return "gpu" if lib.arkcos_plan_backend(self._plan) == _lib.BACKEND_GPU else "cpu"
 
     @property
     def note(self):
+        """The engine's note on its choices (why backend="auto" chose the
+        CPU, for instance); "" when there is nothing to say."""
+        if self._identity:
+            return "fwhm = 0: no smoothing, the maps are copied"
         return lib.arkcos_plan_note(self._plan).decode()
 
     @property
     def exactness(self):
+        """How the plan stands to the direct sum, in words."""
+        if self._identity:
+            return "exact (no smoothing)"
         return lib.arkcos_plan_exactness(self._plan).decode()
 
     @property
     def memory(self):
-        return lib.arkcos_plan_memory(self._plan)
+        """Bytes the plan holds (tables, cached spectra, buffers)."""
+        return 0 if self._identity else lib.arkcos_plan_memory(self._plan)
 
     @property
     def cutoff(self):
-        """The kernel's truncation radius, radians."""
-        return lib.arkcos_kernel_cutoff(self._kernel)
+        """The kernel's truncation radius, radians (0 for fwhm=0)."""
+        return 0.0 if self._identity else lib.arkcos_kernel_cutoff(self._kernel)
 
     def stages(self):
-        """Stage times of the last scalar execute, seconds (Table 1's names)."""
+        """Stage times of the last scalar execute, seconds (Table 1's names:
+        map_fft, kernel_eval, kernel_fft, reduction, map_ifft, h2d, d2h,
+        other, total, direct)."""
         t = _lib.StageTimes()
-        lib.arkcos_plan_stages(self._plan, byref(t))
+        if not self._identity:
+            lib.arkcos_plan_stages(self._plan, byref(t))
         return {name: getattr(t, name) for name, _ in _lib.StageTimes._fields_}
 
     # ---------------------------------------------------------- running
     def _execute(self, x, out):
+        if self._identity:
+            out[...] = x
+            return
         err = _lib.Error()
         if lib.arkcos_execute(self._plan, x.ctypes.data, out.ctypes.data, byref(err)):
             _check(err, "execute")
@@ -295,7 +447,7 @@ class Plan:
     def _spin2_plan(self):
         if self._plan2 is None:
             if self.precision == "single":
-                raise ValueError("pol=True: Stokes Q and U (spin 2) are smoothed in double "
+                raise ValueError("pol: Stokes Q and U (spin 2) are smoothed in double "
                                  "precision only; use precision='double' or pol=False")
             o = _lib.Options()
             o.mode, o.precision, o.backend = self._options.mode, _lib.DOUBLE, self._options.backend
@@ -308,71 +460,166 @@ class Plan:
         return self._plan2
 
     def _finish(self, aw, out):
-        """out = A(w m) / A(w), UNSEEN where A(w) is below min_weight (or not
-        above the floor): smooth_mask.c's finish_column."""
+        """normalize: out = A(w m) / A(w), UNSEEN where A(w) is below
+        min_weight (or not above the floor): smooth_mask.c's finish_column.
+        zero: out = A(w m) as it is."""
+        if self.mask_mode == "zero":
+            return
         bad = ~(aw > _WEIGHT_FLOOR)
         if self.min_weight > 0:
             bad |= aw < self.min_weight
         np.divide(out, aw, out=out, where=~bad)
         out[bad] = UNSEEN
 
-    def _weight(self, miss, cache):
-        """A(w) of these missing pixels, once per distinct set in one call."""
+    def _weight(self, miss, mw, cache):
+        """A(w), w = 0 at the missing pixels, mw (or 1) elsewhere; once per
+        distinct set of missing pixels in one call."""
         for k, aw in cache:
-            if np.array_equal(k, miss):
+            if (k is None and miss is None) or (
+                    k is not None and miss is not None and np.array_equal(k, miss)):
                 return aw
-        w = np.where(miss, 0.0, 1.0)
+        one = 1.0 if mw is None else mw
+        w = np.where(miss, 0.0, one) if miss is not None else np.ones(self.npix) * one
         aw = np.empty(self.npix)
         self._execute(w, aw)
         cache.append((miss, aw))
         return aw
 
-    def _scalar(self, x, miss, out, cache):
-        if miss is None:
-            self._execute(x, out)
-            return
-        self._execute(np.where(miss, 0.0, x), out)
-        self._finish(self._weight(miss, cache), out)
+    @staticmethod
+    def _weighted(x, miss, mw):
+        """w m: 0 where missing or where mw is 0 (smooth_mask.c's apply_weight)."""
+        if mw is None:
+            return x if miss is None else np.where(miss, 0.0, x)
+        drop = mw == 0 if miss is None else (miss | (mw == 0))
+        with np.errstate(invalid="ignore", over="ignore"):
+            return np.where(drop, 0.0, mw * x)
 
-    def _polar(self, q, u, mq, mu, qo, uo, cache):
-        p2 = self._spin2_plan()
+    def _scalar(self, x, miss, mw, out, wout, cache):
+        trivial = miss is None and mw is None   # smoothed as is, as arkcos smooth
+        self._execute(self._weighted(x, miss, mw), out)
+        if not trivial or wout is not None:
+            aw = self._weight(miss, mw, cache)
+            if wout is not None:
+                wout[...] = aw
+            if not trivial:
+                self._finish(aw, out)
+
+    def _polar(self, q, u, mq, mu, mw, qo, uo, wq, wu, cache):
         # P is missing where Q or U is (smooth_mask.c's mask_pol_union)
         miss = mq if mu is None else mu if mq is None else (mq | mu)
-        if miss is not None:
-            q, u = np.where(miss, 0.0, q), np.where(miss, 0.0, u)
-        err = _lib.Error()
-        if lib.arkcos_execute_spin2(p2, q.ctypes.data, u.ctypes.data, qo.ctypes.data,
-                                    uo.ctypes.data, byref(err)):
-            _check(err, "execute_spin2")
-        if miss is not None:
-            aw = self._weight(miss, cache)
-            self._finish(aw, qo)
-            self._finish(aw, uo)
+        trivial = miss is None and mw is None
+        q, u = self._weighted(q, miss, mw), self._weighted(u, miss, mw)
+        if self._identity:
+            qo[...], uo[...] = q, u
+        else:
+            p2 = self._spin2_plan()
+            err = _lib.Error()
+            q, u = np.ascontiguousarray(q), np.ascontiguousarray(u)
+            if lib.arkcos_execute_spin2(p2, q.ctypes.data, u.ctypes.data, qo.ctypes.data,
+                                        uo.ctypes.data, byref(err)):
+                _check(err, "execute_spin2")
+        if not trivial or wq is not None:
+            aw = self._weight(miss, mw, cache)
+            if wq is not None:
+                wq[...], wu[...] = aw, aw
+            if not trivial:
+                self._finish(aw, qo)
+                self._finish(aw, uo)
 
-    def __call__(self, map_in, out=None):
-        """Smooths map_in (npix,) or (n, npix); returns a new array of the
-        same shape (float32 for float32 input, else float64), or fills out
-        (float64, C-contiguous, that shape) and returns it."""
-        mask = np.ma.getmaskarray(map_in) if np.ma.isMaskedArray(map_in) else None
-        data = np.ma.getdata(map_in) if mask is not None else map_in
-        arr = np.asanyarray(data)
+    def _pair(self, n):
+        """The rows smoothed as Stokes Q, U (one spin-2 field), or None."""
+        if self.pol == "QU":
+            if n != 2:
+                raise ValueError(f"pol='QU': 2 maps (Stokes Q, U) expected, got {n}")
+            return (0, 1)
+        if not self.pol or n == 1:
+            return None
+        if n == 3:
+            return (1, 2)
+        if n == 2:
+            raise ValueError("pol=True: 2 maps given; as healpy, pol=True takes 1 map or 3 "
+                             "(I, Q, U). Give pol='QU' to smooth them as Stokes Q, U (one "
+                             "spin-2 field), or pol=False to smooth them as 2 scalar maps")
+        raise ValueError(f"pol=True: {n} maps given; as healpy, pol=True takes 1 map or 3 "
+                         f"(I, Q, U). Give pol=False to smooth {n} scalar maps")
+
+    def _mask_weights(self, mask):
+        """mask= as weights in [0, 1], RING order (UNSEEN, NaN, +-inf and
+        masked entries: 0), or None."""
+        if mask is None:
+            return None
+        mm = np.ma.getmaskarray(mask) if np.ma.isMaskedArray(mask) else None
+        data = np.asanyarray(np.ma.getdata(mask))
+        if data.dtype == bool:
+            raise ValueError("mask: a weight map (1 kept, 0 left out, as --mask of arkcos "
+                             "smooth), not booleans: pass mask=keep.astype(float) if True "
+                             "means kept, or a numpy masked array as map_in if True means "
+                             "left out")
+        if data.dtype.kind not in "fiu":
+            raise ValueError(f"mask: a weight map of real numbers, got dtype {data.dtype}")
+        if data.shape != (self.npix,):
+            raise ValueError(f"mask: one map of {self.npix} pixels (nside {self.nside}), "
+                             f"got shape {data.shape}")
+        w = np.array(data, dtype=np.float64)
+        gone = ~np.isfinite(w) | (np.abs(w - UNSEEN) <= _UNSEEN_TOL)
+        if mm is not None:
+            gone |= mm
+        w[gone] = 0.0
+        outside = ~((w >= 0) & (w <= 1))
+        if outside.any():
+            p = int(np.argmax(outside))
+            raise ValueError(f"mask: pixel {p} ({'NESTED' if self.nest else 'RING'}) = "
+                             f"{w[p]:g} is outside [0, 1] (a mask is 0/1 or a weight in [0, 1])")
+        if self.nest:
+            r = np.empty(self.npix)
+            r[nest2ring(self.nside)] = w
+            w = r
+        return w
+
+    def __call__(self, map_in, out=None, mask=None, return_weight=False):
+        """Smooths map_in: one map (npix,) or a stack (n, npix) or a sequence
+        of n maps (arrays or numpy masked arrays, e.g. [hp.ma(i), hp.ma(q),
+        hp.ma(u)]), in the plan's ordering.
+
+        mask: a weight map (npix,) in [0, 1] in the same ordering, as
+        `arkcos smooth --mask`: 0 leaves a pixel out, 1 keeps it, values
+        between weight it; UNSEEN, NaN and masked entries count as 0. It
+        applies to every map, together with each map's own missing pixels.
+
+        Returns a new array of map_in's shape: float32 for float32 maps,
+        float64 for every other real type (computed in float64 either way,
+        rounded once, as `arkcos smooth` does for a float32 file); a numpy
+        masked array (masked where the output is UNSEEN) when map_in is one
+        or holds one. out (a C-contiguous float64 array of that shape, for
+        float64 or integer maps) is filled and returned instead (as a
+        masked array over it for masked input). With return_weight=True,
+        (result, weight): weight is A(w) for each map, the smoothed weight
+        map (w = 0 where missing, the mask's value or 1 elsewhere), an
+        array of the result's shape and float type; Q and U share theirs.
+        """
+        data, inmask, was_masked = _as_maps(map_in)
+        arr = data
         if arr.dtype.kind not in "fiu":
-            raise ValueError(f"maps must be real numbers, got dtype {arr.dtype}")
+            raise ValueError(f"map_in: maps must be real numbers, got dtype {arr.dtype}")
         single = arr.ndim == 1
         maps = arr.reshape(1, -1) if single else arr
         if maps.ndim != 2 or maps.shape[1] != self.npix:
-            raise ValueError(f"expected maps of {self.npix} pixels (nside {self.nside}), "
+            raise ValueError(f"map_in: expected maps of {self.npix} pixels (nside {self.nside}), "
                              f"got shape {arr.shape}")
-        if mask is not None:
-            mask = mask.reshape(maps.shape)
+        pair = self._pair(maps.shape[0])
+        mw = self._mask_weights(mask)
+        if inmask is not None:
+            inmask = inmask.reshape(maps.shape)
         f32 = arr.dtype == np.float32
         if out is not None:
-            if f32 or out.dtype != np.float64 or not out.flags.c_contiguous or out.shape != arr.shape:
+            if (f32 or not isinstance(out, np.ndarray) or out.dtype != np.float64
+                    or not out.flags.c_contiguous or out.shape != arr.shape):
                 raise ValueError(f"out: a C-contiguous float64 array of shape {arr.shape}"
                                  + (" (and a float64 map)" if f32 else ""))
             res = out.reshape(maps.shape)
         else:
             res = np.empty(maps.shape, dtype=np.float64)
+        wres = np.empty(maps.shape, dtype=np.float64) if return_weight else None
         n2r = nest2ring(self.nside) if self.nest else None
         rows = []
         for i in range(maps.shape[0]):
@@ -381,31 +628,41 @@ class Plan:
                 r = np.empty(self.npix)
                 r[n2r] = x
                 x = r
-            m = None if mask is None else mask[i]
+            m = None if inmask is None else inmask[i]
             if m is not None and n2r is not None:
                 m = np.empty(self.npix, dtype=bool)
-                m[n2r] = mask[i]
+                m[n2r] = inmask[i]
             rows.append((x, _missing(x, m)))
         with self._lock:
-            self._run(rows, res)
+            self._run(rows, res, pair, mw, wres)
         if n2r is not None:
-            for i in range(res.shape[0]):
-                res[i] = res[i][n2r]
+            for a in (res, wres) if wres is not None else (res,):
+                for i in range(a.shape[0]):
+                    a[i] = a[i][n2r]
         if out is not None:
-            return out
-        res = res[0] if single else res
-        return res.astype(np.float32) if f32 else res
+            result = out
+        else:
+            result = res[0] if single else res
+            result = result.astype(np.float32) if f32 else result
+        if was_masked:
+            result = _masked_output(result)
+        if not return_weight:
+            return result
+        weight = wres[0] if single else wres
+        return result, (weight.astype(np.float32) if f32 else weight)
 
-    def _run(self, rows, res):
+    def _run(self, rows, res, pair, mw, wres):
         cache = []
-        pol = self.pol and len(rows) == 3
         for i, (x, miss) in enumerate(rows):
-            if pol and i == 1:
-                self._polar(x, rows[2][0], miss, rows[2][1], res[1], res[2], cache)
-            elif pol and i == 2:
+            wi = None if wres is None else wres[i]
+            if pair is not None and i == pair[0]:
+                j = pair[1]
+                self._polar(x, rows[j][0], miss, rows[j][1], mw, res[i], res[j], wi,
+                            None if wres is None else wres[j], cache)
+            elif pair is not None and i == pair[1]:
                 continue
             else:
-                self._scalar(x, miss, res[i], cache)
+                self._scalar(x, miss, mw, res[i], wi, cache)
 
     # ---------------------------------------------------------- cleanup
     def close(self):
@@ -435,36 +692,58 @@ class Plan:
                 f"backend={self.backend!r}, precision={self.precision!r}, bound={self.bound:.3g})")
 
 
-def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=None, lmax=None,
-              mmax=None, use_weights=False, use_pixel_weights=False, datapath=None, verbose=None,
+def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3, lmax=None,
+              mmax=None, use_weights=False, use_pixel_weights=False, datapath=None, verbose=True,
               nest=False, tophat=None, cutoff=None, cutoff_rel=None, threads=0,
-              precision="double", backend="auto", accuracy=0.0, min_weight=0.5):
+              precision="double", backend="auto", accuracy=0.0, min_weight=None,
+              mask=None, mask_mode="normalize", return_weight=False):
     """Smooths a HEALPix map, or I, Q, U maps, with a radial kernel.
 
-    As healpy.smoothing: map_in is one map or a sequence of maps (RING, or
-    NESTED with nest=True); fwhm or sigma of a Gaussian in radians, or a
-    beam_window B_l; with pol=True and three maps, I is smoothed as a scalar
-    and Q, U as one spin-2 field. Besides: tophat=R (1 inside R radians),
-    cutoff (radians) or cutoff_rel (default 1e-5 of the peak) for the
-    truncation, threads (0: all cores), precision, backend, accuracy (0:
-    exact) and min_weight (missing data, see the module's help).
+    As healpy.smoothing: map_in is one map or a sequence of maps (numpy
+    arrays or masked arrays, RING, or NESTED with nest=True); fwhm or sigma
+    of a Gaussian in radians (0: no smoothing, a copy of the input), or a
+    beam_window B_l. pol=True (the default) with three maps smooths I as a
+    scalar and Q, U as one spin-2 field; with one map it has no effect; any
+    other number of maps is refused (healpy refuses them too): pol="QU"
+    smooths two maps as Stokes Q, U, pol=False every map as a scalar.
 
-    lmax, mmax, iter, use_weights, use_pixel_weights and datapath belong to
-    spherical harmonic transforms: they are ignored, with an ArkcosWarning.
-    For many maps with one kernel, make a Plan once.
+    Besides healpy's: tophat=R (1 inside R radians), cutoff (radians) or
+    cutoff_rel (default 1e-5 of the peak) for the truncation, threads (0:
+    all cores), precision ("double", "single"), backend ("auto", "cpu",
+    "gpu"), accuracy (0: exact), and for missing data mask (a weight map,
+    0 left out, 1 kept, as `arkcos smooth --mask`), mask_mode ("normalize":
+    A(w m) / A(w), UNSEEN where A(w) < min_weight, default 0.5; "zero":
+    A(w m) on every pixel) and return_weight (also return A(w)). See Plan
+    for each argument.
+
+    Missing data: UNSEEN, NaN, +inf and -inf pixels, masked entries and
+    mask's zeros are left out of the smoothing (they are not zeros), as
+    `arkcos smooth` does; the result is the same to the last bit as
+    `arkcos smooth` with the same options (and the same FFTW wisdom file;
+    without it the two agree to ~1e-16).
+
+    Returns the smoothed map(s), map_in's shape: float32 for float32 input,
+    else float64; a numpy masked array (masked where UNSEEN) when map_in is
+    or holds masked arrays, as healpy returns. With return_weight=True,
+    (maps, weight), weight A(w) per map (see Plan.__call__).
+
+    iter, lmax, mmax, use_weights, use_pixel_weights, datapath and verbose
+    belong to healpy's spherical harmonic transforms: any value but
+    healpy's default (iter=3, verbose=True, the others None or False) is
+    ignored with an ArkcosWarning. For many maps with one kernel, make a
+    Plan once: each smoothing() call plans again.
     """
     _warn_ignored(dict(iter=iter, lmax=lmax, mmax=mmax, use_weights=use_weights,
-                       use_pixel_weights=use_pixel_weights, datapath=datapath))
-    mask = np.ma.getmaskarray(map_in) if np.ma.isMaskedArray(map_in) else None
-    arr = np.asanyarray(np.ma.getdata(map_in) if mask is not None else map_in)
+                       use_pixel_weights=use_pixel_weights, datapath=datapath, verbose=verbose))
+    arr = _as_maps(map_in)[0]
     if arr.ndim not in (1, 2):
         raise ValueError(f"map_in: one map or a sequence of maps, got shape {arr.shape}")
     nside = _npix2nside(arr.shape[-1])
     plan = Plan(nside, fwhm=fwhm, sigma=sigma, beam_window=beam_window, tophat=tophat,
                 cutoff=cutoff, cutoff_rel=cutoff_rel, nest=nest, pol=pol, threads=threads,
                 precision=precision, backend=backend, accuracy=accuracy, min_weight=min_weight,
-                _cache=False)
+                mask_mode=mask_mode, _cache=False)
     try:
-        return plan(map_in)
+        return plan(map_in, mask=mask, return_weight=return_weight)
     finally:
         plan.close()

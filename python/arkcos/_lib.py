@@ -73,6 +73,9 @@ _FUNCTIONS = {
     "arkcos_plan_bound": (c_double, [c_void_p]),
     "arkcos_plan_exactness": (c_char_p, [c_void_p]),
     "arkcos_plan_destroy": (None, [c_void_p]),
+    "arkcos_version": (c_char_p, []),
+    "arkcos_build_commit": (c_char_p, []),
+    "arkcos_build_dirty": (c_int, []),
 }
 
 
