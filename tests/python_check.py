@@ -158,6 +158,10 @@ smooth_cli(f"{D}/iqu_holes.fits", f"{D}/iqu_holes_mask.fits", "--fwhm-arcmin", F
            f"{D}/gal.fits", "--write-weight")
 inf_summary = smooth_cli(f"{D}/inf.fits", f"{D}/inf_s.fits", "--fwhm-arcmin", F)
 smooth_cli(f"{D}/qu.fits", f"{D}/qu_s.fits", "--fwhm-arcmin", F, "--pol")
+# 5.5 pixels per FWHM: the default cut is 1e-13 for I (smooth caps), 1e-5 for Q, U
+F_WIDE = 600.0
+smooth_cli(f"{D}/iqu.fits", f"{D}/iqu_wide.fits", "--fwhm-arcmin", F_WIDE)
+smooth_cli(f"{D}/m.fits", f"{D}/m_wide.fits", "--fwhm-arcmin", F_WIDE)
 
 # ------------------------------------------- bit for bit with arkcos smooth
 print("against arkcos smooth (same kernel, threads 2):")
@@ -224,6 +228,17 @@ check(not same_bits(outp, arkcos.smoothing(iqu, fwhm=FWHM, pol=False)), "pol has
 check(same_bits(arkcos.smoothing(iqu_holes, fwhm=FWHM), read(f"{D}/iqu_holes_s.fits")),
       "I, Q, U with UNSEEN differ from arkcos smooth")
 check(same_bits(arkcos.smoothing(list(iqu), fwhm=FWHM), outp), "a list of maps differs")
+
+# the default cut follows the pixels per FWHM and the spin, as arkcos smooth
+wide = F_WIDE * ARCMIN
+check(same_bits(arkcos.smoothing(iqu, fwhm=wide), read(f"{D}/iqu_wide.fits")),
+      "5.5 px per FWHM: I, Q, U differ from arkcos smooth (default cuts)")
+check(same_bits(arkcos.smoothing(m, fwhm=wide), read(f"{D}/m_wide.fits")),
+      "5.5 px per FWHM: one map differs from arkcos smooth (default cut)")
+with arkcos.Plan(NSIDE, fwhm=wide) as pw, arkcos.Plan(NSIDE, fwhm=wide, cutoff_rel=1e-13) as p13:
+    check(pw.cutoff == p13.cutoff and pw.cutoff > 0, f"5.5 px per FWHM: default cut {pw.cutoff} is not 1e-13's")
+with arkcos.Plan(NSIDE, fwhm=FWHM) as pn, arkcos.Plan(NSIDE, fwhm=FWHM, cutoff_rel=1e-5) as p5:
+    check(pn.cutoff == p5.cutoff, f"3.6 px per FWHM: default cut {pn.cutoff} is not 1e-5's")
 
 # ------------------------------------------ masked arrays, inf, fwhm = 0
 print("masked arrays, +-inf, fwhm=0, pol with 2 maps:")

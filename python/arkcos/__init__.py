@@ -190,9 +190,12 @@ def _masked_output(res):
 
 # ----------------------------------------------------------------- kernels
 
-def _kernel(fwhm, sigma, tophat, beam_window, cutoff, cutoff_rel):
+def _kernel(fwhm, sigma, tophat, beam_window, cutoff, cutoff_rel, nside=0, spin=0):
     """The engine kernel and, for Gaussians, the FWHM in radians; (None, 0.0)
-    for fwhm=0 or sigma=0 (no smoothing)."""
+    for fwhm=0 or sigma=0 (no smoothing). A Gaussian without cutoff or
+    cutoff_rel is cut at arkcos_gaussian_default_cutoff_rel for nside and
+    spin (1e-13 for scalar maps of >= 4 pixels per FWHM, else 1e-5), as
+    arkcos smooth does."""
     given = [n for n, v in (("fwhm", fwhm), ("sigma", sigma), ("tophat", tophat),
                             ("beam_window", beam_window)) if v is not None]
     if len(given) != 1:
@@ -229,7 +232,8 @@ def _kernel(fwhm, sigma, tophat, beam_window, cutoff, cutoff_rel):
         spec.fwhm = width
         spec.cutoff = 0.0 if cutoff is None else float(cutoff)
         spec.cutoff_rel = (0.0 if cutoff is not None else
-                           _DEFAULT_CUTOFF_REL if cutoff_rel is None else float(cutoff_rel))
+                           lib.arkcos_gaussian_default_cutoff_rel(width, nside, spin) if cutoff_rel is None
+                           else float(cutoff_rel))
     k = lib.arkcos_kernel_create(byref(spec), byref(err))
     return k or _check(err, "kernel"), width
 
@@ -292,9 +296,11 @@ class Plan:
                    (exactly one of fwhm, sigma, beam_window, tophat;
                    every kernel is normalised to unit integral)
       cutoff       truncation radius in radians, or cutoff_rel: cut where
-                   the kernel falls below cutoff_rel (default 1e-5) of its
-                   peak (for a beam_window: where its Legendre sum stays
-                   below that level)
+                   the kernel falls below cutoff_rel of its peak (default
+                   for a Gaussian: 1e-13 for maps of >= 4 pixels per FWHM,
+                   whose polar caps are then exact with no tables, 1e-5 for
+                   narrower beams and for Q, U; for a beam_window 1e-5:
+                   where its Legendre sum stays below that level)
       nest         maps (and mask=) in NESTED order, returned NESTED
       pol          True (healpy's default): a stack of 3 maps is I, Q, U,
                    Q and U smoothed as one spin-2 field; one map is a
@@ -332,7 +338,7 @@ class Plan:
                  cutoff=None, cutoff_rel=None, nest=False, pol=True, threads=0,
                  precision="double", backend="auto", accuracy=0.0, min_weight=None,
                  mask_mode="normalize", _cache=True):
-        self._plan = self._plan2 = self._kernel = self._geom = None
+        self._plan = self._plan2 = self._kernel = self._kernel2 = self._geom = None
         nside = int(nside)
         if nside < 1:
             raise ValueError(f"nside must be >= 1, got {nside}")
@@ -364,7 +370,8 @@ class Plan:
             nest2ring(nside)  # refuses an nside that is not a power of 2
         self._lock = threading.Lock()
         err = _lib.Error()
-        self._kernel, width = _kernel(fwhm, sigma, tophat, beam_window, cutoff, cutoff_rel)
+        self._kargs = (fwhm, sigma, tophat, beam_window, cutoff, cutoff_rel, nside)
+        self._kernel, width = _kernel(fwhm, sigma, tophat, beam_window, cutoff, cutoff_rel, nside, 0)
         self._identity = self._kernel is None
         if self._identity:
             return
@@ -455,7 +462,9 @@ class Plan:
             o.cache_kernel_spectra = self._options.cache_kernel_spectra
             o.spin = 2  # exact whatever accuracy says, as arkcos smooth
             err = _lib.Error()
-            p = lib.arkcos_plan_create(self._geom, self._kernel, byref(o), byref(err))
+            # Q and U: a Gaussian's default cut is the spin-2 one (1e-5)
+            self._kernel2, _ = _kernel(*self._kargs, 2)
+            p = lib.arkcos_plan_create(self._geom, self._kernel2, byref(o), byref(err))
             self._plan2 = p or _check(err, "spin-2 plan")
         return self._plan2
 
@@ -668,7 +677,7 @@ class Plan:
     def close(self):
         """Frees the plans (also done when the Plan is garbage-collected)."""
         for name, destroy in (("_plan2", lib.arkcos_plan_destroy), ("_plan", lib.arkcos_plan_destroy),
-                              ("_kernel", lib.arkcos_kernel_destroy),
+                              ("_kernel", lib.arkcos_kernel_destroy), ("_kernel2", lib.arkcos_kernel_destroy),
                               ("_geom", lib.arkcos_geometry_destroy)):
             h = getattr(self, name, None)
             if h:
@@ -708,7 +717,8 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     smooths two maps as Stokes Q, U, pol=False every map as a scalar.
 
     Besides healpy's: tophat=R (1 inside R radians), cutoff (radians) or
-    cutoff_rel (default 1e-5 of the peak) for the truncation, threads (0:
+    cutoff_rel (default 1e-13 of the peak at >= 4 pixels per FWHM, 1e-5
+    for narrower beams and Q, U) for the truncation, threads (0:
     all cores), precision ("double", "single"), backend ("auto", "cpu",
     "gpu"), accuracy (0: exact), and for missing data mask (a weight map,
     0 left out, 1 kept, as `arkcos smooth --mask`), mask_mode ("normalize":

@@ -62,6 +62,7 @@ _FUNCTIONS = {
     "arkcos_kernel_destroy": (None, [c_void_p]),
     "arkcos_kernel_cutoff": (c_double, [c_void_p]),
     "arkcos_kernel_cutoff_level": (c_double, [c_void_p]),
+    "arkcos_gaussian_default_cutoff_rel": (c_double, [c_double, c_int64, c_int]),
     "arkcos_options_default": (None, [POINTER(Options)]),
     "arkcos_plan_create": (c_void_p, [c_void_p, c_void_p, POINTER(Options), _err]),
     "arkcos_execute": (c_int, [c_void_p, c_void_p, c_void_p, _err]),
