@@ -83,6 +83,9 @@ typedef struct SFX(cpu_state) {
   int nlev;             /* cap-pair levels s = 0 .. nlev - 1 (0: none, all on L) */
   int lev[ARKCOS_MAX_GRIDS]; /* grid of level s: q L / 2^s points */
   double s_ref;         /* sqrt(sin th_i sin th_j) up to which level 0 holds */
+  /* smooth caps (a Gaussian cut where negligible): a pair's spectrum is
+   * used up to bl_scale sqrt(sin th_i sin th_j) modes only (pair_len) */
+  double bl_scale;
   int sym;              /* rotated frame: real kernel spectra (see pair_real) */
   /* pair symmetry (see pairsym_stage): each pair's G computed once for both
    * of its output rings; tasks in nchunk chunks of >= 2 (w + 1) tasks */

@@ -160,7 +160,29 @@ static int SFX(pair_grid)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, 
   const double r = sqrt(p->sin_theta[i] * p->sin_theta[j]);
   int lv = 0;
   while (lv + 1 < s->nlev && r * (double)((int64_t)2 << lv) <= ARKCOS_LEVEL_MARGIN * s->s_ref) lv++;
+  /* smooth caps: any coarser grid whose modes still hold the band limit
+   * (pair_len; the spectrum beyond it, which the grid aliases, is below
+   * 1e-17 of the peak) */
+  if (s->bl_scale > 0) {
+    const double need = s->bl_scale * r + 8;
+    while (lv + 1 < s->nlev && (double)(s->grid[s->lev[lv + 1]].nm) >= need) lv++;
+  }
   return s->lev[lv];
+}
+
+/* Modes of pair (i, j)'s spectrum on grid G that the reduction adds: all of
+ * G's, or, for a smooth-caps plan (a Gaussian of sigma cut at <= 1e-12 of
+ * its peak), those up to its band limit. On the pair the kernel is
+ * exp(-rho d2 / (2 sigma^2)), d2 = 4 sin^2(dth / 2) + 2 r^2 (1 - cos dphi),
+ * r^2 = sin th_i sin th_j, rho = alpha^2 / d2 in [1, rho_cut]: its azimuthal
+ * spectrum (modified Bessel functions I_m(z) e^{-z}, z = rho r^2 / sigma^2)
+ * falls below 1e-17 of its peak by m = 8.85 sqrt(z); bl_scale = 1.2 x 8.85
+ * sqrt(rho_cut) / sigma (setup_grids). Symmetric in (i, j). */
+static inline int64_t SFX(pair_len)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j,
+                                    const SFX(kgrid_t) *G) {
+  if (s->bl_scale <= 0) return G->nm;
+  const double m = s->bl_scale * sqrt(p->sin_theta[i] * p->sin_theta[j]) + 8;
+  return m < (double)G->nm ? (int64_t)m : G->nm;
 }
 
 /* Whether the kernel reaches ring j from ring i (some sample in its window) */

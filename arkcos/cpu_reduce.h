@@ -171,7 +171,7 @@ static void SFX(pairsym_stage)(const arkcos_plan *p, const SFX(cpu_state) *s, do
           st[0] += t1 - t0;
           st[1] += t2 - t1;
           const int far = u > t && u < c1;
-          SFX(pair_reduce)(p, s, t, j, u, kr, s->grid[used - 1].nm, A, far ? SFX(slot)(s, u, tid) : NULL, own,
+          SFX(pair_reduce)(p, s, t, j, u, kr, SFX(pair_len)(p, s, i, j, &s->grid[used - 1]), A, far ? SFX(slot)(s, u, tid) : NULL, own,
                            far);
           t0 = omp_get_wtime();
           st[2] += t0 - t2;
@@ -235,7 +235,7 @@ static inline void SFX(perring_task)(const arkcos_plan *p, const SFX(cpu_state) 
     int real;
     const int used = SFX(pair_row)(p, s, t, i, j, ws, hr, hi, &kr, &ki, &real, t0, &t1, &t2);
     if (!used) continue;
-    const int64_t len = s->grid[used - 1].nm; /* modes this pair fills */
+    const int64_t len = SFX(pair_len)(p, s, i, j, &s->grid[used - 1]); /* modes this pair fills */
     st[0] += t1 - t0;
     st[1] += t2 - t1;
     if (real) /* real G: half the multiplications (a1r .. a2i are consecutive rows) */

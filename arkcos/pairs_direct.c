@@ -683,7 +683,9 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
       const int cap = rg[j].nph < p->L || rg[i].nph < p->L;
       const double dens = p->smooth_caps && rg[j].nph < p->L ? (double)rg[j].nph / (double)p->L : 1.0;
       fs[r] += a * dens;
-      if (p->smooth_caps && cap) cs[r] += a * (double)rg[j].nph / (double)p->L;
+      /* the band limit (cpu_pairspec.h, pair_len) drops the belt pairs'
+       * modes beyond it too: their jump at the cutoff counts as the caps' */
+      if (p->smooth_caps) cs[r] += a * (cap ? (double)rg[j].nph / (double)p->L : 1.0);
       if (ns > 0) np[r]++;
       if (ns > kmx[r]) kmx[r] = ns;
     }

@@ -11,7 +11,7 @@ Per case (beam, nside):
     gives the plan time (and of it FFTW's planning and the polar caps'
     tables) and the execute time; "one call" is plan + execute (the file
     read and write excluded, as for the others); peak RSS of the process
-    (GNU time), the map itself included. FFTW plans are estimated (no
+    (wait4), the map itself included. FFTW plans are estimated (no
     wisdom is read or written) unless ARKCOS_FFTW_PLANNER=measure is set.
   - healpy.smoothing(iter=0, lmax=2 nside) and the default (iter=3,
     lmax=3 nside - 1), timed in this process (no planning to amortise);
@@ -64,14 +64,17 @@ def timed(f, *a, **kw):
 
 
 def run_arkcos(exe, path, out, args, threads):
-    cmd = ["/usr/bin/time", "-f", "MAXRSS %M", exe, "smooth", path, out, "--force", "-v",
-           "--threads", str(threads)] + args
+    cmd = [exe, "smooth", path, out, "--force", "-v", "--threads", str(threads)] + args
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if r.returncode != 0:
-        return {"error": (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]}
-    text = r.stdout + r.stderr
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak RSS
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        log.seek(0)
+        text = log.read()
+    if proc.returncode != 0:
+        return {"error": (text.strip().splitlines() or ["exit %d" % proc.returncode])[-1]}
     res = {"wall": wall, "execute": 0.0, "plan": 0.0, "fftw": 0.0, "tables": 0.0}
     for line in text.splitlines():
         if not line.startswith("smooth:"):
@@ -88,8 +91,7 @@ def run_arkcos(exe, path, out, args, threads):
             res["cutoff_deg"], res["cut_level"] = float(m.group(1)), float(m.group(2))
     m = re.search(r"bound: ([0-9.eE+-]+|inf)", text)
     res["bound"] = m.group(1) if m else "none"
-    m = re.search(r"MAXRSS (\d+)", text)
-    res["rss_mb"] = int(m.group(1)) / 1024 if m else float("nan")
+    res["rss_mb"] = usage.ru_maxrss / 1024
     res["one_call"] = res["plan"] + res["execute"]
     return res
 

@@ -29,11 +29,12 @@ Masked input gives a masked array back (masked where the output is UNSEEN).
 Errors of the engine raise ArkcosError, a ValueError carrying the C message;
 bad arguments raise ValueError naming the argument.
 
-The first plan of an nside in a process measures FFTW plans for its ring
-lengths (seconds at nside 1024 and above); they are kept in the wisdom file
-~/.cache/arkcos/fftw-wisdom ($XDG_CACHE_HOME/arkcos/..., or the file
-$ARKCOS_FFTW_WISDOM names; "none" keeps none), shared with `arkcos smooth`,
-so that later processes plan quickly.
+FFTW's plans are estimated (FFTW_ESTIMATE, a few milliseconds; the rings
+of the polar caps go through power-of-two FFTs), so the first call of a
+process costs what later ones do and no wisdom file is read or written.
+ARKCOS_FFTW_PLANNER=measure times them instead (seconds at nside 1024; kept
+in the wisdom file ~/.cache/arkcos/fftw-wisdom, $XDG_CACHE_HOME/arkcos/...,
+or the file $ARKCOS_FFTW_WISDOM names, shared with `arkcos smooth`).
 """
 import math
 import threading
@@ -320,9 +321,8 @@ class Plan:
                    0: none); refused with mask_mode="zero"
 
     Calling it: plan(map_in, out=None, mask=None, return_weight=False), see
-    __call__. The first Plan of an nside in a process measures FFTW plans
-    (seconds at nside 1024; the wisdom file keeps them for the next process,
-    see the module's help); later Plans and calls reuse them.
+    __call__. Making the Plan is most of a one-map call (the direct tables
+    of narrow beams, FFTW's estimated plans); its calls reuse all of it.
 
     Properties: nside, npix, nest, pol, precision, mask_mode, min_weight (as
     given), bound, backend, note, exactness, memory, cutoff (below) and
@@ -729,8 +729,8 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     Missing data: UNSEEN, NaN, +inf and -inf pixels, masked entries and
     mask's zeros are left out of the smoothing (they are not zeros), as
     `arkcos smooth` does; the result is the same to the last bit as
-    `arkcos smooth` with the same options (and the same FFTW wisdom file;
-    without it the two agree to ~1e-16).
+    `arkcos smooth` with the same options (with ARKCOS_FFTW_PLANNER=measure:
+    given the same wisdom file; without it the two agree to ~1e-16).
 
     Returns the smoothed map(s), map_in's shape: float32 for float32 input,
     else float64; a numpy masked array (masked where UNSEEN) when map_in is
