@@ -153,11 +153,22 @@ static inline double SFX(ksample)(const arkcos_plan *p, const SFX(kgrid_t) *G, d
 }
 
 /* Kernel grid of ring pair (i, j): L for belt pairs (exact) and in paper
- * mode, else level s of q L / 2^s points by sqrt(sin th_i sin th_j). */
+ * mode, else level s of q L / 2^s points by sqrt(sin th_i sin th_j). With
+ * smooth caps (bl_scale > 0) a belt pair moves to the coarsest level grid
+ * shorter than L whose modes hold its band limit (pair_len), if any: then
+ * it is sampled as the cap pairs are (pair_off_grid). */
 static int SFX(pair_grid)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j) {
   const arkcos_ring *rg = p->geom->rings;
-  if (s->nlev == 0 || (rg[i].nph == p->L && rg[j].nph == p->L)) return 0;
+  const int belt = rg[i].nph == p->L && rg[j].nph == p->L;
+  if (s->nlev == 0 || (belt && s->bl_scale <= 0)) return 0;
   const double r = sqrt(p->sin_theta[i] * p->sin_theta[j]);
+  if (belt) {
+    const double need = s->bl_scale * r + 8;
+    int g = 0;
+    for (int lv = 0; lv < s->nlev; lv++)
+      if (s->grid[s->lev[lv]].L < p->L && (double)s->grid[s->lev[lv]].nm >= need) g = s->lev[lv];
+    return g;
+  }
   int lv = 0;
   while (lv + 1 < s->nlev && r * (double)((int64_t)2 << lv) <= ARKCOS_LEVEL_MARGIN * s->s_ref) lv++;
   /* smooth caps: any coarser grid whose modes still hold the band limit
@@ -185,6 +196,14 @@ static inline int64_t SFX(pair_len)(const arkcos_plan *p, const SFX(cpu_state) *
   return m < (double)G->nm ? (int64_t)m : G->nm;
 }
 
+/* Whether pair (i, j) is off the exact L grid: a cap pair, or a belt pair
+ * moved to a coarser grid by its band limit (pair_grid) */
+static inline int SFX(pair_off_grid)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j) {
+  const arkcos_ring *rg = p->geom->rings;
+  if (rg[i].nph != p->L || rg[j].nph != p->L) return 1;
+  return s->bl_scale > 0 && SFX(pair_grid)(p, s, i, j) != 0;
+}
+
 /* Whether the kernel reaches ring j from ring i (some sample in its window) */
 static int SFX(pair_reached)(const arkcos_plan *p, int i, int j, int64_t L) {
   const arkcos_ring *rg = p->geom->rings;
@@ -210,7 +229,7 @@ static int SFX(pair_reached)(const arkcos_plan *p, int i, int j, int64_t L) {
 static int SFX(pair_real)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, int j) {
   const arkcos_ring *rg = p->geom->rings;
   if (!s->sym) return 0;
-  if (rg[i].nph != p->L || rg[j].nph != p->L) return 1;
+  if (SFX(pair_off_grid)(p, s, i, j)) return 1;
   return SFX(offset_kind)(rg[i].phi0 - rg[j].phi0, p->L) != 0;
 }
 
@@ -314,7 +333,7 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
   double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
   double half = arkcos_dphi_window(&p->kf, sdt2, ss);
   double delta = p->opt.mode == ARKCOS_MODE_PAPER ? 0.0 : rg[i].phi0 - rg[j].phi0;
-  if (s->sym && (rg[i].nph != p->L || rg[j].nph != p->L)) delta = 0; /* symmetric samples */
+  if (s->sym && SFX(pair_off_grid)(p, s, i, j)) delta = 0; /* symmetric samples */
   int64_t n0, n1, cnt = arkcos_sample_range(half, delta, L, &n0, &n1);
   if (cnt == 0) return 0;
   const int kd = SFX(offset_kind)(delta, L), e = kd == 1 ? 0 : kd == 2 ? 1 : kd == -2 ? -1 : 2;

@@ -627,6 +627,46 @@ TEST_GROUP(smooth_caps) {
   }
 }
 
+/* The band limit of smooth caps (cpu_pairspec.h, pair_len and pair_grid:
+ * modes beyond it dropped, cap and belt pairs moved to coarser grids) for
+ * beams too wide for a direct sum here, against the same plan with
+ * ARKCOS_BAND_LIMIT=0, which the group above holds against the direct sum.
+ * Measured max |a - b| / max |x|: 1.6e-15 (nside 64, 36 px per FWHM, belt
+ * pairs on L / 2) and 2.0e-15 (nside 128, 20 px). */
+#define TOL_BAND_LIMIT 3e-14
+TEST_GROUP(smooth_caps_band_limit) {
+  const int64_t nsides[] = {64, 128};
+  const double pxs[] = {36.0, 20.0};
+  for (int n = 0; n < 2; n++) {
+    arkcos_geometry *g = arkcos_geometry_healpix(nsides[n], NULL);
+    double *x = g ? white_noise(g, 91 + (uint64_t)n) : NULL;
+    arkcos_kernel *k = x ? gaussian(pxs[n] * healpix_pixel(g), 1e-13) : NULL;
+    arkcos_plan *pa = k ? make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0) : NULL;
+    setenv("ARKCOS_BAND_LIMIT", "0", 1);
+    arkcos_plan *pb = k ? make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0) : NULL;
+    unsetenv("ARKCOS_BAND_LIMIT");
+    double *a = pa ? apply_plan(pa, g, x) : NULL, *b = pb ? apply_plan(pb, g, x) : NULL;
+    CHECK(a && b, "nside %lld %.0f px: plans", (long long)nsides[n], pxs[n]);
+    if (a && b) {
+      double e = 0;
+      for (int64_t q = 0; q < g->npix; q++) e = fmax(e, fabs(a[q] - b[q]));
+      e /= max_abs(x, g->npix);
+      printf("  nside %lld gauss %.0fpx cut 1e-13: band limit on/off max|a - b| / max|x| %.2e (bound %.2e)\n",
+             (long long)nsides[n], pxs[n], e, arkcos_plan_bound(pa));
+      CHECK(e <= TOL_BAND_LIMIT && e <= arkcos_plan_bound(pa), "nside %lld %.0f px: band limit changes %.3e",
+            (long long)nsides[n], pxs[n], e);
+    }
+    free(a);
+    free(b);
+    arkcos_plan_destroy(pa);
+    arkcos_plan_destroy(pb);
+    arkcos_kernel_destroy(k);
+    free(x);
+    arkcos_geometry_destroy(g);
+  }
+}
+
 TEST_MAIN(TG(exact_is_default), TG(kernel_families_healpix), TG(healpix_nside_128), TG(ecp_geometry),
           TG(single_precision), TG(accuracy_loose), TG(paper_mode_bound), TG(operator_symmetry),
-          TG(constant_map), TG(direct_limits), TG(smooth_caps))
+          TG(constant_map), TG(direct_limits), TG(smooth_caps),
+          TG(smooth_caps_band_limit))
