@@ -57,17 +57,59 @@ expect "smooth --max-memory 1G runs" 0 "" \
 [ -s "$T/o.fits" ] && ok || bad "--max-memory 1G: no output"
 rm -f "$T/o.fits"
 
-# nside 2^20 in a config: every case skipped at once with both figures
+# nside 2^20 in a config: more than the machine has (MemAvailable + SwapFree),
+# so every case fails at once (exit 1) with both figures, before its rings
 cat >"$T/huge.json" <<'EOF'
 {"name": "huge", "grid": {"nside": [1048576]}, "kernels": [{"type": "gaussian", "fwhm_arcmin": 0.01, "cutoff_rel": 1e-5}],
  "methods": [{"name": "arkcos"}, {"name": "fsht"}], "repeats": 1, "warmup": 0}
 EOF
 t0=$(date +%s%N)
-expect "nside 2^20 config" 0 "2 skipped" "$ARKCOS" run "$T/huge.json" --out "$T/huge"
+expect "nside 2^20 config" 1 "2 failed" "$ARKCOS" run "$T/huge.json" --out "$T/huge"
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 check_le "nside 2^20 sweep, milliseconds (measured 30-270)" "$ms" 2000
-n=$("$PYTHON" -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum('GiB exceeds the' in c.get('reason','') for c in d['cases']))" "$T/huge/results.json")
-[ "$n" = 2 ] && ok || bad "nside 2^20: $n of 2 reasons name the memory"
+n=$("$PYTHON" -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum(c['status'] == 'failed' and 'cannot fit' in c.get('reason','') and 'GiB this process can have' in c.get('reason','') for c in d['cases']))" "$T/huge/results.json")
+[ "$n" = 2 ] && ok || bad "nside 2^20: $n of 2 failures name the memory"
+# the same with the memory guard turned off (limits.memory_bytes 1e18) under
+# an 8 GiB address-space limit: the limit decides, whatever the config says
+"$PYTHON" -c "
+import json, sys
+c = json.load(open(sys.argv[1])); c['limits'] = {'memory_bytes': 1e18}
+json.dump(c, open(sys.argv[2], 'w'))" "$T/huge.json" "$T/huge_off.json"
+expect "nside 2^20, memory_bytes 1e18, ulimit -v 8 GiB" 1 "2 failed" \
+  bash -c 'ulimit -v 8388608 && exec "$@"' _ "$ARKCOS" run "$T/huge_off.json" --out "$T/huge_off"
+"$PYTHON" -c "import json,sys; d=json.load(open(sys.argv[1])); assert all(c['status'] == 'failed' and 'RLIMIT_AS' in c['reason'] for c in d['cases']), d['cases']" \
+  "$T/huge_off/results.json" && ok || bad "ulimit -v: failures do not name the address-space limit"
+# a small case under the same limits still runs (the limit is what is left, not 0)
+cat >"$T/small_off.json" <<'EOF'
+{"name": "small", "grid": {"nside": [16]}, "kernels": [{"type": "gaussian", "fwhm_arcmin": 600, "cutoff_rel": 1e-5}],
+ "methods": [{"name": "arkcos"}, {"name": "fsht", "iter": 0}], "repeats": 1, "warmup": 0, "threads": 1,
+ "limits": {"memory_bytes": 1e18}}
+EOF
+expect "nside 16, memory_bytes 1e18, ulimit -v 8 GiB" 0 "2 ok" \
+  bash -c 'ulimit -v 8388608 && exec "$@"' _ "$ARKCOS" run "$T/small_off.json" --out "$T/small_off"
+# arkcos smooth: a partial-sky map of nside 2^20 (three pixels listed) with
+# --max-memory far above the address-space limit fails before reading the
+# map or planning, naming the limit
+"$PYTHON" - "$T/huge_partial.fits" <<'EOF'
+import sys
+import numpy as np
+from astropy.io import fits
+h = fits.BinTableHDU.from_columns([
+    fits.Column(name="PIXEL", format="K", array=np.array([0, 5, 1000], dtype=np.int64)),
+    fits.Column(name="SIGNAL", format="D", array=np.array([1.0, 2.0, 3.0]))])
+for k, v in [("PIXTYPE", "HEALPIX"), ("ORDERING", "RING"), ("NSIDE", 1048576), ("INDXSCHM", "EXPLICIT"),
+             ("OBJECT", "PARTIAL"), ("FIRSTPIX", 0), ("LASTPIX", 12 * 1048576 ** 2 - 1)]:
+    h.header[k] = v
+h.writeto(sys.argv[1])
+EOF
+expect "smooth nside 2^20, --max-memory 1P, ulimit -v 8 GiB" 1 "RLIMIT_AS" \
+  bash -c 'ulimit -v 8388608 && exec "$@"' _ "$ARKCOS" smooth "$T/huge_partial.fits" "$T/o.fits" \
+  --fwhm-arcmin 1 --backend cpu --max-memory 1000000G
+grep -q "nside 1048576 cannot fit" "$T/stderr" && ok || bad "smooth nside 2^20: $(cat "$T/stderr")"
+[ -e "$T/o.fits" ] && bad "smooth nside 2^20: output written" || ok
+expect "smooth nside 2^20 without limits" 1 "cannot fit" \
+  "$ARKCOS" smooth "$T/huge_partial.fits" "$T/o.fits" --fwhm-arcmin 1 --backend cpu
+no_tmp "smooth nside 2^20"
 # limits.memory_bytes is the plan's limit too: its tables push this case over
 cat >"$T/mem.json" <<'EOF'
 {"name": "mem", "grid": {"nside": [64]}, "kernels": [{"type": "gaussian", "fwhm_arcmin": 220, "cutoff_rel": 1e-5}],
@@ -218,7 +260,7 @@ for k in a:
 EOF
 expect "compare --clock cpu" 0 "0 REGRESSION" \
   "$ARKCOS" compare "$T/il/results.json" "$T/il/results.json" --clock cpu --normalize-by fsht
-expect "compare --clock other" 2 "--clock: expected wall or cpu" \
+expect "compare --clock other" 2 "--clock: expected auto, cpu or wall" \
   "$ARKCOS" compare "$T/il/results.json" "$T/il/results.json" --clock gpu
 "$PYTHON" -c "
 import json, sys
