@@ -208,6 +208,12 @@ int smooth_memory_check(const smem_nside *w, int nw, const arkcos_kernel *k, int
         avail[r] = here;
       }
     }
+    if (rc && hard_only) { /* the plan itself reports it, with its context */
+      for (int r = 0; hosts && r < nranks; r++) free(hosts[r]);
+      free(hosts);
+      hosts = NULL;
+      continue;
+    }
     if (rc && err.code) fprintf(stderr, "arkcos smooth: %s\n", err.msg);
     status = rc ? 2 : 0;
     if (!status && me == 0)
