@@ -42,8 +42,11 @@ static const char usage_text[] =
     "Noise. A verdict of REGRESSION needs runs whose repeats can tell a change\n"
     "from the machine's drift: both runs made with \"interleave\": true (the\n"
     "methods timed in turns) and judged against a yardstick of the same run,\n"
-    "repeat by repeat (the defaults pick FSHT). Otherwise a slowdown beyond\n"
-    "threshold and noise is `too-noisy`: exit 4, not a REGRESSION.\n"
+    "repeat by repeat (the defaults pick FSHT), with neither run's repeats\n"
+    "spread over more than 1.5x (upper over lower quartile) and, for two runs\n"
+    "of one machine, no raw median changed by more than 3x. Otherwise a\n"
+    "slowdown beyond threshold and noise is `too-noisy`: exit 4, not a\n"
+    "REGRESSION.\n"
     "\n"
     "  --threshold F       relative slowdown that matters: 0.15 or 15%\n"
     "  --alpha A           significance level of the U test (0 < A < 1)\n"
@@ -89,6 +92,7 @@ typedef struct {
   int other_kernel;         /* the yardstick has another kernel */
   int paired;               /* divided repeat by repeat (interleaved runs) */
   double spread;            /* the larger of the two runs' spread() */
+  double machine;           /* the larger raw median change, case or yardstick, as a factor >= 1 */
   char note[160];
   char label[400];
 } row;
@@ -170,9 +174,15 @@ static double spread(const double *x, size_t n) {
  * spread over more than NOISE_SPREAD (upper over lower quartile). Measured
  * on a shared 2-core machine (tests/hostile/compare_rates.sh, README): calm
  * stretches spread the normalised repeats by 1.02-1.3, load bursts by 2 to
- * 100. (The yardstick's own change between the runs is no such sign: a
- * baseline from another machine may differ by any factor.) */
+ * 100. */
 #define NOISE_SPREAD 1.5
+/* On one machine (same host and CPU in both files), a case's or its
+ * yardstick's median time that moved by more than this factor between the
+ * runs says the machine was in another state (measured: a run whose every
+ * repeat was stretched to whole scheduler time slices, 10-25x, with its
+ * repeats agreeing among themselves); two machines may differ by any
+ * factor. */
+#define NOISE_MACHINE 3.0
 
 /* A row that is not judged: a case skipped or failed on either side.
  * Returns 1 if it classified the row. */
@@ -231,6 +241,9 @@ static int normalise_row(row *r, const results_file *bf, const results_file *nf,
   *bn = normalised(bf, b, &bf->cases[ib], &pb);
   *cn = normalised(nf, c, &nf->cases[ic], &pc);
   r->paired = pb && pc;
+  const double fy = nf->cases[ic].tmedian / bf->cases[ib].tmedian, fc = c->tmedian / b->tmedian;
+  const double ay = fy >= 1 ? fy : 1 / fy, ac = fc >= 1 ? fc : 1 / fc;
+  r->machine = ay > ac ? ay : ac;
   if (!*bn || !*cn) {
     free(*bn);
     free(*cn);
@@ -244,7 +257,7 @@ static int normalise_row(row *r, const results_file *bf, const results_file *nf,
 
 /* Fills r for a case present in both runs. Returns 0 or an exit status. */
 static int judge_row(row *r, const results_file *bf, const results_file *nf,
-                     const char *norm, const stats_rule_params *prm, int trust) {
+                     const char *norm, const stats_rule_params *prm, int trust, int one_machine) {
   const results_case *b = r->base, *c = r->cand;
   r->base_raw = b->tmedian;
   r->new_raw = c->tmedian;
@@ -277,12 +290,16 @@ static int judge_row(row *r, const results_file *bf, const results_file *nf,
              !norm ? "no yardstick to divide by"
                    : "runs not interleaved: \"interleave\": true in the config");
   } else if ((r->j.verdict == STATS_REGRESSION || r->j.verdict == STATS_SLOWER_NOISE) &&
-             r->spread > NOISE_SPREAD) {
+             (r->spread > NOISE_SPREAD || (one_machine && r->machine > NOISE_MACHINE))) {
     /* slower by more than the threshold on a machine too unsteady to say
      * whether that is real: neither a regression nor a clean bill */
     r->kind = ROW_TOO_NOISY;
-    snprintf(r->note, sizeof r->note, "repeats spread by %.2fx (middle half) in one run, over %.2gx",
-             r->spread, NOISE_SPREAD);
+    if (r->spread > NOISE_SPREAD)
+      snprintf(r->note, sizeof r->note, "repeats spread by %.2fx (middle half) in one run, over %.2gx",
+               r->spread, NOISE_SPREAD);
+    else
+      snprintf(r->note, sizeof r->note, "raw times changed %.1fx between the runs on one machine, "
+               "over %.2gx", r->machine, NOISE_MACHINE);
   }
   return 0;
 }
@@ -408,6 +425,13 @@ static int check_yardsticks(const comparison *cp, const char *norm) {
   return 0;
 }
 
+/* Both files from one machine: the same host and CPU model. */
+static int one_machine(const comparison *cp) {
+  const char *ha = results_meta_str(&cp->bf, "host"), *hb = results_meta_str(&cp->nf, "host");
+  const char *ca = results_meta_str(&cp->bf, "cpu_model"), *cb = results_meta_str(&cp->nf, "cpu_model");
+  return ha && hb && ca && cb && !strcmp(ha, hb) && !strcmp(ca, cb);
+}
+
 /* One judged row per case of the new run that the baseline has. Returns 0
  * or an exit status. */
 static int pair_cases(comparison *cp, const compare_opts *o) {
@@ -425,7 +449,7 @@ static int pair_cases(comparison *cp, const compare_opts *o) {
     row *r = &cp->rows[cp->nrows++];
     r->base = &cp->bf.cases[j];
     r->cand = &cp->nf.cases[i];
-    int status = judge_row(r, &cp->bf, &cp->nf, o->norm, &o->prm, o->trust);
+    int status = judge_row(r, &cp->bf, &cp->nf, o->norm, &o->prm, o->trust, one_machine(cp));
     if (status) return status;
   }
   for (size_t j = 0; j < cp->bf.ncases; j++)
@@ -594,10 +618,11 @@ static int report_comparison(comparison *cp, const compare_opts *o) {
     printf("\n%zu case%s TOO NOISY TO JUDGE: slower by more than %.4g%%, but the runs cannot "
            "tell that from the machine's noise (the reason is beside each). Judged are runs "
            "made with \"interleave\": true and a FSHT method as the yardstick, on a machine "
-           "steady enough that the repeats of a run agree (middle half within %.2gx); run both "
-           "again, on a quieter machine or with more repeats (--trust-repeats judges anyway).\n",
+           "steady enough that the repeats of a run agree (middle half within %.2gx) and that "
+           "its speed stays within %.2gx between the runs; run both again, on a quieter machine "
+           "(--trust-repeats judges anyway).\n",
            cp->ntoo_noisy, cp->ntoo_noisy > 1 ? "s are" : " is", 100 * o->prm.threshold,
-           NOISE_SPREAD);
+           NOISE_SPREAD, NOISE_MACHINE);
     for (size_t i = 0; i < cp->nrows; i++)
       if (cp->rows[i].kind == ROW_TOO_NOISY)
         printf("  %s: %+.1f%% (%s)\n", cp->rows[i].label, 100 * cp->rows[i].j.change,

@@ -221,6 +221,14 @@ expect_rc 4 "interleaved, repeats spread by 2x in one run: too noisy" -- compare
 has "^arkcos-512 .* too-noisy .*repeats spread by" "$tmp/out" "spread named as the reason"
 gen "$tmp/steady_n.json" --seed 1 --scale-case arkcos-512=1.5
 expect_rc 3 "interleaved, steady repeats, +50 %: regression" -- compare "$tmp/burst_b.json" "$tmp/steady_n.json"
+# one machine in another state: every time of the new run 10x (a run
+# stretched to whole scheduler slices), the ratio +50 %: too noisy; the same
+# from another host (a slower machine) is judged
+gen "$tmp/slices_n.json" --seed 1 --scale 10 --scale-case arkcos-512=1.5
+expect_rc 4 "one machine, raw times 10x, +50 %: too noisy" -- compare "$tmp/burst_b.json" "$tmp/slices_n.json"
+has "^arkcos-512 .* too-noisy .*raw times changed 1[0-9]\.[0-9]x between the runs on one machine" "$tmp/out" "the machine's change named as the reason"
+gen "$tmp/other_host_n.json" --seed 1 --scale 10 --scale-case arkcos-512=1.5 --host beta
+expect_rc 3 "another host 10x slower, +50 %: regression" -- compare "$tmp/burst_b.json" "$tmp/other_host_n.json"
 # the clock: single-threaded runs with CPU times are judged on them; the
 # elapsed times of a loaded machine (2x here) then do not matter
 gen "$tmp/c1_b.json" --seed 1 --threads 1 --cpu-samples
