@@ -178,7 +178,7 @@ perfcheck-update: deps-check
 
 # The slow promises of README "Guarantees": kill and resume ten times, a full
 # disk, impossible sizes under ulimit -v, compare's false-alarm and detection
-# rates with its defaults (about 15 minutes on 2 cores)
+# rates with its defaults (6 to 12 minutes on 2 cores)
 test-hostile: deps-check
 	$(MAKE) all
 	BUILD=$(BUILD) PYTHON=$(PYTHON) bash tests/hostile/run.sh
