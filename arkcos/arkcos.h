@@ -346,6 +346,15 @@ int arkcos_plan_estimate_rank(const arkcos_geometry *g, const arkcos_kernel *k, 
  * with other jobs), else MemAvailable (/proc/meminfo), lowered to what the
  * process's cgroup leaves under its limit (batch systems hold a job to it). */
 double arkcos_memory_available(void);
+/* Bytes of memory this process can obtain at all, now: the least of the
+ * address space left under RLIMIT_AS (ulimit -v, less what is mapped
+ * already), what the cgroup leaves under its limit and MemAvailable +
+ * SwapFree; INFINITY when none is known. A job that needs more cannot
+ * succeed, whatever max_memory or a config's limits say (a plan's
+ * max_memory above it is lowered to it). *what (when not NULL) names the
+ * bound that decided, as a phrase for messages. ARKCOS_MEMORY_GB does not
+ * raise it. arkcos_memory_available() is never above the RLIMIT_AS part. */
+double arkcos_memory_limit(const char **what);
 /* The band of rank `rank` of `nranks`: rank 0 the last (at the equator),
  * rank r > 0 band r - 1. */
 int arkcos_band_of_rank(int rank, int nranks);

@@ -261,7 +261,10 @@ static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
     free(bring);
     return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
   }
-  for (int j = 0; j < nr; j++) {
+  /* paper mode keeps FFTW's plans for every ring (the paper's algorithm,
+   * as benchmarked; its planning is not a one-call concern) */
+  const int paper_mode = p->opt.mode == ARKCOS_MODE_PAPER;
+  for (int j = 0; j < nr && !paper_mode; j++) {
     const int jm = p->mirror[j];
     if ((!used[j] && s->ring_nm[j] == 0) || rg[j].nph == p->L || rg[j].nph % 2) continue;
     if (jm >= 0 && jm < j && rg[jm].nph == rg[j].nph && (used[jm] || s->ring_nm[jm])) continue;

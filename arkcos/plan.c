@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -362,33 +363,85 @@ static double file_number(const char *path) {
   return ok && end != line && v > 0 ? v : -1;
 }
 
-/* Memory available now: $ARKCOS_MEMORY_GB when set; else MemAvailable
- * from /proc/meminfo (the physical memory without it), lowered to what the
- * process's cgroup (v2, or v1) leaves under its limit, as a batch system's
- * job is held to its cgroup rather than to the node. */
-double arkcos_memory_available(void) {
-  const double gb = env_double("ARKCOS_MEMORY_GB", 0);
-  if (gb > 0) return gb * 1e9;
-  double have = -1;
-  FILE *f = fopen("/proc/meminfo", "r");
-  if (f) {
-    char line[256];
-    double kb = -1;
-    while (fgets(line, sizeof line, f))
-      if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-    fclose(f);
-    if (kb > 0) have = kb * 1024;
-  }
-  if (have <= 0) {
-    const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
-    have = pages > 0 && psz > 0 ? (double)pages * (double)psz : 8e9;
-  }
+/* A "Key: N kB" line of /proc/self/status or /proc/meminfo, in bytes; -1
+ * when absent. */
+static double proc_kb(const char *path, const char *key) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[256];
+  const size_t n = strlen(key);
+  double kb = -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, key, n) && line[n] == ':' && sscanf(line + n + 1, "%lf", &kb) == 1) break;
+  fclose(f);
+  return kb >= 0 ? kb * 1024 : -1;
+}
+
+/* What the process's cgroup (v2, or v1) leaves under its limit; -1 when
+ * there is no limit. */
+static double cgroup_left(void) {
   const double lim2 = file_number("/sys/fs/cgroup/memory.max");
   const double use2 = file_number("/sys/fs/cgroup/memory.current");
   const double lim1 = file_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
   const double use1 = file_number("/sys/fs/cgroup/memory/memory.usage_in_bytes");
-  if (lim2 > 0 && lim2 - (use2 > 0 ? use2 : 0) < have) have = lim2 - (use2 > 0 ? use2 : 0);
-  if (lim1 > 0 && lim1 < 1e18 && lim1 - (use1 > 0 ? use1 : 0) < have) have = lim1 - (use1 > 0 ? use1 : 0);
+  double left = -1;
+  if (lim2 > 0) left = lim2 - (use2 > 0 ? use2 : 0);
+  if (lim1 > 0 && lim1 < 1e18 && (left < 0 || lim1 - (use1 > 0 ? use1 : 0) < left))
+    left = lim1 - (use1 > 0 ? use1 : 0);
+  return left < 0 ? -1 : left;
+}
+
+/* The address space left under RLIMIT_AS (ulimit -v): the limit less what
+ * the process maps already (VmSize); -1 when unlimited. */
+static double address_space_left(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) || rl.rlim_cur == RLIM_INFINITY) return -1;
+  const double used = proc_kb("/proc/self/status", "VmSize");
+  const double left = (double)rl.rlim_cur - (used > 0 ? used : 0);
+  return left > 0 ? left : 0;
+}
+
+double arkcos_memory_limit(const char **what) {
+  double have = -1;
+  const char *why = "no limit known";
+  const double avail = proc_kb("/proc/meminfo", "MemAvailable");
+  const double swap = proc_kb("/proc/meminfo", "SwapFree");
+  if (avail > 0) {
+    have = avail + (swap > 0 ? swap : 0);
+    why = "the memory the system has free (MemAvailable + SwapFree)";
+  }
+  const double cg = cgroup_left();
+  if (cg >= 0 && (have < 0 || cg < have)) {
+    have = cg;
+    why = "what the cgroup's memory limit leaves";
+  }
+  const double as = address_space_left();
+  if (as >= 0 && (have < 0 || as < have)) {
+    have = as;
+    why = "the address space left under the process's limit (RLIMIT_AS, ulimit -v)";
+  }
+  if (what) *what = why;
+  return have < 0 ? INFINITY : have;
+}
+
+/* Memory available now: $ARKCOS_MEMORY_GB when set; else MemAvailable
+ * from /proc/meminfo (the physical memory without it), lowered to what the
+ * process's cgroup (v2, or v1) leaves under its limit, as a batch system's
+ * job is held to its cgroup rather than to the node. Never more than the
+ * address space left under RLIMIT_AS (ulimit -v): beyond it every
+ * allocation fails, whatever the machine has. */
+double arkcos_memory_available(void) {
+  const double as = address_space_left();
+  const double gb = env_double("ARKCOS_MEMORY_GB", 0);
+  if (gb > 0) return as >= 0 && as < gb * 1e9 ? as : gb * 1e9;
+  double have = proc_kb("/proc/meminfo", "MemAvailable");
+  if (have <= 0) {
+    const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
+    have = pages > 0 && psz > 0 ? (double)pages * (double)psz : 8e9;
+  }
+  const double cg = cgroup_left();
+  if (cg >= 0 && cg < have) have = cg;
+  if (as >= 0 && as < have) have = as;
   return have > 0 ? have : 0;
 }
 
@@ -506,7 +559,21 @@ static double plan_estimate_bytes(const arkcos_plan *p, int own_maps) {
 
 static int plan_memory_check(const arkcos_plan *p, int rank, int nranks, arkcos_error *err) {
   const double need = plan_estimate_bytes(p, nranks > 1 && rank > 0);
-  const double have = p->opt.max_memory > 0 ? p->opt.max_memory : arkcos_memory_available();
+  /* max_memory may lower the limit, not raise it beyond what the process
+   * can have at all (arkcos_memory_limit: ulimit -v, cgroup, free memory) */
+  const char *bound = NULL;
+  const double most = arkcos_memory_limit(&bound);
+  const int capped = p->opt.max_memory > most;
+  const double have = p->opt.max_memory > 0 ? (capped ? most : p->opt.max_memory)
+                                            : arkcos_memory_available();
+  if (capped && need > have)
+    return arkcos_fail(err, ARKCOS_ENOMEM,
+                       "plan: would need about %.3g GB at nside %lld%s (tables, spectra, buffers) but "
+                       "this process can have at most %.3g GB: %s; max_memory (%.3g GB) cannot raise "
+                       "that; smaller nside or kernel, fewer threads%s",
+                       need / 1e9, (long long)p->geom->nside, nranks > 1 ? " on this rank" : "",
+                       have / 1e9, bound, p->opt.max_memory / 1e9,
+                       nranks > 1 ? ", more ranks" : "");
   char who[64] = "";
   if (nranks > 1) snprintf(who, sizeof who, " on rank %d of %d (its band and halo)", rank, nranks);
   if (need > have)
@@ -580,17 +647,33 @@ int arkcos_plan_estimate_rank(const arkcos_geometry *g, const arkcos_kernel *k, 
   return ARKCOS_OK;
 }
 
-/* A band plan is checked against its own estimate, with its maps on ranks
- * other than 0 (arkcos_mpi.c holds them). */
 static double wall_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Before planning (whose analysis of ring pairs grows with the map): the
+ * ring spectra in and out, at least 8 bytes a pixel, against what the
+ * process can have at all (arkcos_memory_limit). An nside far beyond the
+ * machine is refused at once, not after minutes of planning. */
+static int plan_floor_check(const arkcos_geometry *g, int nranks, arkcos_error *err) {
+  if (!g || nranks != 1) return ARKCOS_OK;
+  const char *bound = NULL;
+  const double floor = 8.0 * (double)g->npix, most = arkcos_memory_limit(&bound);
+  if (floor <= most) return ARKCOS_OK;
+  return arkcos_fail(err, ARKCOS_ENOMEM,
+                     "plan: cannot fit at nside %lld: its ring spectra alone need at least %.3g GB "
+                     "(%lld pixels) but at most %.3g GB are available to this process: %s",
+                     (long long)g->nside, floor / 1e9, (long long)g->npix, most / 1e9, bound);
+}
+
+/* A band plan is checked against its own estimate, with its maps on ranks
+ * other than 0 (arkcos_mpi.c holds them). */
 arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kernel *k,
                                      const arkcos_options *o, int rank, int nranks, arkcos_error *err) {
   const double t0 = wall_seconds();
+  if (plan_floor_check(g, nranks, err)) return NULL;
   arkcos_plan *p = plan_prepare(g, k, o, rank, nranks, err);
   if (!p) return NULL;
   if (plan_memory_check(p, rank, nranks, err) || create_backend(p, err)) {

@@ -2,8 +2,15 @@
  * regression check. Every repeat counts, not one summary number: a case is a
  * regression only if its median is slower by more than the threshold and the
  * samples show the difference is beyond the noise (stats.h has the rule).
- * Exit 0: no regression; 3: regression (the table names the cases); 2: bad
- * usage, unreadable or malformed files, no case in common. */
+ * The defaults are the robust judgement: CPU times where both runs recorded
+ * them, times divided by a FSHT case of the same run (repeat by repeat where
+ * the runs interleaved the methods' repeats). A slowdown that only runs
+ * without interleaved repeats and a yardstick show is "too noisy to judge":
+ * one run's repeats share one stretch of the machine's time, so a drift
+ * of its speed cannot be told from a change.
+ * Exit 0: no regression; 3: regression (the table names the cases); 4: too
+ * noisy to judge (and no regression); 2: bad usage, unreadable or malformed
+ * files, no case in common. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +22,8 @@
 
 static const char usage_text[] =
     "usage: arkcos compare BASELINE.json NEW.json [--threshold F] [--alpha A]\n"
-    "                      [--normalize-by METHOD]\n"
+    "                      [--normalize-by auto|none|METHOD] [--clock auto|cpu|wall]\n"
+    "                      [--trust-repeats]\n"
     "\n"
     "Compares the timings of two `arkcos run` results files case by case\n"
     "(cases match by their \"id\", or by nside, kernel, method and threads).\n"
@@ -31,6 +39,15 @@ static const char usage_text[] =
     "A case that ran in the baseline and failed in the new run is FAILED and\n"
     "counts as a regression; skipped cases are listed but not judged.\n"
     "\n"
+    "Noise. A verdict of REGRESSION needs runs whose repeats can tell a change\n"
+    "from the machine's drift: both runs made with \"interleave\": true (the\n"
+    "methods timed in turns) and judged against a yardstick of the same run,\n"
+    "repeat by repeat (the defaults pick FSHT), with neither run's repeats\n"
+    "spread over more than 1.5x (upper over lower quartile) and, for two runs\n"
+    "of one machine, no raw median changed by more than 3x. Otherwise a\n"
+    "slowdown beyond threshold and noise is `too-noisy`: exit 4, not a\n"
+    "REGRESSION.\n"
+    "\n"
     "  --threshold F       relative slowdown that matters: 0.15 or 15%\n"
     "  --alpha A           significance level of the U test (0 < A < 1)\n"
     "  --normalize-by M    divide every time by the median of method M measured\n"
@@ -39,13 +56,23 @@ static const char usage_text[] =
     "                      different machines can be compared; in a run with\n"
     "                      \"interleave\": true, repeat by repeat. M is a method\n"
     "                      name (first matching case wins) or NAME:key=value,...\n"
-    "                      e.g. fsht or fsht:iter=0\n"
-    "  --clock C           wall (default): elapsed times; cpu: the process's CPU\n"
+    "                      e.g. fsht or fsht:iter=0; none: raw times; auto\n"
+    "                      (default): fsht:iter=0, else fsht, when both files\n"
+    "                      have such a case, else none\n"
+    "  --clock C           auto (default): cpu for the cases that ran on one\n"
+    "                      thread when both files recorded their CPU times, wall\n"
+    "                      for the rest (threads spinning at a barrier add CPU\n"
+    "                      time on a loaded machine); cpu: the process's CPU\n"
     "                      time of each repeat (time.cpu_samples), which does not\n"
-    "                      count waiting for a core on a shared machine; for\n"
-    "                      single-threaded cases\n"
+    "                      count waiting for a core on a shared machine; wall:\n"
+    "                      elapsed times\n"
+    "  --trust-repeats     judge REGRESSION from the repeats alone even where the\n"
+    "                      runs did not interleave them with a yardstick (a\n"
+    "                      dedicated, quiet machine)\n"
     "\n"
-    "Exit status: 0 no regression, 3 regression, 2 bad usage or input.\n";
+    "Exit status: 0 no regression, 3 regression, 4 too noisy to judge (no\n"
+    "regression, but a slowdown these runs cannot tell from noise), 2 bad usage\n"
+    "or input.\n";
 
 typedef enum {
   ROW_JUDGED,
@@ -53,7 +80,8 @@ typedef enum {
   ROW_FAILED_NEW,   /* ran in the baseline, failed now: counts as regression */
   ROW_FAILED,       /* failed in the baseline (and maybe now) */
   ROW_YARDSTICK,    /* the normalising case itself */
-  ROW_NO_YARDSTICK  /* normalisation asked for but no reference case */
+  ROW_NO_YARDSTICK, /* normalisation asked for but no reference case */
+  ROW_TOO_NOISY     /* judged REGRESSION on runs that cannot tell it from drift */
 } row_kind;
 
 typedef struct {
@@ -62,6 +90,9 @@ typedef struct {
   stats_judgement j;
   double base_raw, new_raw; /* medians in seconds */
   int other_kernel;         /* the yardstick has another kernel */
+  int paired;               /* divided repeat by repeat (interleaved runs) */
+  double spread;            /* the larger of the two runs' spread() */
+  double machine;           /* the larger raw median change, case or yardstick, as a factor >= 1 */
   char note[160];
   char label[400];
 } row;
@@ -121,16 +152,37 @@ static void warn_hardware(const results_file *a, const results_file *b) {
  * "interleave": repeat i of both ran back to back, so the ratio cancels the
  * machine's drift and carries the yardstick's own noise into the test),
  * else by the yardstick's median. */
-static double *normalised(const results_file *rf, const results_case *c, const results_case *y) {
+static double *normalised(const results_file *rf, const results_case *c, const results_case *y,
+                          int *paired_out) {
   double *s = malloc((c->nsamples ? c->nsamples : 1) * sizeof *s);
   if (!s) return NULL;
-  json_t *cfg = rf->meta ? json_object_get(rf->meta, "config") : NULL;
-  const int paired = json_is_true(json_object_get(cfg, "interleave")) &&
-                     y->nsamples == c->nsamples;
+  const int paired = results_interleaved(rf) && y->nsamples == c->nsamples;
+  *paired_out = paired;
   for (size_t i = 0; i < c->nsamples; i++)
     s[i] = c->samples[i] / (paired ? y->samples[i] : y->tmedian);
   return s;
 }
+
+/* How unsteady a run's machine was while one case ran: the spread of its
+ * normalised repeats, the upper over the lower quartile (1 = identical). */
+static double spread(const double *x, size_t n) {
+  const double lo = stats_quantile(x, n, 0.25), hi = stats_quantile(x, n, 0.75);
+  return lo > 0 ? hi / lo : INFINITY;
+}
+
+/* The machine was too unsteady for a judgement when either run's repeats
+ * spread over more than NOISE_SPREAD (upper over lower quartile). Measured
+ * on a shared 2-core machine (tests/hostile/compare_rates.sh, README): calm
+ * stretches spread the normalised repeats by 1.02-1.3, load bursts by 2 to
+ * 100. */
+#define NOISE_SPREAD 1.5
+/* On one machine (same host and CPU in both files), a case's or its
+ * yardstick's median time that moved by more than this factor between the
+ * runs says the machine was in another state (measured: a run whose every
+ * repeat was stretched to whole scheduler time slices, 10-25x, with its
+ * repeats agreeing among themselves); two machines may differ by any
+ * factor. */
+#define NOISE_MACHINE 3.0
 
 /* A row that is not judged: a case skipped or failed on either side.
  * Returns 1 if it classified the row. */
@@ -185,8 +237,13 @@ static int normalise_row(row *r, const results_file *bf, const results_file *nf,
     return 1;
   }
   r->other_kernel = !sk_b || !sk_c;
-  *bn = normalised(bf, b, &bf->cases[ib]);
-  *cn = normalised(nf, c, &nf->cases[ic]);
+  int pb = 0, pc = 0;
+  *bn = normalised(bf, b, &bf->cases[ib], &pb);
+  *cn = normalised(nf, c, &nf->cases[ic], &pc);
+  r->paired = pb && pc;
+  const double fy = nf->cases[ic].tmedian / bf->cases[ib].tmedian, fc = c->tmedian / b->tmedian;
+  const double ay = fy >= 1 ? fy : 1 / fy, ac = fc >= 1 ? fc : 1 / fc;
+  r->machine = ay > ac ? ay : ac;
   if (!*bn || !*cn) {
     free(*bn);
     free(*cn);
@@ -200,7 +257,7 @@ static int normalise_row(row *r, const results_file *bf, const results_file *nf,
 
 /* Fills r for a case present in both runs. Returns 0 or an exit status. */
 static int judge_row(row *r, const results_file *bf, const results_file *nf,
-                     const char *norm, const stats_rule_params *prm) {
+                     const char *norm, const stats_rule_params *prm, int trust, int one_machine) {
   const results_case *b = r->base, *c = r->cand;
   r->base_raw = b->tmedian;
   r->new_raw = c->tmedian;
@@ -219,8 +276,31 @@ static int judge_row(row *r, const results_file *bf, const results_file *nf,
   }
   r->kind = ROW_JUDGED;
   stats_judge(bs, b->nsamples, cs, c->nsamples, prm, &r->j);
+  const double sb = spread(bs, b->nsamples), sc = spread(cs, c->nsamples);
+  r->spread = sb > sc ? sb : sc;
   free(bn);
   free(cn);
+  if (trust) return 0;
+  /* Only repeats taken in turns with a yardstick's, divided pair by pair,
+   * are independent of the machine's drift between and within the runs:
+   * anything else can look like a regression on an unsteady machine. */
+  if (r->j.verdict == STATS_REGRESSION && !r->paired) {
+    r->kind = ROW_TOO_NOISY;
+    snprintf(r->note, sizeof r->note, "%s",
+             !norm ? "no yardstick to divide by"
+                   : "runs not interleaved: \"interleave\": true in the config");
+  } else if ((r->j.verdict == STATS_REGRESSION || r->j.verdict == STATS_SLOWER_NOISE) &&
+             (r->spread > NOISE_SPREAD || (one_machine && r->machine > NOISE_MACHINE))) {
+    /* slower by more than the threshold on a machine too unsteady to say
+     * whether that is real: neither a regression nor a clean bill */
+    r->kind = ROW_TOO_NOISY;
+    if (r->spread > NOISE_SPREAD)
+      snprintf(r->note, sizeof r->note, "repeats spread by %.2fx (middle half) in one run, over %.2gx",
+               r->spread, NOISE_SPREAD);
+    else
+      snprintf(r->note, sizeof r->note, "raw times changed %.1fx between the runs on one machine, "
+               "over %.2gx", r->machine, NOISE_MACHINE);
+  }
   return 0;
 }
 
@@ -231,6 +311,7 @@ static const char *row_verdict(const row *r) {
   case ROW_FAILED_NEW: return "FAILED";
   case ROW_FAILED: return "failed";
   case ROW_YARDSTICK: return "yardstick";
+  case ROW_TOO_NOISY: return "too-noisy";
   default: return "not-judged";
   }
 }
@@ -249,10 +330,15 @@ static void format_value(double v, int ratio, char *buf, size_t len) {
     stats_format_seconds(v, buf, len);
 }
 
+/* CLOCK_CPU1 (what auto becomes where the runs recorded CPU times): CPU
+ * time for the cases that ran on one thread, elapsed time for the others */
+enum { CLOCK_AUTO, CLOCK_WALL, CLOCK_CPU, CLOCK_CPU1 };
+
 typedef struct {
   const char *files[2];
-  const char *norm; /* --normalize-by, or NULL */
-  int cpu;          /* --clock cpu: judge the CPU times */
+  const char *norm; /* --normalize-by, or NULL; "auto" and "none" resolved */
+  int clock;        /* --clock; CLOCK_AUTO resolved after loading */
+  int trust;        /* --trust-repeats */
   stats_rule_params prm;
 } compare_opts;
 
@@ -261,7 +347,7 @@ typedef struct {
   row *rows;
   size_t nrows, only_new, only_base;
   size_t counts[16]; /* verdicts 0..3, then 4 + row_kind */
-  size_t nregress;
+  size_t nregress, ntoo_noisy;
 } comparison;
 
 /* Parses the command line into o. Returns -1 to go on, else the exit status. */
@@ -299,11 +385,16 @@ static int parse_args(int argc, char **argv, compare_opts *o) {
       }
       o->norm = argv[++i];
     } else if (!strcmp(a, "--clock")) {
-      if (i + 1 >= argc || (strcmp(argv[i + 1], "cpu") && strcmp(argv[i + 1], "wall"))) {
-        fprintf(stderr, "arkcos compare: --clock: expected wall or cpu\n");
+      const char *v = i + 1 < argc ? argv[i + 1] : "";
+      if (strcmp(v, "cpu") && strcmp(v, "wall") && strcmp(v, "auto")) {
+        fprintf(stderr, "arkcos compare: --clock: expected auto, cpu or wall%s%s\n",
+                i + 1 < argc ? ", got " : "", v);
         return 2;
       }
-      o->cpu = !strcmp(argv[++i], "cpu");
+      o->clock = !strcmp(v, "cpu") ? CLOCK_CPU : !strcmp(v, "wall") ? CLOCK_WALL : CLOCK_AUTO;
+      i++;
+    } else if (!strcmp(a, "--trust-repeats")) {
+      o->trust = 1;
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "arkcos compare: unknown option '%s'\n%s", a, usage_text);
       return 2;
@@ -334,6 +425,13 @@ static int check_yardsticks(const comparison *cp, const char *norm) {
   return 0;
 }
 
+/* Both files from one machine: the same host and CPU model. */
+static int one_machine(const comparison *cp) {
+  const char *ha = results_meta_str(&cp->bf, "host"), *hb = results_meta_str(&cp->nf, "host");
+  const char *ca = results_meta_str(&cp->bf, "cpu_model"), *cb = results_meta_str(&cp->nf, "cpu_model");
+  return ha && hb && ca && cb && !strcmp(ha, hb) && !strcmp(ca, cb);
+}
+
 /* One judged row per case of the new run that the baseline has. Returns 0
  * or an exit status. */
 static int pair_cases(comparison *cp, const compare_opts *o) {
@@ -351,7 +449,7 @@ static int pair_cases(comparison *cp, const compare_opts *o) {
     row *r = &cp->rows[cp->nrows++];
     r->base = &cp->bf.cases[j];
     r->cand = &cp->nf.cases[i];
-    int status = judge_row(r, &cp->bf, &cp->nf, o->norm, &o->prm);
+    int status = judge_row(r, &cp->bf, &cp->nf, o->norm, &o->prm, o->trust, one_machine(cp));
     if (status) return status;
   }
   for (size_t j = 0; j < cp->bf.ncases; j++)
@@ -369,11 +467,16 @@ static void print_header(const comparison *cp, const compare_opts *o) {
   const char *db = results_meta_str(&cp->bf, "date"), *dn = results_meta_str(&cp->nf, "date");
   printf("baseline: %s (host %s, %s)\n", o->files[0], hb ? hb : "?", db ? db : "date ?");
   printf("new:      %s (host %s, %s)\n", o->files[1], hn ? hn : "?", dn ? dn : "date ?");
+  const char *clk = o->clock == CLOCK_CPU    ? "CPU time of each repeat (time.cpu_samples)"
+                    : o->clock == CLOCK_CPU1 ? "CPU time of each repeat on one thread, "
+                                               "elapsed time on more"
+                                             : "elapsed time of each repeat";
+  const int il = results_interleaved(&cp->bf) && results_interleaved(&cp->nf);
   if (o->norm)
-    printf("times:    median / median of '%s' in the same file (same nside and threads)\n",
-           o->norm);
+    printf("times:    %s / '%s' of the same file (same nside and threads), %s\n", clk,
+           o->norm, il ? "repeat by repeat (interleaved runs)" : "its median (runs not interleaved)");
   else
-    printf("times:    median over repeats\n");
+    printf("times:    %s, not normalised (no yardstick)\n", clk);
   printf("rule:     REGRESSION = median slower by > %.4g%% and beyond noise "
          "(U: Mann-Whitney p < %.4g; range: [min,max] disjoint)\n\n",
          100 * o->prm.threshold, o->prm.alpha);
@@ -393,7 +496,7 @@ static int label_rows(comparison *cp) {
 static void print_row(const row *r, int wcase, const char *norm) {
   char vb[32], vn[32], ch[16] = "-", n[16], p[16] = "-", rule[8] = "-";
   double b = r->base_raw, c = r->new_raw;
-  if (r->kind == ROW_JUDGED) {
+  if (r->kind == ROW_JUDGED || r->kind == ROW_TOO_NOISY) {
     b = r->j.base_median;
     c = r->j.new_median;
     snprintf(ch, sizeof ch, "%+.1f%%", 100 * r->j.change);
@@ -402,7 +505,7 @@ static void print_row(const row *r, int wcase, const char *norm) {
   } else if (isfinite(b) && isfinite(c)) {
     snprintf(ch, sizeof ch, "%+.1f%%", 100 * (c / b - 1));
   }
-  int ratio = norm && r->kind == ROW_JUDGED;
+  int ratio = norm && (r->kind == ROW_JUDGED || r->kind == ROW_TOO_NOISY);
   format_value(b, ratio, vb, sizeof vb);
   format_value(c, ratio, vn, sizeof vn);
   snprintf(n, sizeof n, "%zu/%zu", r->base->nsamples, r->cand->nsamples);
@@ -430,19 +533,21 @@ static void print_table(comparison *cp, const char *norm) {
     print_row(r, wcase, norm);
     cp->counts[r->kind == ROW_JUDGED ? (size_t)r->j.verdict : 4 + (size_t)r->kind]++;
     if (row_is_regression(r)) cp->nregress++;
+    if (r->kind == ROW_TOO_NOISY) cp->ntoo_noisy++;
   }
 }
 
 static size_t judged_count(const comparison *cp) {
-  return cp->counts[0] + cp->counts[1] + cp->counts[2] + cp->counts[3];
+  return cp->counts[0] + cp->counts[1] + cp->counts[2] + cp->counts[3] +
+         cp->counts[4 + ROW_TOO_NOISY];
 }
 
 static void print_summary(const comparison *cp, const char *norm) {
   const size_t *counts = cp->counts;
-  printf("\n%zu cases in common, %zu judged: %zu REGRESSION, %zu slower-noise, "
+  printf("\n%zu cases in common, %zu judged: %zu REGRESSION, %zu too-noisy, %zu slower-noise, "
          "%zu same, %zu faster",
-         cp->nrows, judged_count(cp), counts[STATS_REGRESSION], counts[STATS_SLOWER_NOISE],
-         counts[STATS_SAME], counts[STATS_FASTER]);
+         cp->nrows, judged_count(cp), counts[STATS_REGRESSION], counts[4 + ROW_TOO_NOISY],
+         counts[STATS_SLOWER_NOISE], counts[STATS_SAME], counts[STATS_FASTER]);
   printf("; not judged: %zu skipped, %zu failed in the new run, %zu failed before",
          counts[4 + ROW_SKIPPED], counts[4 + ROW_FAILED_NEW], counts[4 + ROW_FAILED]);
   if (norm) printf(", %zu yardstick, %zu without yardstick", counts[4 + ROW_YARDSTICK],
@@ -509,21 +614,52 @@ static int report_comparison(comparison *cp, const compare_opts *o) {
             cp->counts[4 + ROW_NO_YARDSTICK], o->norm);
   if (judged_count(cp) == 0)
     fprintf(stderr, "arkcos compare: warning: no case could be judged\n");
-  if (!cp->nregress) return 0;
+  if (cp->ntoo_noisy) {
+    printf("\n%zu case%s TOO NOISY TO JUDGE: slower by more than %.4g%%, but the runs cannot "
+           "tell that from the machine's noise (the reason is beside each). Judged are runs "
+           "made with \"interleave\": true and a FSHT method as the yardstick, on a machine "
+           "steady enough that the repeats of a run agree (middle half within %.2gx) and that "
+           "its speed stays within %.2gx between the runs; run both again, on a quieter machine "
+           "(--trust-repeats judges anyway).\n",
+           cp->ntoo_noisy, cp->ntoo_noisy > 1 ? "s are" : " is", 100 * o->prm.threshold,
+           NOISE_SPREAD, NOISE_MACHINE);
+    for (size_t i = 0; i < cp->nrows; i++)
+      if (cp->rows[i].kind == ROW_TOO_NOISY)
+        printf("  %s: %+.1f%% (%s)\n", cp->rows[i].label, 100 * cp->rows[i].j.change,
+               cp->rows[i].note);
+  }
+  if (!cp->nregress) return cp->ntoo_noisy ? 4 : 0;
   print_regressions(cp);
   return 3;
 }
 
+/* --normalize-by auto: FSHT iter 0 (the cheapest, steadiest yardstick), else
+ * any FSHT, when both files have an ok case of it; else none. */
+static const char *auto_yardstick(const comparison *cp) {
+  static const char *const choice[] = {"fsht:iter=0", "fsht"};
+  for (size_t i = 0; i < sizeof choice / sizeof choice[0]; i++)
+    if (count_matching(&cp->bf, choice[i]) && count_matching(&cp->nf, choice[i]))
+      return choice[i];
+  return NULL;
+}
+
 int cmd_compare(int argc, char **argv) {
-  compare_opts o = {{NULL, NULL}, NULL, 0, {0.15, 0.05}};
+  compare_opts o = {{NULL, NULL}, "auto", CLOCK_AUTO, 0, {0.15, 0.05}};
   int status = parse_args(argc, argv, &o);
   if (status >= 0) return status;
   comparison cp;
   memset(&cp, 0, sizeof cp);
   arkcos_error err = {0, ""};
   if (results_load(o.files[0], &cp.bf, &err)) return report_error(&err);
-  if (results_load(o.files[1], &cp.nf, &err) ||
-      (o.cpu && (results_use_cpu_time(&cp.bf, &err) || results_use_cpu_time(&cp.nf, &err)))) {
+  if (!results_load(o.files[1], &cp.nf, &err) && o.clock == CLOCK_AUTO)
+    o.clock = results_has_cpu_time(&cp.bf, 1) && results_has_cpu_time(&cp.nf, 1) ? CLOCK_CPU1
+                                                                                   : CLOCK_WALL;
+  if (!strcmp(o.norm, "none")) o.norm = NULL;
+  else if (!strcmp(o.norm, "auto")) o.norm = err.code ? NULL : auto_yardstick(&cp);
+  const int single = o.clock == CLOCK_CPU1;
+  if (err.code ||
+      ((o.clock == CLOCK_CPU || single) &&
+       (results_use_cpu_time(&cp.bf, single, &err) || results_use_cpu_time(&cp.nf, single, &err)))) {
     results_free(&cp.bf);
     results_free(&cp.nf); /* loaded when --clock cpu found it without CPU times */
     return report_error(&err);

@@ -1139,7 +1139,7 @@ static int smooth_all(smooth_state *s, arkcos_error *err) {
 /* The memory prediction (smooth_memory.h) for --dry-run, and before an
  * arkcos run under mpirun reads anything: per nside, the largest file's
  * columns and the plans' options. 0 fits, else an exit status. */
-static int check_memory(smooth_state *s) {
+static int check_memory(smooth_state *s, int hard_only) {
   const smooth_args *a = s->a;
   const int nranks = (int)a->ranks;
   const int split = nranks > 1 && (a->mpi_split || s->ninputs == 1);
@@ -1168,7 +1168,8 @@ static int check_memory(smooth_state *s) {
     if (h->ncols > w[j].maxcols) w[j].maxcols = h->ncols;
     w[j].spin2 |= s->pol[i].q >= 0;
   }
-  const int status = smooth_memory_check(w, nw, s->kernel, nranks, split, a->max_memory, a->dry_run);
+  const int status = smooth_memory_check(w, nw, s->kernel, nranks, split, a->max_memory, a->dry_run,
+                                         hard_only);
   free(w);
   return status;
 }
@@ -1218,13 +1219,17 @@ int cmd_smooth(int argc, char **argv) {
   }
   status = hmpi_checks_done(status); /* MPI: every rank stops when one's checks failed */
   if (!status && (a.dry_run || (hmpi_size() > 1 && a.method == METHOD_ARKCOS))) {
-    status = check_memory(&s);
+    status = check_memory(&s, 0);
     if (a.dry_run) {
       free_state(&s);
       free(a.pos);
       return status;
     }
   }
+  /* a job that cannot fit in what the process can have fails before any
+   * map is read (exit 1) */
+  else if (!status && a.method == METHOD_ARKCOS)
+    status = check_memory(&s, 1);
   int total = 0;
   for (int i = 0; i < s.ninputs && !status; i++) total += s.inputs[i].ncols;
   smooth_progress_init(&s.progress, a.quiet || hmpi_size() > 1, total);

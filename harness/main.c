@@ -20,7 +20,7 @@ static const struct {
     {"run", cmd_run, "CONFIG.json [--out DIR] [--resume] [--force]"},
     {"compare-maps", cmd_compare_maps, "A.fits B.fits [--lmax L]"},
     {"compare", cmd_compare,
-     "BASELINE.json NEW.json [--threshold F] [--normalize-by METHOD]"},
+     "BASELINE.json NEW.json [--threshold F] [--normalize-by auto|none|METHOD] [--clock C]"},
     {"report", cmd_report, "RESULTS.json... -o DIR"},
     {"info", cmd_info, ""},
 };

@@ -19,6 +19,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness/smooth_memory.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,13 +96,25 @@ static void print_row(const smem_row *r, const char *host) {
 /* Rank 0: the rows of every rank (hosts[r], avail[r] its host's memory) for
  * one nside: printed, summed per host, judged. 0 fits, 1 does not. */
 static int judge(const smem_nside *w, const smem_row *rows, char **hosts, const double *avail, int nranks,
-                 int split, double max_memory, int print, int threads) {
+                 int split, double max_memory, int print, int threads, int hard_only) {
   if (print) {
     print_header(w, nranks, split, threads);
     for (int r = 0; r < nranks; r++) print_row(&rows[r], hosts[r]);
   }
   int fits = 1;
-  for (int r = 0; r < nranks; r++) {
+  /* one process (no mpirun): what it can have at all, whatever
+   * --max-memory says (arkcos_memory_limit: ulimit -v, cgroup, free memory) */
+  const char *bound = NULL;
+  const double most = hmpi_size() > 1 ? INFINITY : arkcos_memory_limit(&bound);
+  double need = 0;
+  for (int r = 0; r < nranks; r++) need += rows[r].maps + rows[r].plan; /* the process is mapped */
+  if (need > most) {
+    fprintf(stderr, "arkcos smooth: nside %lld cannot fit: it would need about %.3g GB (maps %.3g, plan "
+                    "%.3g) but this process can have at most %.3g GB: %s\n",
+            (long long)w->nside, need / 1e9, rows[0].maps / 1e9, rows[0].plan / 1e9, most / 1e9, bound);
+    return 1;
+  }
+  for (int r = 0; r < nranks && !hard_only; r++) {
     if (max_memory > 0) {
       if (rows[r].plan > max_memory) {
         fprintf(stderr, "arkcos smooth: nside %lld: rank %d's plan would need about %.3g GB but --max-memory "
@@ -139,7 +152,7 @@ static int judge(const smem_nside *w, const smem_row *rows, char **hosts, const 
 }
 
 int smooth_memory_check(const smem_nside *w, int nw, const arkcos_kernel *k, int nranks, int split,
-                        double max_memory, int print) {
+                        double max_memory, int print, int hard_only) {
   const int mpi = hmpi_size() > 1, me = hmpi_rank();
   const int threads = nw > 0 ? w[0].o0.threads : 1;
   smem_row *rows = calloc((size_t)nranks, sizeof *rows);
@@ -149,7 +162,19 @@ int smooth_memory_check(const smem_nside *w, int nw, const arkcos_kernel *k, int
   hmpi_host(host, sizeof host);
   if (!host[0]) snprintf(host, sizeof host, "this-host");
   const double here = arkcos_memory_available();
+  const char *bound = NULL;
+  const double most = mpi ? INFINITY : arkcos_memory_limit(&bound);
   for (int i = 0; i < nw && !status; i++) {
+    /* the maps alone (a column in, one out), before the plan's estimate,
+     * whose analysis of ring pairs grows with the map */
+    const double maps = 16.0 * 12.0 * (double)w[i].nside * (double)w[i].nside;
+    if (maps > most) {
+      fprintf(stderr, "arkcos smooth: nside %lld cannot fit: its maps alone need at least %.3g GB but "
+                      "this process can have at most %.3g GB: %s\n",
+              (long long)w[i].nside, maps / 1e9, most / 1e9, bound);
+      status = 1;
+      break;
+    }
     arkcos_error err = {0, ""};
     int rc = 0;
     if (mpi) { /* each rank its own row; rank 0 gathers them */
@@ -184,10 +209,16 @@ int smooth_memory_check(const smem_nside *w, int nw, const arkcos_kernel *k, int
         avail[r] = here;
       }
     }
+    if (rc && hard_only) { /* the plan itself reports it, with its context */
+      for (int r = 0; hosts && r < nranks; r++) free(hosts[r]);
+      free(hosts);
+      hosts = NULL;
+      continue;
+    }
     if (rc && err.code) fprintf(stderr, "arkcos smooth: %s\n", err.msg);
     status = rc ? 2 : 0;
     if (!status && me == 0)
-      status = hosts ? judge(&w[i], rows, hosts, avail, nranks, split, max_memory, print, threads) : 1;
+      status = hosts ? judge(&w[i], rows, hosts, avail, nranks, split, max_memory, print, threads, hard_only) : 1;
     for (int r = 0; hosts && r < nranks; r++) free(hosts[r]);
     free(hosts);
     hosts = NULL;

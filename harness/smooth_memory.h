@@ -30,8 +30,12 @@ typedef struct smem_nside {
  * print: rank 0 prints the table to stdout. Every rank returns the same: 0
  * when every host has the memory (or each rank is within max_memory when
  * it is > 0), else 1 with the reason on stderr (rank 0), or 2 when an
- * estimate failed (its message on stderr). */
+ * estimate failed (its message on stderr). Without mpirun, the total is
+ * also held to what the process can have at all (arkcos_memory_limit:
+ * ulimit -v, cgroup, free memory), whatever max_memory says. hard_only:
+ * that check alone (every arkcos run of `arkcos smooth`, before it reads a
+ * map). */
 int smooth_memory_check(const smem_nside *w, int nw, const arkcos_kernel *k, int nranks, int split,
-                        double max_memory, int print);
+                        double max_memory, int print, int hard_only);
 
 #endif

@@ -389,10 +389,17 @@ static int load_case(results_file *rf, size_t i, json_t *obj,
   return ARKCOS_OK;
 }
 
-int results_use_cpu_time(results_file *rf, arkcos_error *err) {
+/* The threads a case ran with: threads_used, else threads. */
+static long long case_threads(const results_case *c) {
+  json_t *u = json_object_get(c->obj, "threads_used");
+  return json_is_integer(u) ? (long long)json_integer_value(u) : c->threads;
+}
+
+int results_use_cpu_time(results_file *rf, int single_only, arkcos_error *err) {
   for (size_t i = 0; i < rf->ncases; i++) {
     results_case *c = &rf->cases[i];
     if (strcmp(c->status, "ok")) continue;
+    if (single_only && case_threads(c) != 1) continue;
     json_t *cpu = json_object_get(json_object_get(c->obj, "time"), "cpu_samples");
     const size_t n = json_array_size(cpu);
     if (!json_is_array(cpu) || n == 0)
@@ -413,6 +420,23 @@ int results_use_cpu_time(results_file *rf, arkcos_error *err) {
     c->tmax = stats_max(x, n);
   }
   return ARKCOS_OK;
+}
+
+int results_has_cpu_time(const results_file *rf, int single_only) {
+  size_t n = 0;
+  for (size_t i = 0; i < rf->ncases; i++) {
+    const results_case *c = &rf->cases[i];
+    if (strcmp(c->status, "ok") || (single_only && case_threads(c) != 1)) continue;
+    json_t *cpu = json_object_get(json_object_get(c->obj, "time"), "cpu_samples");
+    if (!json_is_array(cpu) || json_array_size(cpu) == 0) return 0;
+    n++;
+  }
+  return n > 0;
+}
+
+int results_interleaved(const results_file *rf) {
+  json_t *cfg = rf->meta ? json_object_get(rf->meta, "config") : NULL;
+  return json_is_true(json_object_get(cfg, "interleave"));
 }
 
 static const results_file *sort_file; /* qsort has no context argument */

@@ -126,8 +126,17 @@ typedef struct {
 int results_load(const char *path, results_file *rf, arkcos_error *err);
 void results_free(results_file *rf);
 /* Every ok case's samples (and min, median, max) become its CPU times,
- * time.cpu_samples; ARKCOS_EINVAL naming the case when one has none. */
-int results_use_cpu_time(results_file *rf, arkcos_error *err);
+ * time.cpu_samples; ARKCOS_EINVAL naming the case when one has none.
+ * single_only: only the cases that ran on one thread (threads_used), whose
+ * CPU time is the work itself; with more threads it also counts the time
+ * threads spin waiting for each other, which a loaded machine stretches. */
+int results_use_cpu_time(results_file *rf, int single_only, arkcos_error *err);
+/* 1 when every ok case of rf (single_only: every single-threaded one)
+ * carries time.cpu_samples (a non-empty array), so that
+ * results_use_cpu_time would succeed, and there is at least one; else 0. */
+int results_has_cpu_time(const results_file *rf, int single_only);
+/* 1 when the run's config had "interleave": true (meta.config). */
+int results_interleaved(const results_file *rf);
 
 /* 1 when a and b (of different files) are the same case: same "id" when
  * both have one, else the same canonical parameters. */

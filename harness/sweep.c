@@ -460,8 +460,10 @@ static int run_kernel_interleaved(run_ctx *c, int64_t nside, int ki, arkcos_geom
       char id[2048], why[600];
       c->index++;
       if (!to_run(c, nside, ki, mi, cfg->threads[ti], id, sizeof id)) continue;
-      if (sweep_memory_reason(c, &cfg->methods[mi], nside, why, sizeof why)) {
-        sweep_record_skip(c, nside, ki, mi, cfg->threads[ti], id, &rs, why);
+      const int mr = sweep_memory_reason(c, &cfg->methods[mi], nside, why, sizeof why);
+      if (mr) {
+        (mr == 2 ? sweep_record_fail : sweep_record_skip)(c, nside, ki, mi, cfg->threads[ti], id,
+                                                          &rs, why);
         c->ran_now++;
         continue;
       }
@@ -503,9 +505,11 @@ static int run_kernel(run_ctx *c, int64_t nside, int ki, arkcos_geometry **g,
       c->index++;
       if (!to_run(c, nside, ki, mi, cfg->threads[ti], id, sizeof id)) continue;
       char why[600];
-      if (sweep_memory_reason(c, &cfg->methods[mi], nside, why, sizeof why)) {
+      const int mr = sweep_memory_reason(c, &cfg->methods[mi], nside, why, sizeof why);
+      if (mr) {
         if (sweep_mpi_owner(c) == hmpi_rank()) { /* MPI: one rank records it */
-          sweep_record_skip(c, nside, ki, mi, cfg->threads[ti], id, &rs, why);
+          (mr == 2 ? sweep_record_fail : sweep_record_skip)(c, nside, ki, mi, cfg->threads[ti],
+                                                            id, &rs, why);
           c->ran_now++;
         }
         continue;

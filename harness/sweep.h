@@ -139,14 +139,21 @@ int sweep_threads(int t); /* t, or the cores this process may use when t <= 0 */
 int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos_kernel *k,
                      const double *in, const double *in_u, int threads, int repeats, int warmup,
                      double max_memory, timing *t, method_out *out, arkcos_error *err);
-/* The case's maps alone exceed the memory limit (limits.memory_bytes):
- * 1 with the reason; needs no geometry, so an nside far too large is
- * skipped before its rings are made. */
+/* The case's maps alone exceed what the process can have at all
+ * (arkcos_memory_limit: ulimit -v, cgroup, free memory): 2 with the reason,
+ * whatever limits.memory_bytes says (the case fails); or they exceed the
+ * memory limit (limits.memory_bytes, else 90 % of the machine's): 1 with the
+ * reason (the case is skipped). Needs no geometry, so an nside far too
+ * large is judged before its rings are made. */
 int sweep_memory_reason(const run_ctx *c, const cfg_method *m, int64_t nside, char *why,
                         size_t len);
 /* What an arkcos plan may hold: the limit less the case's maps (0: none). */
 double sweep_plan_memory_limit(const run_ctx *c, const cfg_method *m, int64_t nside);
 /* Records a case skipped for `why` without running it (no geometry needed). */
+/* Records a case as failed with the reason, without running it (one that
+ * cannot fit in what the process can have). */
+void sweep_record_fail(run_ctx *c, int64_t nside, int ki, int mi, int threads, const char *id,
+                       ref_state *rs, const char *why);
 void sweep_record_skip(run_ctx *c, int64_t nside, int ki, int mi, int threads, const char *id,
                        ref_state *rs, const char *why);
 void method_out_free(method_out *o);

@@ -284,6 +284,13 @@ void sweep_record_skip(run_ctx *c, int64_t nside, int ki, int mi, int threads, c
   record(c, cj);
 }
 
+void sweep_record_fail(run_ctx *c, int64_t nside, int ki, int mi, int threads, const char *id,
+                       ref_state *rs, const char *why) {
+  json_t *cj = case_base(c, id, nside, ki, mi, threads);
+  put_not_ok(c, cj, mi, rs, "failed", why, why);
+  record(c, cj);
+}
+
 /* Runs (or skips) one case and records it. Returns 1 if the case failed. */
 int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int threads,
                    const char *id, input_state *in, ref_state *rs) {

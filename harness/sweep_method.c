@@ -156,14 +156,19 @@ static double cpu_time(void) {
 }
 
 /* ARKCOS_TEST_SLOWDOWN="LABEL:F": every timed apply of the methods whose
- * label is LABEL takes 1 + F times as long (a busy wait after it): a real
- * slowdown, known in size, for measuring what `arkcos compare` catches. */
+ * label is LABEL takes 1 + F times as long (a busy wait after it, on every
+ * thread of the case, so that its CPU time grows by the same factor as its
+ * elapsed time): a real slowdown, known in size, for measuring what
+ * `arkcos compare` catches. */
 static void test_slowdown(const cfg_method *m, double took) {
   const char *env = getenv("ARKCOS_TEST_SLOWDOWN");
   const char *colon = env ? strrchr(env, ':') : NULL;
   if (!colon || strncmp(env, m->label, (size_t)(colon - env)) || m->label[colon - env]) return;
   const double until = wall_time() + took * atof(colon + 1);
-  while (wall_time() < until) {
+#pragma omp parallel
+  {
+    while (wall_time() < until) {
+    }
   }
 }
 
@@ -363,13 +368,26 @@ int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
 
 double sweep_plan_memory_limit(const run_ctx *c, const cfg_method *m, int64_t nside) {
   if (c->memory_limit <= 0) return 0;
-  const double left = c->memory_limit - estimate_memory(c, m, nside);
+  const double most = arkcos_memory_limit(NULL); /* the plan caps it there too */
+  const double left = (c->memory_limit < most ? c->memory_limit : most) -
+                      estimate_memory(c, m, nside);
   return left > 1 ? left : 1;
 }
 
 int sweep_memory_reason(const run_ctx *c, const cfg_method *m, int64_t nside, char *why,
                         size_t len) {
   double est = estimate_memory(c, m, nside);
+  /* what the process can have at all (ulimit -v, cgroup, free memory):
+   * whatever limits.memory_bytes says, such a case cannot succeed */
+  const char *bound = NULL;
+  const double most = arkcos_memory_limit(&bound);
+  if (est > most) {
+    snprintf(why, len,
+             "cannot fit: estimated memory %.2f GiB (maps and transforms at nside %lld) exceeds "
+             "the %.2f GiB this process can have: %s",
+             est / 1073741824.0, (long long)nside, most / 1073741824.0, bound);
+    return 2;
+  }
   if (c->memory_limit > 0 && est > c->memory_limit) {
     snprintf(why, len, "estimated memory %.2f GiB exceeds the %.2f GiB available%s",
              est / 1073741824.0, c->memory_limit / 1073741824.0,

@@ -47,6 +47,11 @@ p.add_argument("--nside", default="128,256,512")
 p.add_argument("--fwhm", type=float, default=60.0)
 p.add_argument("--no-ids", action="store_true")
 p.add_argument("--extra-nside", type=int, default=None, help="one more arkcos case")
+p.add_argument("--plain", action="store_true", help="a run without \"interleave\": true")
+p.add_argument("--threads", type=int, default=2)
+p.add_argument("--cpu-samples", action="store_true", help="time.cpu_samples too")
+p.add_argument("--wall-only", action="append", default=[],
+               help="ID=FACTOR: the elapsed samples alone times FACTOR (a loaded machine)")
 a = p.parse_args()
 rng = random.Random(a.seed)
 kernel = {"type": "gaussian", "fwhm_arcmin": a.fwhm, "cutoff_deg": 3.0, "cutoff_rel": None}
@@ -64,7 +69,8 @@ for nside in nsides:
         if a.extra_nside and nside == a.extra_nside and tag != "arkcos":
             continue
         cid = f"{tag}-{nside}"
-        c = {"id": cid, "nside": nside, "kernel": kernel, "method": method, "threads": 2}
+        c = {"id": cid, "nside": nside, "kernel": kernel, "method": method, "threads": a.threads,
+             "threads_used": a.threads}
         if a.no_ids: del c["id"]
         if tag == "gpu" and not a.gpu:
             c.update(status="skipped", reason="no CUDA device")
@@ -74,6 +80,10 @@ for nside in nsides:
             cases.append(c); continue
         t = t128 * (nside / 128) ** 2 * a.scale * float(scale_case.get(cid, 1))
         s = samples_for.get(cid) or [t * (1 + a.noise * rng.uniform(-1, 1)) for _ in range(a.repeats)]
+        ss = sorted(s)
+        cpu = list(s)
+        f = float(dict(x.split("=") for x in a.wall_only).get(cid, 1))
+        s = [x * f for x in s]
         ss = sorted(s)
         c.update(status="ok", reason=None,
                  time={"min": ss[0], "median": ss[len(ss) // 2] if len(ss) % 2 else 0.5 * (ss[len(ss)//2 - 1] + ss[len(ss)//2]),
@@ -85,11 +95,13 @@ for nside in nsides:
                            "reduction": 0.25 * m, "map_ifft": 0.1 * m,
                            "h2d": 0.02 * m if tag == "gpu" else 0, "d2h": 0.02 * m if tag == "gpu" else 0,
                            "other": 0.01 * m}
+        if a.cpu_samples:
+            c["time"]["cpu_samples"] = cpu
         cases.append(c)
 gpus = [{"name": a.gpu, "sm_count": 132, "memory_bytes": 80 * 2**30, "clock_khz": 1980000,
          "memory_clock_khz": 2619000}] if a.gpu else []
 meta = {"date": "2024-05-01T12:00:00Z", "command": "arkcos run configs/ci-perf.json",
-        "config": {"name": "ci-perf"}, "git_commit": "0123abcd", "host": a.host,
+        "config": {"name": "ci-perf", "interleave": not a.plain}, "git_commit": "0123abcd", "host": a.host,
         "cpu_model": a.cpu, "cores": a.cores, "memory_bytes": 16 * 2**30, "os": "Linux 6.1",
         "compiler": "gcc 12.2", "cflags": "-O2 -march=native",
         "versions": {"arkcos": "0.1.0", "fftw": "fftw-3.3.10", "libsharp": "1.0.0",
@@ -104,7 +116,9 @@ gen() { "$PY" "$tmp/gen.py" "$@"; }
 gen "$tmp/base.json" --seed 1
 gen "$tmp/same.json" --seed 1
 expect_rc 0 "identical results" -- compare "$tmp/base.json" "$tmp/same.json"
-has "9 judged: 0 REGRESSION, 0 slower-noise, 9 same" "$tmp/out" "identical: every case the same"
+has "6 judged: 0 REGRESSION, 0 too-noisy, 0 slower-noise, 6 same" "$tmp/out" "identical: every case the same"
+has "^fsht0-128 .*yardstick" "$tmp/out" "by default normalised by FSHT iter 0"
+has "repeat by repeat \(interleaved runs\)" "$tmp/out" "by default repeat by repeat in interleaved runs"
 has "^gpu-256 .* skipped .*no CUDA device" "$tmp/out" "skipped case listed with its reason, not judged"
 hasnt "warning" "$tmp/err" "identical: no hardware warning"
 
@@ -112,7 +126,7 @@ gen "$tmp/slow.json" --seed 2 --scale-case arkcos-256=2
 expect_rc 3 "2x slower arkcos" -- compare "$tmp/base.json" "$tmp/slow.json"
 has "^arkcos-256 .*\+100\.[0-9]%.* U +REGRESSION" "$tmp/out" "2x slower case judged REGRESSION by the U test"
 has "^  arkcos-256: \+100" "$tmp/out" "regression list names the case"
-has "1 REGRESSION, 0 slower-noise" "$tmp/out" "only that case regressed"
+has "1 REGRESSION, 0 too-noisy, 0 slower-noise" "$tmp/out" "only that case regressed"
 
 gen "$tmp/slow2.json" --seed 3 --scale 1.02
 expect_rc 0 "2% slower run" -- compare "$tmp/base.json" "$tmp/slow2.json"
@@ -125,7 +139,10 @@ expect_rc 0 "uniformly 2x slower machine, --normalize-by fsht" -- compare "$tmp/
 has "^fsht0-256 .*yardstick" "$tmp/out" "normalising case shown as yardstick"
 has "^fsht3-256 .* same" "$tmp/out" "other fsht variant judged after normalisation"
 hasnt "hardware differs" "$tmp/err" "no hardware warning when normalised"
-expect_rc 3 "uniformly 2x slower machine, no normalisation" -- compare "$tmp/base.json" "$tmp/machine2x.json"
+expect_rc 4 "uniformly 2x slower machine, no normalisation: too noisy" -- compare "$tmp/base.json" "$tmp/machine2x.json" --normalize-by none
+has "TOO NOISY TO JUDGE" "$tmp/out" "without a yardstick a slowdown is too noisy to judge"
+has "^arkcos-256 .* too-noisy .*no yardstick" "$tmp/out" "the row says why"
+expect_rc 3 "uniformly 2x slower machine, no normalisation, --trust-repeats" -- compare "$tmp/base.json" "$tmp/machine2x.json" --normalize-by none --trust-repeats
 has "hardware differs" "$tmp/err" "hardware warning without normalisation"
 has "cpu_model" "$tmp/err" "warning names the differing field"
 expect_rc 0 "2x slower machine, --normalize-by fsht:iter=3" -- compare "$tmp/base.json" "$tmp/machine2x.json" --normalize-by fsht:iter=3
@@ -141,24 +158,24 @@ noisy_b=1.00,0.80,1.25,0.90,1.15,0.85,1.10
 noisy_n=1.20,0.96,1.46,1.06,1.36,1.01,1.31
 gen "$tmp/noisy_b.json" --seed 1 --samples "arkcos-512=$noisy_b"
 gen "$tmp/noisy_n.json" --seed 1 --samples "arkcos-512=$noisy_n"
-expect_rc 0 "noisy +20%: within the noise" -- compare "$tmp/noisy_b.json" "$tmp/noisy_n.json"
+expect_rc 0 "noisy +20%: within the noise" -- compare "$tmp/noisy_b.json" "$tmp/noisy_n.json" --normalize-by none --trust-repeats
 has "^arkcos-512 .*\+20\.0%  +7/7 +0\.0973 +U +slower-noise" "$tmp/out" "noisy +20%: U test p = 0.0973 (scipy), slower-noise"
 # the same +20% shift with tight samples: p = 0.000583 (scipy), a regression
 tight_b=1.0,1.01,0.99,1.005,0.995,1.002,0.998
 tight_n=1.2,1.212,1.188,1.206,1.194,1.2024,1.1976
 gen "$tmp/tight_b.json" --seed 1 --samples "arkcos-512=$tight_b"
 gen "$tmp/tight_n.json" --seed 1 --samples "arkcos-512=$tight_n"
-expect_rc 3 "tight +20%: regression" -- compare "$tmp/tight_b.json" "$tmp/tight_n.json"
+expect_rc 3 "tight +20%: regression" -- compare "$tmp/tight_b.json" "$tmp/tight_n.json" --normalize-by none --trust-repeats
 has "^arkcos-512 .*\+20\.0%  +7/7 +0\.000583 +U +REGRESSION" "$tmp/out" "tight +20%: U test p = 0.000583 (scipy), REGRESSION"
 # 3 + 3 repeats: the U test cannot reach p < 0.05 (its minimum is 0.1), the
 # [min, max] ranges decide
 gen "$tmp/few_b.json" --seed 1 --repeats 3 --samples "arkcos-512=1.0,1.02,0.98"
 gen "$tmp/few_n.json" --seed 1 --repeats 3 --samples "arkcos-512=1.2,1.22,1.18"
 gen "$tmp/few_o.json" --seed 1 --repeats 3 --samples "arkcos-512=1.2,0.99,1.3"
-expect_rc 3 "3 repeats, disjoint ranges, +20%" -- compare "$tmp/few_b.json" "$tmp/few_n.json"
+expect_rc 3 "3 repeats, disjoint ranges, +20%" -- compare "$tmp/few_b.json" "$tmp/few_n.json" --normalize-by none --trust-repeats
 has "^arkcos-512 .* 3/3 +- +range +REGRESSION" "$tmp/out" "3 repeats: range rule decides REGRESSION"
 has "ranges disjoint" "$tmp/out" "regression list says the range rule decided"
-expect_rc 0 "3 repeats, overlapping ranges, +20%" -- compare "$tmp/few_b.json" "$tmp/few_o.json"
+expect_rc 0 "3 repeats, overlapping ranges, +20%" -- compare "$tmp/few_b.json" "$tmp/few_o.json" --normalize-by none --trust-repeats
 has "^arkcos-512 .* range +slower-noise" "$tmp/out" "3 repeats: overlapping ranges are noise"
 # faster
 gen "$tmp/fast.json" --seed 6 --scale-case arkcos-128=0.5
@@ -172,13 +189,70 @@ has "^arkcos-128 .*FAILED" "$tmp/out" "failed case shown as FAILED"
 gen "$tmp/noid_b.json" --seed 1 --no-ids
 gen "$tmp/noid_n.json" --seed 2 --no-ids --scale-case arkcos-256=2
 expect_rc 3 "no ids: cases matched by their parameters" -- compare "$tmp/noid_b.json" "$tmp/noid_n.json"
-has "9 judged: 1 REGRESSION" "$tmp/out" "no ids: all cases matched"
+has "6 judged: 1 REGRESSION" "$tmp/out" "no ids: all cases matched"
 has "^nside=256 gaussian fwhm=60' cutoff=3deg \| arkcos cpu enhanced double \| threads=2 .*REGRESSION" "$tmp/out" "no ids: readable case label"
 # subsets: only the shared cases are compared, the rest counted
 gen "$tmp/sub.json" --seed 2 --nside 256
 expect_rc 0 "baseline with more cases than the new run" -- compare "$tmp/base.json" "$tmp/sub.json"
 has "8 cases only in the baseline, 0 only in the new run" "$tmp/out" "cases in one file only are counted"
 expect_rc 0 "--help" -- compare --help
+has "4 too noisy to judge" "$tmp/out" "--help documents exit 4"
+
+# ------------------------------------------------- noise: the default judgement
+# runs without "interleave": a real 2x slowdown is too noisy to judge (exit
+# 4), never a REGRESSION, since one run's repeats share one stretch of time
+gen "$tmp/plain_b.json" --seed 1 --plain
+gen "$tmp/plain_slow.json" --seed 2 --plain --scale-case arkcos-256=2
+expect_rc 4 "not interleaved, 2x slower: too noisy to judge" -- compare "$tmp/plain_b.json" "$tmp/plain_slow.json"
+has "^arkcos-256 .* too-noisy .*not interleaved" "$tmp/out" "not interleaved: the row says so"
+has "1 too-noisy" "$tmp/out" "not interleaved: counted as too noisy"
+hasnt "REGRESSION:" "$tmp/out" "not interleaved: no regression listed"
+expect_rc 0 "not interleaved, same: clean" -- compare "$tmp/plain_b.json" "$tmp/plain_b.json"
+expect_rc 3 "not interleaved, 2x slower, --trust-repeats" -- compare "$tmp/plain_b.json" "$tmp/plain_slow.json" --trust-repeats
+# a case failed in the new run is a regression however noisy the runs
+gen "$tmp/plain_fail.json" --seed 1 --plain --fail arkcos-128 --scale-case arkcos-256=2
+expect_rc 3 "not interleaved, a failed case: regression" -- compare "$tmp/plain_b.json" "$tmp/plain_fail.json"
+# interleaved, but one run's repeats spread over 2x (a load burst): +50 %
+# is too noisy to judge, where the same +50 % on steady repeats regresses
+burst=1.0,2.2,1.1,2.5,1.05,2.3,1.2
+gen "$tmp/burst_b.json" --seed 1
+gen "$tmp/burst_n.json" --seed 1 --samples "arkcos-512=$(echo $burst | awk -F, '{for (i=1;i<=NF;i++) printf "%s%.4f", (i>1?",":""), $i*0.16*1.5*2}')"
+expect_rc 4 "interleaved, repeats spread by 2x in one run: too noisy" -- compare "$tmp/burst_b.json" "$tmp/burst_n.json"
+has "^arkcos-512 .* too-noisy .*repeats spread by" "$tmp/out" "spread named as the reason"
+gen "$tmp/steady_n.json" --seed 1 --scale-case arkcos-512=1.5
+expect_rc 3 "interleaved, steady repeats, +50 %: regression" -- compare "$tmp/burst_b.json" "$tmp/steady_n.json"
+# one machine in another state: every time of the new run 10x (a run
+# stretched to whole scheduler slices), the ratio +50 %: too noisy; the same
+# from another host (a slower machine) is judged
+gen "$tmp/slices_n.json" --seed 1 --scale 10 --scale-case arkcos-512=1.5
+expect_rc 4 "one machine, raw times 10x, +50 %: too noisy" -- compare "$tmp/burst_b.json" "$tmp/slices_n.json"
+has "^arkcos-512 .* too-noisy .*raw times changed 1[0-9]\.[0-9]x between the runs on one machine" "$tmp/out" "the machine's change named as the reason"
+gen "$tmp/other_host_n.json" --seed 1 --scale 10 --scale-case arkcos-512=1.5 --host beta
+expect_rc 3 "another host 10x slower, +50 %: regression" -- compare "$tmp/burst_b.json" "$tmp/other_host_n.json"
+# the clock: single-threaded runs with CPU times are judged on them; the
+# elapsed times of a loaded machine (2x here) then do not matter
+gen "$tmp/c1_b.json" --seed 1 --threads 1 --cpu-samples
+gen "$tmp/c1_n.json" --seed 2 --threads 1 --cpu-samples --wall-only arkcos-256=2
+expect_rc 0 "one thread, CPU times steady, elapsed 2x: clean" -- compare "$tmp/c1_b.json" "$tmp/c1_n.json"
+has "CPU time of each repeat on one thread" "$tmp/out" "the header names the clock"
+expect_rc 3 "the same with --clock wall: regression" -- compare "$tmp/c1_b.json" "$tmp/c1_n.json" --clock wall
+# with two threads the CPU time counts threads waiting for each other, so
+# the default judges elapsed times there
+gen "$tmp/c2_b.json" --seed 1 --cpu-samples
+gen "$tmp/c2_n.json" --seed 2 --cpu-samples --wall-only arkcos-256=2
+expect_rc 3 "two threads: elapsed times judged by default" -- compare "$tmp/c2_b.json" "$tmp/c2_n.json"
+has "times: +elapsed time of each repeat" "$tmp/out" "two threads: the header says elapsed"
+expect_rc 0 "two threads, --clock cpu" -- compare "$tmp/c2_b.json" "$tmp/c2_n.json" --clock cpu
+# no FSHT case: nothing to normalise by, said in the header
+"$PY" - "$tmp/base.json" "$tmp/nofsht.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["cases"] = [c for c in d["cases"] if c["method"]["name"] != "fsht"]
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+expect_rc 0 "no FSHT case: raw times" -- compare "$tmp/nofsht.json" "$tmp/nofsht.json"
+has "not normalised \(no yardstick\)" "$tmp/out" "no FSHT case: the header says so"
+expect_rc 2 "bad --normalize-by value" -- compare "$tmp/base.json" "$tmp/same.json" --normalize-by ""
 
 # bad inputs -> 2
 expect_rc 2 "missing baseline file" -- compare "$tmp/nope.json" "$tmp/base.json"
@@ -296,5 +370,15 @@ perfcheck "confirmed" "$tmp/slow.json" "$tmp/slow_again.json"
 [ "$pc_rc" -eq 3 ] && [ "$pc_runs" -eq 2 ] && ok "perfcheck, regression in both runs: exit 3" || bad "perfcheck, regression in both runs: exit $pc_rc, $pc_runs runs"
 has "^  arkcos-256$" "$tmp/out" "perfcheck names the confirmed case"
 
+# too noisy to judge: one more run decides; twice too noisy is exit 4
+perfcheck "noisy, then clean" "$tmp/plain_slow.json" "$tmp/same.json"
+[ "$pc_rc" -eq 0 ] && [ "$pc_runs" -eq 2 ] && ok "perfcheck, too noisy then clean: rerun, exit 0" || bad "perfcheck, too noisy then clean: exit $pc_rc, $pc_runs runs"
+perfcheck "noisy twice" "$tmp/plain_slow.json" "$tmp/plain_slow.json"
+[ "$pc_rc" -eq 4 ] && [ "$pc_runs" -eq 2 ] && ok "perfcheck, too noisy twice: exit 4" || bad "perfcheck, too noisy twice: exit $pc_rc, $pc_runs runs"
+has "TOO NOISY TO JUDGE twice" "$tmp/out" "perfcheck says it could not judge"
+perfcheck "regression, then too noisy" "$tmp/slow.json" "$tmp/plain_slow.json"
+[ "$pc_rc" -eq 4 ] && [ "$pc_runs" -eq 2 ] && ok "perfcheck, regression then too noisy on that case: exit 4" || bad "perfcheck, regression then too noisy: exit $pc_rc, $pc_runs runs"
+has "^  arkcos-256$" "$tmp/out" "perfcheck names the unconfirmed case"
+has "'fsht:iter=0' of the same file" "$tmp/out" "perfcheck reports compare's default judgement"
 echo "TESTS $passed $failed"
 [ "$failed" -eq 0 ]

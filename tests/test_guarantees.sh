@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # test_guarantees.sh -- the README's "Guarantees", the fast ones: resources
-# (a plan that would not fit is refused before it allocates; a file-size
-# limit and a full disk are reported, exit 1, nothing at the output path
-# and no temporary file), the sweep's folder lock, stale temporary files of a
-# killed run, SIGTERM / SIGINT (partial results kept and resumable), and the
-# small refusals (empty or .gz output names, --fwhm-arcmin beyond 10800).
+# (a plan that would not fit is refused before it allocates; a case, a smooth
+# or a Python plan that cannot fit in what the process can have -- ulimit -v,
+# cgroup, free memory -- fails at once, whatever its memory limit says; a
+# file-size limit is reported, exit 1, nothing at the output path and no
+# temporary file), the sweep's folder lock (and two real runs on one
+# folder), stale temporary files of a killed run, SIGTERM / SIGINT / SIGHUP
+# (partial results kept and resumable), and the small refusals (empty or .gz
+# output names, --fwhm-arcmin beyond 10800).
 # The slow ones (ten kills and resumes, a full tmpfs, compare's rates) are in
 # tests/hostile/ (make test-hostile). Last line: "TESTS <passed> <failed>".
 set -u
@@ -23,6 +26,9 @@ then
   echo "FAIL cannot write fixtures with $PYTHON (healpy needed)"; echo "TESTS 0 1"; exit 1
 fi
 M=$T/m64.fits
+# AddressSanitizer (make sanitize) maps terabytes of shadow memory: the
+# address-space (ulimit -v) and Python checks are left to the plain build
+asan=0; ldd "$ARKCOS" 2>/dev/null | grep -q libasan && asan=1
 no_tmp() {  # NAME: no temporary file anywhere under $T
   local left; left=$(find "$T" -name '*.tmp-*' -print)
   if [ -n "$left" ]; then bad "$1: temporary files left: $left"; else ok; fi
@@ -57,17 +63,90 @@ expect "smooth --max-memory 1G runs" 0 "" \
 [ -s "$T/o.fits" ] && ok || bad "--max-memory 1G: no output"
 rm -f "$T/o.fits"
 
-# nside 2^20 in a config: every case skipped at once with both figures
+# nside 2^20 in a config: more than the machine has (MemAvailable + SwapFree),
+# so every case fails at once (exit 1) with both figures, before its rings
 cat >"$T/huge.json" <<'EOF'
 {"name": "huge", "grid": {"nside": [1048576]}, "kernels": [{"type": "gaussian", "fwhm_arcmin": 0.01, "cutoff_rel": 1e-5}],
  "methods": [{"name": "arkcos"}, {"name": "fsht"}], "repeats": 1, "warmup": 0}
 EOF
 t0=$(date +%s%N)
-expect "nside 2^20 config" 0 "2 skipped" "$ARKCOS" run "$T/huge.json" --out "$T/huge"
+expect "nside 2^20 config" 1 "2 failed" "$ARKCOS" run "$T/huge.json" --out "$T/huge"
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 check_le "nside 2^20 sweep, milliseconds (measured 30-270)" "$ms" 2000
-n=$("$PYTHON" -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum('GiB exceeds the' in c.get('reason','') for c in d['cases']))" "$T/huge/results.json")
-[ "$n" = 2 ] && ok || bad "nside 2^20: $n of 2 reasons name the memory"
+n=$("$PYTHON" -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum(c['status'] == 'failed' and 'cannot fit' in c.get('reason','') and 'GiB this process can have' in c.get('reason','') for c in d['cases']))" "$T/huge/results.json")
+[ "$n" = 2 ] && ok || bad "nside 2^20: $n of 2 failures name the memory"
+# the same with the memory guard turned off (limits.memory_bytes 1e18) under
+# an 8 GiB address-space limit: the limit decides, whatever the config says
+if [ $asan -eq 1 ]; then echo "  skip: address-space limits under AddressSanitizer"; else
+"$PYTHON" -c "
+import json, sys
+c = json.load(open(sys.argv[1])); c['limits'] = {'memory_bytes': 1e18}
+json.dump(c, open(sys.argv[2], 'w'))" "$T/huge.json" "$T/huge_off.json"
+expect "nside 2^20, memory_bytes 1e18, ulimit -v 8 GiB" 1 "2 failed" \
+  bash -c 'ulimit -v 8388608 && exec "$@"' _ "$ARKCOS" run "$T/huge_off.json" --out "$T/huge_off"
+"$PYTHON" -c "import json,sys; d=json.load(open(sys.argv[1])); assert all(c['status'] == 'failed' and 'RLIMIT_AS' in c['reason'] for c in d['cases']), d['cases']" \
+  "$T/huge_off/results.json" && ok || bad "ulimit -v: failures do not name the address-space limit"
+# a small case under the same limits still runs (the limit is what is left, not 0)
+cat >"$T/small_off.json" <<'EOF'
+{"name": "small", "grid": {"nside": [16]}, "kernels": [{"type": "gaussian", "fwhm_arcmin": 600, "cutoff_rel": 1e-5}],
+ "methods": [{"name": "arkcos"}, {"name": "fsht", "iter": 0}], "repeats": 1, "warmup": 0, "threads": 1,
+ "limits": {"memory_bytes": 1e18}}
+EOF
+expect "nside 16, memory_bytes 1e18, ulimit -v 8 GiB" 0 "2 ok" \
+  bash -c 'ulimit -v 8388608 && exec "$@"' _ "$ARKCOS" run "$T/small_off.json" --out "$T/small_off"
+fi
+# arkcos smooth: a partial-sky map of nside 2^20 (three pixels listed) with
+# --max-memory far above the address-space limit fails before reading the
+# map or planning, naming the limit
+"$PYTHON" - "$T/huge_partial.fits" <<'EOF'
+import sys
+import numpy as np
+from astropy.io import fits
+h = fits.BinTableHDU.from_columns([
+    fits.Column(name="PIXEL", format="K", array=np.array([0, 5, 1000], dtype=np.int64)),
+    fits.Column(name="SIGNAL", format="D", array=np.array([1.0, 2.0, 3.0]))])
+for k, v in [("PIXTYPE", "HEALPIX"), ("ORDERING", "RING"), ("NSIDE", 1048576), ("INDXSCHM", "EXPLICIT"),
+             ("OBJECT", "PARTIAL"), ("FIRSTPIX", 0), ("LASTPIX", 12 * 1048576 ** 2 - 1)]:
+    h.header[k] = v
+h.writeto(sys.argv[1])
+EOF
+if [ $asan -eq 0 ]; then
+  expect "smooth nside 2^20, --max-memory 1P, ulimit -v 8 GiB" 1 "RLIMIT_AS" \
+    bash -c 'ulimit -v 8388608 && exec "$@"' _ "$ARKCOS" smooth "$T/huge_partial.fits" "$T/o.fits" \
+    --fwhm-arcmin 1 --backend cpu --max-memory 1000000G
+  grep -q "nside 1048576 cannot fit" "$T/stderr" && ok || bad "smooth nside 2^20: $(cat "$T/stderr")"
+  [ -e "$T/o.fits" ] && bad "smooth nside 2^20: output written" || ok
+fi
+expect "smooth nside 2^20 without limits" 1 "cannot fit" \
+  "$ARKCOS" smooth "$T/huge_partial.fits" "$T/o.fits" --fwhm-arcmin 1 --backend cpu
+no_tmp "smooth nside 2^20"
+# a CPU-only smooth starts and finishes under a small address space (150 MB:
+# no CUDA library is loaded, and what fits is not refused)
+if [ $asan -eq 0 ]; then
+expect "smooth under ulimit -v 150 MB" 0 "" \
+  bash -c 'ulimit -v 153600 && exec "$@"' _ "$ARKCOS" smooth "$M" "$T/small_as.fits" --fwhm-arcmin 220 \
+  --backend cpu
+[ -s "$T/small_as.fits" ] && ok || bad "smooth under ulimit -v 150 MB: no output"
+# the Python package: a plan of nside 2^20 is refused at once (ArkcosError,
+# a ValueError with ARKCOS_ENOMEM), under ulimit -v 8 GiB and without it
+for lim in unlimited 8388608; do
+  bash -c 'ulimit -v "$1" && shift && exec "$@"' _ "$lim" env PYTHONPATH=python \
+    ARKCOS_PYTHON_LIBRARY="$(dirname "$ARKCOS")/libarkcos.so" "$PYTHON" - >"$T/py.out" 2>&1 <<'EOF'
+import time
+import arkcos
+t = time.time()
+try:
+    arkcos.Plan(2 ** 20, fwhm=1e-4)
+except arkcos.ArkcosError as e:
+    assert isinstance(e, ValueError) and "cannot fit" in str(e), e
+    print(f"  refused in {time.time() - t:.2f} s: {e}")
+else:
+    raise SystemExit("Plan(2**20) was made")
+EOF
+  if [ $? -eq 0 ]; then ok; cat "$T/py.out"; else bad "python Plan(2**20), ulimit -v $lim: $(tail -5 "$T/py.out")"; fi
+done
+grep -q RLIMIT_AS "$T/py.out" && ok || bad "python under ulimit -v: the limit not named: $(cat "$T/py.out")"
+fi
 # limits.memory_bytes is the plan's limit too: its tables push this case over
 cat >"$T/mem.json" <<'EOF'
 {"name": "mem", "grid": {"nside": [64]}, "kernels": [{"type": "gaussian", "fwhm_arcmin": 220, "cutoff_rel": 1e-5}],
@@ -125,6 +204,28 @@ rc=$?
 [ $rc -eq 1 ] && ok || bad "second run on a locked folder: exit $rc"
 grep -qF "is in use by another arkcos run" "$T/stderr" && ok || bad "lock message: $(cat "$T/stderr")"
 [ -e "$T/locked/results.json" ] && bad "locked folder: results.json written" || ok
+# two real runs on one folder: the second refuses at once, naming the first's
+# pid; the first goes on and its results stay valid
+cat >"$T/long.json" <<'EOF'
+{"name": "long", "grid": {"nside": [32]}, "kernels": [{"type": "gaussian", "fwhm_arcmin": 400, "cutoff_rel": 1e-5}],
+ "methods": [{"name": "arkcos"}], "repeats": 2000, "warmup": 0, "threads": 1}
+EOF
+mkdir -p "$T/conc"
+"$ARKCOS" run "$T/long.json" --out "$T/conc" >/dev/null 2>"$T/conc.err" &
+pid1=$!
+for _ in $(seq 1 200); do  # until the first holds the lock (at most 20 s)
+  [ -e "$T/conc/.arkcos.lock" ] && ! flock -n "$T/conc/.arkcos.lock" true && break
+  sleep 0.1
+done
+t0=$(date +%s%N)
+expect "a second run on the same folder" 1 "is in use by another arkcos run, pid $pid1" \
+  "$ARKCOS" run "$T/long.json" --out "$T/conc" --resume
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "  second run refused in $ms ms"
+kill -0 $pid1 2>/dev/null && ok || bad "the first run died when the second started"
+kill -TERM $pid1; wait $pid1
+valid_results "first of two concurrent runs" "$T/conc/results.json"
+no_tmp "two concurrent runs"
 
 # --------------------------------------- stale temporary files, SIGTERM
 mkdir -p "$T/run"
@@ -170,6 +271,44 @@ json.load(open(f"{out}/results.json"))
 print(f"  SIGINT: exit {p.returncode}")
 EOF
 expect "resume after SIGINT" 0 "6 cases (6 ok" "$ARKCOS" run "$T/tiny.json" --out "$T/int" --resume
+# SIGHUP (the terminal closed): the same; a shell reports exit 129
+"$PYTHON" - "$ARKCOS" "$T/tiny.json" "$T/hup" <<'EOF' && ok || bad "SIGHUP did not stop the sweep cleanly"
+import json, os, signal, subprocess, sys, time
+arkcos, cfg, out = sys.argv[1:4]
+p = subprocess.Popen([arkcos, "run", cfg, "--out", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+for _ in range(400):
+    try:
+        if json.load(open(f"{out}/results.json"))["cases"]:
+            break
+    except (OSError, ValueError):
+        pass
+    time.sleep(0.05)
+p.send_signal(signal.SIGHUP)
+err = p.communicate()[1].decode()
+assert p.returncode in (-signal.SIGHUP, 0), (p.returncode, err)
+if p.returncode:
+    assert "--resume" in err, err
+assert not [f for f in os.listdir(out) if ".tmp-" in f]
+json.load(open(f"{out}/results.json"))
+print(f"  SIGHUP: exit {p.returncode}")
+EOF
+expect "resume after SIGHUP" 0 "6 cases (6 ok" "$ARKCOS" run "$T/tiny.json" --out "$T/hup" --resume
+# SIGHUP while smooth writes: the output path untouched, no temporary file
+"$PYTHON" - "$ARKCOS" "$M" "$T/hup_o.fits" <<'EOF' && ok || bad "smooth under SIGHUP left something behind"
+import os, signal, subprocess, sys, time
+arkcos, m, out = sys.argv[1:4]
+d = os.path.dirname(out)
+p = subprocess.Popen([arkcos, "smooth", m, out, "--fwhm-arcmin", "220", "--method", "direct"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+time.sleep(0.3)
+p.send_signal(signal.SIGHUP)
+err = p.communicate()[1].decode()
+assert p.returncode in (-signal.SIGHUP, 0), (p.returncode, err)
+if p.returncode:
+    assert not os.path.exists(out), "output written"
+assert not [f for f in os.listdir(d) if f.startswith("hup_o") and ".tmp-" in f]
+print(f"  smooth SIGHUP: exit {p.returncode}")
+EOF
 
 # -------------------------------------- duplicated entries, empty reports
 "$PYTHON" - "$T" <<'EOF'
@@ -218,7 +357,7 @@ for k in a:
 EOF
 expect "compare --clock cpu" 0 "0 REGRESSION" \
   "$ARKCOS" compare "$T/il/results.json" "$T/il/results.json" --clock cpu --normalize-by fsht
-expect "compare --clock other" 2 "--clock: expected wall or cpu" \
+expect "compare --clock other" 2 "--clock: expected auto, cpu or wall" \
   "$ARKCOS" compare "$T/il/results.json" "$T/il/results.json" --clock gpu
 "$PYTHON" -c "
 import json, sys

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "arkcos/arkcos.h"
@@ -255,4 +256,59 @@ TEST_GROUP(input_values) {
   free(base);
 }
 
-TEST_MAIN(TG(estimate), TG(estimate_rank), TG(refusal), TG(input_values))
+/* The address-space limit (ulimit -v) is a hard bound on every plan:
+ * arkcos_memory_limit and arkcos_memory_available stay below what is left
+ * under it, and a max_memory far above it does not lift it. Lowers this
+ * process's soft RLIMIT_AS to 1 GiB above what it maps, then restores it. */
+TEST_GROUP(address_space) {
+  struct rlimit old, rl;
+  CHECK(getrlimit(RLIMIT_AS, &old) == 0, "getrlimit");
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  double vm = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmSize: %lf kB", &vm) == 1) break;
+  if (f) fclose(f);
+  CHECK(vm > 0, "VmSize not found in /proc/self/status");
+  const double gib = 1073741824.0;
+  rl = old;
+  rl.rlim_cur = (rlim_t)(vm * 1024 + gib);
+  if (old.rlim_max != RLIM_INFINITY && rl.rlim_cur > old.rlim_max) rl.rlim_cur = old.rlim_max;
+  CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit");
+  const char *what = NULL;
+  const double most = arkcos_memory_limit(&what);
+  CHECK_LE("memory limit under RLIMIT_AS = VmSize + 1 GiB, GiB", most / gib, 1.01);
+  CHECK(most > 0.5 * gib, "memory limit %.3g GiB: far below what is left", most / gib);
+  CHECK(what && strstr(what, "RLIMIT_AS"), "bound named: %s", what ? what : "(null)");
+  CHECK_LE("memory available under the same limit, GiB", arkcos_memory_available() / gib, 1.01);
+  arkcos_error e = {0, ""};
+  arkcos_options o;
+  /* nside 4096: 1.6 GB of ring spectra at least, refused before planning
+   * whatever max_memory says */
+  double t0 = now();
+  arkcos_geometry *g = arkcos_geometry_healpix(4096, &e);
+  arkcos_kernel *k = gauss(g, 3.0);
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  o.max_memory = 1e15;
+  arkcos_plan *p = arkcos_plan_create(g, k, &o, &e);
+  const double dt = now() - t0;
+  CHECK(p == NULL && e.code == ARKCOS_ENOMEM, "nside 4096 under 1 GiB: code %d: %s", e.code, e.msg);
+  CHECK(strstr(e.msg, "RLIMIT_AS") && strstr(e.msg, "nside 4096"), "%s", e.msg);
+  printf("  %s\n", e.msg);
+  CHECK_LE("refusal at nside 4096 under ulimit -v, seconds with the geometry (measured 0.001)", dt, 2.0);
+  arkcos_plan_destroy(p);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+  /* a small plan still fits: the limit is what is left, not zero */
+  g = arkcos_geometry_healpix(32, &e);
+  k = gauss(g, 3.0);
+  p = arkcos_plan_create(g, k, &o, &e);
+  CHECK(p != NULL, "nside 32 under 1 GiB with max_memory 1e15: %s", e.msg);
+  arkcos_plan_destroy(p);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+  CHECK(setrlimit(RLIMIT_AS, &old) == 0, "restoring RLIMIT_AS");
+}
+
+TEST_MAIN(TG(estimate), TG(estimate_rank), TG(refusal), TG(input_values), TG(address_space))
