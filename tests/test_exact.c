@@ -311,6 +311,18 @@ static void check_belt(const char *label, const exact_stats *st) {
 
 /* One HEALPix nside: every kernel family in the list through a double
  * exact plan, against the direct sum of one white-noise map. */
+/* The direct sum of k on x and a double exact plan's result against it
+ * (st), printed under label; 0 when the kernel, sum or plan failed (the
+ * CHECK says so). ref is returned for the caller to free (may be NULL). */
+static int direct_case(const char *label, const arkcos_geometry *g, const arkcos_kernel *k, const double *x,
+                       double **ref, exact_stats *st) {
+  *ref = k ? direct_sum(g, k, x) : NULL;
+  const int ok = *ref && run_case(g, k, x, *ref, ARKCOS_DOUBLE, 0, st);
+  CHECK(ok, "%s: kernel, direct sum or plan failed", label);
+  if (ok) print_stats(label, st);
+  return ok;
+}
+
 static void healpix_exact(int64_t nside, const family *fams, int nfam) {
   arkcos_geometry *g = arkcos_geometry_healpix(nside, NULL);
   CHECK(g != NULL, "HEALPix nside %lld", (long long)nside);
@@ -320,12 +332,9 @@ static void healpix_exact(int64_t nside, const family *fams, int nfam) {
     char label[96];
     snprintf(label, sizeof label, "nside %lld %s", (long long)nside, family_name[fams[i]]);
     arkcos_kernel *k = family_kernel(fams[i], healpix_pixel(g));
-    double *ref = k ? direct_sum(g, k, x) : NULL;
+    double *ref;
     exact_stats st;
-    int ok = ref && run_case(g, k, x, ref, ARKCOS_DOUBLE, 0, &st);
-    CHECK(ok, "%s: kernel, direct sum or plan failed", label);
-    if (ok) {
-      print_stats(label, &st);
+    if (direct_case(label, g, k, x, &ref, &st)) {
       check_matches_direct(label, &st, TOL_RMS, TOL_MAX);
       check_bound(label, &st, TOL_BOUND_DOUBLE);
       check_belt(label, &st);
@@ -594,12 +603,9 @@ TEST_GROUP(smooth_caps) {
                 arkcos_gaussian_default_cutoff_rel(3.5 * healpix_pixel(g), nsides[n], 0) == 1e-5,
             "%s: default cutoffs", label);
       arkcos_kernel *k = gaussian(fwhm, 1e-13);
-      double *ref = k ? direct_sum(g, k, x) : NULL;
+      double *ref;
       exact_stats st;
-      int ok = ref && run_case(g, k, x, ref, ARKCOS_DOUBLE, 0, &st);
-      CHECK(ok, "%s: kernel, direct sum or plan failed", label);
-      if (ok) {
-        print_stats(label, &st);
+      if (direct_case(label, g, k, x, &ref, &st)) {
         CHECK(st.err_per_maxin <= TOL_SMOOTH_CAPS_MAX, "%s: err/max|x| %.3e > %.1e", label, st.err_per_maxin,
               TOL_SMOOTH_CAPS_MAX);
         check_bound(label, &st, TOL_SMOOTH_CAPS_BOUND);

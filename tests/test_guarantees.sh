@@ -98,18 +98,7 @@ fi
 # arkcos smooth: a partial-sky map of nside 2^20 (three pixels listed) with
 # --max-memory far above the address-space limit fails before reading the
 # map or planning, naming the limit
-"$PYTHON" - "$T/huge_partial.fits" <<'EOF'
-import sys
-import numpy as np
-from astropy.io import fits
-h = fits.BinTableHDU.from_columns([
-    fits.Column(name="PIXEL", format="K", array=np.array([0, 5, 1000], dtype=np.int64)),
-    fits.Column(name="SIGNAL", format="D", array=np.array([1.0, 2.0, 3.0]))])
-for k, v in [("PIXTYPE", "HEALPIX"), ("ORDERING", "RING"), ("NSIDE", 1048576), ("INDXSCHM", "EXPLICIT"),
-             ("OBJECT", "PARTIAL"), ("FIRSTPIX", 0), ("LASTPIX", 12 * 1048576 ** 2 - 1)]:
-    h.header[k] = v
-h.writeto(sys.argv[1])
-EOF
+"$PYTHON" tests/partial_map.py "$T/huge_partial.fits" 1048576
 if [ $asan -eq 0 ]; then
   expect "smooth nside 2^20, --max-memory 1P, ulimit -v 8 GiB" 1 "RLIMIT_AS" \
     bash -c 'ulimit -v 8388608 && exec "$@"' _ "$ARKCOS" smooth "$T/huge_partial.fits" "$T/o.fits" \
@@ -249,10 +238,13 @@ valid_results "after SIGTERM" "$T/run/results.json"
 no_tmp "after SIGTERM"
 expect "resume after SIGTERM" 0 "" "$ARKCOS" run "$T/tiny.json" --out "$T/run" --resume
 grep -qE "^arkcos run: 6 cases \(6 ok" "$T/stdout" && ok || bad "resumed run: $(cat "$T/stdout")"
-# SIGINT (as a terminal's Ctrl-C sends it): the same, exit by the signal
-"$PYTHON" - "$ARKCOS" "$T/tiny.json" "$T/int" <<'EOF' && ok || bad "SIGINT did not stop the sweep cleanly"
+# SIGINT (as a terminal's Ctrl-C sends it) and SIGHUP (the terminal closed;
+# a shell reports exit 129): the same, exit by the signal, then a resume
+signal_stops_sweep() { # SIGNAL OUTDIR
+  "$PYTHON" - "$ARKCOS" "$T/tiny.json" "$2" "$1" <<'EOF' && ok || bad "$1 did not stop the sweep cleanly"
 import json, os, signal, subprocess, sys, time
-arkcos, cfg, out = sys.argv[1:4]
+arkcos, cfg, out, name = sys.argv[1:5]
+sig = getattr(signal, name)
 p = subprocess.Popen([arkcos, "run", cfg, "--out", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 for _ in range(400):
     try:
@@ -261,38 +253,19 @@ for _ in range(400):
     except (OSError, ValueError):
         pass
     time.sleep(0.05)
-p.send_signal(signal.SIGINT)
+p.send_signal(sig)
 err = p.communicate()[1].decode()
-assert p.returncode in (-signal.SIGINT, 0), (p.returncode, err)
+assert p.returncode in (-sig, 0), (p.returncode, err)
 if p.returncode:
     assert "--resume" in err, err
 assert not [f for f in os.listdir(out) if ".tmp-" in f]
 json.load(open(f"{out}/results.json"))
-print(f"  SIGINT: exit {p.returncode}")
+print(f"  {name}: exit {p.returncode}")
 EOF
-expect "resume after SIGINT" 0 "6 cases (6 ok" "$ARKCOS" run "$T/tiny.json" --out "$T/int" --resume
-# SIGHUP (the terminal closed): the same; a shell reports exit 129
-"$PYTHON" - "$ARKCOS" "$T/tiny.json" "$T/hup" <<'EOF' && ok || bad "SIGHUP did not stop the sweep cleanly"
-import json, os, signal, subprocess, sys, time
-arkcos, cfg, out = sys.argv[1:4]
-p = subprocess.Popen([arkcos, "run", cfg, "--out", out], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-for _ in range(400):
-    try:
-        if json.load(open(f"{out}/results.json"))["cases"]:
-            break
-    except (OSError, ValueError):
-        pass
-    time.sleep(0.05)
-p.send_signal(signal.SIGHUP)
-err = p.communicate()[1].decode()
-assert p.returncode in (-signal.SIGHUP, 0), (p.returncode, err)
-if p.returncode:
-    assert "--resume" in err, err
-assert not [f for f in os.listdir(out) if ".tmp-" in f]
-json.load(open(f"{out}/results.json"))
-print(f"  SIGHUP: exit {p.returncode}")
-EOF
-expect "resume after SIGHUP" 0 "6 cases (6 ok" "$ARKCOS" run "$T/tiny.json" --out "$T/hup" --resume
+  expect "resume after $1" 0 "6 cases (6 ok" "$ARKCOS" run "$T/tiny.json" --out "$2" --resume
+}
+signal_stops_sweep SIGINT "$T/int"
+signal_stops_sweep SIGHUP "$T/hup"
 # SIGHUP while smooth writes: the output path untouched, no temporary file
 "$PYTHON" - "$ARKCOS" "$M" "$T/hup_o.fits" <<'EOF' && ok || bad "smooth under SIGHUP left something behind"
 import os, signal, subprocess, sys, time

@@ -33,18 +33,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert len(d['cases']) == 2 and all(c['status'] == 'failed' and 'RLIMIT_AS' in c['reason'] for c in d['cases']), d['cases']
 print('  ' + d['cases'][0]['reason'])" "$T/huge/results.json" && ok || bad "sweep: the failures do not name the limit"
-"$PYTHON" - "$T/huge_partial.fits" <<'EOF2'
-import sys
-import numpy as np
-from astropy.io import fits
-h = fits.BinTableHDU.from_columns([
-    fits.Column(name="PIXEL", format="K", array=np.array([0, 5, 1000], dtype=np.int64)),
-    fits.Column(name="SIGNAL", format="D", array=np.array([1.0, 2.0, 3.0]))])
-for k, v in [("PIXTYPE", "HEALPIX"), ("ORDERING", "RING"), ("NSIDE", 1048576), ("INDXSCHM", "EXPLICIT"),
-             ("OBJECT", "PARTIAL"), ("FIRSTPIX", 0), ("LASTPIX", 12 * 1048576 ** 2 - 1)]:
-    h.header[k] = v
-h.writeto(sys.argv[1])
-EOF2
+"$PYTHON" tests/partial_map.py "$T/huge_partial.fits" 1048576
 timed "smooth at nside 2^20, --max-memory 1000000G" 1 "RLIMIT_AS" \
   "$ARKCOS" smooth "$T/huge_partial.fits" "$T/o.fits" --fwhm-arcmin 1 --backend cpu --max-memory 1000000G
 [ -e "$T/o.fits" ] && bad "smooth: output written" || ok
