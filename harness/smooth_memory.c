@@ -36,8 +36,14 @@ typedef struct smem_row {
 /* The process itself (code, libraries): measured 14.4 MB of peak resident
  * memory for `arkcos smooth` at nside 16 (FFTW's plans estimated, no
  * wisdom); an MPI build under mpirun 24.6 to 31.8 MB (its libraries,
- * docs/MPI.md) */
-#define PROCESS_BYTES (hmpi_built() || nranks > 1 ? 32e6 : 15e6)
+ * docs/MPI.md); a CUDA build 23.9 to 24.1 MB (--backend auto opens the GPU
+ * module and the CUDA runtime even without a device) */
+#ifdef ARKCOS_WITH_CUDA
+#define PROCESS_CUDA_BYTES 10e6
+#else
+#define PROCESS_CUDA_BYTES 0.0
+#endif
+#define PROCESS_BYTES ((hmpi_built() || nranks > 1 ? 32e6 : 15e6) + PROCESS_CUDA_BYTES)
 
 /* Rank `rank`'s row for nside w; 0 or an ARKCOS_E* code (err filled) */
 static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int nranks, int split,
