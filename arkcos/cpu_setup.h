@@ -230,34 +230,17 @@ static int SFX(setup_buffers)(arkcos_plan *p, SFX(cpu_state) *s, size_t bytes, a
   return ARKCOS_OK;
 }
 
-/* FFTW plans of every ring length and kernel grid, from the process-wide
- * cache; wisdom saved when some had to be planned */
-static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err) {
+/* Rings shorter than L that the plan transforms (used, or read by Fourier
+ * pairs): Bluestein's DFTs (bluestein.c), one per distinct length, made in
+ * parallel (each mirror ring shares its partner's); the per-thread double
+ * workspaces; their bytes into p->bytes. */
+static int SFX(setup_bluestein)(arkcos_plan *p, SFX(cpu_state) *s, const unsigned char *used, arkcos_error *err) {
   const int nr = p->geom->nrings;
   const arkcos_ring *rg = p->geom->rings;
-  arkcos_fftw_wisdom_load();
-  /* the rings this plan transforms: those Fourier pairs read (ring_nm) and
-   * its output rings; a band plan (MPI) leaves the others unplanned, whose
-   * FFTW plans would cost about 20 nside^2 bytes over the caps' lengths */
-  unsigned char *used = (unsigned char *)calloc((size_t)nr + 1, 1);
-  if (!used) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-  /* output rings that some Fourier pair writes into: a cap ring of an
-   * exact plan with direct caps gets only direct sums (fold_out writes its
-   * zeros), and planning the caps' awkward lengths costs seconds (FFTW
-   * takes 1-4 ms per length even estimated: 3.9 s for nside 512's 512) */
-  for (int t = p->task_lo; t < p->task_hi; t++) {
-    if (s->task_nm[t] == 0) continue;
-    used[p->task[t]] = 1;
-    if (p->mirror[p->task[t]] >= 0) used[p->mirror[p->task[t]]] = 1;
-  }
-  int fresh = 0, last = -1;
-  /* rings shorter than L: Bluestein's DFTs (bluestein.c), one per distinct
-   * length, made in parallel (each mirror ring shares its partner's) */
   s->blue = (arkcos_bluestein **)calloc((size_t)nr, sizeof *s->blue);
   s->blue_own = (arkcos_bluestein **)calloc((size_t)nr, sizeof *s->blue_own);
   int *bring = (int *)malloc(sizeof(int) * ((size_t)nr + 1));
   if (!s->blue || !s->blue_own || !bring) {
-    free(used);
     free(bring);
     return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
   }
@@ -293,11 +276,38 @@ static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err)
     if (s->blue[j] && rg[j].nph > nmax) nmax = rg[j].nph;
   s->bwstride = (bmax + 2 * (size_t)nmax + 16 + 7) / 8 * 8;
   if (s->nblue) s->bwork = (double *)FFTWP(malloc)(sizeof(double) * s->bwstride * (size_t)s->nthreads);
-  if (bfail || (s->nblue && !s->bwork)) {
-    free(used);
+  if (bfail || (s->nblue && !s->bwork))
     return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory (the caps' ring DFTs)");
-  }
   p->bytes += (size_t)bbytes + sizeof(double) * s->bwstride * (size_t)s->nthreads;
+  return ARKCOS_OK;
+}
+
+/* FFTW plans of every ring length and kernel grid, from the process-wide
+ * cache; wisdom saved when some had to be planned */
+static int SFX(setup_fftw)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *err) {
+  const int nr = p->geom->nrings;
+  const arkcos_ring *rg = p->geom->rings;
+  arkcos_fftw_wisdom_load();
+  /* the rings this plan transforms: those Fourier pairs read (ring_nm) and
+   * its output rings; a band plan (MPI) leaves the others unplanned, whose
+   * FFTW plans would cost about 20 nside^2 bytes over the caps' lengths */
+  unsigned char *used = (unsigned char *)calloc((size_t)nr + 1, 1);
+  if (!used) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  /* output rings that some Fourier pair writes into: a cap ring of an
+   * exact plan with direct caps gets only direct sums (fold_out writes its
+   * zeros), and planning the caps' awkward lengths costs seconds (FFTW
+   * takes 1-4 ms per length even estimated: 3.9 s for nside 512's 512) */
+  for (int t = p->task_lo; t < p->task_hi; t++) {
+    if (s->task_nm[t] == 0) continue;
+    used[p->task[t]] = 1;
+    if (p->mirror[p->task[t]] >= 0) used[p->mirror[p->task[t]]] = 1;
+  }
+  int fresh = 0, last = -1;
+  const int brc = SFX(setup_bluestein)(p, s, used, err);
+  if (brc != ARKCOS_OK) {
+    free(used);
+    return brc;
+  }
   for (int j = 0; j < nr; j++) {
     if (!used[j] && s->ring_nm[j] == 0) continue;
     if (s->blue[j]) continue;
