@@ -118,6 +118,23 @@ void arkcos_healpix_pix2ang_ring(int64_t nside, int64_t pix, double *theta,
                                  double *phi);
 int64_t arkcos_healpix_nest2ring(int64_t nside, int64_t pix); /* nside 2^k */
 int64_t arkcos_healpix_ring2nest(int64_t nside, int64_t pix); /* nside 2^k */
+/* Quadrature weights of the 4 nside - 1 HEALPix rings (north to south), as
+ * factors of the equal pixel area 4 pi / npix: a sum over the pixels of
+ * w_ring f(pixel) 4 pi / npix integrates a smooth f over the sphere as well
+ * near the poles and at the cap/belt boundary as inside the belt. Pixel
+ * centres alone form a quadrature whose error concentrates at those places:
+ * in the ring index t, ring areas grow as t in the caps and stay constant in
+ * the belt, so the sum over rings is a trapezoid rule in t whose
+ * Euler-Maclaurin terms live at the pole (t = 0, not a ring) and at the kink
+ * t = nside. The first four rings of each cap take end corrections c_1..c_4
+ * (sum_i c_i i^n = B_(n+1) / (n + 1) for n = 1, 3, 5, 7: 0.1393, -0.0375,
+ * 0.0073, -0.0007) and the two rings at |z| = 2/3 take -1 / (12 nside).
+ * Measured on a constant map smoothed with a 4.4 px/FWHM Gaussian at nside
+ * 64: max |1 - out| 1.4e-2 with plain pixels, 7e-5 with these weights; what
+ * remains sits on rings 3-6, from the few pixels of the innermost rings.
+ * nside >= 1 (below 8 the end corrections overlap and are not applied); w
+ * holds 4 nside - 1 values. Returns 0, or -1 for a bad argument. */
+int arkcos_healpix_ring_weights(int64_t nside, double *w);
 
 /* ---------------------------------------------------------------- kernels */
 

@@ -74,6 +74,26 @@ arkcos_geometry *arkcos_geometry_from_rings(int nrings, const double *theta,
 
 int64_t arkcos_healpix_npix(int64_t nside) { return 12 * nside * nside; }
 
+int arkcos_healpix_ring_weights(int64_t nside, double *w) {
+  if (nside < 1 || nside > ((int64_t)1 << 20) || !w) return -1;
+  const int64_t nr = 4 * nside - 1;
+  for (int64_t r = 0; r < nr; r++) w[r] = 1;
+  if (nside < 8) return 0;
+  /* end corrections of the trapezoid rule in the ring index at the pole,
+   * where the integrand t g(z(t)) is odd in t: exact for t, t^3, t^5, t^7 */
+  static const double c[4] = {252769.0 / 1814400.0, -68119.0 / 1814400.0, 1469.0 / 201600.0,
+                              -2497.0 / 3628800.0};
+  for (int i = 0; i < 4; i++) {
+    w[i] += c[i];
+    w[nr - 1 - i] += c[i];
+  }
+  /* the kink at ring nside (and 3 nside): ring areas stop growing; the
+   * jump in the slope of the integrand costs (1/12) of it */
+  w[nside - 1] -= 1.0 / (12.0 * (double)nside);
+  w[3 * nside - 1] -= 1.0 / (12.0 * (double)nside);
+  return 0;
+}
+
 /* Colatitude, first-pixel azimuth, size and offset of HEALPix ring r
  * (1-based), computed so that theta is accurate near the poles. */
 static void healpix_ring(int64_t nside, int64_t r, double *theta, double *phi0,
