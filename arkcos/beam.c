@@ -47,6 +47,43 @@ static int effective_lmax(const double *b, int lmax) {
   return L;
 }
 
+/* The kernel of Legendre coefficients c[0..L] up to the angle cut: a table
+ * at most pi / (32 L) apart, at least 64 points to the cut, and NREF points
+ * at h 4^-r near 0, where the natural spline's zero curvature is wrong
+ * (K''(0) != 0): its O(h^2) error there shrinks 16-fold per level (measured
+ * on Gaussians: 5e-6 of K(0) without them) */
+static arkcos_kernel *table_kernel(const double *c, int L, double cut, arkcos_error *err) {
+  enum { NREF = 8 };
+  double h = fmin(M_PI / (32.0 * (L + 1)), cut / 64);
+  const int nu = (int)ceil(cut / h) + 1, n = nu + NREF;
+  h = cut / (nu - 1);
+  double *a = malloc(sizeof(double) * (size_t)n), *v = malloc(sizeof(double) * (size_t)n);
+  if (!a || !v) {
+    free(a);
+    free(v);
+    arkcos_fail(err, ARKCOS_ENOMEM, "beam: out of memory");
+    return NULL;
+  }
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < n; i++) {
+    if (i == 0) a[i] = 0;
+    else if (i <= NREF) a[i] = h * pow(0.25, NREF + 1 - i);
+    else a[i] = i == n - 1 ? cut : (i - NREF) * h;
+    v[i] = legendre_sum(c, L, cos(a[i]));
+  }
+  arkcos_kernel_spec s;
+  memset(&s, 0, sizeof s);
+  s.type = ARKCOS_KERNEL_TABLE;
+  s.alpha = a;
+  s.value = v;
+  s.ntable = n;
+  s.cutoff = cut;
+  arkcos_kernel *k = arkcos_kernel_create(&s, err);
+  free(a);
+  free(v);
+  return k;
+}
+
 arkcos_kernel *arkcos_kernel_from_beam(const double *bl, int lmax, double cutoff_rel, arkcos_error *err) {
   if (!bl || lmax < 1) {
     arkcos_fail(err, ARKCOS_EINVAL, "beam: need B_l for l = 0 .. lmax with lmax >= 1");
@@ -112,40 +149,60 @@ arkcos_kernel *arkcos_kernel_from_beam(const double *bl, int lmax, double cutoff
     return NULL;
   }
   const double cut = fmin(M_PI, (last + 1) * dscan);
-  /* 2. the table: at most pi / (32 L) apart, at least 64 points to the
-   * cut, and NREF points at h 4^-r near 0, where the natural spline's zero
-   * curvature is wrong (K''(0) != 0): its O(h^2) error there shrinks
-   * 16-fold per level (measured on Gaussians: 5e-6 of K(0) without them) */
-  enum { NREF = 8 };
-  double h = fmin(M_PI / (32.0 * (L + 1)), cut / 64);
-  const int nu = (int)ceil(cut / h) + 1, n = nu + NREF;
-  h = cut / (nu - 1);
-  double *a = malloc(sizeof(double) * (size_t)n), *v = malloc(sizeof(double) * (size_t)n);
-  if (!a || !v) {
-    free(a);
-    free(v);
-    free(c);
-    arkcos_fail(err, ARKCOS_ENOMEM, "beam: out of memory");
+  arkcos_kernel *k = table_kernel(c, L, cut, err);
+  free(c);
+  return k;
+}
+
+arkcos_kernel *arkcos_kernel_gaussian_harmonic(double fwhm, double cutoff_rel, arkcos_error *err) {
+  if (!(fwhm > 0 && fwhm <= M_PI)) {
+    arkcos_fail(err, ARKCOS_EINVAL, "harmonic Gaussian: fwhm must be in (0, pi] radians, got %g", fwhm);
     return NULL;
   }
-#pragma omp parallel for schedule(static)
-  for (int i = 0; i < n; i++) {
-    if (i == 0) a[i] = 0;
-    else if (i <= NREF) a[i] = h * pow(0.25, NREF + 1 - i);
-    else a[i] = i == n - 1 ? cut : (i - NREF) * h;
-    v[i] = legendre_sum(c, L, cos(a[i]));
+  const double sigma = fwhm / sqrt(8 * log(2.0));
+  /* exp(-l (l + 1) sigma^2 / 2) < 1e-17 from here on */
+  const double lmx = ceil(sqrt(2 * 39.2) / sigma) + 1;
+  if (lmx > 2e6) {
+    arkcos_fail(err, ARKCOS_EINVAL, "harmonic Gaussian: fwhm %g arcmin needs B_l to l = %.0f; beyond 2e6",
+                fwhm * 10800 / M_PI, lmx);
+    return NULL;
   }
-  arkcos_kernel_spec s;
-  memset(&s, 0, sizeof s);
-  s.type = ARKCOS_KERNEL_TABLE;
-  s.alpha = a;
-  s.value = v;
-  s.ntable = n;
-  s.cutoff = cut;
-  arkcos_kernel *k = arkcos_kernel_create(&s, err);
-  free(a);
-  free(v);
-  free(c);
+  if (!(cutoff_rel > 0 && cutoff_rel < 1)) {
+    arkcos_fail(err, ARKCOS_EINVAL, "harmonic Gaussian: relative cutoff must be in (0, 1), got %g", cutoff_rel);
+    return NULL;
+  }
+  const int L = (int)lmx;
+  double *bl = malloc(sizeof(double) * (size_t)(L + 1));
+  if (!bl) {
+    arkcos_fail(err, ARKCOS_ENOMEM, "harmonic Gaussian: out of memory");
+    return NULL;
+  }
+  /* the heat kernel falls monotonically: march out in steps of sigma / 4 to
+   * the first angle below the level, then bisect (a scan of the whole
+   * circle, as for any B_l, costs L^2: minutes at 1 arcmin) */
+  bl[0] = 1 / (4 * M_PI);
+  for (int l = 1; l <= L; l++) bl[l] = (2 * l + 1) / (4 * M_PI) * exp(-0.5 * (double)l * (l + 1) * sigma * sigma);
+  const double k0 = legendre_sum(bl, L, 1.0), lim = cutoff_rel * k0, step = sigma / 4;
+  double lo = 0, hi = 0;
+  while (hi < M_PI) {
+    const double t = fmin(M_PI, hi + step);
+    if (legendre_sum(bl, L, cos(t)) < lim) {
+      hi = t;
+      break;
+    }
+    lo = hi = t;
+  }
+  double cut = M_PI;
+  if (hi < M_PI || legendre_sum(bl, L, -1.0) < lim) {
+    for (int it = 0; it < 60 && hi - lo > 1e-12 * hi; it++) {
+      const double mid = 0.5 * (lo + hi);
+      if (legendre_sum(bl, L, cos(mid)) < lim) hi = mid;
+      else lo = mid;
+    }
+    cut = fmin(M_PI, hi);
+  }
+  arkcos_kernel *k = table_kernel(bl, L, cut, err);
+  free(bl);
   return k;
 }
 

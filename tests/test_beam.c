@@ -231,4 +231,38 @@ TEST_GROUP(kernel_file_long_lines) {
   remove(path);
 }
 
-TEST_MAIN(TG(kernel_file_long_lines), TG(gaussian_beam), TG(sidelobes_round_trip), TG(refusals), TG(beam_files))
+/* arkcos_kernel_gaussian_harmonic: the same kernel as the beam route, the
+ * window it applies, its refusals */
+TEST_GROUP(gaussian_harmonic) {
+  arkcos_error err = {0, ""};
+  const double fw[] = {10 * PI / 180, 1 * PI / 180, 5 * PI / 10800};
+  for (int t = 0; t < 3; t++) {
+    arkcos_kernel *k = arkcos_kernel_gaussian_harmonic(fw[t], 1e-13, &err);
+    CHECK(k != NULL, "%s", err.msg);
+    if (!k) continue;
+    const double sig = fw[t] / sqrt(8 * log(2.0));
+    const int lmax = (int)ceil(9 / sig);
+    double *bl = gauss_bl(fw[t], lmax);
+    beam_ctx bc = {bl, lmax};
+    char what[160];
+    snprintf(what, sizeof what, "harmonic Gaussian %.3g deg: table against the Legendre sum, / K(0)", fw[t] * 180 / PI);
+    CHECK_LE(what, profile_dev(k, beam_sum, &bc), 3e-9); /* measured 1.4e-10 (1 deg) to 7.6e-10 (5') */
+    /* the cut where the heat kernel falls to 1e-13: about 7.7 sigma */
+    snprintf(what, sizeof what, "harmonic Gaussian %.3g deg: cut / sigma", fw[t] * 180 / PI);
+    CHECK_LE(what, fabs(arkcos_kernel_cutoff(k) / sig - 7.74), 0.1);
+    double we;
+    int lw;
+    CHECK(arkcos_kernel_window_error(k, bl, lmax, &we, &lw, &err) == 0, "%s", err.msg);
+    snprintf(what, sizeof what, "harmonic Gaussian %.3g deg: max_l |K_l - B_l|", fw[t] * 180 / PI);
+    CHECK_LE(what, we, 1e-10); /* measured 2.4e-11 (10 deg) to 2.8e-11 (5') */
+    printf("  harmonic Gaussian %.3g deg: cut %.3f sigma, window error %.1e\n", fw[t] * 180 / PI,
+           arkcos_kernel_cutoff(k) / sig, we);
+    arkcos_kernel_destroy(k);
+    free(bl);
+  }
+  CHECK(!arkcos_kernel_gaussian_harmonic(0, 1e-13, &err) && strstr(err.msg, "fwhm"), "fwhm 0 refused: %s", err.msg);
+  CHECK(!arkcos_kernel_gaussian_harmonic(1e-3, 0, &err) && strstr(err.msg, "cutoff"), "cutoff 0 refused: %s", err.msg);
+  CHECK(!arkcos_kernel_gaussian_harmonic(1e-7, 1e-5, &err) && strstr(err.msg, "2e6"), "too narrow refused: %s", err.msg);
+}
+
+TEST_MAIN(TG(kernel_file_long_lines), TG(gaussian_beam), TG(sidelobes_round_trip), TG(refusals), TG(beam_files), TG(gaussian_harmonic))
