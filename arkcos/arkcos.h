@@ -221,9 +221,14 @@ arkcos_kernel *arkcos_kernel_from_beam(const double *bl, int lmax, double cutoff
 /* healpy's Gaussian beam: the kernel of B_l = exp(-l (l + 1) sigma^2 / 2),
  * sigma = fwhm / sqrt(8 ln 2) (healpy.gauss_beam, the meaning of fwhm in
  * healpy.smoothing and HEALPix's smoothing), summed to the l where B_l falls
- * below 1e-17 and made a kernel as arkcos_kernel_from_beam does. It is wider
- * than ARKCOS_KERNEL_GAUSSIAN of the same fwhm by a relative sigma^2 / 12 in
- * width (3e-4 of the map's rms at 10 degrees). 0 < fwhm <= pi. */
+ * below 1e-17 and cut where it falls below cutoff_rel K(0). It is held as
+ * a Gaussian times a smooth factor fitted to the Legendre sum (to 4e-14 of
+ * K(0) at 5', 2e-15 at 10 degrees), so plans treat it as a Gaussian (smooth
+ * polar caps, no tables); where no factor of up to 24 Chebyshev terms fits
+ * (FWHM beyond about 60 degrees, cut at 180) it is a table as
+ * arkcos_kernel_from_beam makes. It is wider than ARKCOS_KERNEL_GAUSSIAN of
+ * the same fwhm by a relative sigma^2 / 12 in width (3e-4 of the map's rms
+ * at 10 degrees). 0 < fwhm <= pi. */
 arkcos_kernel *arkcos_kernel_gaussian_harmonic(double fwhm, double cutoff_rel, arkcos_error *err);
 /* The untruncated Legendre sum of B_l / B_0 at angle alpha (NAN if B_0 = 0). */
 double arkcos_beam_profile(const double *bl, int lmax, double alpha);

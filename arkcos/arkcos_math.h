@@ -21,6 +21,19 @@
 #define ARKCOS_PI 3.14159265358979323846
 #endif
 
+#define ARKCOS_KPOLY_MAX 24
+
+/* Chebyshev series sum_k c[k] T_k(x), k < n (Clenshaw) */
+ARKCOS_HD static inline double arkcos_cheb(const double *c, int n, double x) {
+  double b1 = 0, b2 = 0;
+  for (int k = n - 1; k >= 1; k--) {
+    const double b0 = 2 * x * b1 - b2 + c[k];
+    b2 = b1;
+    b1 = b0;
+  }
+  return x * b1 - b2 + c[0];
+}
+
 /* Kernel profile in a form a device can evaluate: no pointers to host
  * structures, only an optional coefficient array (copied to the device). */
 typedef struct arkcos_kfun {
@@ -31,6 +44,12 @@ typedef struct arkcos_kfun {
   double cut_d2;   /* 4 sin^2(cutoff / 2): squared chord of the cutoff */
   int nknots;      /* TABLE: natural cubic spline knots */
   const double *spline; /* TABLE: 5 * nknots values: x, a, b, c, d */
+  /* GAUSSIAN times a smooth factor (healpy's Gaussian beam, the heat
+   * kernel): sum_k poly[k] T_k(x), x = 2 alpha^2 poly_s - 1 clamped to 1;
+   * npoly = 0 for the plain Gaussian */
+  int npoly;
+  double poly_s;
+  double poly[ARKCOS_KPOLY_MAX];
 } arkcos_kfun;
 
 /* Squared chord distance 2 (1 - cos alpha) between (t1, p) and (t2, p + dphi),
@@ -72,7 +91,12 @@ ARKCOS_HD static inline double arkcos_spline_eval(const double *sp, int n, doubl
 ARKCOS_HD static inline double arkcos_kfun_alpha(const arkcos_kfun *k, double alpha) {
   if (alpha > k->cutoff) return 0.0;
   switch (k->type) {
-    case 0: return k->norm * exp(-alpha * alpha * k->inv2s2);
+    case 0: {
+      const double g = k->norm * exp(-alpha * alpha * k->inv2s2);
+      if (!k->npoly) return g;
+      const double x = 2 * alpha * alpha * k->poly_s - 1;
+      return g * arkcos_cheb(k->poly, k->npoly, x < 1 ? x : 1);
+    }
     case 1: return k->norm;
     default: return k->norm * arkcos_spline_eval(k->spline, k->nknots, alpha);
   }

@@ -5,7 +5,8 @@
  * truncated where |K| stays below cutoff_rel K(0) up to pi, tabulated finely
  * enough that the table's cubic spline reproduces the sum to ~1e-9 of K(0),
  * and the window the truncated kernel really applies (its own K_l) against
- * the B_l asked for. Uses the public kernel API only.
+ * the B_l asked for. healpy's Gaussian beam is a Gaussian times a smooth
+ * factor fitted to its Legendre sum (kernel_internal.h), else a table.
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "arkcos/arkcos.h"
+#include "arkcos/kernel_internal.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -21,15 +23,18 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-/* sum_l c_l P_l(z), l = 0..L (upward recurrence, stable) */
-static double legendre_sum(const double *c, int L, double z) {
-  double p0 = 1, p1 = z, s = c[0];
-  if (L >= 1) s += c[1] * z;
-  for (int l = 1; l < L; l++) {
-    const double p2 = ((2 * l + 1) * z * p1 - l * p0) / (l + 1);
-    s += c[l + 1] * p2;
-    p0 = p1;
-    p1 = p2;
+/* sum_l c_l P_l(cos alpha), l = 0..L, by the upward recurrence written for
+ * the differences d_l = P_l - P_(l-1) in u = 1 - cos alpha = 2 sin^2(alpha/2):
+ * d_(l+1) = (l d_l - (2l + 1) u P_l) / (l + 1). cos alpha itself is never
+ * formed: its rounding (1e-16) moves P_l by l^2/2 times as much near 1,
+ * which at l = 7e4 (a 1' beam) was 3e-9 of K(0). */
+static double legendre_sum(const double *c, int L, double alpha) {
+  const double sh = sin(0.5 * alpha), u = 2 * sh * sh;
+  double p = 1, d = -u, s = c[0]; /* P_0 = 1, d_1 = P_1 - P_0 = -u */
+  for (int l = 1; l <= L; l++) {
+    p += d; /* P_l */
+    s += c[l] * p;
+    d = (l * d - (2 * l + 1) * u * p) / (l + 1); /* d_(l+1) */
   }
   return s;
 }
@@ -69,7 +74,7 @@ static arkcos_kernel *table_kernel(const double *c, int L, double cut, arkcos_er
     if (i == 0) a[i] = 0;
     else if (i <= NREF) a[i] = h * pow(0.25, NREF + 1 - i);
     else a[i] = i == n - 1 ? cut : (i - NREF) * h;
-    v[i] = legendre_sum(c, L, cos(a[i]));
+    v[i] = legendre_sum(c, L, a[i]);
   }
   arkcos_kernel_spec s;
   memset(&s, 0, sizeof s);
@@ -109,7 +114,7 @@ arkcos_kernel *arkcos_kernel_from_beam(const double *bl, int lmax, double cutoff
     return NULL;
   }
   for (int l = 0; l <= L; l++) c[l] = (2 * l + 1) / (4 * M_PI) * bl[l] / bl[0];
-  const double k0 = legendre_sum(c, L, 1.0);
+  const double k0 = legendre_sum(c, L, 0.0);
   if (!(k0 > 0)) {
     free(c);
     arkcos_fail(err, ARKCOS_EINVAL, "beam: its kernel K(0) = sum (2l+1)/4pi B_l/B_0 = %g is not positive", k0);
@@ -123,15 +128,15 @@ arkcos_kernel *arkcos_kernel_from_beam(const double *bl, int lmax, double cutoff
   double beyond = 0; /* largest |K| / K(0) outside the main lobe's first fall below the level */
 #pragma omp parallel for schedule(static) reduction(max : last)
   for (int i = 1; i <= nscan; i++)
-    if (fabs(legendre_sum(c, L, cos(i * dscan))) > lim) last = i > last ? i : last;
+    if (fabs(legendre_sum(c, L, i * dscan)) > lim) last = i > last ? i : last;
   if (last >= nscan - 1) {
     int first = 0;
     for (int i = 1; i <= nscan && !first; i++)
-      if (fabs(legendre_sum(c, L, cos(i * dscan))) <= lim) first = i;
+      if (fabs(legendre_sum(c, L, i * dscan)) <= lim) first = i;
     /* the figure: beyond the main lobe, or (never below) from 90 degrees on */
     const int from = first ? first : nscan / 2;
     for (int i = from; i <= nscan; i += 1 + nscan / 4096)
-      beyond = fmax(beyond, fabs(legendre_sum(c, L, cos(i * dscan))) / k0);
+      beyond = fmax(beyond, fabs(legendre_sum(c, L, i * dscan)) / k0);
     free(c);
     char where[128];
     if (first)
@@ -152,6 +157,94 @@ arkcos_kernel *arkcos_kernel_from_beam(const double *bl, int lmax, double cutoff
   arkcos_kernel *k = table_kernel(c, L, cut, err);
   free(c);
   return k;
+}
+
+/* Least squares min |A x - b| for an m x n matrix (column-major, m >= n) by
+ * Householder QR; A and b are overwritten. Returns 0, or -1 if singular. */
+static int lsq(double *A, double *b, int m, int n, double *x) {
+  for (int j = 0; j < n; j++) {
+    double *a = A + (size_t)j * m, nrm = 0;
+    for (int i = j; i < m; i++) nrm += a[i] * a[i];
+    nrm = sqrt(nrm);
+    if (!(nrm > 0)) return -1;
+    const double alpha = a[j] > 0 ? -nrm : nrm;
+    a[j] -= alpha; /* v = a - alpha e_j, stored in a[j..m) */
+    double vv = 0;
+    for (int i = j; i < m; i++) vv += a[i] * a[i];
+    for (int c = j + 1; c < n; c++) {
+      double *ac = A + (size_t)c * m, d = 0;
+      for (int i = j; i < m; i++) d += a[i] * ac[i];
+      d = 2 * d / vv;
+      for (int i = j; i < m; i++) ac[i] -= d * a[i];
+    }
+    double d = 0;
+    for (int i = j; i < m; i++) d += a[i] * b[i];
+    d = 2 * d / vv;
+    for (int i = j; i < m; i++) b[i] -= d * a[i];
+    a[j] = alpha; /* R's diagonal */
+  }
+  for (int j = n - 1; j >= 0; j--) {
+    double t = b[j];
+    for (int c = j + 1; c < n; c++) t -= A[(size_t)c * m + j] * x[c];
+    x[j] = t / A[(size_t)j * m + j];
+  }
+  return 0;
+}
+
+/* The heat kernel c[0..L] (Legendre sum, K(0) = k0) as a Gaussian of width
+ * sigma times a Chebyshev series in 2 alpha^2 / cut^2 - 1: the fewest terms
+ * whose product follows the sum to its rounding at 2 x 160 points in [0, cut].
+ * Returns the number of terms (coefficients in a), or 0 when none fits. */
+static int fit_gaussian_factor(const double *c, int L, double k0, double sigma, double cut, double *a) {
+  enum { M = 160 };
+  double al[2 * M], h[2 * M], g[2 * M];
+  for (int j = 0; j < 2 * M; j++) {
+    const double x = cos(M_PI * (j + 0.5) / (2 * M)); /* in (-1, 1) */
+    al[j] = cut * sqrt(0.5 * (x + 1));
+  }
+#pragma omp parallel for schedule(static)
+  for (int j = 0; j < 2 * M; j++) {
+    h[j] = legendre_sum(c, L, al[j]) / k0;
+    g[j] = exp(-0.5 * al[j] * al[j] / (sigma * sigma));
+  }
+  double A[M * ARKCOS_KPOLY_MAX], b[M], x[ARKCOS_KPOLY_MAX], best[ARKCOS_KPOLY_MAX + 1][ARKCOS_KPOLY_MAX];
+  double worst[ARKCOS_KPOLY_MAX + 1], floor = INFINITY;
+  for (int n = 2; n <= ARKCOS_KPOLY_MAX; n++) {
+    worst[n] = INFINITY;
+    /* fit on the even points, check on all */
+    for (int j = 0; j < M; j++) {
+      const double xx = 2 * al[2 * j] * al[2 * j] / (cut * cut) - 1;
+      double t0 = 1, t1 = xx;
+      for (int k = 0; k < n; k++) {
+        double tk = k == 0 ? 1 : xx;
+        if (k >= 2) {
+          tk = 2 * xx * t1 - t0;
+          t0 = t1;
+          t1 = tk;
+        }
+        A[(size_t)k * M + j] = g[2 * j] * tk;
+      }
+      b[j] = h[2 * j];
+    }
+    if (lsq(A, b, M, n, x)) continue;
+    double w = 0;
+    for (int j = 0; j < 2 * M; j++) {
+      const double xx = 2 * al[j] * al[j] / (cut * cut) - 1;
+      w = fmax(w, fabs(g[j] * arkcos_cheb(x, n, xx) - h[j]));
+    }
+    worst[n] = w;
+    floor = fmin(floor, w);
+    for (int k = 0; k < n; k++) best[n][k] = x[k];
+  }
+  /* the Legendre sum's own rounding sets a floor (7e-14 of K(0) at 1',
+   * 3e-15 at 1 deg): the fewest terms within it, if it is low enough */
+  if (!(floor <= 2e-13)) return 0;
+  for (int n = 2; n <= ARKCOS_KPOLY_MAX; n++)
+    if (worst[n] <= 1.25 * floor + 1e-15) {
+      for (int k = 0; k < n; k++) a[k] = best[n][k];
+      return n;
+    }
+  return 0;
 }
 
 arkcos_kernel *arkcos_kernel_gaussian_harmonic(double fwhm, double cutoff_rel, arkcos_error *err) {
@@ -182,26 +275,28 @@ arkcos_kernel *arkcos_kernel_gaussian_harmonic(double fwhm, double cutoff_rel, a
    * circle, as for any B_l, costs L^2: minutes at 1 arcmin) */
   bl[0] = 1 / (4 * M_PI);
   for (int l = 1; l <= L; l++) bl[l] = (2 * l + 1) / (4 * M_PI) * exp(-0.5 * (double)l * (l + 1) * sigma * sigma);
-  const double k0 = legendre_sum(bl, L, 1.0), lim = cutoff_rel * k0, step = sigma / 4;
+  const double k0 = legendre_sum(bl, L, 0.0), lim = cutoff_rel * k0, step = sigma / 4;
   double lo = 0, hi = 0;
   while (hi < M_PI) {
     const double t = fmin(M_PI, hi + step);
-    if (legendre_sum(bl, L, cos(t)) < lim) {
+    if (legendre_sum(bl, L, t) < lim) {
       hi = t;
       break;
     }
     lo = hi = t;
   }
   double cut = M_PI;
-  if (hi < M_PI || legendre_sum(bl, L, -1.0) < lim) {
+  if (hi < M_PI || legendre_sum(bl, L, M_PI) < lim) {
     for (int it = 0; it < 60 && hi - lo > 1e-12 * hi; it++) {
       const double mid = 0.5 * (lo + hi);
-      if (legendre_sum(bl, L, cos(mid)) < lim) hi = mid;
+      if (legendre_sum(bl, L, mid) < lim) hi = mid;
       else lo = mid;
     }
     cut = fmin(M_PI, hi);
   }
-  arkcos_kernel *k = table_kernel(bl, L, cut, err);
+  double a[ARKCOS_KPOLY_MAX];
+  const int n = fit_gaussian_factor(bl, L, k0, sigma, cut, a);
+  arkcos_kernel *k = n ? arkcos_kernel_create_gaussian_poly(fwhm, cut, a, n, cut, err) : table_kernel(bl, L, cut, err);
   free(bl);
   return k;
 }
@@ -211,7 +306,7 @@ double arkcos_beam_profile(const double *bl, int lmax, double alpha) {
   double *c = malloc(sizeof(double) * (size_t)(lmax + 1));
   if (!c) return NAN;
   for (int l = 0; l <= lmax; l++) c[l] = (2 * l + 1) / (4 * M_PI) * bl[l] / bl[0];
-  const double r = legendre_sum(c, lmax, cos(alpha));
+  const double r = legendre_sum(c, lmax, alpha);
   free(c);
   return r;
 }

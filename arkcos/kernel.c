@@ -282,6 +282,36 @@ arkcos_kernel *arkcos_kernel_create(const arkcos_kernel_spec *s, arkcos_error *e
   return k;
 }
 
+arkcos_kernel *arkcos_kernel_create_gaussian_poly(double fwhm, double cut, const double *a, int n,
+                                                  double fitcut, arkcos_error *err) {
+  if (n < 1 || n > ARKCOS_KPOLY_MAX || !(fitcut > 0) || !(cut > 0 && cut <= M_PI)) {
+    arkcos_fail(err, ARKCOS_EINVAL, "kernel: bad smooth factor (%d terms)", n);
+    return NULL;
+  }
+  arkcos_kernel_spec s;
+  memset(&s, 0, sizeof s);
+  s.type = ARKCOS_KERNEL_GAUSSIAN;
+  s.fwhm = fwhm;
+  s.cutoff = cut;
+  arkcos_kernel *k = calloc(1, sizeof *k);
+  if (!k) {
+    arkcos_fail(err, ARKCOS_ENOMEM, "kernel: out of memory");
+    return NULL;
+  }
+  k->f.type = s.type;
+  k->f.norm = 1;
+  k->extent = M_PI;
+  k->f.npoly = n;
+  k->f.poly_s = 1 / (fitcut * fitcut);
+  for (int i = 0; i < n; i++) k->f.poly[i] = a[i];
+  double c = cut;
+  if (setup_profile(k, &s, &c, err) != ARKCOS_OK || truncate_normalise(k, &s, c, err) != ARKCOS_OK) {
+    arkcos_kernel_destroy(k);
+    return NULL;
+  }
+  return k;
+}
+
 /* ---------------------------------------------------------- kernel files */
 
 /* A kernel file's data lines: angle (in the file's unit), K, line number. */

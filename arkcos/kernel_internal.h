@@ -11,6 +11,11 @@ struct arkcos_kernel {
   double cutoff_rel;  /* K(cutoff) / K(0) */
 };
 
+/* A Gaussian of this fwhm times the smooth factor sum_k a[k] T_k(2 alpha^2 /
+ * fitcut^2 - 1) (n <= ARKCOS_KPOLY_MAX), truncated at cut and normalised. */
+arkcos_kernel *arkcos_kernel_create_gaussian_poly(double fwhm, double cut, const double *a, int n,
+                                                  double fitcut, arkcos_error *err);
+
 /* The truncated, normalised profile (for the backends). */
 static inline const arkcos_kfun *arkcos_kernel_fun(const arkcos_kernel *k) {
   return &k->f;

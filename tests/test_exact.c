@@ -633,6 +633,45 @@ TEST_GROUP(smooth_caps) {
   }
 }
 
+/* healpy's Gaussian beam (arkcos_kernel_gaussian_harmonic: a Gaussian times
+ * a fitted smooth factor) takes the smooth caps too, as exact */
+TEST_GROUP(smooth_caps_harmonic) {
+  const int64_t nsides[] = {32, 64};
+  const double pxs[] = {4.5, 8.0};
+  for (int n = 0; n < 2; n++) {
+    arkcos_geometry *g = arkcos_geometry_healpix(nsides[n], NULL);
+    double *x = g ? white_noise(g, 177 + (uint64_t)n) : NULL;
+    for (int q = 0; x && q < 2; q++) {
+      char label[96];
+      snprintf(label, sizeof label, "nside %lld harmonic gauss %.1fpx cut 1e-13", (long long)nsides[n], pxs[q]);
+      arkcos_error e;
+      arkcos_kernel *k = arkcos_kernel_gaussian_harmonic(pxs[q] * healpix_pixel(g), 1e-13, &e);
+      CHECK(k != NULL, "%s: %s", label, e.msg);
+      if (!k) continue;
+      double *ref;
+      exact_stats st;
+      if (direct_case(label, g, k, x, &ref, &st)) {
+        CHECK(st.err_per_maxin <= TOL_SMOOTH_CAPS_MAX, "%s: err/max|x| %.3e > %.1e", label, st.err_per_maxin,
+              TOL_SMOOTH_CAPS_MAX);
+        check_bound(label, &st, TOL_SMOOTH_CAPS_BOUND);
+        arkcos_plan *ps = make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0);
+        setenv("ARKCOS_SMOOTH_CAPS", "0", 1);
+        arkcos_plan *pd = make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0);
+        unsetenv("ARKCOS_SMOOTH_CAPS");
+        CHECK(ps && pd && 4 * arkcos_plan_memory(ps) < arkcos_plan_memory(pd),
+              "%s: smooth caps not taken (%.2f MB against %.2f MB with direct caps)", label,
+              ps ? arkcos_plan_memory(ps) / 1e6 : -1.0, pd ? arkcos_plan_memory(pd) / 1e6 : -1.0);
+        arkcos_plan_destroy(ps);
+        arkcos_plan_destroy(pd);
+      }
+      free(ref);
+      arkcos_kernel_destroy(k);
+    }
+    free(x);
+    arkcos_geometry_destroy(g);
+  }
+}
+
 /* The band limit of smooth caps (cpu_pairspec.h, pair_len and pair_grid:
  * modes beyond it dropped, cap and belt pairs moved to coarser grids) for
  * beams too wide for a direct sum here, against the same plan with
@@ -675,4 +714,4 @@ TEST_GROUP(smooth_caps_band_limit) {
 TEST_MAIN(TG(exact_is_default), TG(kernel_families_healpix), TG(healpix_nside_128), TG(ecp_geometry),
           TG(single_precision), TG(accuracy_loose), TG(paper_mode_bound), TG(operator_symmetry),
           TG(constant_map), TG(direct_limits), TG(smooth_caps),
-          TG(smooth_caps_band_limit))
+          TG(smooth_caps_band_limit), TG(smooth_caps_harmonic))
