@@ -21,7 +21,7 @@ static int SFX(ncache), SFX(capcache);
  * process made before (docs/MPI.md). */
 static SFX(plan_entry) *SFX(plans_for)(int64_t n, unsigned flags, int *fresh) {
   SFX(plan_entry) *e = NULL;
-  pthread_mutex_lock(&fftw_planner_lock);
+  pthread_mutex_lock(&arkcos_fftw_planner_lock);
   for (int i = 0; i < SFX(ncache); i++)
     if (SFX(cache)[i].n == n && SFX(cache)[i].flags == flags) {
       e = &SFX(cache)[i];
@@ -53,7 +53,7 @@ static SFX(plan_entry) *SFX(plans_for)(int64_t n, unsigned flags, int *fresh) {
     FFTWP(free)(b);
   }
 out:
-  pthread_mutex_unlock(&fftw_planner_lock);
+  pthread_mutex_unlock(&arkcos_fftw_planner_lock);
   return e;
 }
 

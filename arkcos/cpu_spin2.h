@@ -49,13 +49,6 @@ typedef struct {
   int maxpairs;         /* most belt pairs of one output ring */
 } s2_state;
 
-int arkcos_spin2_ring_on_grid(const arkcos_plan *p, int i) {
-  const arkcos_ring *r = &p->geom->rings[i];
-  if (r->nph != p->L || p->L < 2 || p->L % 2) return 0;
-  const double x = r->phi0 * (double)p->L / ARKCOS_PI;
-  return fabs(x - floor(x + 0.5)) < 1e-9 && x > -0.5;
-}
-
 static void s2_destroy(arkcos_plan *p) {
   s2_state *s = (s2_state *)p->impl;
   if (!s) return;
@@ -69,10 +62,10 @@ static void s2_destroy(arkcos_plan *p) {
   fftw_free(s->ei);
   fftw_free(s->spec);
   fftw_free(s->work);
-  pthread_mutex_lock(&fftw_planner_lock);
+  pthread_mutex_lock(&arkcos_fftw_planner_lock);
   if (s->fwd) fftw_destroy_plan(s->fwd);
   if (s->bwd) fftw_destroy_plan(s->bwd);
-  pthread_mutex_unlock(&fftw_planner_lock);
+  pthread_mutex_unlock(&arkcos_fftw_planner_lock);
   free(s);
   p->impl = NULL;
 }
@@ -393,10 +386,10 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
     double *w = s->work;
     const double tf = omp_get_wtime();
     arkcos_fftw_wisdom_load();
-    pthread_mutex_lock(&fftw_planner_lock);
+    pthread_mutex_lock(&arkcos_fftw_planner_lock);
     s->fwd = fftw_plan_guru_split_dft(1, &dim, 0, NULL, w, w + L, w + 2 * L, w + 3 * L, arkcos_fftw_flags());
     s->bwd = fftw_plan_guru_split_dft(1, &dim, 0, NULL, w + 1 * L, w, w + 3 * L, w + 2 * L, arkcos_fftw_flags());
-    pthread_mutex_unlock(&fftw_planner_lock);
+    pthread_mutex_unlock(&arkcos_fftw_planner_lock);
     if (!s->fwd || !s->bwd) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: FFTW could not plan length %lld",
                                                (long long)L);
     arkcos_fftw_wisdom_save();

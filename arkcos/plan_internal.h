@@ -5,6 +5,8 @@
 
 #include <stdarg.h>
 
+#include <pthread.h>
+
 #include "arkcos/arkcos.h"
 #include "arkcos/arkcos_math.h"
 
@@ -68,11 +70,11 @@ void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first);
  * mirrors): need[j] = 1 for those, 0 for the others (need has nrings). */
 void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned char *need);
 
-/* cpu.c: the cap pairs' oversampling of the kernel grid, 1 or 2, chosen
+/* grid.c: the cap pairs' oversampling of the kernel grid, 1 or 2, chosen
  * automatically (options.oversample 0) for plans whose caps are not summed
  * directly */
 int arkcos_auto_oversample(const arkcos_kfun *kf, int64_t L);
-/* cpu.c: |K(cutoff) / K(0)|, the kernel's relative jump at its cutoff */
+/* grid.c: |K(cutoff) / K(0)|, the kernel's relative jump at its cutoff */
 double arkcos_kfun_cut_level(const arkcos_kfun *kf);
 int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
 int arkcos_cpu_create_float(arkcos_plan *p, arkcos_error *err);
@@ -80,8 +82,8 @@ int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);
 /* error.c: arkcos_fail with a va_list (the GPU module's messages) */
 int arkcos_vfail(arkcos_error *err, int code, const char *fmt, va_list ap);
 int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err);
-/* spin-2 plans: whether ring i takes part in the Fourier path (length L,
- * first pixel on the half-step grid pi / L) */
+/* grid.c, spin-2 plans: whether ring i takes part in the Fourier path
+ * (length L, first pixel on the half-step grid pi / L) */
 int arkcos_spin2_ring_on_grid(const arkcos_plan *p, int i);
 /* pairs_direct.c: the exact path of ring pairs off the kernel grid */
 int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j);
@@ -93,7 +95,9 @@ double arkcos_direct_apply_spin2(const arkcos_plan *p, const double *q, const do
                                  double *u_out);
 void arkcos_direct_destroy(arkcos_direct *D);
 void arkcos_plan_set_bound(arkcos_plan *p, int single);
-/* cpu.c: FFTW's planner flags for the long transforms (the kernel grids
+/* fftw_plans.c: the lock every FFTW planner call holds */
+extern pthread_mutex_t arkcos_fftw_planner_lock;
+/* fftw_plans.c: FFTW's planner flags for the long transforms (the kernel grids
  * and rings of length L): FFTW_ESTIMATE by default, FFTW_MEASURE with
  * ARKCOS_FFTW_PLANNER=measure (read once per process) */
 unsigned arkcos_fftw_flags(void);
@@ -108,7 +112,7 @@ void arkcos_bluestein_destroy(arkcos_bluestein *b);
 size_t arkcos_bluestein_work(const arkcos_bluestein *b);
 void arkcos_bluestein_r2c(const arkcos_bluestein *b, const double *x, double *X, double *work);
 void arkcos_bluestein_c2r(const arkcos_bluestein *b, const double *X, double *x, double *work);
-/* cpu.c: the in-place complex FFT of length n and sign (FFTW_FORWARD or
+/* fftw_plans.c: the in-place complex FFT of length n and sign (FFTW_FORWARD or
  * FFTW_BACKWARD) from a process-wide cache, planned with
  * arkcos_fftw_flags under the planner lock; NULL if FFTW cannot. The
  * return type is fftw_plan, passed as void * here. */
