@@ -502,16 +502,78 @@ int config_from_json(json_t *root, const char *path, run_config *cfg,
   return finish_errors(&e, err);
 }
 
-int config_load(const char *path, run_config *cfg, arkcos_error *err) {
-  memset(cfg, 0, sizeof *cfg);
+/* The document of path, or NULL with err filled (unreadable, malformed). */
+static json_t *load_document(const char *path, arkcos_error *err) {
   json_error_t je;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
   if (!root) {
     if (json_error_code(&je) == json_error_cannot_open_file)
-      return arkcos_fail(err, ARKCOS_EINVAL, "%s: %s", path, je.text);
-    return arkcos_fail(err, ARKCOS_EINVAL, "%s:%d:%d: malformed JSON: %s",
-                       path, je.line, je.column, je.text);
+      arkcos_fail(err, ARKCOS_EINVAL, "%s: %s", path, je.text);
+    else
+      arkcos_fail(err, ARKCOS_EINVAL, "%s:%d:%d: malformed JSON: %s", path, je.line, je.column, je.text);
   }
+  return root;
+}
+
+/* over merged into base: an object member of both is merged key by key,
+ * a null in over removes the key, anything else in over replaces base's. */
+static void merge_into(json_t *base, json_t *over) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(over, key, v) {
+    json_t *b = json_object_get(base, key);
+    if (json_is_null(v))
+      json_object_del(base, key);
+    else if (json_is_object(v) && json_is_object(b))
+      merge_into(b, v);
+    else
+      json_object_set(base, key, v);
+  }
+}
+
+#define MAX_EXTENDS 8
+
+/* The document of path with its "extends" chain resolved: the base's
+ * document (relative to path's folder, itself possibly extending another),
+ * with path's keys merged over it. NULL with err filled. */
+static json_t *load_extended(const char *path, int depth, arkcos_error *err) {
+  json_t *root = load_document(path, err);
+  if (!root || !json_is_object(root)) return root; /* "must be an object" comes later */
+  json_t *ext = json_object_get(root, "extends");
+  if (!ext) return root;
+  if (!json_is_string(ext) || !*json_string_value(ext)) {
+    json_decref(root);
+    arkcos_fail(err, ARKCOS_EINVAL, "%s: extends: must be the name of a config file", path);
+    return NULL;
+  }
+  if (depth >= MAX_EXTENDS) {
+    arkcos_fail(err, ARKCOS_EINVAL, "%s: extends: more than %d configs extend each other (a loop?)", path,
+                MAX_EXTENDS);
+    json_decref(root);
+    return NULL;
+  }
+  char *bpath = resolve_path(path, json_string_value(ext));
+  arkcos_error berr = {0, ""};
+  json_t *base = bpath ? load_extended(bpath, depth + 1, &berr) : NULL;
+  if (!base) {
+    arkcos_fail(err, ARKCOS_EINVAL, "%s: extends: %s", path, bpath ? berr.msg : "out of memory");
+  } else if (!json_is_object(base)) {
+    arkcos_fail(err, ARKCOS_EINVAL, "%s: extends: %s is not a JSON object", path, bpath);
+    json_decref(base);
+    base = NULL;
+  } else {
+    json_object_del(root, "extends");
+    merge_into(base, root);
+  }
+  free(bpath);
+  json_decref(root);
+  return base;
+}
+
+int config_load(const char *path, run_config *cfg, arkcos_error *err) {
+  memset(cfg, 0, sizeof *cfg);
+  json_t *root = load_extended(path, 0, err);
+  if (!root) return ARKCOS_EINVAL;
   int rc = config_from_json(root, path, cfg, err);
   json_decref(root);
   return rc;

@@ -117,7 +117,14 @@ typedef struct run_config {
   json_t *normalized;  /* validated, with every default filled in */
 } run_config;
 
-/* Reads and validates a config file. On failure returns ARKCOS_EINVAL with
+/* Reads and validates a config file. A config may extend another:
+ * "extends": "FILE" (relative to its folder) starts from FILE's document
+ * (itself possibly extending another, at most 8 deep) and merges its own
+ * keys over it: an object member of both is merged key by key, null
+ * removes a key, anything else (numbers, strings, lists) replaces the
+ * base's. The merged document is the config (cfg->given, results.json's
+ * meta.config); its relative paths resolve against the folder of `path`,
+ * also those it took from the base. On failure returns ARKCOS_EINVAL with
  * every error found, one per line, in err->msg, each prefixed by the file
  * name (as many as fit, then "... and N more"); a file that cannot be opened
  * or is malformed JSON gives one message, also ARKCOS_EINVAL. */

@@ -538,6 +538,56 @@ assert c['status'] == 'ok' and c['method']['backend'] == 'auto' and 'backend=aut
 assert c['backend_used'] == ('gpu' if $GPU_PRESENT else 'cpu'), c['backend_used']
 "
 
+# ------------------------------------------------------------ extends
+# A config extends another: objects merged key by key, other values
+# replaced, null removes a key; relative paths resolve against the folder
+# of the config that is run; the merged document is what results.json
+# records and what --resume compares.
+mkdir -p ext/base ext/p
+printf '1 1\n' > ext/p/cl.txt
+cat > ext/base/b.json <<'EOF'
+{"repeats": 2, "warmup": 0, "threads": 1,
+ "input": {"type": "random", "seed": 5, "cl_file": "cl.txt"},
+ "kernels": [{"type": "gaussian", "fwhm_arcmin": 600, "cutoff_deg": 15.3}],
+ "methods": [{"name": "direct"}, {"name": "fsht", "iter": 0}],
+ "reference": "direct", "outputs": {"maps": true}}
+EOF
+cat > ext/p/run.json <<'EOF'
+{"extends": "../base/b.json", "name": "ext-p", "repeats": 1, "grid": {"nside": [8]},
+ "input": {"seed": 7}, "outputs": null}
+EOF
+"$ARKCOS" run ext/p/run.json --out extout >ext.out 2>ext.err
+rc=$?
+check "extends: merged config runs and is recorded merged" "$PY" -c "
+import json
+assert $rc == 0, open('ext.err').read()
+d = json.load(open('extout/results.json'))
+g = d['meta']['config']
+assert 'extends' not in g, g
+assert g['input'] == {'type': 'random', 'seed': 7, 'cl_file': 'cl.txt'}, g['input']
+assert g['repeats'] == 1 and g['grid'] == {'nside': [8]} and 'outputs' not in g, g
+assert len(d['cases']) == 2 and all(len(c['time']['samples']) == 1 for c in d['cases'])
+assert not any('map' in c.get('outputs', {}) for c in d['cases']), 'outputs: null removed the maps'
+"
+"$ARKCOS" run ext/p/run.json --out extout --resume >/dev/null 2>ext2.err &&
+  ok "extends: --resume of the same config" || bad "extends: --resume of the same config" "$(cat ext2.err)"
+sed -i 's/"seed": 7/"seed": 8/' ext/p/run.json
+expect_exit "extends: --resume after a change -> 2 naming the path" 2 'input\.seed' "$ARKCOS" run ext/p/run.json --out extout --resume
+printf '{"extends": "nope.json", "grid": {"nside": [8]}}\n' > ext/p/missing.json
+expect_exit "extends: missing base -> 2 naming both files" 2 'missing\.json: extends: .*nope\.json' "$ARKCOS" run ext/p/missing.json --out e30
+printf '{"extends": "loop.json"}\n' > ext/p/loop.json
+expect_exit "extends: a loop -> 2" 2 'loop\.json: extends: .*more than 8' "$ARKCOS" run ext/p/loop.json --out e31
+printf '{"extends": 3}\n' > ext/p/num.json
+expect_exit "extends: not a file name -> 2" 2 'num\.json: extends: must be the name of a config file' "$ARKCOS" run ext/p/num.json --out e32
+printf '{"repeats": 1,,}\n' > ext/base/bad.json
+printf '{"extends": "../base/bad.json"}\n' > ext/p/badbase.json
+expect_exit "extends: malformed base -> 2 with its line and column" 2 'badbase\.json: extends: .*bad\.json:1:[0-9]+: malformed JSON' "$ARKCOS" run ext/p/badbase.json --out e33
+printf '{"extends": "../base/b.json", "grid": {"nside": [8]}, "methods": [{"name": "fsht", "iter": -1}]}\n' > ext/p/badval.json
+expect_exit "extends: a bad value -> 2 with the JSON path" 2 'badval\.json: methods\[0\]\.iter: must be >= 0' "$ARKCOS" run ext/p/badval.json --out e34
+# the shipped profiles: a base is shared by the three profiles and is no sweep by itself
+for f in "$ROOT"/configs/base/*.json; do
+  expect_exit "configs/base/$(basename "$f") alone -> 2 (no grid)" 2 'grid: required' "$ARKCOS" run "$f" --out "e_$(basename "$f")"
+done
 
 echo "TESTS $passed $failed"
 [ "$failed" -eq 0 ]
