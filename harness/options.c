@@ -26,31 +26,43 @@
  * 0..100), except where a value was meaningless (cutoff_rel 1: a cut at the
  * peak). */
 const opt_def opt_table[OPT_COUNT] = {
-    /* methods */
-    CHOICE(OPT_BACKEND, "backend", "--backend", "auto|cpu|gpu", "\"auto\"",
-           "arkcos: auto (the GPU if one is usable, else the CPU), cpu or gpu"),
-    CHOICE(OPT_MODE, "mode", "--mode", "enhanced|paper", "\"enhanced\"", "arkcos: enhanced or paper"),
-    CHOICE(OPT_PRECISION, "precision", "--precision", "double|single", "\"double\"",
-           "arkcos: double or single"),
-    ROW(OPT_CACHE_KERNEL_SPECTRA, "cache_kernel_spectra", NULL, OPT_T_BOOL, 0, 0, "false",
-        "arkcos: keep the kernel spectra from plan creation"),
-    ROW(OPT_OVERSAMPLE, "oversample", "--oversample", OPT_T_INT, 0, 8, NULL,
-        "arkcos: no effect (the polar caps are summed exactly); accepted, ignored"),
-    ROW(OPT_ACCURACY, "accuracy", "--accuracy", OPT_T_NUM, 0, NOLIM, "0",
-        "arkcos, enhanced: 0 exact, EPS > 0 the a-priori bound the plan may spend"),
-    ROW(OPT_ITER, "iter", "--iter", OPT_T_INT, 0, 1000, "3",
-        "fsht: Jacobi iterations of map2alm (3 as HEALPix and healpy)"),
-    ROW(OPT_LMAX, "lmax", "--lmax", OPT_T_INT, 1, 2147483647.0, NULL,
-        "band limit L (at most 4 nside, checked against the map)"),
-    ROWX(OPT_FSHT_LMAX_FACTOR, "lmax_factor", NULL, OPT_T_NUM, 0, 3, "3",
-         "fsht: band limit floor(f nside), at most 3 nside - 1"),
-    ROW(OPT_RING_WEIGHTS, "ring_weights", NULL, OPT_T_STR, 0, 0, NULL, "fsht: per-ring weights file"),
-    ROW(OPT_SAMPLE, "sample", NULL, OPT_T_INT, 1, 1e12, NULL, "direct: output pixels sampled (all without)"),
+    /* methods: `only` names the one method a row applies to */
+    CHOICE(OPT_METHOD, "name", "--method", "arkcos|direct|fsht", "\"arkcos\"",
+           "arkcos, direct (the exact pixel sum) or fsht (libsharp)"),
+    [OPT_BACKEND] = {.key = "backend", .flag = "--backend", .type = OPT_T_ENUM, .choices = "auto|cpu|gpu",
+                     .def = "\"auto\"", .only = "arkcos",
+                     .help = "arkcos: auto (the GPU if one is usable, else the CPU), cpu or gpu"},
+    [OPT_MODE] = {.key = "mode", .flag = "--mode", .type = OPT_T_ENUM, .choices = "enhanced|paper",
+                  .def = "\"enhanced\"", .only = "arkcos", .help = "arkcos: enhanced or paper"},
+    [OPT_PRECISION] = {.key = "precision", .flag = "--precision", .type = OPT_T_ENUM, .choices = "double|single",
+                       .def = "\"double\"", .only = "arkcos", .help = "arkcos: double or single"},
+    [OPT_CACHE_KERNEL_SPECTRA] = {.key = "cache_kernel_spectra", .type = OPT_T_BOOL, .def = "false",
+                                  .only = "arkcos", .help = "arkcos: keep the kernel spectra from plan creation"},
+    [OPT_OVERSAMPLE] = {.key = "oversample", .flag = "--oversample", .type = OPT_T_INT, .min = 0, .max = 8,
+                        .only = "arkcos",
+                        .help = "arkcos: no effect (the polar caps are summed exactly); accepted, ignored"},
+    [OPT_ACCURACY] = {.key = "accuracy", .flag = "--accuracy", .type = OPT_T_NUM, .min = 0, .max = NOLIM,
+                      .def = "0", .only = "arkcos",
+                      .help = "arkcos, enhanced: 0 exact, EPS > 0 the a-priori bound the plan may spend"},
+    [OPT_ITER] = {.key = "iter", .flag = "--iter", .type = OPT_T_INT, .min = 0, .max = 1000, .def = "3",
+                  .only = "fsht", .help = "fsht: Jacobi iterations of map2alm (3 as HEALPix and healpy)"},
+    [OPT_LMAX] = {.key = "lmax", .flag = "--lmax", .type = OPT_T_INT, .min = 1, .max = 2147483647.0,
+                  .only = "fsht", .help = "band limit L (at most 4 nside, checked against the map)"},
+    [OPT_FSHT_LMAX_FACTOR] = {.key = "lmax_factor", .type = OPT_T_NUM, .min = 0, .max = 3, .min_exclusive = 1,
+                              .def = "3", .only = "fsht",
+                              .help = "fsht: band limit floor(f nside), at most 3 nside - 1"},
+    [OPT_RING_WEIGHTS] = {.key = "ring_weights", .type = OPT_T_STR, .only = "fsht",
+                          .help = "fsht: per-ring weights file"},
+    [OPT_SAMPLE] = {.key = "sample", .type = OPT_T_INT, .min = 1, .max = 1e12, .only = "direct",
+                    .help = "direct: output pixels sampled (all without)"},
     ROW(OPT_METHOD_REPEATS, "repeats", NULL, OPT_T_INT, 1, 10000, NULL,
         "timed repeats of this method (default: the config's)"),
     ROW(OPT_METHOD_WARMUP, "warmup", NULL, OPT_T_INT, 0, 1000, NULL,
         "untimed runs of this method (default: the config's)"),
     ROW(OPT_THREADS, "threads", "--threads", OPT_T_INT, 0, 4096, "0", "CPU threads; 0: all cores"),
+    [OPT_MAX_MEMORY] = {.key = "max_memory", .flag = "--max-memory", .type = OPT_T_BYTES, .min = 0,
+                        .max = NOLIM, .min_exclusive = 1, .only = "arkcos",
+                        .help = "arkcos: memory a plan may hold (bytes, or 8G, 500M)"},
     /* kernels */
     ROWX(OPT_FWHM_ARCMIN, "fwhm_arcmin", "--fwhm-arcmin", OPT_T_NUM, 0, 10800, OPT_REQUIRED,
          "Gaussian: full width at half maximum, arcmin"),
@@ -120,6 +132,12 @@ const opt_def opt_table[OPT_COUNT] = {
     CHOICE(OPT_CLOCK, "clock", "--clock", "auto|cpu|wall", "\"auto\"", "which time is judged"),
     ROW(OPT_TRUST_REPEATS, "trust_repeats", "--trust-repeats", OPT_T_BOOL, 0, 0, "false",
         "judge without the noise checks"),
+    /* `arkcos smooth` */
+    ROW(OPT_RANKS, "ranks", "--ranks", OPT_T_INT, 1, 1000000, NULL, "--dry-run: the ranks to predict for"),
+    ROW(OPT_DRY_RUN, "dry_run", "--dry-run", OPT_T_BOOL, 0, 0, "false", "the checks and the memory, nothing else"),
+    ROW(OPT_MPI_SPLIT, "mpi_split", "--mpi-split", OPT_T_BOOL, 0, 0, "false", "each map over all MPI ranks"),
+    ROW(OPT_QUIET, "quiet", "--quiet", OPT_T_BOOL, 0, 0, "false", "no progress lines"),
+    ROW(OPT_VERBOSE, "verbose", "--verbose", OPT_T_BOOL, 0, 0, "false", "also each plan's a-priori bound"),
 };
 
 /* ------------------------------------------------------------ messages */
@@ -403,6 +421,7 @@ json_t *opt_check_value(opt_errors *e, const char *path, const opt_def *f, json_
   case OPT_T_INT:
     return check_int(e, path, f, v);
   case OPT_T_NUM:
+  case OPT_T_BYTES:
     return check_num(e, path, f, v);
   case OPT_T_BOOL:
     if (!json_is_boolean(v)) {
@@ -557,6 +576,14 @@ static json_t *value_of_text(opt_errors *e, const opt_def *f, const char *flag, 
     }
     return json_integer(v);
   }
+  if (f->type == OPT_T_BYTES) {
+    double v;
+    if (!parse_bytes(text, &v)) {
+      opt_error(e, flag, "'%s' is not a positive size (bytes, or with K, M, G, T)", text);
+      return NULL;
+    }
+    return json_real(v);
+  }
   if (f->type == OPT_T_NUM) {
     char buf[128];
     double v, scale = 1;
@@ -597,6 +624,12 @@ int opt_parse_argv(const char *cmd, int argc, char **argv, const opt_arg *args, 
 
 int opt_parse_argv_texts(const char *cmd, int argc, char **argv, const opt_arg *args, int n,
                          json_t *vals, const char **pos, int maxpos, int *npos, const char **texts) {
+  return opt_parse_argv_other(cmd, argc, argv, args, n, vals, pos, maxpos, npos, texts, NULL, NULL);
+}
+
+int opt_parse_argv_other(const char *cmd, int argc, char **argv, const opt_arg *args, int n, json_t *vals,
+                         const char **pos, int maxpos, int *npos, const char **texts, opt_other_fn other,
+                         void *ctx) {
   int options_done = 0;
   for (int k = 0; texts && k < n; k++) texts[k] = NULL;
   opt_errors e = {.len = 0, .n = 0, .file = NULL};
@@ -627,6 +660,11 @@ int opt_parse_argv_texts(const char *cmd, int argc, char **argv, const opt_arg *
       snprintf(name, sizeof name, "%s", arg);
     }
     const opt_arg *a = find_arg(args, n, name);
+    int orc = 0;
+    if (!a && other && other(ctx, argc, argv, &i, &orc)) {
+      if (orc) return orc;
+      continue;
+    }
     if (!a) {
       opt_error(&e, NULL, "unknown option '%s'", arg);
       return argv_fail(cmd, &e);
@@ -673,6 +711,18 @@ int opt_parse_argv_texts(const char *cmd, int argc, char **argv, const opt_arg *
     }
     json_object_set_new(vals, f->key, v);
     if (texts) texts[a - args] = val ? val : "";
+  }
+  return 0;
+}
+
+int opt_check_applies(const char *cmd, const json_t *vals, const opt_arg *args, int n, const char *method) {
+  for (int k = 0; k < n; k++) {
+    const opt_def *f = &opt_table[args[k].id];
+    if (f->only && strcmp(f->only, method) && json_object_get(vals, f->key)) {
+      fprintf(stderr, "%s: %s applies only to %s %s, not %s\n(%s --help for usage)\n", cmd, f->flag,
+              opt_table[OPT_METHOD].flag, f->only, method, cmd);
+      return 2;
+    }
   }
   return 0;
 }

@@ -39,7 +39,8 @@ typedef enum {
   OPT_T_INT_LIST, /* an integer or a non-empty list of distinct integers; normalized to a list */
   OPT_T_OBJ,      /* object checked against `sub` */
   OPT_T_OBJ_LIST, /* non-empty list of objects checked against `sub` */
-  OPT_T_SOURCES   /* non-empty list of [theta_deg, phi_deg, amplitude] */
+  OPT_T_SOURCES,  /* non-empty list of [theta_deg, phi_deg, amplitude] */
+  OPT_T_BYTES     /* a byte count > 0: a number; on the command line also "8G", "500M" (parse_bytes) */
 } opt_type;
 
 typedef struct opt_schema opt_schema;
@@ -56,6 +57,7 @@ typedef struct opt_def {
   const opt_schema *sub;
   const char *help;   /* one line: what it is (units, meaning of 0) */
   int percent;        /* command line: "15%" is accepted as 0.15 */
+  const char *only;   /* the one method it applies to ("arkcos", "fsht", "direct"), or NULL */
 } opt_def;
 
 #define OPT_REQUIRED "\x01"
@@ -66,6 +68,7 @@ typedef struct opt_def {
  * key is in (lmax_factor: 2 for an input, 3 for fsht). */
 typedef enum {
   /* methods (JSON "methods[]", `arkcos smooth`) */
+  OPT_METHOD,
   OPT_BACKEND,
   OPT_MODE,
   OPT_PRECISION,
@@ -80,6 +83,7 @@ typedef enum {
   OPT_METHOD_REPEATS,
   OPT_METHOD_WARMUP,
   OPT_THREADS,
+  OPT_MAX_MEMORY,
   /* kernels */
   OPT_FWHM_ARCMIN,
   OPT_CUTOFF_DEG,
@@ -131,6 +135,12 @@ typedef enum {
   OPT_NORMALIZE_BY,
   OPT_CLOCK,
   OPT_TRUST_REPEATS,
+  /* `arkcos smooth`'s flags, for its switch to this table */
+  OPT_RANKS,
+  OPT_DRY_RUN,
+  OPT_MPI_SPLIT,
+  OPT_QUIET,
+  OPT_VERBOSE,
   OPT_COUNT
 } opt_id;
 
@@ -201,6 +211,22 @@ int opt_parse_argv(const char *cmd, int argc, char **argv, const opt_arg *args, 
  * typed, a pointer into argv (NULL when not given; "" for a flag). */
 int opt_parse_argv_texts(const char *cmd, int argc, char **argv, const opt_arg *args, int n,
                          json_t *vals, const char **pos, int maxpos, int *npos, const char **texts);
+
+/* opt_parse_argv_texts, and for an argument that starts with '-' and is
+ * none of args, other(ctx, argc, argv, &i, &rc) first: it returns 1 when
+ * it took argv[i] (advancing i past a value it took; rc an exit status
+ * after its own message), 0 when the argument is not its either (then it
+ * is an unknown option). The options of a command's modules (`arkcos
+ * smooth`'s mask, beam and kernel-file options) go through it. */
+typedef int (*opt_other_fn)(void *ctx, int argc, char **argv, int *i, int *rc);
+int opt_parse_argv_other(const char *cmd, int argc, char **argv, const opt_arg *args, int n, json_t *vals,
+                         const char **pos, int maxpos, int *npos, const char **texts, opt_other_fn other,
+                         void *ctx);
+
+/* For every option of args given in vals whose row applies to one method
+ * only (row.only) and method differs: "CMD: --mode applies only to
+ * --method arkcos, not direct" on stderr, and 2; else 0. */
+int opt_check_applies(const char *cmd, const json_t *vals, const opt_arg *args, int n, const char *method);
 
 /* Typed reads of a parsed command line or a normalized JSON object: the
  * value under the row's key, else the row's default, else def. */

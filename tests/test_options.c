@@ -27,6 +27,7 @@ TEST_GROUP(same_key_same_range) {
       const opt_def *b = &opt_table[j];
       int same_key = !strcmp(a->key, b->key), same_flag = a->flag && b->flag && !strcmp(a->flag, b->flag);
       if (!same_key && !same_flag) continue;
+      if (i == OPT_NAME || j == OPT_NAME) continue; /* the sweep's name, not a method's "name" */
       pairs++;
       int ta = a->type == OPT_T_INT_LIST ? OPT_T_INT : (int)a->type;
       int tb = b->type == OPT_T_INT_LIST ? OPT_T_INT : (int)b->type;
@@ -45,6 +46,12 @@ TEST_GROUP(same_key_same_range) {
   CHECK(opt_table[OPT_SPECTRA_ITER].max == opt_table[OPT_ITER].max, "outputs.spectra_iter as iter");
   CHECK(opt_table[OPT_LMAX].min == 1, "lmax >= 1");
   CHECK(!strcmp(opt_table[OPT_BACKEND].def, "\"auto\""), "backend defaults to auto everywhere");
+  /* --method's choices are method.h's names, in its order */
+  char names[64] = "";
+  for (int k = 0; k < METHOD_NKINDS; k++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? "|" : "", method_name((method_kind)k));
+  CHECK(!strcmp(opt_table[OPT_METHOD].choices, names), "--method choices '%s', method.h '%s'",
+        opt_table[OPT_METHOD].choices, names);
 }
 
 /* Runs opt_parse_argv on a NULL-terminated list; stderr goes to a file
@@ -121,6 +128,60 @@ TEST_GROUP(argv_checks_are_the_json_checks) {
   json_decref(v);
 }
 
+/* The module hook (`arkcos smooth`'s mask and beam options), sizes, and
+ * "applies only to" from the rows' `only`. */
+static int take_mask(void *ctx, int argc, char **argv, int *i, int *rc) {
+  if (strcmp(argv[*i], "--mask")) return 0;
+  if (*i + 1 >= argc) {
+    *rc = 2;
+    return 1;
+  }
+  *(const char **)ctx = argv[++*i];
+  return 1;
+}
+
+TEST_GROUP(smooth_ready) {
+  static const opt_arg args[] = {{OPT_METHOD, NULL}, {OPT_MODE, NULL}, {OPT_ITER, NULL},
+                                 {OPT_MAX_MEMORY, NULL}, {OPT_QUIET, "-q"}};
+  const int n = (int)(sizeof args / sizeof args[0]);
+  const char *mask = NULL, *pos[4];
+  int npos = 0;
+  char *argv[] = {"smooth", "in.fits", "--mask", "m.fits", "-q", "--max-memory", "8G", "--method=fsht",
+                  "--iter", "0", "out.fits", NULL};
+  json_t *v = json_object();
+  int rc = opt_parse_argv_other("test", 11, argv, args, n, v, pos, 4, &npos, NULL, take_mask, &mask);
+  CHECK(rc == 0 && npos == 2 && mask && !strcmp(mask, "m.fits"), "rc %d, %d positional, mask %s", rc, npos,
+        mask ? mask : "none");
+  CHECK(opt_num(v, OPT_MAX_MEMORY, 0) == 8e9 && opt_bool(v, OPT_QUIET), "8G = 8e9 bytes, -q");
+  json_object_del(v, "max_memory"); /* arkcos only, as --mode below */
+  CHECK(opt_check_applies("test", v, args, n, "fsht") == 0, "--iter applies to fsht");
+  method_spec s;
+  CHECK(method_spec_from_json(v, 16, &s, NULL) == 0 && s.kind == METHOD_FSHT && s.iter == 0 && s.lmax == 47,
+        "a smooth command line is a method object: kind %d iter %d lmax %d", s.kind, s.iter, s.lmax);
+  json_object_set_new(v, "mode", json_string("paper"));
+  fflush(stderr);
+  int saved = dup(2);
+  FILE *tmp = tmpfile();
+  dup2(fileno(tmp), 2);
+  rc = opt_check_applies("test", v, args, n, "fsht");
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  rewind(tmp);
+  char msg[256] = "";
+  if (!fgets(msg, sizeof msg, tmp)) msg[0] = 0;
+  fclose(tmp);
+  CHECK(rc == 2 && !strcmp(msg, "test: --mode applies only to --method arkcos, not fsht\n"), "rc %d: %s", rc, msg);
+  json_decref(v);
+  v = json_object();
+  char msg2[256];
+  const char *bad[] = {"--max-memory", "lots", NULL};
+  CHECK(parse(bad, args, n, v, msg2, sizeof msg2) == 2 &&
+            !strcmp(msg2, "test: --max-memory: 'lots' is not a positive size (bytes, or with K, M, G, T)"),
+        "%s", msg2);
+  json_decref(v);
+}
+
 /* A command line's options and a config's method object give the same
  * spec and id: there is one translation. */
 TEST_GROUP(one_translation) {
@@ -168,4 +229,4 @@ TEST_GROUP(one_translation) {
   CHECK(method_lmax(2, 64) == 128 && method_lmax(3, 64) == 191 && method_lmax(1e-9, 64) == 1, "method_lmax");
 }
 
-TEST_MAIN(TG(same_key_same_range), TG(argv_checks_are_the_json_checks), TG(one_translation))
+TEST_MAIN(TG(same_key_same_range), TG(argv_checks_are_the_json_checks), TG(smooth_ready), TG(one_translation))
