@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "harness/commands.h"
+#include "harness/options.h"
 #include "harness/stats.h"
 #include "harness/util.h"
 
@@ -96,24 +97,6 @@ typedef struct {
   char note[160];
   char label[400];
 } row;
-
-static int parse_threshold(const char *s, double *thr) {
-  char buf[64];
-  size_t n = strlen(s);
-  if (n == 0 || n >= sizeof buf) return 0;
-  memcpy(buf, s, n + 1);
-  double scale = 1;
-  if (buf[n - 1] == '%') {
-    buf[n - 1] = '\0';
-    scale = 0.01;
-  }
-  double v;
-  if (!parse_double(buf, &v)) return 0;
-  v *= scale;
-  if (!(v > 0) || v > 100) return 0;
-  *thr = v;
-  return 1;
-}
 
 static int count_matching(const results_file *rf, const char *selector) {
   int n = 0;
@@ -350,65 +333,41 @@ typedef struct {
   size_t nregress, ntoo_noisy;
 } comparison;
 
-/* Parses the command line into o. Returns -1 to go on, else the exit status. */
+static const opt_arg compare_args[] = {{OPT_THRESHOLD, NULL},       {OPT_ALPHA, NULL},
+                                       {OPT_NORMALIZE_BY, "--normalise-by"}, {OPT_CLOCK, NULL},
+                                       {OPT_TRUST_REPEATS, NULL}};
+
+/* Parses the command line into o (the option table's rows, options.h).
+ * Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, compare_opts *o) {
+  enum { N = sizeof compare_args / sizeof compare_args[0] };
+  const char *texts[N], *files[3];
   int nfiles = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      fputs(usage_text, stdout);
-      return 0;
-    } else if (!strcmp(a, "--threshold")) {
-      if (i + 1 >= argc || !parse_threshold(argv[i + 1], &o->prm.threshold)) {
-        fprintf(stderr, "arkcos compare: --threshold: expected a number > 0 "
-                        "(fraction, e.g. 0.15, or percent, e.g. 15%%)%s%s\n",
-                i + 1 < argc ? ", got " : "", i + 1 < argc ? argv[i + 1] : "");
-        return 2;
-      }
-      if (o->prm.threshold >= 1 && !strchr(argv[i + 1], '%'))
-        fprintf(stderr, "arkcos compare: note: --threshold %s is a fraction (%.0f%%); "
-                        "write %s%% for percent\n", argv[i + 1], 100 * o->prm.threshold,
-                argv[i + 1]);
-      i++;
-    } else if (!strcmp(a, "--alpha")) {
-      double v;
-      if (i + 1 >= argc || !parse_double(argv[i + 1], &v) || !(v > 0 && v < 1)) {
-        fprintf(stderr, "arkcos compare: --alpha: expected a number in (0, 1)\n");
-        return 2;
-      }
-      o->prm.alpha = v;
-      i++;
-    } else if (!strcmp(a, "--normalize-by") || !strcmp(a, "--normalise-by")) {
-      if (i + 1 >= argc || !argv[i + 1][0] || argv[i + 1][0] == ':') {
-        fprintf(stderr, "arkcos compare: --normalize-by: expected a method, e.g. fsht\n");
-        return 2;
-      }
-      o->norm = argv[++i];
-    } else if (!strcmp(a, "--clock")) {
-      const char *v = i + 1 < argc ? argv[i + 1] : "";
-      if (strcmp(v, "cpu") && strcmp(v, "wall") && strcmp(v, "auto")) {
-        fprintf(stderr, "arkcos compare: --clock: expected auto, cpu or wall%s%s\n",
-                i + 1 < argc ? ", got " : "", v);
-        return 2;
-      }
-      o->clock = !strcmp(v, "cpu") ? CLOCK_CPU : !strcmp(v, "wall") ? CLOCK_WALL : CLOCK_AUTO;
-      i++;
-    } else if (!strcmp(a, "--trust-repeats")) {
-      o->trust = 1;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "arkcos compare: unknown option '%s'\n%s", a, usage_text);
-      return 2;
-    } else if (nfiles < 2) {
-      o->files[nfiles++] = a;
-    } else {
-      fprintf(stderr, "arkcos compare: too many arguments ('%s')\n%s", a, usage_text);
-      return 2;
-    }
+  json_t *v = json_object();
+  int rc = opt_parse_argv_texts("arkcos compare", argc, argv, compare_args, N, v, files, 3, &nfiles, texts);
+  if (!rc) {
+    o->prm.threshold = opt_num(v, OPT_THRESHOLD, o->prm.threshold);
+    o->prm.alpha = opt_num(v, OPT_ALPHA, o->prm.alpha);
+    const char *clock = opt_str(v, OPT_CLOCK);
+    o->clock = !strcmp(clock, "cpu") ? CLOCK_CPU : !strcmp(clock, "wall") ? CLOCK_WALL : CLOCK_AUTO;
+    o->trust = opt_bool(v, OPT_TRUST_REPEATS);
+    if (texts[2]) o->norm = texts[2]; /* --normalize-by, as typed (argv outlives o) */
+  }
+  json_decref(v);
+  if (rc < 0) {
+    fputs(usage_text, stdout);
+    return 0;
+  }
+  if (rc) return rc;
+  if (o->norm && o->norm[0] == ':') {
+    fprintf(stderr, "arkcos compare: --normalize-by: expected a method, e.g. fsht\n");
+    return 2;
   }
   if (nfiles != 2) {
     fprintf(stderr, "arkcos compare: expected BASELINE.json and NEW.json\n%s", usage_text);
     return 2;
   }
+  for (int k = 0; k < 2; k++) o->files[k] = files[k];
   return -1;
 }
 

@@ -22,6 +22,7 @@
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
 #include "harness/mapio.h"
+#include "harness/options.h"
 #include "harness/util.h"
 #include "reference/reference.h"
 
@@ -51,18 +52,12 @@ static void usage(FILE *f) {
 "                  difference map relative to C_l^B (max, mean), and the\n"
 "                  arrays cl_a, cl_b, cl_diff (l = 0..L); of the first\n"
 "                  column only (spin 0: Q and U as scalars mean little)\n"
-"  --iter N        Jacobi iterations of map2alm (default 3, as healpy)\n"
-"  --threads N     OpenMP threads; 0 or none: all cores\n"
+"  --iter N        Jacobi iterations of map2alm, 0 <= N <= 1000 (default 3,\n"
+"                  as healpy)\n"
+"  --threads N     OpenMP threads, 0 <= N <= 4096; 0 or none: all cores\n"
 "\n"
 "Exit status: 0 success, 1 runtime failure, 2 bad usage or input\n"
 "(unreadable map, nsides differ, lmax out of range).\n");
-}
-
-static int bad_usage(const char *fmt, const char *arg) {
-  fprintf(stderr, "arkcos compare-maps: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(arkcos compare-maps --help for usage)\n");
-  return 2;
 }
 
 /* JSON has no inf/NaN: those become null. */
@@ -76,21 +71,6 @@ static json_t *jarray(const double *x, int n) {
   return a;
 }
 
-/* "--opt VALUE" or "--opt=VALUE": returns the value (advancing *i) or NULL
- * if argv[*i] is not this option. *missing is set if the value is absent. */
-static const char *option_value(int argc, char **argv, int *i, const char *opt,
-                                int *missing) {
-  size_t n = strlen(opt);
-  if (strncmp(argv[*i], opt, n)) return NULL;
-  if (argv[*i][n] == '=') return argv[*i] + n + 1;
-  if (argv[*i][n]) return NULL;
-  if (*i + 1 >= argc) {
-    *missing = 1;
-    return NULL;
-  }
-  return argv[++*i];
-}
-
 typedef struct compare_args {
   const char *pos[2];
   int npos;
@@ -98,37 +78,27 @@ typedef struct compare_args {
   int has_lmax;
 } compare_args;
 
+/* The options, rows of the option table (options.h): the same ranges as
+ * `arkcos smooth` and the configs' "iter". */
+static const opt_arg compare_maps_args[] = {{OPT_LMAX, NULL}, {OPT_ITER, NULL}, {OPT_THREADS, NULL}};
+
 /* Parses argv into a; returns 0, -1 after --help (exit 0), or an exit
  * status. */
 static int parse_args(int argc, char **argv, compare_args *a) {
   *a = (compare_args){.iter = 3};
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i], *v;
-    int missing = 0;
-    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-      usage(stdout);
-      return -1;
-    }
-    if ((v = option_value(argc, argv, &i, "--lmax", &missing))) {
-      if (!parse_long(v, &a->lmax))
-        return bad_usage("--lmax: '%s' is not an integer", v);
-      a->has_lmax = 1;
-    } else if ((v = option_value(argc, argv, &i, "--iter", &missing))) {
-      if (!parse_long(v, &a->iter) || a->iter < 0 || a->iter > 100)
-        return bad_usage("--iter: '%s' is not an integer in [0, 100]", v);
-    } else if ((v = option_value(argc, argv, &i, "--threads", &missing))) {
-      if (!parse_long(v, &a->threads) || a->threads < 0 || a->threads > 4096)
-        return bad_usage("--threads: '%s' is not an integer in [0, 4096] (0: all cores)", v);
-    } else if (missing) {
-      return bad_usage("%s needs a value", arg);
-    } else if (arg[0] == '-' && arg[1]) {
-      return bad_usage("unknown option '%s'", arg);
-    } else if (a->npos < 2) {
-      a->pos[a->npos++] = arg;
-    } else {
-      return bad_usage("unexpected argument '%s' (two maps expected)", arg);
-    }
+  json_t *v = json_object();
+  int rc = opt_parse_argv("arkcos compare-maps", argc, argv, compare_maps_args,
+                          (int)(sizeof compare_maps_args / sizeof compare_maps_args[0]), v, a->pos, 2,
+                          &a->npos);
+  if (rc < 0) usage(stdout);
+  if (!rc) {
+    a->has_lmax = opt_given(v, OPT_LMAX);
+    a->lmax = (long)opt_num(v, OPT_LMAX, 0);
+    a->iter = (long)opt_num(v, OPT_ITER, 3);
+    a->threads = (long)opt_num(v, OPT_THREADS, 0);
   }
+  json_decref(v);
+  if (rc) return rc;
   if (a->npos != 2) {
     fprintf(stderr, "arkcos compare-maps: two maps expected\n");
     usage(stderr);

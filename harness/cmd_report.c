@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "harness/commands.h"
+#include "harness/options.h"
 #include "harness/report.h"
 
 #define MAX_FILES 32
@@ -44,39 +45,24 @@ static int usage_error(const char *msg) {
   return 2;
 }
 
-/* The value of option a at argv[i + 1]; NULL (after a message) if none. */
-static const char *option_value(int argc, char **argv, int i, const char *what) {
-  if (i + 1 < argc && argv[i + 1][0]) return argv[i + 1];
-  fprintf(stderr, "arkcos report: %s: expected %s\n", argv[i], what);
-  return NULL;
-}
+static const opt_arg hw_args[] = {{OPT_OUT, "-o"},       {OPT_FORCE, NULL},        {OPT_PUBLISHED, NULL},
+                                   {OPT_NO_PUBLISHED, NULL}, {OPT_FSHT_SELECTOR, NULL}};
 
-static int parse_hw(int argc, char **argv, report_hw_opts *o, const char **files) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-o") || !strcmp(a, "--out")) {
-      if (!(o->outdir = option_value(argc, argv, i++, "a folder"))) return 2;
-    } else if (!strcmp(a, "--force")) {
-      o->force = 1;
-    } else if (!strcmp(a, "--no-published")) {
-      o->no_published = 1;
-    } else if (!strcmp(a, "--published")) {
-      if (i + 1 >= argc) return usage_error("--published: expected a file");
-      o->published = argv[++i];
-    } else if (!strcmp(a, "--fsht")) {
-      if (i + 1 >= argc || !argv[i + 1][0] || argv[i + 1][0] == ':')
-        return usage_error("--fsht: expected a method selector, e.g. fsht:iter=3");
-      o->fsht = argv[++i];
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "arkcos report: unknown option '%s'\n%s", a, usage_text);
-      return 2;
-    } else if (o->nfiles < MAX_FILES) {
-      files[o->nfiles++] = a;
-    } else {
-      fprintf(stderr, "arkcos report: at most %d results files\n", MAX_FILES);
-      return 2;
-    }
+/* The options of the first form into o (its strings held by vals). */
+static int parse_hw(int argc, char **argv, report_hw_opts *o, const char **files, json_t *vals) {
+  int rc = opt_parse_argv("arkcos report", argc, argv, hw_args, (int)(sizeof hw_args / sizeof hw_args[0]),
+                          vals, files, MAX_FILES + 1, &o->nfiles);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (o->nfiles > MAX_FILES) {
+    fprintf(stderr, "arkcos report: at most %d results files\n", MAX_FILES);
+    return 2;
   }
+  o->outdir = opt_str(vals, OPT_OUT);
+  o->force = opt_bool(vals, OPT_FORCE);
+  o->published = opt_str(vals, OPT_PUBLISHED);
+  o->no_published = opt_bool(vals, OPT_NO_PUBLISHED);
+  o->fsht = opt_str(vals, OPT_FSHT_SELECTOR);
+  if (o->fsht[0] == ':') return usage_error("--fsht: expected a method selector, e.g. fsht:iter=3");
   if (!o->nfiles || !o->outdir) return usage_error("expected RESULTS.json... and -o DIR");
   if (o->published && o->no_published)
     return usage_error("--published and --no-published exclude each other");
@@ -97,8 +83,11 @@ int cmd_report(int argc, char **argv) {
     if (argc != 6) return usage_error("--paper: expected RESULTS_DIR PLOTS_DIR PUBLISHED.json PROFILE");
     return report_paper(argv[2], argv[3], argv[4], argv[5]);
   }
-  const char *files[MAX_FILES];
+  const char *files[MAX_FILES + 1];
   report_hw_opts o = {files, 0, NULL, NULL, 0, 0, "fsht"};
-  int rc = parse_hw(argc, argv, &o, files);
-  return rc ? rc : report_hw(&o);
+  json_t *vals = json_object();
+  int rc = parse_hw(argc, argv, &o, files, vals);
+  if (!rc) rc = report_hw(&o);
+  json_decref(vals);
+  return rc;
 }

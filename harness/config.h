@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "arkcos/arkcos.h"
+#include "harness/method.h"
 
 typedef enum {
   CFG_INPUT_RANDOM = 0,
@@ -34,12 +35,6 @@ typedef enum {
   CFG_KERNEL_FILE = 2
 } cfg_kernel_type;
 
-typedef enum {
-  CFG_METHOD_ARKCOS = 0,
-  CFG_METHOD_FSHT = 1,
-  CFG_METHOD_DIRECT = 2
-} cfg_method_type;
-
 /* Special values of run_config.reference (otherwise an index into methods). */
 enum { CFG_REF_NONE = -1, CFG_REF_EXACT = -2 };
 
@@ -49,7 +44,7 @@ typedef struct cfg_source {
 
 typedef struct cfg_input {
   cfg_input_type type;
-  double lmax_factor;   /* random: band limit config_lmax(lmax_factor, nside) */
+  double lmax_factor;   /* random: band limit method_lmax(lmax_factor, nside) */
   uint64_t seed;        /* random */
   char *cl_file;        /* random: resolved path, NULL = built-in CMB C_l */
   int pol;              /* random: I, Q, U; every case also runs as spin 2 on Q, U */
@@ -72,20 +67,17 @@ typedef struct cfg_kernel {
 } cfg_kernel;
 
 typedef struct cfg_method {
-  cfg_method_type type;
-  arkcos_backend backend;      /* arkcos */
-  arkcos_mode mode;            /* arkcos */
-  arkcos_precision precision;  /* arkcos */
-  int cache_kernel_spectra;    /* arkcos */
+  /* method_spec_from_json of json (method.h), the one translation: kind,
+   * the arkcos options (backend, mode, precision, cache, accuracy), iter;
+   * threads, spin and the fsht lmax are the case's (sweep_method.c) */
+  method_spec spec;
   int had_oversample;          /* arkcos: the config gave "oversample" (no effect, ignored) */
-  double accuracy;             /* arkcos: arkcos_options.accuracy (0 exact) */
-  int iter;                    /* fsht */
-  double lmax_factor;          /* fsht */
+  double lmax_factor;          /* fsht: lmax = method_lmax(lmax_factor, nside) */
   char *ring_weights;          /* fsht: resolved path or NULL */
   int64_t sample;              /* direct: output pixels sampled, 0 = all */
   int repeats, warmup;         /* resolved (the method's own or the global) */
   json_t *json;                /* the method object with defaults (borrowed) */
-  char *id;                    /* "arkcos backend=cpu mode=enhanced precision=double" */
+  char *id;                    /* method_id: "arkcos backend=cpu mode=enhanced precision=double" */
   char *label;                 /* "arkcos-cpu-enhanced-double", "fsht-iter3", "direct" */
 } cfg_method;
 
@@ -125,7 +117,14 @@ typedef struct run_config {
   json_t *normalized;  /* validated, with every default filled in */
 } run_config;
 
-/* Reads and validates a config file. On failure returns ARKCOS_EINVAL with
+/* Reads and validates a config file. A config may extend another:
+ * "extends": "FILE" (relative to its folder) starts from FILE's document
+ * (itself possibly extending another, at most 8 deep) and merges its own
+ * keys over it: an object member of both is merged key by key, null
+ * removes a key, anything else (numbers, strings, lists) replaces the
+ * base's. The merged document is the config (cfg->given, results.json's
+ * meta.config); its relative paths resolve against the folder of `path`,
+ * also those it took from the base. On failure returns ARKCOS_EINVAL with
  * every error found, one per line, in err->msg, each prefixed by the file
  * name (as many as fit, then "... and N more"); a file that cannot be opened
  * or is malformed JSON gives one message, also ARKCOS_EINVAL. */
@@ -139,17 +138,8 @@ int config_from_json(json_t *root, const char *path, run_config *cfg,
 
 void config_free(run_config *cfg); /* safe on a zeroed or failed config */
 
-/* The spherical-harmonic band limit for a lmax_factor at nside:
- * floor(f * nside), at least 1 and at most 3 nside - 1 (HEALPix cannot
- * resolve more; f = 3 gives healpy's default 3 nside - 1, f = 2 the
- * paper's lmax = 2 nside). */
-int config_lmax(double lmax_factor, int64_t nside);
-
 /* 1 if two normalized configs describe the same sweep (numbers compared to
  * a relative 1e-12, so a round trip through results.json does not matter). */
 int config_equal(const json_t *a, const json_t *b);
-
-/* Shortest text that reads back as the same double ("240", "0.001"). */
-void config_format_number(double v, char *buf, size_t len);
 
 #endif

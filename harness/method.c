@@ -6,6 +6,7 @@
 
 #include "harness/hmpi.h"
 #include "harness/method.h"
+#include "harness/options.h"
 #include "harness/util.h"
 #include "reference/reference.h"
 
@@ -26,6 +27,91 @@ void method_spec_default(method_spec *s) {
   s->kind = METHOD_ARKCOS;
   arkcos_options_default(&s->arkcos);
   s->iter = 3;
+}
+
+int method_lmax(double lmax_factor, int64_t nside) {
+  double l = floor(lmax_factor * (double)nside + 1e-9);
+  double cap = 3.0 * (double)nside - 1;
+  if (l > cap) l = cap;
+  if (l < 1) l = 1;
+  return (int)l;
+}
+
+static int choice_index(const json_t *m, opt_id id) {
+  const char *v = opt_str(m, id), *c = opt_table[id].choices;
+  for (int k = 0; v && *c; k++) {
+    const char *bar = strchr(c, '|');
+    size_t cl = bar ? (size_t)(bar - c) : strlen(c);
+    if (cl == strlen(v) && !strncmp(c, v, cl)) return k;
+    if (!bar) break;
+    c = bar + 1;
+  }
+  return -1;
+}
+
+int method_spec_from_json(const json_t *m, int64_t nside, method_spec *s, arkcos_error *err) {
+  method_spec_default(s);
+  const char *name = json_string_value(json_object_get(m, "name"));
+  int kind = name ? method_from_name(name) : METHOD_ARKCOS;
+  if (kind < 0) return arkcos_fail(err, ARKCOS_EINVAL, "unknown method '%s'", name);
+  s->kind = (method_kind)kind;
+  /* the rows' choices: backend auto|cpu|gpu, mode enhanced|paper,
+   * precision double|single */
+  static const arkcos_backend backends[] = {ARKCOS_BACKEND_AUTO, ARKCOS_BACKEND_CPU, ARKCOS_BACKEND_GPU};
+  int b = choice_index(m, OPT_BACKEND), mo = choice_index(m, OPT_MODE), p = choice_index(m, OPT_PRECISION);
+  if (b < 0 || mo < 0 || p < 0)
+    return arkcos_fail(err, ARKCOS_EINVAL, "unknown %s '%s'", b < 0 ? "backend" : mo < 0 ? "mode" : "precision",
+                       opt_str(m, b < 0 ? OPT_BACKEND : mo < 0 ? OPT_MODE : OPT_PRECISION));
+  if (s->kind == METHOD_ARKCOS) {
+    s->arkcos.backend = backends[b];
+    s->arkcos.mode = mo ? ARKCOS_MODE_PAPER : ARKCOS_MODE_ENHANCED;
+    s->arkcos.precision = p ? ARKCOS_SINGLE : ARKCOS_DOUBLE;
+    s->arkcos.cache_kernel_spectra = opt_bool(m, OPT_CACHE_KERNEL_SPECTRA);
+    s->arkcos.accuracy = opt_num(m, OPT_ACCURACY, 0);
+  } else if (s->kind == METHOD_FSHT) {
+    s->iter = (int)opt_num(m, OPT_ITER, 3);
+    if (nside > 0)
+      s->lmax = opt_given(m, OPT_LMAX) ? (int)opt_num(m, OPT_LMAX, 0)
+                                       : method_lmax(opt_num(m, OPT_FSHT_LMAX_FACTOR, 3), nside);
+  }
+  return ARKCOS_OK;
+}
+
+static void append_text(char *buf, size_t len, const char *fmt, const char *v) {
+  size_t used = strlen(buf);
+  if (used + 1 < len) snprintf(buf + used, len - used, fmt, v);
+}
+
+static void append_number(char *buf, size_t len, const char *key, double v) {
+  char n[64], kv[160];
+  opt_format_number(v, n, sizeof n);
+  snprintf(kv, sizeof kv, " %s=%s", key, n);
+  append_text(buf, len, "%s", kv);
+}
+
+void method_id(const json_t *m, char *buf, size_t len) {
+  const char *name = json_string_value(json_object_get(m, "name"));
+  if (!name) name = "arkcos";
+  if (!strcmp(name, "arkcos")) {
+    snprintf(buf, len, "arkcos backend=%s mode=%s precision=%s%s", opt_str(m, OPT_BACKEND),
+             opt_str(m, OPT_MODE), opt_str(m, OPT_PRECISION),
+             opt_bool(m, OPT_CACHE_KERNEL_SPECTRA) ? " cache_kernel_spectra=true" : "");
+    double acc = opt_num(m, OPT_ACCURACY, 0);
+    if (acc > 0) append_number(buf, len, "accuracy", acc);
+  } else if (!strcmp(name, "fsht")) {
+    snprintf(buf, len, "fsht iter=%d", (int)opt_num(m, OPT_ITER, 3));
+    append_number(buf, len, "lmax_factor", opt_num(m, OPT_FSHT_LMAX_FACTOR, 3));
+    const char *w = opt_str(m, OPT_RING_WEIGHTS);
+    if (w) append_text(buf, len, " ring_weights=%s", w);
+  } else {
+    snprintf(buf, len, "%s", name);
+    double sample = opt_num(m, OPT_SAMPLE, 0);
+    if (sample > 0) {
+      char n[48];
+      snprintf(n, sizeof n, " sample=%lld", (long long)sample);
+      append_text(buf, len, "%s", n);
+    }
+  }
 }
 
 struct smoother {

@@ -16,6 +16,8 @@
 #ifndef ARKCOS_HARNESS_METHOD_H
 #define ARKCOS_HARNESS_METHOD_H
 
+#include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arkcos/arkcos.h"
@@ -45,6 +47,29 @@ typedef struct method_spec {
 /* Defaults: METHOD_ARKCOS with arkcos_options_default, threads 0, FSHT
  * lmax 0 (must be set) and iter 3. */
 void method_spec_default(method_spec *s);
+
+/* The one translation of a method's options into a spec: m is a method
+ * object keyed as the option table (options.h) keys them, a normalized
+ * config's "methods[i]" or a parsed command line: "name" (default arkcos),
+ * arkcos: backend, mode, precision, cache_kernel_spectra, accuracy; fsht:
+ * iter, and the band limit "lmax" or else method_lmax("lmax_factor",
+ * nside) (3 nside - 1 without either). A key left out takes the table's
+ * default. threads and spin stay 0 (the caller's), so does lmax when
+ * nside is 0. ARKCOS_EINVAL for an unknown name. */
+int method_spec_from_json(const json_t *m, int64_t nside, method_spec *s, arkcos_error *err);
+
+/* The band limit of a lmax_factor at nside: floor(f * nside), at least 1
+ * and at most 3 nside - 1 (HEALPix cannot resolve more; f = 3 gives
+ * healpy's default 3 nside - 1, f = 2 the paper's lmax = 2 nside). */
+int method_lmax(double lmax_factor, int64_t nside);
+
+/* The method's canonical id, the "method=" part of a case id: "arkcos
+ * backend=cpu mode=enhanced precision=double", "fsht iter=3
+ * lmax_factor=2", "direct sample=3000". Keys that were added later
+ * (cache_kernel_spectra, accuracy, ring_weights, sample) appear only when
+ * set, so that the ids of earlier results stay valid. Its label (the
+ * summary.csv column) is results_doc_method_label of the same object. */
+void method_id(const json_t *m, char *buf, size_t len);
 
 typedef struct smoother smoother;
 

@@ -26,12 +26,13 @@
 #include "harness/status.h"
 #include "harness/sweep.h"
 #include "harness/util.h"
+#include "harness/options.h"
 
-#define DEG (M_PI / 180.0)
 
 typedef struct run_args {
-  const char *cfgpath, *out;
+  const char *cfgpath, *out; /* out: held by vals */
   int resume, force;
+  json_t *vals;              /* the options as parsed (options.h) */
 } run_args;
 
 static int usage(FILE *f, int status) {
@@ -48,33 +49,21 @@ static int usage(FILE *f, int status) {
   return status;
 }
 
+static const opt_arg run_args_table[] = {{OPT_OUT, "-o"}, {OPT_RESUME, NULL}, {OPT_FORCE, NULL}};
+
 /* -1 when the arguments are good, else the exit status. */
 static int parse_args(int argc, char **argv, run_args *a) {
   memset(a, 0, sizeof *a);
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(stdout, 0);
-    if (!strcmp(argv[i], "--out") || !strcmp(argv[i], "-o")) {
-      if (++i >= argc) {
-        fprintf(stderr, "arkcos run: --out needs a folder\n");
-        return 2;
-      }
-      a->out = argv[i];
-    } else if (!strncmp(argv[i], "--out=", 6)) {
-      a->out = argv[i] + 6;
-    } else if (!strcmp(argv[i], "--resume")) {
-      a->resume = 1;
-    } else if (!strcmp(argv[i], "--force")) {
-      a->force = 1;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "arkcos run: unknown option '%s'\n", argv[i]);
-      return usage(stderr, 2);
-    } else if (!a->cfgpath) {
-      a->cfgpath = argv[i];
-    } else {
-      fprintf(stderr, "arkcos run: unexpected argument '%s'\n", argv[i]);
-      return usage(stderr, 2);
-    }
-  }
+  json_t *v = json_object();
+  int npos = 0;
+  int rc = opt_parse_argv("arkcos run", argc, argv, run_args_table,
+                          (int)(sizeof run_args_table / sizeof run_args_table[0]), v, &a->cfgpath, 1, &npos);
+  a->vals = v;
+  a->resume = opt_bool(v, OPT_RESUME);
+  a->force = opt_bool(v, OPT_FORCE);
+  a->out = opt_str(v, OPT_OUT);
+  if (rc < 0) return usage(stdout, 0);
+  if (rc) return rc;
   if (!a->cfgpath) return usage(stderr, 2);
   if (a->resume && a->force) {
     fprintf(stderr, "arkcos run: --resume and --force exclude each other\n");
@@ -584,11 +573,15 @@ int cmd_run(int argc, char **argv) {
   hmpi_hold_stderr(); /* MPI: the checks' messages once */
   run_args a;
   int status = parse_args(argc, argv, &a);
-  if (status >= 0) return hmpi_checks_done(status);
+  if (status >= 0) {
+    json_decref(a.vals);
+    return hmpi_checks_done(status);
+  }
   run_config cfg;
   arkcos_error err = {0, ""};
   if (config_load(a.cfgpath, &cfg, &err)) {
     config_free(&cfg);
+    json_decref(a.vals);
     return hmpi_checks_done(report_error(&err));
   }
   if (cfg.oversample_at)
@@ -619,6 +612,7 @@ int cmd_run(int argc, char **argv) {
   free(c.kernel_width);
   free(c.fits_map);
   config_free(&cfg);
+  json_decref(a.vals);
   signals_stop_note(NULL);
   if (c.lock_fd >= 0) close(c.lock_fd); /* the lock, after the last write */
   return status;

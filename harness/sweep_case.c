@@ -11,8 +11,8 @@
 #include "harness/narrow.h"
 #include "harness/sweep.h"
 #include "harness/util.h"
+#include "harness/options.h"
 
-#define DEG (M_PI / 180.0)
 
 int sweep_nspins(const run_config *cfg) { return cfg->input.pol ? 2 : 1; }
 
@@ -30,7 +30,7 @@ static void kernel_slug(const cfg_kernel *k, char *ks, size_t len) {
   const char *type = json_string_value(json_object_get(k->json, "type"));
   snprintf(ks, len, "%s", type ? type : "kernel");
   if (k->type == CFG_KERNEL_GAUSSIAN) {
-    config_format_number(k->fwhm_arcmin, n1, sizeof n1);
+    opt_format_number(k->fwhm_arcmin, n1, sizeof n1);
     snprintf(ks + strlen(ks), len - strlen(ks), "-fwhm%s", n1);
   }
   if (k->type == CFG_KERNEL_FILE) {
@@ -42,11 +42,11 @@ static void kernel_slug(const cfg_kernel *k, char *ks, size_t len) {
              (unsigned long long)(h & 0xffffff));
   }
   if (k->cutoff_deg > 0) {
-    config_format_number(k->cutoff_deg, n1, sizeof n1);
+    opt_format_number(k->cutoff_deg, n1, sizeof n1);
     snprintf(ks + strlen(ks), len - strlen(ks), "-cut%s", n1);
   }
   if (k->cutoff_rel > 0) {
-    config_format_number(k->cutoff_rel, n1, sizeof n1);
+    opt_format_number(k->cutoff_rel, n1, sizeof n1);
     snprintf(ks + strlen(ks), len - strlen(ks), "-rel%s", n1);
   }
 }
@@ -60,11 +60,11 @@ void sweep_case_slug(const run_config *cfg, int64_t nside, int ki, int mi, int t
   char ks[400], ms[300], n2[64];
   kernel_slug(&cfg->kernels[ki], ks, sizeof ks);
   snprintf(ms, sizeof ms, "%s", m->label);
-  if (m->type == CFG_METHOD_FSHT) {
-    config_format_number(m->lmax_factor, n2, sizeof n2);
+  if (m->spec.kind == METHOD_FSHT) {
+    opt_format_number(m->lmax_factor, n2, sizeof n2);
     snprintf(ms + strlen(ms), sizeof ms - strlen(ms), "-lf%s", n2);
   }
-  if (m->type == CFG_METHOD_DIRECT && m->sample > 0)
+  if (m->spec.kind == METHOD_DIRECT && m->sample > 0)
     snprintf(ms + strlen(ms), sizeof ms - strlen(ms), "-s%lld", (long long)m->sample);
   snprintf(out, len, "n%lld_%s_%s_t%d%s", (long long)nside, ks, ms, threads,
            spin == 2 ? "_pol" : "");
@@ -184,8 +184,8 @@ static void put_timing(json_t *cj, const cfg_method *m, const timing *t) {
   }
   json_object_set_new(tj, "warmup", json_integer(m->warmup));
   json_object_set_new(cj, "time", tj);
-  if (m->type == CFG_METHOD_ARKCOS && n > 0 && sorted) put_stages(cj, t, sorted);
-  if (m->type == CFG_METHOD_FSHT) json_object_set_new(cj, "lmax", json_integer(t->lmax));
+  if (m->spec.kind == METHOD_ARKCOS && n > 0 && sorted) put_stages(cj, t, sorted);
+  if (m->spec.kind == METHOD_FSHT) json_object_set_new(cj, "lmax", json_integer(t->lmax));
   free(sorted);
 }
 
@@ -254,7 +254,7 @@ static int run_and_record(run_ctx *c, const arkcos_geometry *g, int ki, int mi, 
 static void put_sampling_warning(run_ctx *c, const arkcos_geometry *g, int ki, int mi,
                                  json_t *cj) {
   const double w = c->kernel_width[ki];
-  if (c->cfg->methods[mi].type == CFG_METHOD_FSHT ||
+  if (c->cfg->methods[mi].spec.kind == METHOD_FSHT ||
       narrow_pixels_per_fwhm(w, g->nside) >= NARROW_WARN)
     return;
   char msg[1024];

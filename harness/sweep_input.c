@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "harness/sweep.h"
+#include "harness/options.h"
 
-#define DEG (M_PI / 180.0)
 
 /* E and B power relative to the intensity's C_l: a CMB-like ratio (the EE
  * peaks are a few percent of TT) and a B well below E; the metrics are
@@ -49,7 +49,7 @@ ref_source *sweep_sources(const run_config *cfg) {
 static int random_input(run_ctx *c, const arkcos_geometry *g, input_state *in,
                         arkcos_error *err) {
   const run_config *cfg = c->cfg;
-  in->lmax = config_lmax(cfg->input.lmax_factor, g->nside);
+  in->lmax = method_lmax(cfg->input.lmax_factor, g->nside);
   in->cl = calloc((size_t)in->lmax + 1, sizeof(double));
   in->alm = malloc((size_t)ref_alm_size(in->lmax) * sizeof(double complex));
   if (!in->cl || !in->alm) return arkcos_fail(err, ARKCOS_ENOMEM, "input: out of memory");

@@ -19,6 +19,7 @@
 #include "harness/narrow.h"
 #include "harness/sweep.h"
 #include "harness/util.h"
+#include "harness/options.h"
 
 static int machine_cores(void) {
   cpu_set_t set;
@@ -95,7 +96,7 @@ static int64_t *sample_pixels(int64_t nside, int64_t n) {
  * the map, else a full map; U beside Q for spin 2. */
 static int alloc_out(const cfg_method *m, const arkcos_geometry *g, int spin2, method_out *out,
                      arkcos_error *err) {
-  if (m->type == CFG_METHOD_DIRECT && m->sample > 0 && m->sample < g->npix) {
+  if (m->spec.kind == METHOD_DIRECT && m->sample > 0 && m->sample < g->npix) {
     out->n = m->sample;
     out->pix = sample_pixels(g->nside, out->n);
     out->vals = malloc((size_t)out->n * sizeof(double));
@@ -111,30 +112,14 @@ static int alloc_out(const cfg_method *m, const arkcos_geometry *g, int spin2, m
   return ARKCOS_OK;
 }
 
-/* The method of a config entry as a method.h spec (ring weights: later). */
+/* The method of a config entry as a method.h spec at this nside, through
+ * the one translation of options into specs (method_spec_from_json; ring
+ * weights: later). */
 static void spec_of(const cfg_method *m, const arkcos_geometry *g, int threads,
                     method_spec *s) {
-  method_spec_default(s);
+  method_spec_from_json(m->json, g->nside, s, NULL); /* config_load checked it */
   s->threads = threads;
-  switch (m->type) {
-  case CFG_METHOD_ARKCOS:
-    s->kind = METHOD_ARKCOS;
-    s->arkcos.mode = m->mode;
-    s->arkcos.precision = m->precision;
-    s->arkcos.backend = m->backend;
-    s->arkcos.threads = threads;
-    s->arkcos.cache_kernel_spectra = m->cache_kernel_spectra;
-    s->arkcos.accuracy = m->accuracy;
-    break;
-  case CFG_METHOD_FSHT:
-    s->kind = METHOD_FSHT;
-    s->lmax = config_lmax(m->lmax_factor, g->nside);
-    s->iter = m->iter;
-    break;
-  case CFG_METHOD_DIRECT:
-    s->kind = METHOD_DIRECT;
-    break;
-  }
+  if (s->kind == METHOD_ARKCOS) s->arkcos.threads = threads;
 }
 
 /* One apply: scalar (in_u NULL), or Q, U as one spin-2 field. */
@@ -191,10 +176,10 @@ int sweep_method_begin(method_run *r, const cfg_method *m, const arkcos_geometry
   spec_of(m, g, threads, &s);
   s.arkcos.max_memory = max_memory;
   s.arkcos.spin = in_u ? 2 : 0; /* every method's (method.h) */
-  if (m->type == CFG_METHOD_ARKCOS) {
+  if (m->spec.kind == METHOD_ARKCOS) {
     t->stages = calloc((size_t)repeats, sizeof *t->stages);
     if (!t->stages) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
-  } else if (m->type == CFG_METHOD_FSHT) {
+  } else if (m->spec.kind == METHOD_FSHT) {
     t->lmax = s.lmax;
     if (m->ring_weights) { /* read outside the timed region */
       r->w = malloc((size_t)g->nrings * sizeof *r->w);
@@ -205,7 +190,7 @@ int sweep_method_begin(method_run *r, const cfg_method *m, const arkcos_geometry
   }
   r->sm = rc ? NULL : smoother_create(&s, g, k, err);
   if (!rc && !r->sm) rc = err && err->code ? err->code : ARKCOS_ERUNTIME;
-  if (r->sm && m->type == CFG_METHOD_ARKCOS) {
+  if (r->sm && m->spec.kind == METHOD_ARKCOS) {
     t->plan_time = smoother_plan_time(r->sm);
     smoother_plan_setup(r->sm, &t->plan_setup);
     t->backend_used = smoother_backend(r->sm);
@@ -260,27 +245,27 @@ static double estimate_memory(const run_ctx *c, const cfg_method *m, int64_t nsi
   double map = 8.0 * npix;
   double est = 3.0 * map;
   if (c->cfg->input.type == CFG_INPUT_RANDOM) {
-    double l = config_lmax(c->cfg->input.lmax_factor, nside);
+    double l = method_lmax(c->cfg->input.lmax_factor, nside);
     est += 16.0 * (l + 1) * (l + 2) / 2;
   }
-  switch (m->type) {
-  case CFG_METHOD_ARKCOS: {
+  switch (m->spec.kind) {
+  case METHOD_ARKCOS: {
     /* input and output ring spectra: (4 nside - 1) rings x (2 nside + 1) */
     double spectra = 16.0 * (4.0 * (double)nside) * (2.0 * (double)nside + 1);
-    est += (m->precision == ARKCOS_SINGLE ? 0.5 : 1.0) * 2.0 * spectra + map;
+    est += (m->spec.arkcos.precision == ARKCOS_SINGLE ? 0.5 : 1.0) * 2.0 * spectra + map;
     break;
   }
-  case CFG_METHOD_FSHT: {
-    double l = config_lmax(m->lmax_factor, nside);
+  case METHOD_FSHT: {
+    double l = method_lmax(m->lmax_factor, nside);
     est += 3.0 * 16.0 * (l + 1) * (l + 2) / 2 + 2.0 * map;
     break;
   }
-  case CFG_METHOD_DIRECT:
+  case METHOD_DIRECT:
     break;
   }
   if (c->cfg->outputs.spectra) est += 2.0 * map;
   if (c->cfg->input.pol) est += 5.0 * map; /* Q, U in; U out and in the reference; E, B */
-  if (c->spin == 2 && m->type == CFG_METHOD_ARKCOS) est *= 1.5; /* complex ring spectra */
+  if (c->spin == 2 && m->spec.kind == METHOD_ARKCOS) est *= 1.5; /* complex ring spectra */
   return est;
 }
 
@@ -288,7 +273,7 @@ static double estimate_memory(const run_ctx *c, const cfg_method *m, int64_t nsi
  * limits.min_pixels_per_fwhm on this nside: 1 with the reason. */
 static int too_narrow(const run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                       const arkcos_kernel *k, char *why, size_t len) {
-  if (m->type == CFG_METHOD_FSHT || g->kind != ARKCOS_GEOM_HEALPIX) return 0;
+  if (m->spec.kind == METHOD_FSHT || g->kind != ARKCOS_GEOM_HEALPIX) return 0;
   int ki = 0;
   while (ki < c->cfg->nkernels && c->kernels[ki] != k) ki++;
   if (ki == c->cfg->nkernels || !c->kernel_width) return 0;
@@ -306,10 +291,10 @@ static int too_narrow(const run_ctx *c, const cfg_method *m, const arkcos_geomet
 /* A spin-2 case of an arkcos method the spin-2 engine does not have
  * (arkcos.h, options.spin): 1 with the reason. */
 static int no_spin2_path(const run_ctx *c, const cfg_method *m, char *why, size_t len) {
-  if (c->spin != 2 || m->type != CFG_METHOD_ARKCOS) return 0;
-  const char *what = m->mode == ARKCOS_MODE_PAPER        ? "mode \"paper\""
-                     : m->precision == ARKCOS_SINGLE     ? "precision \"single\""
-                     : m->backend == ARKCOS_BACKEND_GPU ? "backend \"gpu\""
+  if (c->spin != 2 || m->spec.kind != METHOD_ARKCOS) return 0;
+  const char *what = m->spec.arkcos.mode == ARKCOS_MODE_PAPER        ? "mode \"paper\""
+                     : m->spec.arkcos.precision == ARKCOS_SINGLE     ? "precision \"single\""
+                     : m->spec.arkcos.backend == ARKCOS_BACKEND_GPU ? "backend \"gpu\""
                                                          : NULL;
   if (!what) return 0;
   snprintf(why, len, "spin 2 (Q, U of input.pol): the engine's spin-2 path has no %s (it is "
@@ -322,7 +307,7 @@ static int no_spin2_path(const run_ctx *c, const cfg_method *m, char *why, size_
  * 1 with the reason, before anything large is allocated. */
 static int plan_memory_reason(const run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                               const arkcos_kernel *k, char *why, size_t len) {
-  if (m->type != CFG_METHOD_ARKCOS || c->memory_limit <= 0) return 0;
+  if (m->spec.kind != METHOD_ARKCOS || c->memory_limit <= 0) return 0;
   method_spec s;
   spec_of(m, g, c->max_threads, &s); /* the most threads: the largest workspace */
   arkcos_error err = {0, ""};
@@ -347,11 +332,11 @@ int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
              c->cfg->input.path, (long long)c->fits_nside, (long long)g->nside);
     return 1;
   }
-  if (m->type == CFG_METHOD_ARKCOS && m->backend == ARKCOS_BACKEND_GPU && !c->gpu_ok) {
+  if (m->spec.kind == METHOD_ARKCOS && m->spec.arkcos.backend == ARKCOS_BACKEND_GPU && !c->gpu_ok) {
     snprintf(why, len, "no GPU: %s", c->gpu_why);
     return 1;
   }
-  if (m->type == CFG_METHOD_DIRECT) {
+  if (m->spec.kind == METHOD_DIRECT) {
     int64_t nout = m->sample > 0 && m->sample < g->npix ? m->sample : g->npix;
     double cost = ref_direct_cost(g, k, nout);
     if (cost > c->cfg->direct_max_evals) {

@@ -12,8 +12,8 @@
 #include "harness/mapio.h"
 #include "harness/sweep.h"
 #include "harness/util.h"
+#include "harness/options.h"
 
-#define DEG (M_PI / 180.0)
 
 /* The map of a case: one column, or Q_POLARISATION and U_POLARISATION for
  * a spin-2 case (map_u set), as healpy names them. */
@@ -199,7 +199,7 @@ static int spectra_text(run_ctx *c, const char *rel, int lmax, const double *cl_
 static int write_spectra(run_ctx *c, const arkcos_geometry *g, int ki, const input_state *in,
                          ref_state *rs, const double *map, const char *rel, json_t *mj,
                          arkcos_error *err) {
-  int lmax = config_lmax(c->cfg->outputs.spectra_lmax_factor, g->nside);
+  int lmax = method_lmax(c->cfg->outputs.spectra_lmax_factor, g->nside);
   int with_ref = rs->available && rs->out.map;
   double complex *alm = malloc((size_t)ref_alm_size(lmax) * sizeof *alm);
   double *cl_m = calloc((size_t)lmax + 1, sizeof(double));

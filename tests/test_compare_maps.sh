@@ -120,6 +120,14 @@ expect2 "--lmax 4 nside + 1" "$T/a.fits" "$T/twice.fits" --lmax 65
 expect2 "--lmax abc" "$T/a.fits" "$T/twice.fits" --lmax abc
 expect2 "--lmax without value" "$T/a.fits" "$T/twice.fits" --lmax
 expect2 "--iter -1" "$T/a.fits" "$T/twice.fits" --lmax 8 --iter -1
+grep -q -- "--iter: must be >= 0, got '-1'" "$T/err" && ok || bad "--iter -1: message: $(cat "$T/err")"
+# --iter takes 0..1000 as everywhere (the option table: arkcos smooth, the configs' "iter")
+expect2 "--iter 1001" "$T/a.fits" "$T/twice.fits" --lmax 8 --iter 1001
+grep -q -- "--iter: must be <= 1000, got '1001'" "$T/err" && ok || bad "--iter 1001: message: $(cat "$T/err")"
+"$ARKCOS" compare-maps "$T/a.fits" "$T/twice.fits" --lmax 8 --iter 1000 >/dev/null 2>"$T/err" && ok ||
+  bad "--iter 1000 refused: $(cat "$T/err")"
+grep -q -- "--lmax: must be >= 1, got '0'" <("$ARKCOS" compare-maps "$T/a.fits" "$T/twice.fits" --lmax 0 2>&1) && ok ||
+  bad "--lmax 0: the message does not name the flag and the bound"
 expect2 "missing file" "$T/a.fits" "$T/nope.fits"
 grep -q nope.fits "$T/err" && ok || bad "missing-file message does not name the file"
 expect2 "not FITS" "$T/notfits.fits" "$T/a.fits"

@@ -72,7 +72,7 @@ expect_exit "out of range -> 2 with grid.nside[1]: must be >= 1" 2 'grid\.nside\
 printf '{"grid": {"nside": [8]}, "repeats": "three", "kernels": [{"type": "gaussian", "fwhm_arcmin": 600, "cutoff_deg": 15.3}], "methods": [{"name": "arkcos"}]}\n' > type.json
 expect_exit "wrong type -> 2 with path" 2 'repeats: must be an integer' "$ARKCOS" run type.json --out e4
 printf '{"grid": {"nside": [8]}, "kernels": [{"type": "gaussian", "fwhm_arcmin": 600, "cutoff_deg": 15.3}], "methods": [{"name": "arkcos", "mode": "fast"}]}\n' > enum.json
-expect_exit "unknown enum value -> 2 with path and choices" 2 "methods\[0\]\.mode: unknown value 'fast' \(expected enhanced/paper\)" "$ARKCOS" run enum.json --out e5
+expect_exit "unknown enum value -> 2 with path and choices" 2 "methods\[0\]\.mode: expected enhanced or paper, got 'fast'" "$ARKCOS" run enum.json --out e5
 printf '{"grid": {"nside": [8]}, "kernels": [{"type": "gaussian", "fwhm_arcmin": 600, "cutoff_deg": 15.3}], "methods": [{"name": "arkcos"}, {"name": "healpix"}]}\n' > method.json
 expect_exit "unknown method -> 2 naming it" 2 "methods\[1\]\.name: unknown method 'healpix' \(expected arkcos, fsht, direct\)" "$ARKCOS" run method.json --out e6
 printf '{\n  "grid": {"nside": [8]},\n  "kernels": [{"type": "gaussian",, "fwhm_arcmin": 600}]\n}\n' > malformed.json
@@ -355,7 +355,7 @@ cat > acc.json <<'EOF'
  "kernels": [{"type": "tophat", "cutoff_deg": 12.1}],
  "methods": [{"name": "direct"}, {"name": "arkcos"}, {"name": "arkcos", "accuracy": 1e-6},
              {"name": "arkcos", "mode": "paper"}],
- "reference": "arkcos-cpu-enhanced-double-a1e-06"}
+ "reference": "arkcos-auto-enhanced-double-a1e-06"}
 EOF
 "$ARKCOS" run acc.json --out acc >acc.out 2>&1
 check "accuracy: id, label, method object, bound" "$PY" -c "
@@ -366,7 +366,7 @@ assert len(cs) == 4 and all(c['status'] == 'ok' for c in cs.values()), [c.get('r
 a = cs[('arkcos', 'enhanced', 1e-6)]
 assert a['id'].endswith('precision=double accuracy=1e-06 threads=1'), a['id']
 assert d['cases'][0] is a, 'the reference (named by its label) runs first'
-assert a['metrics']['reference'] == 'arkcos-cpu-enhanced-double-a1e-06', a['metrics']
+assert a['metrics']['reference'] == 'arkcos-auto-enhanced-double-a1e-06', a['metrics']
 assert isinstance(a['bound'], float) and 0 <= a['bound'] <= 1e-6, a['bound']
 e = cs[('arkcos', 'enhanced', 0)]
 assert 'accuracy' not in e['id'], e['id']
@@ -375,8 +375,8 @@ p = cs[('arkcos', 'paper', 0)]
 assert 'bound' in p and (p['bound'] is None or p['bound'] >= 0), p.get('bound')
 assert 'bound' not in cs[('direct', None, None)]
 labels = [r['method'] for r in csv.DictReader(open('acc/summary.csv'))]
-assert labels == ['arkcos-cpu-enhanced-double-a1e-06', 'direct', 'arkcos-cpu-enhanced-double',
-                  'arkcos-cpu-paper-double'], labels
+assert labels == ['arkcos-auto-enhanced-double-a1e-06', 'direct', 'arkcos-auto-enhanced-double',
+                  'arkcos-auto-paper-double'], labels
 "
 
 # ------------------------------------------------------------ oversample
@@ -406,7 +406,7 @@ assert len(d['cases']) == 2, [c['id'] for c in d['cases']]
 for c in d['cases']:
     assert 'oversample' not in c['id'] and 'oversample' not in c['method'], c
 labels = [r['method'] for r in csv.DictReader(open('os/summary.csv'))]
-assert labels == ['arkcos-cpu-enhanced-double', 'arkcos-cpu-paper-double'], labels
+assert labels == ['arkcos-auto-enhanced-double', 'arkcos-auto-paper-double'], labels
 q = json.loads(json.dumps(d['cases'][0]))
 q['id'] = q['id'].replace('precision=double', 'precision=double oversample=2')
 q['method']['oversample'] = 2
@@ -444,9 +444,9 @@ assert len(cs) == 8
 d8, d16 = cs[(8, 'direct', None)], cs[(16, 'direct', None)]
 assert d8['status'] == 'ok', d8
 assert d16['status'] == 'skipped' and 'direct_max_evals' in d16['reason'], d16
-a16 = cs[(16, 'arkcos', 'cpu')]
+a16 = cs[(16, 'arkcos', 'auto')]
 assert a16['status'] == 'ok' and 'unavailable' in a16['metrics'] and 'frac_rms' not in a16['metrics'], a16
-assert 'frac_rms' in cs[(8, 'arkcos', 'cpu')]['metrics']
+assert 'frac_rms' in cs[(8, 'arkcos', 'auto')]['metrics']
 g = cs[(8, 'arkcos', 'gpu')]
 assert g['status'] == ('ok' if $GPU_PRESENT else 'skipped'), g
 f = cs[(8, 'fsht', None)]
@@ -498,7 +498,7 @@ cat > ps.json <<'EOF'
  "methods": [{"name": "direct"}, {"name": "fsht"}, {"name": "arkcos"}],
  "reference": "exact_is_not_allowed_here"}
 EOF
-expect_exit "reference naming no method -> 2 listing the methods" 2 'reference: .* is none of the methods \(direct, fsht-iter3, arkcos-cpu-enhanced-double\)' "$ARKCOS" run ps.json --out ps
+expect_exit "reference naming no method -> 2 listing the methods" 2 'reference: .* is none of the methods \(direct, fsht-iter3, arkcos-auto-enhanced-double\)' "$ARKCOS" run ps.json --out ps
 sed -i 's/"reference": "exact_is_not_allowed_here"/"reference": "fsht-iter3"/' ps.json
 "$ARKCOS" run ps.json --out ps >/dev/null 2>&1
 check "point sources: ringing metrics, reference by label" "$PY" -c "
@@ -513,6 +513,81 @@ for n, c in cs.items():
 assert cs['direct']['metrics']['ringing_belt'] == 0 and cs['direct']['metrics']['ringing_cap'] == 0
 assert cs['fsht']['metrics']['frac_rms'] == 0
 "
+
+# ------------------------------------------------------------ one option table
+# The same key takes the same range everywhere: "iter" 0..1000 in a method
+# and in outputs.spectra_iter (as `arkcos smooth --iter` and compare-maps).
+printf '{%s, "methods": [{"name": "fsht", "iter": 1000}], "outputs": {"spectra_iter": 1000}}\n' \
+  '"grid": {"nside": [8]}, "kernels": [{"type": "gaussian", "fwhm_arcmin": 600, "cutoff_deg": 15.3}]' > it1000.json
+sed 's/"iter": 1000/"iter": 1001/; s/"spectra_iter": 1000/"spectra_iter": 1001/' it1000.json > it1001.json
+expect_exit "iter 1001 -> 2 naming both paths" 2 'methods\[0\]\.iter: must be <= 1000' "$ARKCOS" run it1001.json --out it1
+grep -q 'outputs\.spectra_iter: must be <= 1000' "$T/err.txt" && ok "spectra_iter 1001 -> 2 with path" ||
+  bad "spectra_iter 1001 -> 2 with path" "$(cat "$T/err.txt")"
+# the backend's default is "auto" as on the command line (`arkcos smooth`):
+# the GPU when one is usable, else the CPU, which a machine without a GPU
+# runs; the case records which ran
+cat > auto.json <<'EOF'
+{"repeats": 1, "warmup": 0, "threads": 1, "grid": {"nside": [8]},
+ "kernels": [{"type": "gaussian", "fwhm_arcmin": 600, "cutoff_deg": 15.3}], "methods": [{"name": "arkcos"}]}
+EOF
+"$ARKCOS" run auto.json --out auto >/dev/null 2>auto.err
+check "backend default auto: runs, id and backend_used say what ran" "$PY" -c "
+import json
+c = json.load(open('auto/results.json'))['cases'][0]
+assert c['status'] == 'ok' and c['method']['backend'] == 'auto' and 'backend=auto' in c['id'], c
+assert c['backend_used'] == ('gpu' if $GPU_PRESENT else 'cpu'), c['backend_used']
+"
+
+# ------------------------------------------------------------ extends
+# A config extends another: objects merged key by key, other values
+# replaced, null removes a key; relative paths resolve against the folder
+# of the config that is run; the merged document is what results.json
+# records and what --resume compares.
+mkdir -p ext/base ext/p
+printf '1 1\n' > ext/p/cl.txt
+cat > ext/base/b.json <<'EOF'
+{"repeats": 2, "warmup": 0, "threads": 1,
+ "input": {"type": "random", "seed": 5, "cl_file": "cl.txt"},
+ "kernels": [{"type": "gaussian", "fwhm_arcmin": 600, "cutoff_deg": 15.3}],
+ "methods": [{"name": "direct"}, {"name": "fsht", "iter": 0}],
+ "reference": "direct", "outputs": {"maps": true}}
+EOF
+cat > ext/p/run.json <<'EOF'
+{"extends": "../base/b.json", "name": "ext-p", "repeats": 1, "grid": {"nside": [8]},
+ "input": {"seed": 7}, "outputs": null}
+EOF
+"$ARKCOS" run ext/p/run.json --out extout >ext.out 2>ext.err
+rc=$?
+check "extends: merged config runs and is recorded merged" "$PY" -c "
+import json
+assert $rc == 0, open('ext.err').read()
+d = json.load(open('extout/results.json'))
+g = d['meta']['config']
+assert 'extends' not in g, g
+assert g['input'] == {'type': 'random', 'seed': 7, 'cl_file': 'cl.txt'}, g['input']
+assert g['repeats'] == 1 and g['grid'] == {'nside': [8]} and 'outputs' not in g, g
+assert len(d['cases']) == 2 and all(len(c['time']['samples']) == 1 for c in d['cases'])
+assert not any('map' in c.get('outputs', {}) for c in d['cases']), 'outputs: null removed the maps'
+"
+"$ARKCOS" run ext/p/run.json --out extout --resume >/dev/null 2>ext2.err &&
+  ok "extends: --resume of the same config" || bad "extends: --resume of the same config" "$(cat ext2.err)"
+sed -i 's/"seed": 7/"seed": 8/' ext/p/run.json
+expect_exit "extends: --resume after a change -> 2 naming the path" 2 'input\.seed' "$ARKCOS" run ext/p/run.json --out extout --resume
+printf '{"extends": "nope.json", "grid": {"nside": [8]}}\n' > ext/p/missing.json
+expect_exit "extends: missing base -> 2 naming both files" 2 'missing\.json: extends: .*nope\.json' "$ARKCOS" run ext/p/missing.json --out e30
+printf '{"extends": "loop.json"}\n' > ext/p/loop.json
+expect_exit "extends: a loop -> 2" 2 'loop\.json: extends: .*more than 8' "$ARKCOS" run ext/p/loop.json --out e31
+printf '{"extends": 3}\n' > ext/p/num.json
+expect_exit "extends: not a file name -> 2" 2 'num\.json: extends: must be the name of a config file' "$ARKCOS" run ext/p/num.json --out e32
+printf '{"repeats": 1,,}\n' > ext/base/bad.json
+printf '{"extends": "../base/bad.json"}\n' > ext/p/badbase.json
+expect_exit "extends: malformed base -> 2 with its line and column" 2 'badbase\.json: extends: .*bad\.json:1:[0-9]+: malformed JSON' "$ARKCOS" run ext/p/badbase.json --out e33
+printf '{"extends": "../base/b.json", "grid": {"nside": [8]}, "methods": [{"name": "fsht", "iter": -1}]}\n' > ext/p/badval.json
+expect_exit "extends: a bad value -> 2 with the JSON path" 2 'badval\.json: methods\[0\]\.iter: must be >= 0' "$ARKCOS" run ext/p/badval.json --out e34
+# the shipped profiles: a base is shared by the three profiles and is no sweep by itself
+for f in "$ROOT"/configs/base/*.json; do
+  expect_exit "configs/base/$(basename "$f") alone -> 2 (no grid)" 2 'grid: required' "$ARKCOS" run "$f" --out "e_$(basename "$f")"
+done
 
 echo "TESTS $passed $failed"
 [ "$failed" -eq 0 ]
