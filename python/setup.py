@@ -88,9 +88,15 @@ def bundle():
 class BuildWithLibrary(build_py):
     def run(self):
         super().run()
+        folder = os.path.join(self.build_lib, "arkcos")
+        os.makedirs(folder, exist_ok=True)
+        # the build folder outlives a build: libraries an earlier one copied
+        # (another GPU setting, another ARKCOS_LIBRARY) must not ride along
+        for name in os.listdir(folder):
+            if ".so" in name:
+                os.remove(os.path.join(folder, name))
         for src, name in bundle()[0]:
-            target = os.path.join(self.build_lib, "arkcos", name)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
+            target = os.path.join(folder, name)
             shutil.copyfile(src, target)
             os.chmod(target, 0o755)
 

@@ -3,13 +3,15 @@
 # x86-64 CPU and needs nothing of the system but glibc and numpy:
 #   - its name (py3-none-manylinux_2_N_x86_64, N the newest glibc symbol
 #     version its libraries ask for), its files (libarkcos.so.1 and
-#     libgomp.so.1, FFTW linked in), RUNPATH $ORIGIN, no NEEDED library that
+#     libgomp.so.1, FFTW linked in; the libraries exactly those of
+#     make portable-lib's bundle.txt), RUNPATH $ORIGIN, no NEEDED library that
 #     is neither glibc's nor in the package, the functions of the native
 #     libarkcos.so exported, each an indirect function;
 #   - installed into a fresh virtual environment and run from outside the
 #     repository: build_info() names the commit the build recorded, and the
 #     copy for this CPU gives the native build's results (build/libarkcos.so,
-#     -march=native) to rounding;
+#     -march=native) to rounding; with healpy imported first, its libgomp
+#     (the system's) serves, the package's is not loaded beside it;
 #   - under emulated CPUs (qemu-x86_64 -cpu qemu64 / Nehalem / Haswell-noTSX:
 #     x86-64, x86-64-v2, x86-64-v3, none with AVX-512) the loader picks the
 #     matching copy and the results agree with the native build's to
@@ -58,6 +60,10 @@ check "wheel '$(basename "$whl")' is not py3-none-manylinux_${glibc/./_}_x86_64"
 for f in arkcos/libarkcos.so.1 arkcos/libgomp.so.1 arkcos/__init__.py arkcos/_lib.py; do
   check "$f not in the wheel" "grep -qx '$f' '$T/files'"
 done
+# the libraries are those make portable-lib listed, no more (no leftovers of
+# an earlier build in python/build)
+check "the wheel's libraries ($(grep '\.so' "$T/files" | sed 's,.*/,,' | sort | tr '\n' ' ')) are not those of $BUILD/portable/bundle.txt" \
+  "[ \"\$(grep '\.so' '$T/files' | sed 's,.*/,,' | sort)\" = \"\$(sort '$BUILD/portable/bundle.txt')\" ]"
 check "the wheel carries FFTW as files: $(grep fftw "$T/files" | tr '\n' ' ')" \
   "! grep -q 'libfftw' '$T/files'"
 
@@ -90,8 +96,10 @@ check "exported functions that are not indirect: $(nm -D --defined-only "$lib" |
 # them; prints one JSON line: the copy that ran, build_info(), and the
 # FFTW/libgomp files mapped into the process
 cat >"$T/check.py" <<'EOF'
-import ctypes, json, sys
+import ctypes, importlib, json, os, sys
 import numpy as np
+if os.environ.get("ARKCOS_CHECK_IMPORT_FIRST"):
+    importlib.import_module(os.environ["ARKCOS_CHECK_IMPORT_FIRST"])
 import arkcos
 from arkcos import _lib
 try:
@@ -171,6 +179,19 @@ if run host; then
     "[ '$(field "$line" pkg_version)' = '$(field "$line" version)' ]"
 else
   bad "the installed wheel does not run: $(tail -5 "$T/host.err")"
+fi
+
+# with a libgomp.so.1 loaded already (healpy's, the system's): that one serves
+if (cd "$T" && "$T/venv/bin/python" -c 'import healpy' 2>/dev/null); then
+  if run healpy_first env ARKCOS_CHECK_IMPORT_FIRST=healpy; then
+    mapped=$(field "$(tail -1 "$T/healpy_first.out")" mapped)
+    echo "  healpy imported first: mapped $mapped"
+    check "two libgomp mapped with healpy imported first: $mapped" \
+      "[ \$(echo \"\$mapped\" | grep -o 'libgomp' | wc -l) -eq 1 ]"
+    agree healpy_first
+  else
+    bad "the installed wheel with healpy imported first: $(tail -3 "$T/healpy_first.err")"
+  fi
 fi
 
 # ------------------------------------------------------ emulated CPUs
