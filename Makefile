@@ -20,7 +20,7 @@ PROFILE ?= default
 PYTHON  ?= /usr/bin/python3
 
 BUILD   ?= build
-ENGINE_SRC := $(filter-out arkcos/arkcos_mpi.c,$(wildcard arkcos/*.c))
+ENGINE_SRC := $(filter-out arkcos/arkcos_mpi.c arkcos/isa_dispatch.c,$(wildcard arkcos/*.c))
 REF_SRC    := $(wildcard reference/*.c)
 HARN_SRC   := $(filter-out harness/main.c,$(wildcard harness/*.c))
 TEST_SRC   := $(wildcard tests/test_*.c)
@@ -287,6 +287,92 @@ install: $(BUILD)/arkcos $(SHLIB_LINKS) $(GPU_MOD)
 # have been there before).
 uninstall:
 	rm -f $(foreach f,$(INSTALLED),'$(DESTDIR)$(f)')
+
+# ------------------------------------------ the portable library (Python)
+# $(BUILD)/portable/libarkcos.so.1, what `pip install ./python` bundles: it
+# runs on any x86-64 CPU, whatever ARCHFLAGS, and needs nothing of the system
+# but the C library. The engine is compiled four times, for x86-64,
+# x86-64-v2, -v3 (AVX2, FMA) and -v4 (AVX-512) with -mtune=generic, each
+# copy's global symbols renamed NAME__v1 .. NAME__v4; arkcos/isa_dispatch.c
+# makes each public function an indirect function that the loader binds to
+# the highest copy the CPU runs. FFTW is linked in from its static archives
+# (Debian's are position-independent; without them libfftw3.so.3 and
+# libfftw3f.so.3 are copied beside it instead) and libgomp.so.1 is copied
+# beside it, found through RUNPATH $ORIGIN. tests/test_wheel.sh checks it.
+PORTABLE      := $(BUILD)/portable
+PORTABLE_LIB  := $(PORTABLE)/libarkcos.so.1
+PORTABLE_ISAS := v1 v2 v3 v4
+ISA_MARCH_v1  := x86-64
+ISA_MARCH_v2  := x86-64-v2
+ISA_MARCH_v3  := x86-64-v3
+ISA_MARCH_v4  := x86-64-v4
+FFTW_A  := $(shell $(CC) -print-file-name=libfftw3.a)
+FFTWF_A := $(shell $(CC) -print-file-name=libfftw3f.a)
+ifneq ($(and $(wildcard $(FFTW_A)),$(wildcard $(FFTWF_A))),)
+  PORTABLE_FFTW := $(FFTW_A) $(FFTWF_A)
+  PORTABLE_COPIED := libgomp.so.1
+else
+  PORTABLE_FFTW := -lfftw3 -lfftw3f
+  PORTABLE_COPIED := libgomp.so.1 libfftw3.so.3 libfftw3f.so.3
+endif
+PORTABLE_LIBS := $(PORTABLE_FFTW) -lpthread -lm -fopenmp $(if $(filter 1,$(GPU)),-ldl)
+
+# the copies are compiled again when the flags (GPU among them) change
+$(PORTABLE)/cflags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(filter-out $(ARCHFLAGS),$(CFLAGS)) GPU=$(GPU)' | cmp -s - $@ || \
+	  echo '$(filter-out $(ARCHFLAGS),$(CFLAGS)) GPU=$(GPU)' > $@
+
+define portable_isa
+$(PORTABLE)/obj-$(1)/%.o: ARCHFLAGS :=
+$(PORTABLE)/obj-$(1)/%.o: %.c $(wildcard arkcos/*.h) $(PORTABLE)/cflags
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) -march=$(ISA_MARCH_$(1)) -mtune=generic -fPIC -c $$< -o $$@
+$(PORTABLE)/obj-$(1)/arkcos/build_info.o: $(BUILD_INFO_H)
+$(PORTABLE)/obj-$(1)/arkcos/build_info.o: CFLAGS += -I$(BUILD)/gen
+# one object per copy; its global symbols (definitions and the references
+# to them) renamed NAME__$(1)
+$(PORTABLE)/engine-$(1).o: $(ENGINE_SRC:%.c=$(PORTABLE)/obj-$(1)/%.o)
+	$$(LD) -r -o $$@.tmp-r $$^
+	nm --defined-only -g $$@.tmp-r | awk 'NF == 3 { print $$$$3, $$$$3 "__$(1)" }' > $$@.syms
+	objcopy --redefine-syms=$$@.syms $$@.tmp-r $$@ && rm -f $$@.tmp-r
+endef
+$(foreach isa,$(PORTABLE_ISAS),$(eval $(call portable_isa,$(isa))))
+
+# one ISA_FN(name) per function of arkcos.h, as the version script
+$(PORTABLE)/isa_names.h: $(BUILD)/libarkcos.map
+	@mkdir -p $(dir $@)
+	sed -n 's/^ *\(arkcos_[a-z0-9_]*\);$$/ISA_FN(\1)/p' $< > $@.tmp && mv $@.tmp $@
+$(PORTABLE)/libarkcos.map: $(BUILD)/libarkcos.map
+	@mkdir -p $(dir $@)
+	sed 's/^  global:$$/&\n    arkcos_portable_isa;/' $< > $@.tmp && mv $@.tmp $@
+$(PORTABLE)/isa_dispatch.o: arkcos/isa_dispatch.c $(PORTABLE)/isa_names.h
+	$(CC) -O2 -std=c11 -Wall -Wextra -march=x86-64 -fPIC \
+	  -DISA_NAMES='"$(abspath $(PORTABLE)/isa_names.h)"' -c $< -o $@
+
+$(PORTABLE_LIB): $(PORTABLE_ISAS:%=$(PORTABLE)/engine-%.o) $(PORTABLE)/isa_dispatch.o \
+                 $(PORTABLE)/libarkcos.map
+	$(CC) -shared -o $@ $(PORTABLE_ISAS:%=$(PORTABLE)/engine-%.o) $(PORTABLE)/isa_dispatch.o \
+	  -Wl,-soname,libarkcos.so.1 -Wl,--version-script,$(PORTABLE)/libarkcos.map \
+	  -Wl,--no-undefined -Wl,-z,text -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN' $(PORTABLE_LIBS)
+
+# the files the wheel carries (python/setup.py reads the list) and the
+# newest glibc symbol version they ask for (the wheel's manylinux tag)
+PORTABLE_FILES := libarkcos.so.1 $(PORTABLE_COPIED) $(if $(GPU_MOD),libarkcos_gpu.so.1)
+$(PORTABLE)/bundle.txt: $(PORTABLE_LIB) $(GPU_MOD)
+	for f in $(PORTABLE_COPIED); do \
+	  src=$$($(CC) -print-file-name=$$f); [ -f "$$src" ] || src=$$(ldconfig -p | \
+	    awk -v f=$$f '$$1 == f && /x86-64/ { print $$NF; exit }'); \
+	  [ -f "$$src" ] || { echo "portable-lib: $$f not found" >&2; exit 1; }; \
+	  cp -L "$$src" $(PORTABLE)/$$f || exit 1; \
+	done
+	$(if $(GPU_MOD),cp $(GPU_MOD) $(PORTABLE)/)
+	objdump -T $(PORTABLE_FILES:%=$(PORTABLE)/%) | grep -o 'GLIBC_2\.[0-9]*' | sed 's/GLIBC_//' | \
+	  sort -t. -k2,2n | tail -1 > $(PORTABLE)/glibc.txt
+	printf '%s\n' $(PORTABLE_FILES) > $@.tmp && mv $@.tmp $@
+
+.PHONY: portable-lib
+portable-lib: $(PORTABLE)/bundle.txt
 
 $(BUILD)/tests/test_fuzz_regress: tests/fuzz/fuzz_entries.h
 

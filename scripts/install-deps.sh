@@ -5,9 +5,10 @@ set -euo pipefail
 # the Python package's test (tests/test_python.sh): a venv with pip and setuptools
 py_pkgs=(python3-numpy python3-venv python3-setuptools python3-wheel)
 # clang with its libFuzzer runtime and OpenMP: make fuzz; valgrind: make valgrind
+# qemu-user: tests/test_wheel.sh runs the Python wheel on emulated older CPUs
 pkgs=(gcc g++ make libfftw3-dev libsharp-dev libcfitsio-dev libjansson-dev libchealpix-dev
       python3-healpy gnuplot-nox pkg-config bsdutils
-      clang libclang-rt-14-dev libomp-dev valgrind)
+      clang libclang-rt-14-dev libomp-dev valgrind qemu-user)
 # Optional group: OpenMPI for `make MPI=1` / `make mpi` and tests/test_mpi.sh
 # (docs/MPI.md). Installed by a plain run (CI, make install-deps), not
 # required by --if-missing: the project builds and tests without it.
