@@ -57,13 +57,16 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
   const int bands = split && nranks > 1;
   arkcos_estimate e;
   int rc = arkcos_plan_estimate_rank(g, w->k0 ? w->k0 : k, &w->o0, bands ? rank : 0, bands ? nranks : 1, &e, err);
-  const int reads = !bands || rank == 0; /* holds whole files */
+  /* whole files: one process, or rank 0 where a file takes the whole-map
+   * path (Q, U as spin 2, --mask); else each rank reads its band (hmpi.h) */
+  const int reads = !bands || (rank == 0 && (w->spin2 || w->masked));
   if (!rc) {
     row->band = bands ? e.band : -1;
     row->rings = e.rings_out;
     row->out_px = (long long)e.pixels_out;
     row->halo_px = (long long)e.halo_pixels;
-    row->maps = reads ? 8 * npix * (w->maxcols + 1 + 2 * w->masked) : e.maps;
+    row->maps = reads ? 8 * npix * (w->maxcols + 1 + 2 * w->masked)
+                : 8 * (double)e.pixels_in * (w->maxcols + 1); /* band and halo: the columns and an output */
     row->tables = e.tables;
     row->spectra = e.spectra;
     row->other = e.kernel_spectra + e.workspace + e.fft;
