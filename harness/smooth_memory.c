@@ -177,7 +177,7 @@ int smooth_memory_check(const smem_nside *w, int nw, const arkcos_kernel *k, int
     /* the maps alone (a column in, one out), before the plan's estimate,
      * whose analysis of ring pairs grows with the map */
     const double maps = 16.0 * 12.0 * (double)w[i].nside * (double)w[i].nside;
-    if (maps > most) {
+    if (maps > most && !(split && nranks > 1)) { /* over ranks each holds its band (hmpi.h) */
       fprintf(stderr, "arkcos smooth: nside %lld cannot fit: its maps alone need at least %.3g GB but "
                       "this process can have at most %.3g GB: %s\n",
               (long long)w[i].nside, maps / 1e9, most / 1e9, bound);
