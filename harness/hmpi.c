@@ -289,6 +289,21 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
       MPI_Bcast(&L, (int)sizeof L, MPI_BYTE, 0, MPI_COMM_WORLD);
     }
   }
+  /* ARKCOS_MPI_TIMES: each band smoothed alone, rank after rank, and its
+   * time printed: what the cost model (plan.c) is fitted to (docs/MPI.md) */
+  for (int q = 0; !rc && getenv("ARKCOS_MPI_TIMES") && q < hmpi_size(); q++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    arkcos_mpi_band b;
+    if (q != r || arkcos_plan_mpi_band(p, &b, NULL)) continue;
+    const double a = MPI_Wtime();
+    if (arkcos_execute_mpi_local(p, maps[0], y, NULL)) continue;
+    arkcos_stage_times t;
+    arkcos_plan_stages(p, &t);
+    fprintf(stderr, "arkcos: rank %d/%d alone: %s: %d output rings, %lld output pixels, smoothing %.4g s (map_fft "
+            "%.3g kernel_eval %.3g kernel_fft %.3g reduction %.3g map_ifft %.3g)\n", r, b.nranks, in, b.nrings_out,
+            (long long)b.pixels_out, MPI_Wtime() - a, t.map_fft, t.kernel_eval, t.kernel_fft, t.reduction,
+            t.map_ifft);
+  }
   double t_exec = 0, t_write = 0;
   arkcos_stage_times sum;
   memset(&sum, 0, sizeof sum);
