@@ -54,7 +54,8 @@ static int ranks_on_node(void) {
 
 static void default_threads(void) {
   const int local = ranks_on_node(); /* collective: every rank calls it */
-  if (getenv("OMP_NUM_THREADS")) return;
+  const char *omp = getenv("OMP_NUM_THREADS");
+  if (omp && omp[0]) return;
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) != 0) return;

@@ -118,6 +118,19 @@ for f in a_ring b_nest c_f32 d_unseen e_iqu g_two; do
     cmp -s "$T/one/$f.fits" "$T/split_${f}_$n.fits" && ok || bad "one map over $n ranks: $f differs"
   done
 done
+# ranks x threads (hybrid): 2 ranks of 2 threads, bands cut by output pixels too, the same bytes
+for f in a_ring b_nest; do
+  run 2 -x OMP_NUM_THREADS=2 "$MPIBIN" smooth "$T/in/$f.fits" "$T/hyb_$f.fits" --fwhm-arcmin 500 --threads 2 >"$T/hyb.log" 2>&1 &&
+    cmp -s "$T/one/$f.fits" "$T/hyb_$f.fits" && ok || bad "2 ranks x 2 threads: $f differs: $(tail -3 "$T/hyb.log")"
+  ARKCOS_MPI_BANDS=pixels run 3 -x ARKCOS_MPI_BANDS "$MPIBIN" smooth "$T/in/$f.fits" "$T/px_$f.fits" "${K[@]}" >"$T/px.log" 2>&1 &&
+    cmp -s "$T/one/$f.fits" "$T/px_$f.fits" && ok || bad "3 ranks, bands of equal pixels: $f differs: $(tail -3 "$T/px.log")"
+done
+# the default threads per rank under mpirun: the node's cores shared out (2 ranks on this host, unbound)
+env -u OMP_NUM_THREADS mpirun --oversubscribe --bind-to none -x ARKCOS_FFTW_WISDOM -n 2 "$MPIBIN" smooth "$T/in/a_ring.fits" \
+  "$T/thr.fits" --fwhm-arcmin 500 >"$T/thr.log" 2>&1
+want=$(( $(nproc) / 2 )); [ "$want" -ge 1 ] || want=1
+grep -q "threads=$want " "$T/thr.log" && cmp -s "$T/one/a_ring.fits" "$T/thr.fits" && ok ||
+  bad "default threads under mpirun -n 2 --bind-to none: want $want: $(grep -o 'threads=[0-9]*' "$T/thr.log")"
 run 3 "$MPIBIN" smooth --mpi-split "$T/in/a_ring.fits" "$T/in/f_n16.fits" "$T/split3/" "${K[@]}" >"$T/split3.log" 2>&1 \
   && ok || bad "--mpi-split with two maps: $(tail -3 "$T/split3.log")"
 for b in a_ring f_n16; do
