@@ -983,21 +983,87 @@ static int64_t run_local(const int64_t *seg, const int64_t *lofs, int nseg, int6
   return -1;
 }
 
-/* The file's index ranges holding the runs' pixels: the runs themselves
- * (RING), else the whole file in chunks, each pixel placed by nest2ring.
- * For each stretch of consecutive file indices [q, q + n) whose pixels are
- * in the runs, fn(ctx, q, n, loc) with loc[i] the local position of the
- * pixel at file index q + i. */
+/* The 1-based ring of RING pixel p */
+static int64_t ring_of(int64_t nside, int64_t p) {
+  const int64_t ncap = 2 * nside * (nside - 1), npix = 12 * nside * nside;
+  if (p < ncap) {
+    int64_t i = (int64_t)((1 + sqrt(1.0 + 2.0 * (double)p)) / 2);
+    while (i > 1 && 2 * i * (i - 1) > p) i--;
+    while (2 * (i + 1) * i <= p) i++;
+    return i;
+  }
+  if (p < npix - ncap) return (p - ncap) / (4 * nside) + nside;
+  return 4 * nside - ring_of(nside, npix - 1 - p);
+}
+
+/* The file index ranges that may hold the runs' pixels, as pairs in *out
+ * (malloc'd): the runs themselves (RING); for NESTED, the blocks of S^2
+ * consecutive indices (one pixel at nside / S) whose rings, S jr - S + 1 to
+ * S jr + S - 1 for the block's ring jr at nside / S, meet the runs' rings,
+ * merged; so a rank walks its band's part of the file, not all of it. */
+static int file_ranges(int nested, int64_t nside, const int64_t *seg, int nseg, int64_t **out, int *nout) {
+  *out = NULL;
+  *nout = 0;
+  if (!nested) {
+    *out = malloc(sizeof **out * (size_t)(2 * nseg + 2));
+    if (!*out) return ARKCOS_ENOMEM;
+    memcpy(*out, seg, sizeof **out * (size_t)(2 * nseg));
+    *nout = nseg;
+    return ARKCOS_OK;
+  }
+  int64_t *rr = malloc(sizeof *rr * (size_t)(2 * nseg + 2));
+  if (!rr) return ARKCOS_ENOMEM;
+  for (int k = 0; k < nseg; k++) {
+    rr[2 * k] = ring_of(nside, seg[2 * k]);
+    rr[2 * k + 1] = ring_of(nside, seg[2 * k + 1] - 1);
+  }
+  const int64_t S = nside < 32 ? nside : 32, nc = nside / S, ncoarse = 12 * nc * nc;
+  int cap = 64, n = 0;
+  int64_t *r = malloc(sizeof *r * (size_t)(2 * cap));
+  for (int64_t c = 0; r && c < ncoarse; c++) {
+    const int64_t jr = ring_of(nc, arkcos_healpix_nest2ring(nc, c)), lo = S * jr - S + 1, hi = S * jr + S - 1;
+    int meet = 0;
+    for (int k = 0; k < nseg && !meet; k++) meet = lo <= rr[2 * k + 1] && hi >= rr[2 * k];
+    if (!meet) continue;
+    if (n && r[2 * n - 1] == c * S * S) {
+      r[2 * n - 1] = (c + 1) * S * S;
+      continue;
+    }
+    if (n == cap) {
+      int64_t *g = realloc(r, sizeof *r * (size_t)(4 * cap));
+      if (!g) {
+        free(r);
+        r = NULL;
+        break;
+      }
+      r = g;
+      cap *= 2;
+    }
+    r[2 * n] = c * S * S;
+    r[2 * n + 1] = (c + 1) * S * S;
+    n++;
+  }
+  free(rr);
+  if (!r) return ARKCOS_ENOMEM;
+  *out = r;
+  *nout = n;
+  return ARKCOS_OK;
+}
+
+/* The file's index ranges holding the runs' pixels (file_ranges), each
+ * pixel placed by nest2ring in a NESTED file. For each stretch of
+ * consecutive file indices [q, q + n) whose pixels are in the runs,
+ * fn(ctx, q, n, loc) with loc[i] the local position of the pixel at file
+ * index q + i. */
 typedef int (*stretch_fn)(void *ctx, long long q, long long n, const int64_t *loc);
 
 static int for_stretches(int nested, int64_t nside, const int64_t *seg, const int64_t *lofs, int nseg,
                          stretch_fn fn, void *ctx) {
-  const int64_t npix = 12 * nside * nside;
-  int64_t *loc = malloc(sizeof *loc * (size_t)HPX_CHUNK);
-  if (!loc) return ARKCOS_ENOMEM;
-  int rc = ARKCOS_OK;
-  for (int k = 0; k < (nested ? 1 : nseg) && !rc; k++) {
-    const int64_t lo = nested ? 0 : seg[2 * k], hi = nested ? npix : seg[2 * k + 1];
+  int64_t *loc = malloc(sizeof *loc * (size_t)HPX_CHUNK), *fr = NULL;
+  int nfr = 0;
+  int rc = loc ? file_ranges(nested, nside, seg, nseg, &fr, &nfr) : ARKCOS_ENOMEM;
+  for (int k = 0; k < nfr && !rc; k++) {
+    const int64_t lo = fr[2 * k], hi = fr[2 * k + 1];
     for (long long q0 = lo; q0 < hi && !rc; q0 += HPX_CHUNK) {
       const long long n = hi - q0 < HPX_CHUNK ? hi - q0 : HPX_CHUNK;
 #pragma omp parallel for schedule(static)
@@ -1014,6 +1080,7 @@ static int for_stretches(int nested, int64_t nside, const int64_t *seg, const in
       }
     }
   }
+  free(fr);
   free(loc);
   return rc;
 }

@@ -114,8 +114,9 @@ int hpx_write_maps_ex(const char *path, const double *const *maps, int nmaps,
  *
  * hpx_read_column_runs: map column c (0-based) at the runs' pixels into
  * dst, the runs back to back; UNSEEN and NaN become NaN, counted in *nbad.
- * A RING file is read at the runs only; a NESTED file is walked in chunks
- * and only the stretches holding the runs' pixels are read. Memory: two
+ * A RING file is read at the runs only; in a NESTED file the blocks of
+ * 32 x 32 pixels whose rings meet the runs' are walked, and only the
+ * stretches holding the runs' pixels are read. Memory: two
  * chunks (16 MB) besides dst. Partial-sky maps are refused (EINVAL). */
 int hpx_read_column_runs(const hpx_header *h, int c, const int64_t *seg, int nseg, double *dst,
                          int64_t *nbad, arkcos_error *err);

@@ -84,6 +84,7 @@ hp.write_map(f"{d}/e_iqu.fits", [sky(16), sky(16) - 1, sky(16) - 1], dtype=np.fl
 hp.write_map(f"{d}/f_n16.fits", sky(16), dtype=np.float64)
 hp.write_map(f"{d}/g_two.fits", [sky(32), sky(32)], nest=True, dtype=np.float32, column_names=["A", "B"])
 hp.write_map(f"{d}/../m256.fits", sky(256), dtype=np.float64)
+hp.write_map(f"{d}/../n256.fits", hp.reorder(sky(256), r2n=True), nest=True, dtype=np.float32)
 EOF
 then bad "fixtures (healpy)"; echo "TESTS $pass $fail"; exit 1; fi
 maps=("$T"/in/*.fits)
@@ -117,6 +118,12 @@ for f in a_ring b_nest c_f32 d_unseen e_iqu g_two; do
     [ $rc -eq 0 ] && ok || bad "mpirun -n $n smooth $f: exit $rc: $(tail -3 "$T/split.log")"
     cmp -s "$T/one/$f.fits" "$T/split_${f}_$n.fits" && ok || bad "one map over $n ranks: $f differs"
   done
+done
+# NESTED at nside 256: each rank reads and writes only the blocks of 32 x 32 pixels its band meets
+"$PLAIN" smooth "$T/n256.fits" "$T/n256_one.fits" --fwhm-arcmin 40 --threads 1 -q >/dev/null 2>&1
+for n in 3 5; do
+  run $n "$MPIBIN" smooth "$T/n256.fits" "$T/n256_$n.fits" --fwhm-arcmin 40 --threads 1 -q >"$T/n256.log" 2>&1 &&
+    cmp -s "$T/n256_one.fits" "$T/n256_$n.fits" && ok || bad "NESTED nside 256 over $n ranks differs: $(tail -3 "$T/n256.log")"
 done
 # ranks x threads (hybrid): 2 ranks of 2 threads, bands cut by output pixels too, the same bytes
 for f in a_ring b_nest; do
