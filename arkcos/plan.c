@@ -309,6 +309,9 @@ static double task_pixels(const arkcos_plan *p, int t) {
 /* Tasks into nparts contiguous ranges of about equal weight w(t): cut r
  * falls at the task boundary nearest to r / nparts of the total. */
 static void split_by(const arkcos_plan *p, int nparts, int *first, double (*w)(const arkcos_plan *, int)) {
+  first[0] = 0;
+  first[nparts] = p->ntasks;
+  if (nparts == 1) return; /* one process: no model to evaluate */
   double total = 0, run = 0;
   for (int t = 0; t < p->ntasks; t++) total += w(p, t);
   int t = 0;
