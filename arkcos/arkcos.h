@@ -370,6 +370,11 @@ typedef struct arkcos_estimate {
 
 int arkcos_plan_estimate_rank(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
                               int rank, int nranks, arkcos_estimate *e, arkcos_error *err);
+/* The band cost model (plan.c) that cuts the bands over ranks: rank's
+ * modelled seconds per map at one thread, parts[0] direct sums, parts[1]
+ * Fourier pairs (kernel spectra and reduction), parts[2] ring FFTs. */
+int arkcos_plan_estimate_cost(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                              int rank, int nranks, double parts[3], arkcos_error *err);
 /* Bytes of memory available now, what plans are checked against when
  * options.max_memory is 0: $ARKCOS_MEMORY_GB when set (e.g. a node shared
  * with other jobs), else MemAvailable (/proc/meminfo), lowered to what the

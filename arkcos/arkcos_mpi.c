@@ -14,7 +14,7 @@
 #include "arkcos/plan_internal.h"
 
 /* A contiguous run of pixels [a, b) of the map */
-typedef struct { int64_t a, b; } seg_t;
+typedef arkcos_mpi_segment seg_t;
 
 typedef struct {
   int n;
@@ -25,7 +25,10 @@ typedef struct {
   MPI_Comm comm;
   int rank, size;
   segs_t *in, *out;     /* per rank: input (band + halo) and output segments */
-  double *inbuf, *outbuf; /* ranks > 0: full-size maps, only band and halo touched */
+  double *inbuf, *outbuf; /* ranks > 0: full-size maps, only band and halo touched
+                           * (made by the first arkcos_execute_mpi) */
+  int64_t *ofs_whole;   /* per ring: its offset in the whole map */
+  int64_t *ofs_local;   /* per ring: its offset in the band-local maps (input rings) */
   int64_t pix_in, pix_out, halo;
   double bound;
 } mpi_state;
@@ -46,6 +49,8 @@ static void mpi_destroy(arkcos_plan *p) {
   segs_free(m->out, m->size);
   free(m->inbuf);
   free(m->outbuf);
+  free(m->ofs_whole);
+  free(m->ofs_local);
   MPI_Comm_free(&m->comm);
   free(m);
   p->mpi = NULL;
@@ -106,6 +111,31 @@ static int make_segments(arkcos_plan *p, mpi_state *m) {
   return rc;
 }
 
+/* The rings' offsets in the whole map and in the band-local maps: this
+ * rank's input segments back to back, in order (the engine reads and
+ * writes a ring at its offset, so that a plan runs on either layout). */
+static int make_layouts(arkcos_plan *p, mpi_state *m) {
+  const arkcos_geometry *g = p->geom;
+  m->ofs_whole = malloc(sizeof(int64_t) * (size_t)(g->nrings + 1));
+  m->ofs_local = calloc((size_t)g->nrings + 1, sizeof(int64_t));
+  if (!m->ofs_whole || !m->ofs_local) return ARKCOS_ENOMEM;
+  const segs_t *in = &m->in[m->rank];
+  int64_t base = 0;
+  int k = 0;
+  for (int j = 0; j < g->nrings; j++) {
+    const int64_t o = g->rings[j].ofs;
+    m->ofs_whole[j] = o;
+    while (k < in->n && in->s[k].b <= o) base += in->s[k].b - in->s[k].a, k++;
+    if (k < in->n && in->s[k].a <= o) m->ofs_local[j] = base + (o - in->s[k].a);
+  }
+  return ARKCOS_OK;
+}
+
+static void set_layout(arkcos_plan *p, const mpi_state *m, int local) {
+  const int64_t *o = local ? m->ofs_local : m->ofs_whole;
+  for (int j = 0; j < p->geom->nrings; j++) p->geom->rings[j].ofs = o[j];
+}
+
 /* Every rank learns whether some rank failed; then the first failing
  * rank's error is every rank's. Returns the common code. */
 static int agree(MPI_Comm comm, int rc, arkcos_error *err) {
@@ -148,10 +178,11 @@ int arkcos_mpi_share_wisdom(MPI_Comm comm, int root, arkcos_error *err) {
   return agree(comm, rc, err);
 }
 
-/* A rank's map buffers: full-size reservations (calloc: pages untouched
- * until written, so only band and halo become resident) */
+/* A rank's map buffers for arkcos_execute_mpi: full-size reservations
+ * (calloc: pages untouched until written, so only band and halo become
+ * resident), made on its first call */
 static int alloc_maps(arkcos_plan *p, mpi_state *m) {
-  if (m->rank == 0) return ARKCOS_OK;
+  if (m->rank == 0 || (m->inbuf && m->outbuf)) return ARKCOS_OK;
   m->inbuf = calloc((size_t)p->geom->npix, sizeof(double));
   m->outbuf = calloc((size_t)p->geom->npix, sizeof(double));
   return m->inbuf && m->outbuf ? ARKCOS_OK : ARKCOS_ENOMEM;
@@ -225,8 +256,8 @@ arkcos_plan *arkcos_plan_create_mpi(MPI_Comm comm, const arkcos_geometry *g, con
     MPI_Comm_dup(comm, &m->comm);
     m->rank = rank;
     m->size = size;
-    if ((rc = make_segments(p, m)) || (rc = alloc_maps(p, m)))
-      arkcos_fail(err, rc, "plan: out of memory (MPI segments and band buffers)");
+    if ((rc = make_segments(p, m)) || (rc = make_layouts(p, m)))
+      arkcos_fail(err, rc, "plan: out of memory (MPI segments)");
   }
   if (agree(comm, rc, err)) {
     arkcos_plan_destroy(p);
@@ -254,7 +285,10 @@ int arkcos_execute_mpi(arkcos_plan *p, const double *in, double *out, arkcos_err
   int rc = m->rank == 0 && (!in || !out) ? arkcos_fail(err, ARKCOS_EINVAL, "execute: rank 0 needs the maps in and out")
            : m->rank == 0 && in == out ? arkcos_fail(err, ARKCOS_EINVAL, "execute: in and out must differ")
                                        : ARKCOS_OK;
+  if (!rc && alloc_maps(p, m))
+    rc = arkcos_fail(err, ARKCOS_ENOMEM, "execute: rank %d: out of memory for its band's maps", m->rank);
   if ((rc = agree(m->comm, rc, err))) return rc;
+  set_layout(p, m, 0);
   const double t0 = MPI_Wtime();
   const double *x = in;
   double *y = out;
@@ -276,6 +310,26 @@ int arkcos_execute_mpi(arkcos_plan *p, const double *in, double *out, arkcos_err
   p->last.other += (t1 - t0) + (MPI_Wtime() - t2);
   p->last.total += (t1 - t0) + (MPI_Wtime() - t2);
   return agree(m->comm, rc, err);
+}
+
+int arkcos_plan_mpi_segments(const arkcos_plan *p, int output, const arkcos_mpi_segment **seg, int *n,
+                             arkcos_error *err) {
+  if (!p || !p->mpi || !seg || !n) return arkcos_fail(err, ARKCOS_EINVAL, "not a plan of arkcos_plan_create_mpi");
+  const mpi_state *m = (const mpi_state *)p->mpi;
+  const segs_t *s = output ? &m->out[m->rank] : &m->in[m->rank];
+  *seg = s->s;
+  *n = s->n;
+  return ARKCOS_OK;
+}
+
+int arkcos_execute_mpi_local(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
+  if (!p || !p->mpi) return arkcos_fail(err, ARKCOS_EINVAL, "execute: not a plan of arkcos_plan_create_mpi");
+  if (!in || !out || in == out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: two distinct band-local maps needed");
+  mpi_state *m = (mpi_state *)p->mpi;
+  set_layout(p, m, 1);
+  const int rc = p->execute(p, in, out, err);
+  set_layout(p, m, 0);
+  return rc;
 }
 
 int arkcos_plan_mpi_band(const arkcos_plan *p, arkcos_mpi_band *b, arkcos_error *err) {

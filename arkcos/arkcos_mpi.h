@@ -72,6 +72,25 @@ typedef struct arkcos_mpi_band {
 
 int arkcos_plan_mpi_band(const arkcos_plan *p, arkcos_mpi_band *b, arkcos_error *err);
 
+/* Band-local maps (parallel I/O: each rank reads its band and halo from
+ * the file and writes its band's output itself; no rank holds a whole map).
+ * arkcos_plan_mpi_segments: this rank's input pixels (band and halo;
+ * output = 0) or output pixels (output = 1) as *n runs [a, b) of the whole
+ * map's pixel indices, increasing; the plan keeps the array. A band-local
+ * map holds the input runs back to back (pixels_in values); an output run
+ * lies inside an input run and takes the same local positions.
+ * arkcos_execute_mpi_local: not collective (no messages, no rank 0): in
+ * and out are band-local maps of pixels_in values each; out receives the
+ * band's output pixels, bit for bit those of arkcos_execute_mpi (and of one
+ * process), and the halo positions of out are left as they were. The
+ * input values must be finite (not checked here). */
+typedef struct arkcos_mpi_segment {
+  int64_t a, b;
+} arkcos_mpi_segment;
+int arkcos_plan_mpi_segments(const arkcos_plan *p, int output, const arkcos_mpi_segment **seg, int *n,
+                             arkcos_error *err);
+int arkcos_execute_mpi_local(arkcos_plan *p, const double *in, double *out, arkcos_error *err);
+
 /* Collective: rank root's FFTW wisdom (double and single precision)
  * imported by every rank, so that the FFT plans made afterwards are the
  * same algorithms on every rank (FFTW_MEASURE times them, and timings

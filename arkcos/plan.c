@@ -306,19 +306,67 @@ static double task_pixels(const arkcos_plan *p, int t) {
   return (double)rg[i].nph + (i2 >= 0 && i2 != i ? (double)rg[i2].nph : 0);
 }
 
-/* Tasks into nparts contiguous ranges of about equal output pixels: cut r
+/* Tasks into nparts contiguous ranges of about equal weight w(t): cut r
  * falls at the task boundary nearest to r / nparts of the total. */
-void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first) {
+static void split_by(const arkcos_plan *p, int nparts, int *first, double (*w)(const arkcos_plan *, int)) {
+  first[0] = 0;
+  first[nparts] = p->ntasks;
+  if (nparts == 1) return; /* one process: no model to evaluate */
   double total = 0, run = 0;
-  for (int t = 0; t < p->ntasks; t++) total += task_pixels(p, t);
+  for (int t = 0; t < p->ntasks; t++) total += w(p, t);
   int t = 0;
   first[0] = 0;
   for (int r = 1; r < nparts; r++) {
     const double goal = total * r / nparts;
-    while (t < p->ntasks && run + 0.5 * task_pixels(p, t) <= goal) run += task_pixels(p, t++);
+    while (t < p->ntasks && run + 0.5 * w(p, t) <= goal) run += w(p, t++);
     first[r] = t;
   }
   first[nparts] = p->ntasks;
+}
+
+/* The band cost model: seconds per map of task t at one thread,
+ *   direct multiply-adds x COST_DIRECT + Fourier pairs x (L log2 L x
+ *   COST_KERNEL + nm x m x COST_REDUCE) + ring FFT points x log2 x COST_FFT,
+ * m = 2 for a ring with its mirror. A direct pair costs nph_i x (2 hw + 1)
+ * multiply-adds per output ring (arkcos_direct_estimate_bytes / 8 counts
+ * an eighth of them: its tables keep one octant's weights); a Fourier pair,
+ * nm complex multiply-adds per output ring and its share of the kernel
+ * spectra. The constants were fitted to the stage times of the four bands
+ * of nside 512, FWHM 3 pixels, on a 2-core AMD EPYC (docs/MPI.md): a direct
+ * multiply-add 1.1 ns, a Fourier mode 5.5 ns, an FFT point x log2 3.4 ns;
+ * only their ratios cut the bands. */
+#define COST_DIRECT 1.1e-9
+#define COST_KERNEL 0.05e-9
+#define COST_REDUCE 5.5e-9
+#define COST_FFT 3.4e-9
+
+void arkcos_plan_task_cost(const arkcos_plan *p, int t, double parts[3]) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int i = p->task[t], i2 = p->mirror[i];
+  const double m = i2 >= 0 && i2 != i ? 2 : 1, L = (double)p->L;
+  double direct = 0, fourier = 0;
+  for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+    if (arkcos_pair_is_direct(p, i, j)) continue;
+    fourier += L * log2(L > 2 ? L : 2) * COST_KERNEL + (double)p->nm * m * COST_REDUCE;
+  }
+  if (p->direct_caps) direct = arkcos_direct_estimate_bytes(p, t, t + 1) * m * COST_DIRECT;
+  const double n = (double)rg[i].nph;
+  parts[0] = direct;
+  parts[1] = fourier;
+  parts[2] = 2 * m * n * log2(n > 2 ? n : 2) * COST_FFT;
+}
+
+static double task_cost(const arkcos_plan *p, int t) {
+  double c[3];
+  arkcos_plan_task_cost(p, t, c);
+  return c[0] + c[1] + c[2];
+}
+
+/* Bands of about equal modelled cost (ARKCOS_MPI_BANDS=pixels: of equal
+ * output pixels, as before the cost model) */
+void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first) {
+  const char *how = getenv("ARKCOS_MPI_BANDS");
+  split_by(p, nparts, first, how && !strcmp(how, "pixels") ? task_pixels : task_cost);
 }
 
 void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned char *need) {
@@ -613,8 +661,12 @@ static arkcos_plan *plan_prepare(const arkcos_geometry *g, const arkcos_kernel *
   if (plan_options(p, o, err) || part_options(p, nranks, err) || plan_alloc(p, g, k, err)) goto fail;
   plan_ring_ranges(p, g);
   plan_tasks(p, g);
-  arkcos_plan_split(p, nranks, first);
+  /* the direct tables' budget is judged on bands of equal pixels, whose
+   * polar band holds the most tables; then the bands are cut by cost,
+   * which needs the paths */
+  split_by(p, nranks, first, task_pixels);
   if (plan_paths(p, first, nranks, err)) goto fail;
+  arkcos_plan_split(p, nranks, first);
   const int band = arkcos_band_of_rank(rank, nranks);
   p->task_lo = first[band];
   p->task_hi = first[band + 1];
@@ -643,6 +695,21 @@ int arkcos_plan_estimate_rank(const arkcos_geometry *g, const arkcos_kernel *k, 
   if (!p) return err && err->code ? err->code : ARKCOS_EINVAL;
   plan_estimate_parts(p, nranks > 1 && rank > 0, e);
   e->band = arkcos_band_of_rank(rank, nranks);
+  arkcos_plan_destroy(p);
+  return ARKCOS_OK;
+}
+
+int arkcos_plan_estimate_cost(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                              int rank, int nranks, double parts[3], arkcos_error *err) {
+  if (!parts) return arkcos_fail(err, ARKCOS_EINVAL, "estimate: no place for the result");
+  parts[0] = parts[1] = parts[2] = 0;
+  arkcos_plan *p = plan_prepare(g, k, o, rank, nranks, err);
+  if (!p) return err && err->code ? err->code : ARKCOS_EINVAL;
+  for (int t = p->task_lo; t < p->task_hi; t++) {
+    double c[3];
+    arkcos_plan_task_cost(p, t, c);
+    for (int q = 0; q < 3; q++) parts[q] += c[q];
+  }
   arkcos_plan_destroy(p);
   return ARKCOS_OK;
 }

@@ -63,9 +63,13 @@ struct arkcos_plan {
  * arkcos_plan_create. */
 arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kernel *k,
                                      const arkcos_options *o, int rank, int nranks, arkcos_error *err);
-/* Tasks split into nparts contiguous ranges balanced by output pixels:
+/* Tasks split into nparts contiguous ranges balanced by modelled cost
+ * (arkcos_plan_task_cost; ARKCOS_MPI_BANDS=pixels: by output pixels):
  * part r computes tasks [first[r], first[r + 1]); first has nparts + 1. */
 void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first);
+/* Task t's modelled seconds per map at one thread: direct sums, Fourier
+ * pairs, ring FFTs (plan.c, the band cost model) */
+void arkcos_plan_task_cost(const arkcos_plan *p, int t, double parts[3]);
 /* The input rings read by the tasks [lo, hi) (their pairs' input rings and
  * mirrors): need[j] = 1 for those, 0 for the others (need has nrings). */
 void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned char *need);

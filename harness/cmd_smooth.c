@@ -867,6 +867,22 @@ static void pol_union(file_job *job) {
 static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   file_job job = {.idx = i, .in = s->a->pos[i], .out = s->outs[i], .h = &s->inputs[i], .pol = s->pol[i]};
   const hpx_header *h = job.h;
+  if (s->split && s->a->method == METHOD_ARKCOS && job.pol.q < 0 && !s->a->mask.has_file &&
+      !s->a->mask.write_weight && !s->a->narrow.normalize) { /* MPI: each rank its own band (hmpi.h) */
+    double p0 = s->plan_time, f0 = s->plan_fftw, t0 = s->plan_tables;
+    hmpi_file_stats st;
+    int rc = ensure_smoothers(s, h->nside, 1, 0, err);
+    if (!rc && (rc = hmpi_split_file(job.in, job.out, s->a->force, &st, err)) != HMPI_WHOLE_MAP) {
+      if (rc) return rc;
+      job.ncols = st.ncols, job.t_read = st.t_read, job.t_exec = st.t_exec, job.t_write = st.t_write;
+      job.sum = st.stages, job.plan_time = s->plan_time - p0, job.plan_fftw = s->plan_fftw - f0;
+      job.plan_tables = s->plan_tables - t0;
+      for (int c = 0; c < st.ncols && !rc; c++) rc = record_map_time(s, st.map_time[c < HMPI_MAX_COLS ? c : 0]);
+      if (!rc) print_summary(s, &job);
+      return rc ? arkcos_fail(err, rc, "out of memory") : ARKCOS_OK;
+    }
+    if (rc && rc != HMPI_WHOLE_MAP) return rc;
+  }
   job.t_read = wall_time();
   int rc = hpx_read_columns_missing(h, &job.maps, &job.ncols, &job.nbad, err);
   if (rc) return rc;

@@ -11,6 +11,18 @@
 
 #include "arkcos/arkcos.h"
 
+/* MPI_Init_thread when a launcher started the process (mpirun, srun,
+ * MPICH's hydra: OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK, PMI_SIZE or
+ * SLURM_PROCID in the environment; ARKCOS_MPI=1 forces it, ARKCOS_MPI=0
+ * never), and the default threads per rank: the cores of the rank's
+ * affinity mask, or its share of the node's cores when it is not bound
+ * (OMP_NUM_THREADS, when set, says instead). Without a launcher an MPI
+ * build runs as the plain build does: one process, MPI never touched (so
+ * that `ulimit -v` or `-f` meet arkcos's own messages, not a failed
+ * MPI_Init). hmpi_finalize: MPI_Finalize when hmpi_init initialised it. */
+void hmpi_init(int *argc, char ***argv);
+void hmpi_finalize(void);
+int hmpi_active(void);  /* 1 when hmpi_init initialised MPI */
 int hmpi_built(void);   /* 1 when built with MPI */
 int hmpi_rank(void);    /* 0 without MPI */
 int hmpi_size(void);    /* 1 without MPI */
@@ -49,6 +61,29 @@ arkcos_plan *hmpi_split_plan(const arkcos_geometry *g, const arkcos_kernel *k,
 int hmpi_split_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err);
 void hmpi_split_destroy(arkcos_plan *p);
 void hmpi_split_stop(void);
+/* One file over all ranks, each rank its own band (parallel I/O, docs/MPI.md):
+ * every rank reads its band and halo of each column from in itself
+ * (mapio.h's band I/O), smooths them with band-local maps (no messages
+ * between ranks), and writes its band's pixels in place into the output's
+ * temporary file, whose header rank 0 wrote once with the file's size;
+ * rank 0 renames it onto out once every rank succeeded (removes it
+ * otherwise). No rank holds a whole map. Rank 0 calls it after its split
+ * plan was made (hmpi_split_plan, for the file's nside); the serving ranks
+ * follow. Returns 0, an ARKCOS_E* code (every rank's: the first failing
+ * rank's message), or HMPI_WHOLE_MAP where the file needs the whole-map
+ * path (a missing pixel: its weights span the sphere; a partial-sky map;
+ * not under mpirun): nothing was written then. The caller keeps to files
+ * smoothed column by column as they are (no Q, U pair, --mask, --normalize
+ * or --write-weight). */
+#define HMPI_WHOLE_MAP (-1)
+#define HMPI_MAX_COLS 64
+typedef struct hmpi_file_stats {
+  int ncols;
+  double t_read, t_exec, t_write; /* t_exec: the slowest rank's */
+  double map_time[HMPI_MAX_COLS]; /* rank 0's execute per column */
+  arkcos_stage_times stages;      /* rank 0's, over the columns */
+} hmpi_file_stats;
+int hmpi_split_file(const char *in, const char *out, int force, hmpi_file_stats *st, arkcos_error *err);
 /* Ranks > 0: serve rank 0's plans and executes until rank 0 stops; the
  * kernel of a plan of nside is kernel_for(ctx, nside), which every rank
  * makes from the same arguments; 0 or an exit status. */

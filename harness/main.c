@@ -5,9 +5,7 @@
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
 #include "harness/util.h"
-#ifdef ARKCOS_WITH_MPI
-#include <mpi.h> /* make MPI=1: every command runs under MPI (docs/MPI.md) */
-#endif
+#include "harness/hmpi.h" /* make MPI=1: commands under mpirun run over its ranks (docs/MPI.md) */
 
 static const struct {
   const char *name;
@@ -54,14 +52,8 @@ static int dispatch(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   signals_install(); /* ulimit -f, SIGINT, SIGTERM: harness/util.h */
-#ifdef ARKCOS_WITH_MPI
-  /* OpenMP threads inside each rank; only the main thread calls MPI */
-  int provided;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  hmpi_init(&argc, &argv); /* MPI only when launched by mpirun or srun */
   const int rc = dispatch(argc, argv);
-  MPI_Finalize();
+  hmpi_finalize();
   return rc;
-#else
-  return dispatch(argc, argv);
-#endif
 }

@@ -967,3 +967,281 @@ int hpx_write_maps(const char *path, const double *const *maps, int nmaps,
   return hpx_write_maps_ex(path, maps, nmaps, nside, nested, as_float32,
                            force, NULL, NULL, err);
 }
+
+/* ------------------------------------------------- band I/O (MPI ranks) */
+
+/* Which map pixel file index q holds: itself (RING), or nest2ring(q) */
+static int64_t file_to_ring(int nested, int64_t nside, int64_t q) {
+  return nested ? arkcos_healpix_nest2ring(nside, q) : q;
+}
+
+/* The local position of RING pixel p in runs seg (local base lofs[k] of
+ * run k), or -1: the runs are few (a band and its mirror), so a scan. */
+static int64_t run_local(const int64_t *seg, const int64_t *lofs, int nseg, int64_t p) {
+  for (int k = 0; k < nseg; k++)
+    if (p >= seg[2 * k] && p < seg[2 * k + 1]) return lofs[k] + (p - seg[2 * k]);
+  return -1;
+}
+
+/* The 1-based ring of RING pixel p */
+static int64_t ring_of(int64_t nside, int64_t p) {
+  const int64_t ncap = 2 * nside * (nside - 1), npix = 12 * nside * nside;
+  if (p < ncap) {
+    int64_t i = (int64_t)((1 + sqrt(1.0 + 2.0 * (double)p)) / 2);
+    while (i > 1 && 2 * i * (i - 1) > p) i--;
+    while (2 * (i + 1) * i <= p) i++;
+    return i;
+  }
+  if (p < npix - ncap) return (p - ncap) / (4 * nside) + nside;
+  return 4 * nside - ring_of(nside, npix - 1 - p);
+}
+
+/* The file index ranges that may hold the runs' pixels, as pairs in *out
+ * (malloc'd): the runs themselves (RING); for NESTED, the blocks of S^2
+ * consecutive indices (one pixel at nside / S) whose rings, S jr - S + 1 to
+ * S jr + S - 1 for the block's ring jr at nside / S, meet the runs' rings,
+ * merged; so a rank walks its band's part of the file, not all of it. */
+static int file_ranges(int nested, int64_t nside, const int64_t *seg, int nseg, int64_t **out, int *nout) {
+  *out = NULL;
+  *nout = 0;
+  if (!nested) {
+    *out = malloc(sizeof **out * (size_t)(2 * nseg + 2));
+    if (!*out) return ARKCOS_ENOMEM;
+    memcpy(*out, seg, sizeof **out * (size_t)(2 * nseg));
+    *nout = nseg;
+    return ARKCOS_OK;
+  }
+  int64_t *rr = malloc(sizeof *rr * (size_t)(2 * nseg + 2));
+  if (!rr) return ARKCOS_ENOMEM;
+  for (int k = 0; k < nseg; k++) {
+    rr[2 * k] = ring_of(nside, seg[2 * k]);
+    rr[2 * k + 1] = ring_of(nside, seg[2 * k + 1] - 1);
+  }
+  const int64_t S = nside < 32 ? nside : 32, nc = nside / S, ncoarse = 12 * nc * nc;
+  int cap = 64, n = 0;
+  int64_t *r = malloc(sizeof *r * (size_t)(2 * cap));
+  for (int64_t c = 0; r && c < ncoarse; c++) {
+    const int64_t jr = ring_of(nc, arkcos_healpix_nest2ring(nc, c)), lo = S * jr - S + 1, hi = S * jr + S - 1;
+    int meet = 0;
+    for (int k = 0; k < nseg && !meet; k++) meet = lo <= rr[2 * k + 1] && hi >= rr[2 * k];
+    if (!meet) continue;
+    if (n && r[2 * n - 1] == c * S * S) {
+      r[2 * n - 1] = (c + 1) * S * S;
+      continue;
+    }
+    if (n == cap) {
+      int64_t *g = realloc(r, sizeof *r * (size_t)(4 * cap));
+      if (!g) {
+        free(r);
+        r = NULL;
+        break;
+      }
+      r = g;
+      cap *= 2;
+    }
+    r[2 * n] = c * S * S;
+    r[2 * n + 1] = (c + 1) * S * S;
+    n++;
+  }
+  free(rr);
+  if (!r) return ARKCOS_ENOMEM;
+  *out = r;
+  *nout = n;
+  return ARKCOS_OK;
+}
+
+/* The file's index ranges holding the runs' pixels (file_ranges), each
+ * pixel placed by nest2ring in a NESTED file. For each stretch of
+ * consecutive file indices [q, q + n) whose pixels are in the runs,
+ * fn(ctx, q, n, loc) with loc[i] the local position of the pixel at file
+ * index q + i. */
+typedef int (*stretch_fn)(void *ctx, long long q, long long n, const int64_t *loc);
+
+static int for_stretches(int nested, int64_t nside, const int64_t *seg, const int64_t *lofs, int nseg,
+                         stretch_fn fn, void *ctx) {
+  int64_t *loc = malloc(sizeof *loc * (size_t)HPX_CHUNK), *fr = NULL;
+  int nfr = 0;
+  int rc = loc ? file_ranges(nested, nside, seg, nseg, &fr, &nfr) : ARKCOS_ENOMEM;
+  for (int k = 0; k < nfr && !rc; k++) {
+    const int64_t lo = fr[2 * k], hi = fr[2 * k + 1];
+    for (long long q0 = lo; q0 < hi && !rc; q0 += HPX_CHUNK) {
+      const long long n = hi - q0 < HPX_CHUNK ? hi - q0 : HPX_CHUNK;
+#pragma omp parallel for schedule(static)
+      for (long long i = 0; i < n; i++) loc[i] = run_local(seg, lofs, nseg, file_to_ring(nested, nside, q0 + i));
+      for (long long i = 0; i < n && !rc;) {
+        if (loc[i] < 0) {
+          i++;
+          continue;
+        }
+        long long j = i + 1;
+        while (j < n && loc[j] >= 0) j++;
+        rc = fn(ctx, q0 + i, j - i, loc + i);
+        i = j;
+      }
+    }
+  }
+  free(fr);
+  free(loc);
+  return rc;
+}
+
+/* The local bases of runs laid back to back */
+static int64_t *runs_back_to_back(const int64_t *seg, int nseg) {
+  int64_t *lofs = malloc(sizeof *lofs * (size_t)(nseg + 1)), at = 0;
+  for (int k = 0; lofs && k < nseg; k++) {
+    lofs[k] = at;
+    at += seg[2 * k + 1] - seg[2 * k];
+  }
+  return lofs;
+}
+
+typedef struct band_reader {
+  col_reader r;
+  int col;
+  double *dst, *buf;
+  int64_t nbad;
+} band_reader;
+
+static int read_stretch(void *ctx, long long q, long long n, const int64_t *loc) {
+  band_reader *b = ctx;
+  if (read_flat(b->r.fp, b->col, q, n, b->buf, &b->r.status)) return ARKCOS_EINVAL;
+  b->nbad += replace_bad(b->buf, n, NAN);
+  for (long long i = 0; i < n; i++) b->dst[loc[i]] = b->buf[i];
+  return ARKCOS_OK;
+}
+
+int hpx_read_column_runs(const hpx_header *h, int c, const int64_t *seg, int nseg, double *dst,
+                         int64_t *nbad, arkcos_error *err) {
+  *nbad = 0;
+  if (c < 0 || c >= h->ncols) return arkcos_fail(err, ARKCOS_EINVAL, "%s: no map column %d", h->path, c + 1);
+  if (h->explicit_index)
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s: a partial-sky map is read whole, not by pixel runs", h->path);
+  band_reader b = {.r = {.h = h, .bad_value = NAN}, .col = h->first_col + c, .dst = dst};
+  int64_t *lofs = runs_back_to_back(seg, nseg);
+  b.buf = malloc(sizeof *b.buf * (size_t)HPX_CHUNK);
+  int rc = lofs && b.buf ? reopen_table(&b.r, err) : reader_oom(h, 1, err);
+  if (!rc) {
+    rc = for_stretches(h->nested, h->nside, seg, lofs, nseg, read_stretch, &b);
+    if (rc == ARKCOS_ENOMEM) reader_oom(h, 1, err);
+    else if (rc) fits_fail(err, ARKCOS_EINVAL, h->path, b.r.status, "cannot read map data (truncated file?)");
+  }
+  close_quietly(b.r.fp);
+  free(b.buf);
+  free(lofs);
+  *nbad = b.nbad;
+  return rc;
+}
+
+int hpx_band_create(const char *path, int nmaps, int64_t nside, int nested, int as_float32, int force,
+                    const hpx_column *cols, const char *coordsys, char *tmp, size_t tmplen,
+                    hpx_band_layout *L, arkcos_error *err) {
+  int rc = check_write_args(path, nmaps, (void *)1, nside, nested, err);
+  if (rc) return rc;
+  if ((rc = atomic_begin(path, force, tmp, tmplen, err))) return rc;
+  unlink(tmp); /* CFITSIO creates the file itself */
+  map_writer w = {.path = path, .nmaps = nmaps, .nested = nested, .nside = nside};
+  if (prepare_writer(&w, as_float32, cols))
+    rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory writing %d map(s)", path, nmaps);
+  if (!rc) rc = create_table(&w, tmp, coordsys, err);
+  long long head = 0, data = 0, end = 0;
+  if (!rc && fits_get_hduaddrll(w.fp, &head, &data, &end, &w.status))
+    rc = fits_fail(err, ARKCOS_EIO, path, w.status, "cannot write header");
+  if (!rc) {
+    L->nside = nside;
+    L->npix = w.npix;
+    L->nested = nested;
+    L->nmaps = nmaps;
+    L->repeat = w.repeat;
+    L->esize = as_float32 ? 4 : 8;
+    L->row_bytes = (long long)nmaps * w.repeat * L->esize;
+    L->data = data;
+    const long long bytes = w.nrows * L->row_bytes;
+    L->size = data + (bytes + 2879) / 2880 * 2880; /* the data unit padded to FITS blocks (zeros) */
+    rc = finish_file(&w, tmp, err);
+  }
+  free_writer(&w);
+  errno = 0;
+  if (!rc && truncate(tmp, L->size) != 0)
+    rc = arkcos_fail(err, ARKCOS_EIO, "%s: cannot size the output (%lld bytes): %s", path, L->size, strerror(errno));
+  if (rc) {
+    close_quietly(w.fp);
+    atomic_abort(tmp);
+  }
+  return rc;
+}
+
+typedef struct band_writer {
+  const hpx_band_layout *L;
+  const char *path;
+  int fd, col;
+  const double *src;
+  unsigned char *buf;
+  arkcos_error *err;
+} band_writer;
+
+/* Values of file indices [q, q + n) of column col, big-endian, in place */
+static int write_stretch(void *ctx, long long q, long long n, const int64_t *loc) {
+  band_writer *b = ctx;
+  const hpx_band_layout *L = b->L;
+  for (long long i = 0; i < n;) {
+    const long long row = (q + i) / L->repeat, e = (q + i) % L->repeat;
+    const long long m = L->repeat - e < n - i ? L->repeat - e : n - i; /* to the row's end */
+    for (long long t = 0; t < m; t++) {
+      const double v = b->src[loc[i + t]];
+      if (L->esize == 4) {
+        if (fabs(v) > FLT_MAX && isfinite(v))
+          return arkcos_fail(b->err, ARKCOS_EINVAL, "%s: column %d pixel %lld = %g does not fit in float32",
+                             b->path, b->col + 1, (long long)file_to_ring(L->nested, L->nside, q + i + t), v);
+        float f = (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        u = __builtin_bswap32(u);
+        memcpy(b->buf + 4 * t, &u, 4);
+      } else {
+        uint64_t u;
+        memcpy(&u, &v, 8);
+        u = __builtin_bswap64(u);
+        memcpy(b->buf + 8 * t, &u, 8);
+      }
+    }
+    const off_t at = (off_t)(L->data + row * L->row_bytes + (long long)b->col * L->repeat * L->esize + e * L->esize);
+    size_t left = (size_t)(m * L->esize), done = 0;
+    while (left > 0) {
+      errno = 0;
+      const ssize_t k = pwrite(b->fd, b->buf + done, left, at + (off_t)done);
+      if (k <= 0)
+        return arkcos_fail(b->err, ARKCOS_EIO, "%s: cannot write map data: %s", b->path,
+                           errno ? strerror(errno) : "short write");
+      done += (size_t)k;
+      left -= (size_t)k;
+    }
+    i += m;
+  }
+  return ARKCOS_OK;
+}
+
+int hpx_band_write_column(const char *tmp, const char *path, const hpx_band_layout *L, int c,
+                          const int64_t *seg, const int64_t *lofs, int nseg, const double *src,
+                          arkcos_error *err) {
+  if (c < 0 || c >= L->nmaps) return arkcos_fail(err, ARKCOS_EINVAL, "%s: no map column %d", path, c + 1);
+  band_writer b = {.L = L, .path = path, .col = c, .src = src, .err = err};
+  b.fd = open(tmp, O_WRONLY);
+  if (b.fd < 0) return arkcos_fail(err, ARKCOS_EIO, "%s: cannot open %s: %s", path, tmp, strerror(errno));
+  b.buf = malloc((size_t)L->repeat * 8);
+  int rc = b.buf ? for_stretches(L->nested, L->nside, seg, lofs, nseg, write_stretch, &b)
+                 : arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", path);
+  if (rc == ARKCOS_ENOMEM && !err->code) arkcos_fail(err, rc, "%s: out of memory", path);
+  errno = 0;
+  if (fsync(b.fd) != 0 && !rc) rc = arkcos_fail(err, ARKCOS_EIO, "%s: cannot flush output: %s", path, strerror(errno));
+  if (close(b.fd) != 0 && !rc) rc = arkcos_fail(err, ARKCOS_EIO, "%s: cannot finish writing: %s", path, strerror(errno));
+  free(b.buf);
+  return rc;
+}
+
+int hpx_band_commit(const char *tmp, const char *path, arkcos_error *err) {
+  if (fsync_path(tmp) != 0)
+    return arkcos_fail(err, ARKCOS_EIO, "%s: cannot flush output: %s", path, strerror(errno));
+  return atomic_commit(tmp, path, err);
+}
+
+void hpx_band_abort(const char *tmp) { atomic_abort(tmp); }

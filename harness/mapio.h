@@ -107,4 +107,43 @@ int hpx_write_maps_ex(const char *path, const double *const *maps, int nmaps,
                       int64_t nside, int nested, int as_float32, int force,
                       const hpx_column *cols, const char *coordsys,
                       arkcos_error *err);
+
+/* ---- Band I/O: ranks that each read and write part of a map (MPI,
+ * harness/hmpi.c). Pixel runs are given as nseg pairs seg[2k], seg[2k+1]:
+ * RING pixel indices [a, b), increasing.
+ *
+ * hpx_read_column_runs: map column c (0-based) at the runs' pixels into
+ * dst, the runs back to back; UNSEEN and NaN become NaN, counted in *nbad.
+ * A RING file is read at the runs only; in a NESTED file the blocks of
+ * 32 x 32 pixels whose rings meet the runs' are walked, and only the
+ * stretches holding the runs' pixels are read. Memory: two
+ * chunks (16 MB) besides dst. Partial-sky maps are refused (EINVAL). */
+int hpx_read_column_runs(const hpx_header *h, int c, const int64_t *seg, int nseg, double *dst,
+                         int64_t *nbad, arkcos_error *err);
+/* Where each pixel of a table made by hpx_band_create lies: byte
+ * data + row x row_bytes + column x repeat x esize + element x esize. */
+typedef struct hpx_band_layout {
+  int64_t nside, npix;
+  int nested, nmaps, esize;
+  long repeat;
+  long long row_bytes, data, size;
+} hpx_band_layout;
+/* The header once (the table hpx_write_maps_ex writes: same keywords,
+ * layout and padding) into a temporary file next to path (tmp, tmplen >=
+ * 4096), its size set to the whole file (the data unit zeros until the
+ * ranks write). Refuses an existing path unless force. */
+int hpx_band_create(const char *path, int nmaps, int64_t nside, int nested, int as_float32, int force,
+                    const hpx_column *cols, const char *coordsys, char *tmp, size_t tmplen,
+                    hpx_band_layout *L, arkcos_error *err);
+/* Column c's values at the runs' pixels, src[lofs[k] + p - a] for pixel p
+ * of run k, written in place into tmp (pwrite: other ranks write other
+ * pixels at the same time; no FITS block is rewritten whole), converted as
+ * CFITSIO converts, then flushed. A value beyond float32's range in a
+ * float32 file is refused (EINVAL). */
+int hpx_band_write_column(const char *tmp, const char *path, const hpx_band_layout *L, int c,
+                          const int64_t *seg, const int64_t *lofs, int nseg, const double *src,
+                          arkcos_error *err);
+/* Once every rank wrote: flushed and renamed onto path; or removed. */
+int hpx_band_commit(const char *tmp, const char *path, arkcos_error *err);
+void hpx_band_abort(const char *tmp);
 #endif

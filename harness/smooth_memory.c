@@ -57,13 +57,16 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
   const int bands = split && nranks > 1;
   arkcos_estimate e;
   int rc = arkcos_plan_estimate_rank(g, w->k0 ? w->k0 : k, &w->o0, bands ? rank : 0, bands ? nranks : 1, &e, err);
-  const int reads = !bands || rank == 0; /* holds whole files */
+  /* whole files: one process, or rank 0 where a file takes the whole-map
+   * path (Q, U as spin 2, --mask); else each rank reads its band (hmpi.h) */
+  const int reads = !bands || (rank == 0 && (w->spin2 || w->masked));
   if (!rc) {
     row->band = bands ? e.band : -1;
     row->rings = e.rings_out;
     row->out_px = (long long)e.pixels_out;
     row->halo_px = (long long)e.halo_pixels;
-    row->maps = reads ? 8 * npix * (w->maxcols + 1 + 2 * w->masked) : e.maps;
+    row->maps = reads ? 8 * npix * (w->maxcols + 1 + 2 * w->masked)
+                : 8 * (double)e.pixels_in * (w->maxcols + 1); /* band and halo: the columns and an output */
     row->tables = e.tables;
     row->spectra = e.spectra;
     row->other = e.kernel_spectra + e.workspace + e.fft;
@@ -99,6 +102,32 @@ static void print_row(const smem_row *r, const char *host) {
          r->plan / 1e6, r->total / 1e6);
 }
 
+/* The band cost model that cut the bands (arkcos_plan_estimate_cost):
+ * each rank's modelled seconds per map, at one thread and at `threads`
+ * (perfect scaling within a rank assumed), and the slowest band against the
+ * mean (how far the cut is from even). */
+static void print_costs(const smem_nside *w, int nranks, int threads) {
+  arkcos_geometry *g = arkcos_geometry_healpix(w->nside, NULL);
+  double *c = calloc((size_t)nranks, sizeof *c), mx = 0, sum = 0;
+  int ok = g && c;
+  printf("cost model (s per map at 1 thread = direct multiply-adds x 1.1 ns + Fourier pairs x (L log2 L "
+         "x 0.05 ns + modes x 5.5 ns) + FFT points x log2 x 3.4 ns; time = that / threads):\n");
+  for (int r = 0; r < nranks && ok; r++) {
+    double parts[3];
+    ok = arkcos_plan_estimate_cost(g, w->k0, &w->o0, r, nranks, parts, NULL) == ARKCOS_OK;
+    c[r] = parts[0] + parts[1] + parts[2];
+    if (ok) printf("cost rank %d: %.4g s (direct %.3g, Fourier %.3g, FFT %.3g); %.4g s at %d thread(s)\n", r, c[r],
+                   parts[0], parts[1], parts[2], c[r] / (threads > 0 ? threads : 1), threads);
+    sum += c[r];
+    if (c[r] > mx) mx = c[r];
+  }
+  if (ok && sum > 0)
+    printf("cost: the slowest band %.3g x the mean; one process about %.4g s per map at 1 thread\n",
+           mx / (sum / nranks), sum);
+  free(c);
+  arkcos_geometry_destroy(g);
+}
+
 /* Rank 0: the rows of every rank (hosts[r], avail[r] its host's memory) for
  * one nside: printed, summed per host, judged. 0 fits, 1 does not. */
 static int judge(const smem_nside *w, const smem_row *rows, char **hosts, const double *avail, int nranks,
@@ -106,6 +135,7 @@ static int judge(const smem_nside *w, const smem_row *rows, char **hosts, const 
   if (print) {
     print_header(w, nranks, split, threads);
     for (int r = 0; r < nranks; r++) print_row(&rows[r], hosts[r]);
+    if (split && nranks > 1) print_costs(w, nranks, threads);
   }
   int fits = 1;
   /* one process (no mpirun): what it can have at all, whatever
@@ -174,7 +204,7 @@ int smooth_memory_check(const smem_nside *w, int nw, const arkcos_kernel *k, int
     /* the maps alone (a column in, one out), before the plan's estimate,
      * whose analysis of ring pairs grows with the map */
     const double maps = 16.0 * 12.0 * (double)w[i].nside * (double)w[i].nside;
-    if (maps > most) {
+    if (maps > most && !(split && nranks > 1)) { /* over ranks each holds its band (hmpi.h) */
       fprintf(stderr, "arkcos smooth: nside %lld cannot fit: its maps alone need at least %.3g GB but "
                       "this process can have at most %.3g GB: %s\n",
               (long long)w[i].nside, maps / 1e9, most / 1e9, bound);

@@ -9,7 +9,9 @@
 #  2. many maps: `mpirun -n N arkcos smooth a.fits b.fits ... OUT/` writes
 #     files identical (cmp) to those of the plain single-process binary;
 #  3. one map over ranks (a single input, or --mpi-split): RING, NESTED,
-#     float32, UNSEEN pixels, I Q U, identical to one process for N = 2..4;
+#     float32 (each rank reads and writes its own band), UNSEEN pixels, I Q U
+#     (rank 0 reads and writes the whole map), identical to one process for
+#     N = 2..4;
 #  4. failures: a bad input (exit 2) and a truncated one that fails while
 #     being read on one rank (exit 1): every rank stops, the message once;
 #  5. sweeps: `mpirun -n N arkcos run configs/ci/mpi.json` for N = 1..3 records
@@ -18,7 +20,12 @@
 #     ranks of a run killed in one process; refusals;
 #  6. memory: `smooth --dry-run` under mpirun (the figures of `--ranks N`
 #     without it), each rank's peak resident memory within its prediction,
-#     and ranks that would not fit their host refused before anything is read.
+#     rank 0's peak no more than the others' (each rank reads and writes its
+#     band), a rank whose writes fail leaves no file, and ranks that would
+#     not fit their host refused before anything is read;
+#  7. the MPI build without mpirun behaves as the plain build: the same
+#     files, and under `ulimit -f` / `ulimit -v` the same exit status and
+#     arkcos's own message (MPI is not initialised without a launcher).
 # Fixtures are written with healpy. Last line: "TESTS <passed> <failed>".
 set -u
 cd "$(dirname "$0")/.."
@@ -75,7 +82,9 @@ hp.write_map(f"{d}/d_unseen.fits", m, dtype=np.float64)
 hp.write_map(f"{d}/e_iqu.fits", [sky(16), sky(16) - 1, sky(16) - 1], dtype=np.float64,
              column_names=["I_STOKES", "Q_STOKES", "U_STOKES"])
 hp.write_map(f"{d}/f_n16.fits", sky(16), dtype=np.float64)
+hp.write_map(f"{d}/g_two.fits", [sky(32), sky(32)], nest=True, dtype=np.float32, column_names=["A", "B"])
 hp.write_map(f"{d}/../m256.fits", sky(256), dtype=np.float64)
+hp.write_map(f"{d}/../n256.fits", hp.reorder(sky(256), r2n=True), nest=True, dtype=np.float32)
 EOF
 then bad "fixtures (healpy)"; echo "TESTS $pass $fail"; exit 1; fi
 maps=("$T"/in/*.fits)
@@ -101,7 +110,7 @@ for n in 2 4; do
 done
 
 # ---- 3. one map over ranks
-for f in a_ring b_nest c_f32 d_unseen e_iqu; do
+for f in a_ring b_nest c_f32 d_unseen e_iqu g_two; do
   for n in 2 3 4; do
     [ $n = 3 ] && [ $f != a_ring ] && [ $f != b_nest ] && continue
     run "$n" "$MPIBIN" smooth "$T/in/$f.fits" "$T/split_${f}_$n.fits" "${K[@]}" >"$T/split.log" 2>&1
@@ -110,6 +119,25 @@ for f in a_ring b_nest c_f32 d_unseen e_iqu; do
     cmp -s "$T/one/$f.fits" "$T/split_${f}_$n.fits" && ok || bad "one map over $n ranks: $f differs"
   done
 done
+# NESTED at nside 256: each rank reads and writes only the blocks of 32 x 32 pixels its band meets
+"$PLAIN" smooth "$T/n256.fits" "$T/n256_one.fits" --fwhm-arcmin 40 --threads 1 -q >/dev/null 2>&1
+for n in 3 5; do
+  run $n "$MPIBIN" smooth "$T/n256.fits" "$T/n256_$n.fits" --fwhm-arcmin 40 --threads 1 -q >"$T/n256.log" 2>&1 &&
+    cmp -s "$T/n256_one.fits" "$T/n256_$n.fits" && ok || bad "NESTED nside 256 over $n ranks differs: $(tail -3 "$T/n256.log")"
+done
+# ranks x threads (hybrid): 2 ranks of 2 threads, bands cut by output pixels too, the same bytes
+for f in a_ring b_nest; do
+  run 2 -x OMP_NUM_THREADS=2 "$MPIBIN" smooth "$T/in/$f.fits" "$T/hyb_$f.fits" --fwhm-arcmin 500 --threads 2 >"$T/hyb.log" 2>&1 &&
+    cmp -s "$T/one/$f.fits" "$T/hyb_$f.fits" && ok || bad "2 ranks x 2 threads: $f differs: $(tail -3 "$T/hyb.log")"
+  ARKCOS_MPI_BANDS=pixels run 3 -x ARKCOS_MPI_BANDS "$MPIBIN" smooth "$T/in/$f.fits" "$T/px_$f.fits" "${K[@]}" >"$T/px.log" 2>&1 &&
+    cmp -s "$T/one/$f.fits" "$T/px_$f.fits" && ok || bad "3 ranks, bands of equal pixels: $f differs: $(tail -3 "$T/px.log")"
+done
+# the default threads per rank under mpirun: the node's cores shared out (2 ranks on this host, unbound)
+env -u OMP_NUM_THREADS mpirun --oversubscribe --bind-to none -x ARKCOS_FFTW_WISDOM -n 2 "$MPIBIN" smooth "$T/in/a_ring.fits" \
+  "$T/thr.fits" --fwhm-arcmin 500 >"$T/thr.log" 2>&1
+want=$(( $(nproc) / 2 )); [ "$want" -ge 1 ] || want=1
+grep -q "threads=$want " "$T/thr.log" && cmp -s "$T/one/a_ring.fits" "$T/thr.fits" && ok ||
+  bad "default threads under mpirun -n 2 --bind-to none: want $want: $(grep -o 'threads=[0-9]*' "$T/thr.log")"
 run 3 "$MPIBIN" smooth --mpi-split "$T/in/a_ring.fits" "$T/in/f_n16.fits" "$T/split3/" "${K[@]}" >"$T/split3.log" 2>&1 \
   && ok || bad "--mpi-split with two maps: $(tail -3 "$T/split3.log")"
 for b in a_ring f_n16; do
@@ -203,11 +231,40 @@ for r in 0 1 2; do
   [ -n "$pred" ] && [ -n "$meas" ] || { bad "rank $r: no prediction or measurement"; continue; }
   check_le "nside 256, rank $r of 3: measured $meas MB / predicted $pred MB" "$("$PYTHON" -c "print(round($meas / $pred, 3))")" 1.0
 done
+# each rank reads and writes its own band: rank 0 holds no whole map (measured
+# at nside 256, 3 ranks: rank 0 35.9 MB, rank 1 (polar tables) 58.3 MB, rank 2 35.6 MB)
+r0=$(awk '{print $1}' "$T/rss.0" 2>/dev/null); r1=$(awk '{print $1}' "$T/rss.1" 2>/dev/null); r2=$(awk '{print $1}' "$T/rss.2" 2>/dev/null)
+[ -n "$r0" ] && [ -n "$r1" ] && [ -n "$r2" ] && check_le "nside 256, 3 ranks: rank 0's peak / the other ranks' largest" \
+  "$("$PYTHON" -c "print(round($r0 / max($r1, $r2), 3))")" 1.2 || bad "no peak memory per rank"
+# a rank whose writes fail (ulimit -f on rank 1 only): every rank stops, nothing at the final path, no temporary file
+OMPI_MCA_btl=self,tcp run 3 bash -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && ulimit -f 100; exec "$@"' _ "$MPIBIN" smooth \
+  "$T/m256.fits" "$T/part.fits" --fwhm-arcmin 40 --threads 1 -q >"$T/part.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && [ "$(grep -c "part.fits: cannot write map data: File too large" "$T/part.log")" = 1 ] && [ ! -e "$T/part.fits" ] &&
+  [ -z "$(ls -a "$T" | grep 'part.fits.tmp')" ] && ok || bad "a rank's failed writes: exit $rc, $(ls -a "$T" | grep part): $(grep arkcos "$T/part.log" | head -3)"
 # ranks that together exceed their host's memory: refused before rank 0 reads the map, nothing written
 ARKCOS_MEMORY_GB=0.05 run 2 -x ARKCOS_MEMORY_GB "$MPIBIN" smooth "$T/m256.fits" "$T/mem2.fits" --fwhm-arcmin 40 \
   --threads 1 -q >"$T/mem2.log" 2>&1
 rc=$?
 [ $rc -ne 0 ] && [ "$(grep -c "rank(s) on host .* would need about" "$T/mem2.log")" = 1 ] && [ ! -e "$T/mem2.fits" ] && ok ||
   bad "ranks without the memory: exit $rc: $(head -3 "$T/mem2.log")"
+
+# ---- 7. the MPI build run by itself: no MPI_Init, the plain build's behaviour
+env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK "$MPIBIN" smooth "$T/in/a_ring.fits" "$T/alone.fits" "${K[@]}" -q >"$T/alone.log" 2>&1 &&
+  cmp -s "$T/one/a_ring.fits" "$T/alone.fits" && ok || bad "the MPI build without mpirun: $(tail -3 "$T/alone.log")"
+for lim in "-f 8" "-v 50000"; do
+  for b in plain mpi; do
+    bin=$PLAIN; [ $b = mpi ] && bin=$MPIBIN
+    (ulimit $lim; exec "$bin" smooth "$T/m256.fits" "$T/lim_$b.fits" --fwhm-arcmin 40 --threads 1 -q) >/dev/null 2>"$T/lim_$b.err"
+    echo $? >"$T/lim_$b.rc"
+  done
+  # ulimit -f: "File too large" from the write; ulimit -v: "cannot fit" before anything is read
+  want="File too large"; [ "$lim" = "-v 50000" ] && want="cannot fit"
+  [ "$(cat "$T/lim_mpi.rc")" = "$(cat "$T/lim_plain.rc")" ] && [ "$(cat "$T/lim_mpi.rc")" = 1 ] &&
+    grep -q "$want" "$T/lim_mpi.err" && grep -q "$want" "$T/lim_plain.err" &&
+    ! grep -qiE "MPI_INIT|PMIX|orte|prte" "$T/lim_mpi.err" && ok ||
+    bad "ulimit $lim: the MPI build exits $(cat "$T/lim_mpi.rc") ($(tail -c 300 "$T/lim_mpi.err")), the plain build $(cat "$T/lim_plain.rc")"
+  [ -z "$(ls "$T" | grep -E '^lim_.*\.fits|\.tmp-')" ] && ok || bad "ulimit $lim: left $(ls "$T" | grep -E 'lim_|tmp')"
+done
 
 echo "TESTS $pass $fail"
