@@ -510,7 +510,10 @@ int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err);
  * pol_q, pol_u: the two maps smoothed as one spin-2 field, or -1, -1.
  * mask: NULL, or npix weights in [0, 1] in the spec's order (NaN, +-inf and
  * UNSEEN count as 0; others outside [0, 1] are EINVAL naming the pixel),
- * applied to every map. */
+ * applied to every map. progress (or NULL) is called with progress_ctx
+ * after each map is smoothed (n = 1, map its index) and after the Q, U pair
+ * (n = 2, map = pol_q), in the order they are smoothed; in[map] (in[pol_q]
+ * and in[pol_u]) is not read after it, so it may be freed there. */
 typedef struct arkcos_smoother_maps {
   int nmaps;
   const double *const *in;
@@ -518,6 +521,8 @@ typedef struct arkcos_smoother_maps {
   double *const *weight;
   int pol_q, pol_u;
   const double *mask;
+  void (*progress)(void *ctx, int map, int n);
+  void *progress_ctx;
 } arkcos_smoother_maps;
 
 int arkcos_smoother_execute(arkcos_smoother *s, const arkcos_smoother_maps *m, arkcos_error *err);

@@ -274,16 +274,24 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
   arkcos_smoother_map_report *r = &c->s->reports[i];
   int rc = ensure_weight(c, w, err);
   if (!rc) rc = ensure_norm(c, err);
-  if (!rc) rc = need_buffers(c, 1, err);
   if (rc) return rc;
-  load_map(c, w, c->m->in[i], c->work[0]);
   double *dst = c->s->n2r ? c->tmp[0] : c->m->out[i];
-  if ((rc = smoother_apply0(c->s, c->work[0], dst, err))) return rc;
+  if (!c->s->n2r && w->trivial && c->m->in[i] != c->m->out[i]) {
+    /* a complete RING map into its own output: no copy */
+    rc = smoother_apply0(c->s, c->m->in[i], dst, err);
+  } else {
+    if ((rc = need_buffers(c, 1, err))) return rc;
+    dst = c->s->n2r ? c->tmp[0] : c->m->out[i];
+    load_map(c, w, c->m->in[i], c->work[0]);
+    rc = smoother_apply0(c->s, c->work[0], dst, err);
+  }
+  if (rc) return rc;
   if (!w->trivial) r->unseen = finish(c, w->aw, dst);
   normalize_map(c, w, dst);
   store(c, dst, c->m->out[i]);
   if (weight_out(c, i)) store(c, w->aw, weight_out(c, i));
   release_weight(w, i);
+  if (c->m->progress) c->m->progress(c->m->progress_ctx, i, 1);
   return ARKCOS_OK;
 }
 
@@ -291,23 +299,34 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   wset *w = &c->sets[c->set_of[q]];
   int rc = ensure_weight(c, w, err);
   if (!rc) rc = ensure_norm(c, err);
-  if (!rc) rc = need_buffers(c, 2, err);
   if (rc) return rc;
-  load_map(c, w, c->m->in[q], c->work[0]);
-  load_map(c, w, c->m->in[u], c->work[1]);
-  double *dq = c->s->n2r ? c->tmp[0] : c->m->out[q], *du = c->s->n2r ? c->tmp[1] : c->m->out[u];
-  if ((rc = smoother_apply2(c->s, c->work[0], c->work[1], dq, du, err))) return rc;
+  const double *const *in = c->m->in;
+  double *const *out = c->m->out;
+  double *dq = out[q], *du = out[u];
+  if (!c->s->n2r && w->trivial && in[q] != out[q] && in[u] != out[u] && in[q] != out[u] &&
+      in[u] != out[q]) {
+    /* complete RING maps into their own outputs: no copy */
+    rc = smoother_apply2(c->s, in[q], in[u], dq, du, err);
+  } else {
+    if ((rc = need_buffers(c, 2, err))) return rc;
+    load_map(c, w, in[q], c->work[0]);
+    load_map(c, w, in[u], c->work[1]);
+    if (c->s->n2r) dq = c->tmp[0], du = c->tmp[1];
+    rc = smoother_apply2(c->s, c->work[0], c->work[1], dq, du, err);
+  }
+  if (rc) return rc;
   if (!w->trivial) {
     c->s->reports[q].unseen = finish(c, w->aw, dq);
     c->s->reports[u].unseen = finish(c, w->aw, du);
   }
   normalize_map(c, w, dq);
   normalize_map(c, w, du);
-  store(c, dq, c->m->out[q]);
-  store(c, du, c->m->out[u]);
+  store(c, dq, out[q]);
+  store(c, du, out[u]);
   for (int k = 0; k < 2; k++)
     if (weight_out(c, k ? u : q)) store(c, w->aw, weight_out(c, k ? u : q));
   release_weight(w, q > u ? q : u);
+  if (c->m->progress) c->m->progress(c->m->progress_ctx, q, 2);
   return ARKCOS_OK;
 }
 

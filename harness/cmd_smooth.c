@@ -513,7 +513,10 @@ typedef struct smooth_state {
   const arkcos_geometry *geom; /* lib's */
   smoother *sm;         /* scalar columns and weight maps (NULL until needed) */
   smoother *sm2;        /* Stokes Q and U as spin 2 (NULL until needed) */
-  arkcos_stage_times *stages; /* METHOD_ARKCOS: where the operator adds its stages */
+  struct file_job *job; /* the file being smoothed: the operator adds its stages, the
+                         * progress its times */
+  double t_mark, plan_mark; /* progress: time and plan_time at the last map done */
+  int rc_done;          /* progress: an error (out of memory) */
   double plan_time;     /* sum over arkcos plans created */
   double plan_fftw, plan_tables; /* their FFTW planning and direct tables */
   int nplans;
@@ -627,12 +630,7 @@ static int op_prepare(void *ctx, int spin, const arkcos_geometry *g, const arkco
 }
 
 /* The stages of the apply just made, added to the file's (METHOD_ARKCOS). */
-static void op_stages(smooth_state *s, const smoother *sm) {
-  if (s->a->method != METHOD_ARKCOS || !s->stages) return;
-  arkcos_stage_times t;
-  smoother_stages(sm, &t);
-  stage_times_add(s->stages, &t);
-}
+static void op_stages(smooth_state *s, const smoother *sm);
 
 static int op_apply(void *ctx, const double *in, double *out, arkcos_error *err) {
   smooth_state *s = ctx;
@@ -694,19 +692,50 @@ static int cmp_double(const void *x, const void *y) {
 }
 
 /* One input file on its way through smooth_one. */
-typedef struct file_job {
+typedef struct file_job file_job;
+struct file_job {
   int idx;                 /* the input's position */
   const char *in, *out;
   const hpx_header *h;
   pol_columns pol;         /* Q and U smoothed as spin 2, or -1 */
-  double **maps;           /* read, then smoothed in place */
+  double **maps;           /* read (each freed once smoothed) */
+  double **outs;           /* smoothed */
   double **weights;        /* --write-weight: A(w) per column */
   int ncols;
   int64_t nbad;
   arkcos_stage_times sum;  /* METHOD_ARKCOS: stages over the columns */
   double t_read, t_exec, t_write, plan_time;
   double plan_fftw, plan_tables; /* parts of plan_time */
-} file_job;
+};
+
+static void op_stages(smooth_state *s, const smoother *sm) {
+  if (s->a->method != METHOD_ARKCOS || !s->job) return;
+  arkcos_stage_times t;
+  smoother_stages(sm, &t);
+  stage_times_add(&s->job->sum, &t);
+}
+
+/* The engine smoother's progress: column `map` (n = 1) or the Q, U pair
+ * (n = 2) done, in the time since the last (plans made meanwhile left out;
+ * the first column that needs a weight map A(w) includes its smoothing). */
+static void maps_done(void *ctx, int map, int n) {
+  (void)map;
+  smooth_state *s = ctx;
+  file_job *job = s->job;
+  const double now = wall_time(), dt = now - s->t_mark - (s->plan_time - s->plan_mark);
+  s->t_mark = now;
+  s->plan_mark = s->plan_time;
+  job->t_exec += dt;
+  /* the input column is not read again: a multi-column map costs one input
+   * column plus the outputs */
+  for (int k = 0; k < n; k++) {
+    const int c = k == 0 ? map : job->pol.u;
+    free(job->maps[c]);
+    job->maps[c] = NULL;
+  }
+  smooth_progress_maps(&s->progress, job->in, n, dt);
+  for (int k = 0; k < n && !s->rc_done; k++) s->rc_done = record_map_time(s, dt / n);
+}
 
 /* The file's columns smoothed by the engine's smoother (missing data, Q and
  * U, --normalize: arkcos_smoother_execute), in place. */
@@ -720,13 +749,18 @@ static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
       if (!(job->weights[c] = malloc(sizeof **job->weights * (size_t)job->h->npix))) rc = ARKCOS_ENOMEM;
     if (!job->weights || rc) return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the weight maps", job->in);
   }
-  const arkcos_smoother_maps m = {job->ncols, (const double *const *)job->maps, job->maps, job->weights,
-                                  job->pol.q, job->pol.u, s->mask.w};
-  s->stages = &job->sum;
-  const double t0 = wall_time();
+  job->outs = calloc((size_t)job->ncols, sizeof *job->outs);
+  for (int c = 0; job->outs && c < job->ncols && !rc; c++)
+    if (!(job->outs[c] = malloc(sizeof **job->outs * (size_t)job->h->npix))) rc = ARKCOS_ENOMEM;
+  if (!job->outs || rc) return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the output maps", job->in);
+  const arkcos_smoother_maps m = {job->ncols, (const double *const *)job->maps, job->outs, job->weights,
+                                  job->pol.q, job->pol.u, s->mask.w, maps_done, s};
+  s->job = job;
+  s->t_mark = wall_time();
+  s->plan_mark = s->plan_time;
+  s->rc_done = ARKCOS_OK;
   rc = arkcos_smoother_execute(s->lib, &m, err);
-  const double dt = wall_time() - t0;
-  s->stages = NULL;
+  s->job = NULL;
   job->plan_time = s->plan_time - plan_time0; /* 0 when the plans are reused */
   job->plan_fftw = s->plan_fftw - fftw0;
   job->plan_tables = s->plan_tables - tables0;
@@ -737,11 +771,7 @@ static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
     memcpy(err->msg, msg, sizeof msg);
   }
   if (rc) return rc;
-  /* the plans' times are not the maps' */
-  job->t_exec = dt - job->plan_time;
-  smooth_progress_maps(&s->progress, job->in, job->ncols, job->t_exec);
-  for (int c = 0; c < job->ncols && !rc; c++) rc = record_map_time(s, job->t_exec / job->ncols);
-  return rc ? arkcos_fail(err, rc, "out of memory") : ARKCOS_OK;
+  return s->rc_done ? arkcos_fail(err, s->rc_done, "out of memory") : ARKCOS_OK;
 }
 
 /* The warnings the engine's smoother recorded since the last print. */
@@ -844,7 +874,7 @@ static int write_output(const smooth_state *s, file_job *job, arkcos_error *err)
   hpx_column *cols = NULL;
   int nall = 0;
   job->t_write = wall_time();
-  int rc = mask_file_columns(&s->a->mask, s->lib, job->maps, job->weights, h, &all, &cols, &nall, err);
+  int rc = mask_file_columns(&s->a->mask, s->lib, job->outs, job->weights, h, &all, &cols, &nall, err);
   if (!rc)
     rc = hpx_write_maps_ex(job->out, all, nall, h->nside, h->nested, h->is_float32,
                            s->a->force, cols, h->coordsys, err);
@@ -888,6 +918,7 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   if (!rc) mask_file_report(&s->a->mask, s->mask.w != NULL, job.in, h, s->lib, job.pol.q, job.pol.u);
   if (!rc) print_summary(s, &job);
   hpx_free_maps(job.weights, job.weights ? job.ncols : 0);
+  hpx_free_maps(job.outs, job.outs ? job.ncols : 0);
   hpx_free_maps(job.maps, job.ncols);
   return rc;
 }
