@@ -469,11 +469,16 @@ typedef struct arkcos_smoother_spec {
   int normalize;      /* divide by A(1) (pixel-space smoothing only) */
   int allow_subpixel; /* below 1 pixel per FWHM: smooth anyway, with a warning */
   const arkcos_smoother_operator *op; /* NULL: the engine's plans (copied) */
+  /* How the caller's users ask for normalize, allow_subpixel and harmonic
+   * smoothing, quoted in messages ("--normalize", "--allow-subpixel with
+   * --method direct", "--method fsht"); NULL: in words, or the remedy is not
+   * offered. Borrowed for the smoother's life. */
+  const char *normalize_name, *allow_subpixel_name, *harmonic_name;
 } arkcos_smoother_spec;
 
 /* nside 0 (must be set), RING, a Gaussian of fwhm 0, no beam, no user
  * kernel, arkcos_options_default, normalize mode, min_weight -1 (default),
- * no normalize, no allow_subpixel, no operator. */
+ * no normalize, no allow_subpixel, no operator, no names. */
 void arkcos_smoother_spec_default(arkcos_smoother_spec *s);
 
 /* A warning returned as data: code and message (no trailing newline). */

@@ -88,8 +88,9 @@ static int check_plain(const arkcos_smoother_spec *s, arkcos_error *err) {
     return arkcos_fail(err, ARKCOS_EINVAL, "min_weight applies to the normalize mask mode only (zero keeps "
                        "every pixel)");
   if (s->normalize && s->op && s->op->harmonic)
-    return arkcos_fail(err, ARKCOS_EINVAL, "normalize applies only to pixel-space smoothing, not harmonic "
-                       "smoothing (it keeps a constant map constant by construction)");
+    return arkcos_fail(err, ARKCOS_EINVAL, "%s applies only to pixel-space smoothing, not harmonic "
+                       "smoothing (it keeps a constant map constant by construction)",
+                       s->normalize_name ? s->normalize_name : "normalize");
   if (s->op && (!s->op->prepare || !s->op->apply || !s->op->apply_spin2))
     return arkcos_fail(err, ARKCOS_EINVAL, "operator: prepare, apply and apply_spin2 are all needed");
   return ARKCOS_OK;
@@ -117,19 +118,21 @@ static int check_sampling(const arkcos_smoother_spec *s, const arkcos_kernel *k,
   arkcos_geometry_destroy(g);
   char msg[1024];
   if (ppf < NARROW_REFUSE && !s->allow_subpixel) {
-    narrow_refusal(width, gaussian, s->nside, lo, hi, msg, sizeof msg);
+    narrow_refusal_named(width, gaussian, s->nside, lo, hi, s->harmonic_name, s->allow_subpixel_name, msg,
+                         sizeof msg);
     return arkcos_fail(err, ARKCOS_EINVAL, "%s", msg);
   }
   if (ppf < NARROW_REFUSE) {
     char d[200];
     narrow_describe(width, gaussian, s->nside, d, sizeof d);
-    snprintf(msg, sizeof msg, "the kernel is %s, below %g: the pixel sum (--allow-subpixel) is no "
-             "smoothing; a constant map of 1 comes out between %.4g and %.4g%s", d, NARROW_REFUSE, lo, hi,
-             s->normalize ? " before --normalize" : "");
+    snprintf(msg, sizeof msg, "the kernel is %s, below %g: the pixel sum (%s) is no "
+             "smoothing; a constant map of 1 comes out between %.4g and %.4g%s%s", d, NARROW_REFUSE,
+             s->allow_subpixel_name ? s->allow_subpixel_name : "allow_subpixel", lo, hi,
+             s->normalize ? " before " : "", s->normalize ? (s->normalize_name ? s->normalize_name : "normalize") : "");
     add_warning(w, nw, room, ARKCOS_WARN_SUBPIXEL, msg);
     return ARKCOS_OK;
   }
-  narrow_warning(width, gaussian, s->nside, lo, hi, s->normalize, msg, sizeof msg);
+  narrow_warning_named(width, gaussian, s->nside, lo, hi, s->normalize, s->normalize_name, msg, sizeof msg);
   add_warning(w, nw, room, ARKCOS_WARN_NARROW, msg);
   return ARKCOS_OK;
 }

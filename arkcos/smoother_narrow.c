@@ -163,23 +163,31 @@ static void range_text(double lo, double hi, char *buf, size_t len) {
     snprintf(buf, len, "between %s and %s", a, b);
 }
 
-void narrow_refusal(double width, int gaussian, int64_t nside, double lo, double hi,
-                    char *buf, size_t len) {
-  char d[200], r[80];
+void narrow_refusal_named(double width, int gaussian, int64_t nside, double lo, double hi,
+                          const char *harmonic_name, const char *allow_name, char *buf, size_t len) {
+  char d[200], r[80], harm[128] = "", allow[160] = "";
   narrow_describe(width, gaussian, nside, d, sizeof d);
   range_text(lo, hi, r, sizeof r);
+  if (harmonic_name) snprintf(harm, sizeof harm, " (%s)", harmonic_name);
+  if (allow_name) snprintf(allow, sizeof allow, "; %s computes the pixel sum anyway", allow_name);
   snprintf(buf, len,
            "the kernel is %s: below %g pixel per FWHM the pixel grid does not sample it, "
            "so its discrete sum is not 1 and the result is no smoothing (a constant map of 1 "
-           "would come out %s). Use a wider kernel or a map of higher nside, or --method "
-           "fsht (harmonic smoothing); --method direct --allow-subpixel computes the pixel "
-           "sum anyway",
-           d, NARROW_REFUSE, r);
+           "would come out %s). Use a wider kernel or a map of higher nside, or harmonic "
+           "smoothing%s%s",
+           d, NARROW_REFUSE, r, harm, allow);
 }
 
-void narrow_warning(double width, int gaussian, int64_t nside, double lo, double hi,
-                    int normalize, char *buf, size_t len) {
+void narrow_refusal(double width, int gaussian, int64_t nside, double lo, double hi,
+                    char *buf, size_t len) {
+  narrow_refusal_named(width, gaussian, nside, lo, hi, "--method fsht",
+                       "--allow-subpixel with --method direct", buf, len);
+}
+
+void narrow_warning_named(double width, int gaussian, int64_t nside, double lo, double hi,
+                          int normalize, const char *normalize_name, char *buf, size_t len) {
   char d[200], r[80];
+  const char *nn = normalize_name ? normalize_name : "normalize";
   narrow_expect e;
   narrow_expected(narrow_pixels_per_fwhm(width, nside), &e);
   narrow_describe(width, gaussian, nside, d, sizeof d);
@@ -196,15 +204,24 @@ void narrow_warning(double width, int gaussian, int64_t nside, double lo, double
   if (n < 0 || (size_t)n >= len) return;
   if (normalize)
     snprintf(buf + n, len - (size_t)n,
-             "%.1e rms with --normalize (%.1e without; a white band-limited map, "
-             "docs/NARROW_BEAMS.md)", e.frac_rms_norm, e.frac_rms);
+             "%.1e rms with %s (%.1e without; a white band-limited map, "
+             "docs/NARROW_BEAMS.md)", e.frac_rms_norm, nn, e.frac_rms);
+  else if (normalize_name)
+    snprintf(buf + n, len - (size_t)n,
+             "%.1e rms (a white band-limited map, docs/NARROW_BEAMS.md), and a constant map "
+             "of 1 comes out %s; %s keeps it constant (expected error then %.1e)",
+             e.frac_rms, r, nn, e.frac_rms_norm);
   else
     snprintf(buf + n, len - (size_t)n,
              "%.1e rms (a white band-limited map, docs/NARROW_BEAMS.md), and a constant map "
-             "of 1 comes out %s; --normalize keeps it constant (expected error then %.1e)",
-             e.frac_rms, r, e.frac_rms_norm);
+             "of 1 comes out %s", e.frac_rms, r);
   if (!gaussian)
     snprintf(buf + strlen(buf), len - strlen(buf),
              "; these figures are for Gaussians: a sharp edge (a top-hat) costs more, at any "
              "sampling");
+}
+
+void narrow_warning(double width, int gaussian, int64_t nside, double lo, double hi,
+                    int normalize, char *buf, size_t len) {
+  narrow_warning_named(width, gaussian, nside, lo, hi, normalize, "--normalize", buf, len);
 }

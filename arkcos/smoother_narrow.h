@@ -60,11 +60,19 @@ void narrow_describe(double width, int gaussian, int64_t nside, char *buf, size_
  * others, a few pixels each): its min and max. ARKCOS_OK or an error. */
 int narrow_constant_range(const arkcos_geometry *g, const arkcos_kernel *k, double *lo,
                           double *hi, arkcos_error *err);
-/* Why a kernel below NARROW_REFUSE is refused (no trailing newline). */
+/* Why a kernel below NARROW_REFUSE is refused (no trailing newline), naming
+ * the caller's harmonic smoothing and its way to sum anyway where not NULL
+ * (arkcos_smoother_spec's names); narrow_refusal: the command's. */
+void narrow_refusal_named(double width, int gaussian, int64_t nside, double lo, double hi,
+                          const char *harmonic_name, const char *allow_name, char *buf, size_t len);
 void narrow_refusal(double width, int gaussian, int64_t nside, double lo, double hi,
                     char *buf, size_t len);
 /* The warning between NARROW_REFUSE and NARROW_WARN: the expected error
- * from the table; lo, hi as above; normalize: whether --normalize is on. */
+ * from the table; lo, hi as above; normalize: whether --normalize is on;
+ * normalize_name: how the caller names it (NULL: the remedy is not offered);
+ * narrow_warning: "--normalize". */
+void narrow_warning_named(double width, int gaussian, int64_t nside, double lo, double hi,
+                          int normalize, const char *normalize_name, char *buf, size_t len);
 void narrow_warning(double width, int gaussian, int64_t nside, double lo, double hi,
                     int normalize, char *buf, size_t len);
 

@@ -1032,6 +1032,9 @@ static int make_kernel(smooth_state *s, arkcos_error *err) {
   sp->min_weight = a->mask.mode == MASK_MODE_ZERO ? -1 : a->mask.min_weight;
   sp->normalize = a->narrow.normalize;
   sp->allow_subpixel = a->narrow.allow_subpixel;
+  sp->normalize_name = "--normalize";
+  sp->allow_subpixel_name = "--allow-subpixel with --method direct";
+  sp->harmonic_name = "--method fsht";
   s->op = (arkcos_smoother_operator){s, op_prepare, op_apply, op_apply_spin2, a->method == METHOD_FSHT};
   sp->op = &s->op;
   if (a->has_fwhm) {

@@ -54,6 +54,9 @@ int main(void) {
   FIELD(arkcos_smoother_spec, normalize);
   FIELD(arkcos_smoother_spec, allow_subpixel);
   FIELD(arkcos_smoother_spec, op);
+  FIELD(arkcos_smoother_spec, normalize_name);
+  FIELD(arkcos_smoother_spec, allow_subpixel_name);
+  FIELD(arkcos_smoother_spec, harmonic_name);
   SIZE(arkcos_smoother_maps);
   FIELD(arkcos_smoother_maps, nmaps);
   printf("arkcos_smoother_maps.in_ %zu\n", offsetof(arkcos_smoother_maps, in));

@@ -54,7 +54,9 @@ class SmootherSpec(Structure):
     _fields_ = [("nside", c_int64), ("nested", c_int), ("kernel", KernelSpec),
                 ("beam", POINTER(c_double)), ("beam_lmax", c_int), ("user_kernel", c_void_p),
                 ("options", Options), ("mask_mode", c_int), ("min_weight", c_double),
-                ("normalize", c_int), ("allow_subpixel", c_int), ("op", c_void_p)]
+                ("normalize", c_int), ("allow_subpixel", c_int), ("op", c_void_p),
+                ("normalize_name", c_char_p), ("allow_subpixel_name", c_char_p),
+                ("harmonic_name", c_char_p)]
 
 
 class SmootherMaps(Structure):
