@@ -463,9 +463,9 @@ typedef struct arkcos_smoother_spec {
    * say; a pair with precision SINGLE is EINVAL). */
   arkcos_options options;
   arkcos_mask_mode mask_mode;
-  double min_weight;  /* normalize: in [0, 1] (0: no threshold); < 0: the
+  double min_weight;  /* normalize: in [0, 1] (0: no threshold); -1: the
                        * default, 0.5 (normalize) or 0 (zero, where any
-                       * value >= 0 is EINVAL) */
+                       * other value is EINVAL); else EINVAL */
   int normalize;      /* divide by A(1) (pixel-space smoothing only) */
   int allow_subpixel; /* below 1 pixel per FWHM: smooth anyway, with a warning */
   const arkcos_smoother_operator *op; /* NULL: the engine's plans (copied) */

@@ -82,9 +82,10 @@ static int check_plain(const arkcos_smoother_spec *s, arkcos_error *err) {
   if (s->mask_mode != ARKCOS_MASK_NORMALIZE && s->mask_mode != ARKCOS_MASK_ZERO)
     return arkcos_fail(err, ARKCOS_EINVAL, "mask_mode: %d is neither normalize (0) nor zero (1)",
                        (int)s->mask_mode);
-  if (isnan(s->min_weight) || s->min_weight > 1)
-    return arkcos_fail(err, ARKCOS_EINVAL, "min_weight must be in [0, 1], got %g", s->min_weight);
-  if (s->mask_mode == ARKCOS_MASK_ZERO && s->min_weight >= 0)
+  if (!(s->min_weight >= 0 && s->min_weight <= 1) && s->min_weight != -1)
+    return arkcos_fail(err, ARKCOS_EINVAL, "min_weight must be in [0, 1] (or -1: the default), got %g",
+                       s->min_weight);
+  if (s->mask_mode == ARKCOS_MASK_ZERO && s->min_weight != -1)
     return arkcos_fail(err, ARKCOS_EINVAL, "min_weight applies to the normalize mask mode only (zero keeps "
                        "every pixel)");
   if (s->normalize && s->op && s->op->harmonic)

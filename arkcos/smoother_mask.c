@@ -405,7 +405,7 @@ int arkcos_smoother_execute(arkcos_smoother *s, const arkcos_smoother_maps *m, a
   call c = {.s = s, .m = m, .npix = s->g->npix};
   c.nthreads = s->spec.options.threads > 0 ? s->spec.options.threads : omp_get_max_threads();
   c.normalize_mode = s->spec.mask_mode == ARKCOS_MASK_NORMALIZE;
-  c.min_weight = s->spec.min_weight >= 0 ? s->spec.min_weight : c.normalize_mode ? MIN_WEIGHT_DEFAULT : 0;
+  c.min_weight = s->spec.min_weight != -1 ? s->spec.min_weight : c.normalize_mode ? MIN_WEIGHT_DEFAULT : 0;
   rc = load_mask(&c, err);
   if (!rc) rc = group(&c, err);
   const int pair = m->pol_q >= 0, later = m->pol_q > m->pol_u ? m->pol_q : m->pol_u;

@@ -2,8 +2,12 @@
  * cmd_smooth.c -- `arkcos smooth`: convolve HEALPix maps with a radial
  * kernel (ARKCoS, the direct sum or libsharp FSHT smoothing).
  *
- * Everything a user can get wrong is checked before any map is smoothed:
- * options, kernel, every input's header, every output's name. One kernel
+ * Flags, FITS I/O and printing around the engine's smoother
+ * (arkcos_smoother, arkcos.h), which holds what smoothing a map means:
+ * missing data and masks, Q and U, the narrow-kernel rule, --normalize, the
+ * default cut; the method (arkcos, direct, fsht, the MPI split) is its
+ * operator here. Everything a user can get wrong is checked before any map
+ * is smoothed: options, kernel, every input's header, every output's name. One kernel
  * and one plan (per nside) serve all the maps, which is the point of plan
  * reuse (issue 7): a Planck channel's detector maps or a batch of Monte
  * Carlo realisations pay for the kernel set-up once.
@@ -26,7 +30,6 @@
 #include "harness/mapio.h"
 #include "harness/method.h"
 #include "harness/smooth_mask.h"
-#include "harness/narrow.h"
 #include "harness/smooth_checks.h"
 #include "harness/smooth_beam.h"
 #include "harness/smooth_memory.h"
@@ -37,8 +40,8 @@
 #define PI 3.14159265358979323846
 #define DEG (PI / 180.0)
 #define ARCMIN (PI / (180.0 * 60.0))
-/* Default truncation of a Gaussian: where it falls to 1e-5 of its peak, the
- * level the paper and the benchmarks use (DESIGN.md, issue 7). */
+/* --beam-file's default --cutoff-rel (smooth_beam.c's usage; a Gaussian's
+ * default cut is the engine smoother's, arkcos_gaussian_default_cutoff_rel) */
 #define DEFAULT_CUTOFF_REL 1e-5
 
 typedef struct smooth_args {

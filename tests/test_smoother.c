@@ -59,6 +59,8 @@ TEST_GROUP(refusals) {
   s = spec_fwhm(16, 600);
   s.min_weight = 1.5;
   refused("min_weight 1.5", &s, "min_weight must be in [0, 1]");
+  s.min_weight = -0.5; /* not the default's -1: refused, not taken as the default */
+  refused("min_weight -0.5", &s, "min_weight must be in [0, 1]");
   s = spec_fwhm(16, 60); /* 0.27 pixels per FWHM */
   refused("sub-pixel Gaussian", &s, "below 1 pixel per FWHM");
   s = spec_fwhm(16, 600);

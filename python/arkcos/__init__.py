@@ -326,6 +326,8 @@ class Plan:
         o.accuracy = float(accuracy)
         o.cache_kernel_spectra = int(bool(_cache))
         spec.mask_mode = _lib.MASK_ZERO if mask_mode == "zero" else _lib.MASK_NORMALIZE
+        if min_weight is not None and not 0 <= min_weight <= 1:
+            raise ValueError(f"min_weight must be in [0, 1], got {min_weight}")
         spec.min_weight = -1.0 if min_weight is None else float(min_weight)
         err = _lib.Error()
         sm = lib.arkcos_smoother_create(byref(spec), byref(err))
