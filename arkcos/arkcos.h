@@ -495,9 +495,10 @@ typedef struct arkcos_warning {
 
 typedef struct arkcos_smoother arkcos_smoother;
 
-/* The error arkcos_smoother_create would give for spec, found without
- * building a plan or allocating a map (a narrow kernel's refusal measures
- * the kernel on a sample of pixels): 0 or an ARKCOS_E* code with err
+/* The error arkcos_smoother_create would give for spec (the same code and
+ * message), found without building a plan or any map: the kernel is made
+ * and freed again (below 2.5 pixels per FWHM, with the nside's rings, to
+ * measure it on a sample of pixels). 0 or an ARKCOS_E* code with err
  * filled. The narrow-kernel warnings create would record go to warn[0 ..
  * *nwarn) when warn is not NULL (*nwarn: in, the room; out, how many). */
 int arkcos_smoother_check(const arkcos_smoother_spec *spec, arkcos_warning *warn, int *nwarn,
