@@ -145,8 +145,8 @@ while IFS='|' read -r name cli args; do
 done <"$T/api_cases"
 echo "  C API: $napi cases compared"
 
-# Python: the cases its arguments can say (no paper mode, kernel files or
-# --normalize there); the maps' data compared as bytes
+# Python: the cases its arguments can say (no paper mode or kernel files
+# there); the maps' data compared as bytes
 PYTHONPATH="$PWD/python" ARKCOS_PYTHON_LIBRARY="$PWD/$BUILD/libarkcos.so.1" \
   "$PYTHON" - "$T/py_cases" <<'PYEOF' || fail=$((fail + 1))
 import math, sys, warnings
@@ -159,7 +159,7 @@ npass = nfail = nskip = 0
 for line in open(sys.argv[1]):
     name, cli, inp, args = line.rstrip("\n").split("|")
     a = args.split()
-    if any(x in a for x in ("--mode", "--kernel-file", "--normalize")):
+    if any(x in a for x in ("--mode", "--kernel-file")):
         nskip += 1
         continue
     opt = dict(zip(a[::2], a[1::2]))
@@ -175,6 +175,7 @@ for line in open(sys.argv[1]):
     if "--mask-mode" in opt: kw["mask_mode"] = opt["--mask-mode"]
     if "--min-weight" in opt: kw["min_weight"] = float(opt["--min-weight"])
     if "--mask" in opt: kw["mask"] = hp.read_map(opt["--mask"], dtype=np.float64)
+    if "--normalize" in a: kw["normalize"] = True
     with fits.open(inp) as f:
         h = f[1].header
         nest = h.get("ORDERING", "RING").strip() == "NESTED"

@@ -56,6 +56,8 @@ UNSEEN = -1.6375e30
 _UNSEEN_TOL = 1e-8 + 1e-5 * abs(UNSEEN)
 _MIN_WEIGHT_DEFAULT = 0.5  # the engine's default (arkcos.h, min_weight), for Plan.min_weight
 _FWHM_PER_SIGMA = math.sqrt(8 * math.log(2))
+_NORMALIZE_NAME = b"normalize=True"
+_HARMONIC_NAME = b"healpy.smoothing"
 
 
 def build_info():
@@ -211,7 +213,7 @@ class Plan:
     Plan(nside, fwhm=None, sigma=None, beam_window=None, tophat=None,
          cutoff=None, cutoff_rel=None, nest=False, pol=True, threads=0,
          precision="double", backend="auto", accuracy=0.0, min_weight=None,
-         mask_mode="normalize")
+         mask_mode="normalize", normalize=False)
 
     Arguments
       nside        the maps' HEALPix nside (any nside >= 1; a power of 2
@@ -246,6 +248,11 @@ class Plan:
                    A(w) < min_weight; "zero": out = A(w m) on every pixel
       min_weight   normalize only: the threshold, in [0, 1] (default 0.5;
                    0: none); refused with mask_mode="zero"
+      normalize    True: divide by the response to a constant map of 1,
+                   A(m) / A(1), so that a constant map stays exactly
+                   constant (kernels narrow against the pixels, as
+                   `arkcos smooth --normalize`; not where mask_mode
+                   "normalize" divided by A(w) already)
 
     Calling it: plan(map_in, out=None, mask=None, return_weight=False), see
     __call__. Making the Plan is most of a one-map call (the direct tables
@@ -264,7 +271,7 @@ class Plan:
     def __init__(self, nside, fwhm=None, sigma=None, beam_window=None, tophat=None,
                  cutoff=None, cutoff_rel=None, nest=False, pol=True, threads=0,
                  precision="double", backend="auto", accuracy=0.0, min_weight=None,
-                 mask_mode="normalize", _cache=True):
+                 mask_mode="normalize", normalize=False, _cache=True):
         # the library's arkcos_smoother (arkcos.h) holds every rule: missing
         # data, the narrow-kernel rule, the default cut, Q and U, NESTED order;
         # here the arguments are translated and the results wrapped
@@ -329,6 +336,9 @@ class Plan:
         if min_weight is not None and not 0 <= min_weight <= 1:
             raise ValueError(f"min_weight must be in [0, 1], got {min_weight}")
         spec.min_weight = -1.0 if min_weight is None else float(min_weight)
+        spec.normalize = int(bool(normalize))
+        # how the messages name the remedies (borrowed by the engine: constants)
+        spec.normalize_name, spec.harmonic_name = _NORMALIZE_NAME, _HARMONIC_NAME
         err = _lib.Error()
         sm = lib.arkcos_smoother_create(byref(spec), byref(err))
         if not sm:
@@ -551,7 +561,7 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
               mmax=None, use_weights=False, use_pixel_weights=False, datapath=None, verbose=True,
               nest=False, tophat=None, cutoff=None, cutoff_rel=None, threads=0,
               precision="double", backend="auto", accuracy=0.0, min_weight=None,
-              mask=None, mask_mode="normalize", return_weight=False):
+              mask=None, mask_mode="normalize", return_weight=False, normalize=False):
     """Smooths a HEALPix map, or I, Q, U maps, with a radial kernel.
 
     As healpy.smoothing: map_in is one map or a sequence of maps (numpy
@@ -569,8 +579,9 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     "gpu"), accuracy (0: exact), and for missing data mask (a weight map,
     0 left out, 1 kept, as `arkcos smooth --mask`), mask_mode ("normalize":
     A(w m) / A(w), UNSEEN where A(w) < min_weight, default 0.5; "zero":
-    A(w m) on every pixel) and return_weight (also return A(w)). See Plan
-    for each argument.
+    A(w m) on every pixel) and return_weight (also return A(w)), normalize
+    (True: A(m) / A(1), a constant map stays constant). See Plan for each
+    argument.
 
     Missing data: UNSEEN, NaN, +inf and -inf pixels, masked entries and
     mask's zeros are left out of the smoothing (they are not zeros), as
@@ -598,7 +609,7 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     plan = Plan(nside, fwhm=fwhm, sigma=sigma, beam_window=beam_window, tophat=tophat,
                 cutoff=cutoff, cutoff_rel=cutoff_rel, nest=nest, pol=pol, threads=threads,
                 precision=precision, backend=backend, accuracy=accuracy, min_weight=min_weight,
-                mask_mode=mask_mode, _cache=False)
+                mask_mode=mask_mode, normalize=normalize, _cache=False)
     try:
         return plan(map_in, mask=mask, return_weight=return_weight)
     finally:
