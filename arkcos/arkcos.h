@@ -519,7 +519,9 @@ int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err);
  * applied to every map. progress (or NULL) is called with progress_ctx
  * after each map is smoothed (n = 1, map its index) and after the Q, U pair
  * (n = 2, map = pol_q), in the order they are smoothed; in[map] (in[pol_q]
- * and in[pol_u]) is not read after it, so it may be freed there. */
+ * and in[pol_u]) is not read after it, so it may be freed there.
+ * overwrite_in = 1 lets a RING call write w m over an input that is not its
+ * own output (in[i] must then be writable), sparing a work map. */
 typedef struct arkcos_smoother_maps {
   int nmaps;
   const double *const *in;
@@ -529,6 +531,7 @@ typedef struct arkcos_smoother_maps {
   const double *mask;
   void (*progress)(void *ctx, int map, int n);
   void *progress_ctx;
+  int overwrite_in;
 } arkcos_smoother_maps;
 
 int arkcos_smoother_execute(arkcos_smoother *s, const arkcos_smoother_maps *m, arkcos_error *err);

@@ -46,7 +46,8 @@ typedef struct call {
   int nthreads;
   int normalize_mode; /* ARKCOS_MASK_NORMALIZE */
   double min_weight;
-  double *mw;         /* the mask, RING, cleaned (NULL: none) */
+  const double *mw;   /* the mask, RING, clean: the caller's, or own_mw (NULL: none) */
+  double *own_mw;     /* a cleaned or reordered copy */
   uint64_t *bits;     /* per map, nwords(npix) words */
   int *set_of;
   wset *sets;
@@ -58,20 +59,30 @@ typedef struct call {
 
 static int64_t ring_index(const call *c, int64_t p) { return c->s->n2r ? c->s->n2r[p] : p; }
 
-/* The mask: RING order, non-finite and UNSEEN values 0, others in [0, 1]. */
+/* The mask: RING order, non-finite and UNSEEN values 0, others in [0, 1].
+ * A RING mask that needs no cleaning is used as it is (no copy). */
 static int load_mask(call *c, arkcos_error *err) {
   const double *mask = c->m->mask;
   if (!mask) return ARKCOS_OK;
-  c->mw = malloc(sizeof *c->mw * (size_t)c->npix);
-  if (!c->mw) return arkcos_fail(err, ARKCOS_ENOMEM, "mask: out of memory");
+  int clean = !c->s->n2r;
   for (int64_t p = 0; p < c->npix; p++) {
     double v = mask[p];
-    if (is_missing_value(v)) v = 0;
+    if (is_missing_value(v)) {
+      v = 0;
+      clean = 0;
+    }
     if (!(v >= 0 && v <= 1))
       return arkcos_fail(err, ARKCOS_EINVAL, "mask: pixel %lld (%s) = %g is outside [0, 1] (a mask is 0/1 "
                          "or a weight in [0, 1])", (long long)p, c->s->n2r ? "NESTED" : "RING", v);
-    c->mw[ring_index(c, p)] = v;
   }
+  if (clean) {
+    c->mw = mask;
+    return ARKCOS_OK;
+  }
+  c->own_mw = malloc(sizeof *c->own_mw * (size_t)c->npix);
+  if (!c->own_mw) return arkcos_fail(err, ARKCOS_ENOMEM, "mask: out of memory");
+  for (int64_t p = 0; p < c->npix; p++) c->own_mw[ring_index(c, p)] = is_missing_value(mask[p]) ? 0 : mask[p];
+  c->mw = c->own_mw;
   return ARKCOS_OK;
 }
 
@@ -279,6 +290,11 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
   if (!c->s->n2r && w->trivial && c->m->in[i] != c->m->out[i]) {
     /* a complete RING map into its own output: no copy */
     rc = smoother_apply0(c->s, c->m->in[i], dst, err);
+  } else if (!c->s->n2r && c->m->overwrite_in && c->m->in[i] != c->m->out[i]) {
+    /* the caller's input becomes w m: no work map */
+    double *x = (double *)c->m->in[i];
+    load_map(c, w, x, x);
+    rc = smoother_apply0(c->s, x, dst, err);
   } else {
     if ((rc = need_buffers(c, 1, err))) return rc;
     dst = c->s->n2r ? c->tmp[0] : c->m->out[i];
@@ -306,6 +322,12 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   if (!c->s->n2r && w->trivial && in[q] != out[q] && in[u] != out[u] && in[q] != out[u] &&
       in[u] != out[q]) {
     /* complete RING maps into their own outputs: no copy */
+    rc = smoother_apply2(c->s, in[q], in[u], dq, du, err);
+  } else if (!c->s->n2r && c->m->overwrite_in && in[q] != out[q] && in[u] != out[u] && in[q] != out[u] &&
+             in[u] != out[q]) {
+    /* the caller's inputs become w Q, w U: no work maps */
+    load_map(c, w, in[q], (double *)in[q]);
+    load_map(c, w, in[u], (double *)in[u]);
     rc = smoother_apply2(c->s, in[q], in[u], dq, du, err);
   } else {
     if ((rc = need_buffers(c, 2, err))) return rc;
@@ -350,7 +372,7 @@ static int check_maps(const arkcos_smoother *s, const arkcos_smoother_maps *m, a
 }
 
 static void free_call(call *c) {
-  free(c->mw);
+  free(c->own_mw);
   free(c->bits);
   free(c->set_of);
   for (int k = 0; c->sets && k < c->nsets; k++) free(c->sets[k].aw);

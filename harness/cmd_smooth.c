@@ -757,7 +757,8 @@ static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
     if (!(job->outs[c] = malloc(sizeof **job->outs * (size_t)job->h->npix))) rc = ARKCOS_ENOMEM;
   if (!job->outs || rc) return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the output maps", job->in);
   const arkcos_smoother_maps m = {job->ncols, (const double *const *)job->maps, job->outs, job->weights,
-                                  job->pol.q, job->pol.u, s->mask.w, maps_done, s};
+                                  job->pol.q, job->pol.u, s->mask.w, maps_done, s,
+                                  1 /* the columns read are this call's own */};
   s->job = job;
   s->t_mark = wall_time();
   s->plan_mark = s->plan_time;

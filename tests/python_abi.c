@@ -67,6 +67,7 @@ int main(void) {
   FIELD(arkcos_smoother_maps, mask);
   FIELD(arkcos_smoother_maps, progress);
   FIELD(arkcos_smoother_maps, progress_ctx);
+  FIELD(arkcos_smoother_maps, overwrite_in);
   SIZE(arkcos_warning);
   FIELD(arkcos_warning, code);
   FIELD(arkcos_warning, msg);

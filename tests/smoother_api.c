@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
   for (int c = 0; weights && c < ncols; c++) weights[c] = malloc(sizeof **weights * (size_t)npix);
   arkcos_smoother *s = arkcos_smoother_create(&spec, &err);
   if (!s) return fail("create", &err);
-  const arkcos_smoother_maps m = {ncols, (const double *const *)maps, maps, weights, pq, pu, mask, NULL, NULL};
+  const arkcos_smoother_maps m = {ncols, (const double *const *)maps, maps, weights, pq, pu, mask, NULL, NULL, 0};
   if (arkcos_smoother_execute(s, &m, &err)) return fail("execute", &err);
   for (int i = 0; i < arkcos_smoother_nwarnings(s); i++)
     fprintf(stderr, "smoother_api: warning: %s\n", arkcos_smoother_warning(s, i)->msg);

@@ -111,7 +111,7 @@ TEST_GROUP(missing) {
   for (int64_t p = 0; p < npix; p += 7) m[p] = p % 2 ? ARKCOS_UNSEEN : NAN;
   const double *in[1] = {m};
   double *outs[1] = {out}, *ws[1] = {aw};
-  arkcos_smoother_maps mm = {1, in, outs, ws, -1, -1, NULL, NULL, NULL};
+  arkcos_smoother_maps mm = {1, in, outs, ws, -1, -1, NULL, NULL, NULL, 0};
   CHECK(arkcos_smoother_execute(sm, &mm, &e) == 0, "execute: %s", e.msg);
   /* by hand: the plan of the same kernel */
   arkcos_geometry *g = arkcos_geometry_healpix(nside, &e);
@@ -159,9 +159,17 @@ TEST_GROUP(missing) {
   memcpy(again, m, sizeof *again * npix);
   const double *in2[1] = {again};
   double *out2[1] = {again};
-  arkcos_smoother_maps m2 = {1, in2, out2, NULL, -1, -1, NULL, NULL, NULL};
+  arkcos_smoother_maps m2 = {1, in2, out2, NULL, -1, -1, NULL, NULL, NULL, 0};
   CHECK(arkcos_smoother_execute(sm, &m2, &e) == 0 && !memcmp(again, out, sizeof *out * npix),
         "in place: differs (%s)", e.msg);
+  /* overwrite_in: the input becomes w m, the output the same bytes */
+  memcpy(again, m, sizeof *again * npix);
+  double *out3 = malloc(sizeof *out3 * npix);
+  double *out3s[1] = {out3};
+  arkcos_smoother_maps m3 = {1, in2, out3s, NULL, -1, -1, NULL, NULL, NULL, 1};
+  CHECK(arkcos_smoother_execute(sm, &m3, &e) == 0 && !memcmp(out3, out, sizeof *out * npix) && again[7] == 0,
+        "overwrite_in: differs, or the input not weighted (%s)", e.msg);
+  free(out3);
   free(again);
   free(mask);
   free(wm), free(w), free(a1), free(a2), free(m), free(out), free(aw);
@@ -189,8 +197,8 @@ TEST_GROUP(nested_pol) {
     rn[c] = malloc(sizeof(double) * npix);
     for (int64_t p = 0; p < npix; p++) xn[c][p] = x[c][arkcos_healpix_nest2ring(nside, p)];
   }
-  arkcos_smoother_maps mr = {3, (const double *const *)x, r, NULL, 1, 2, NULL, NULL, NULL};
-  arkcos_smoother_maps mn = {3, (const double *const *)xn, rn, NULL, 1, 2, NULL, NULL, NULL};
+  arkcos_smoother_maps mr = {3, (const double *const *)x, r, NULL, 1, 2, NULL, NULL, NULL, 0};
+  arkcos_smoother_maps mn = {3, (const double *const *)xn, rn, NULL, 1, 2, NULL, NULL, NULL, 0};
   CHECK(arkcos_smoother_execute(ring, &mr, &e) == 0, "ring: %s", e.msg);
   arkcos_smoother_report rep;
   arkcos_smoother_last(ring, &rep);
@@ -221,7 +229,7 @@ TEST_GROUP(identity_normalize) {
   double *m = random_map(npix, 3), *out = malloc(sizeof *out * npix);
   const double *in[1] = {m};
   double *outs[1] = {out};
-  arkcos_smoother_maps mm = {1, in, outs, NULL, -1, -1, NULL, NULL, NULL};
+  arkcos_smoother_maps mm = {1, in, outs, NULL, -1, -1, NULL, NULL, NULL, 0};
   CHECK(sm && arkcos_smoother_execute(sm, &mm, &e) == 0 && !memcmp(m, out, sizeof *m * npix), "identity: %s",
         e.msg);
   arkcos_smoother_destroy(sm);

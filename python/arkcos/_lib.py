@@ -62,7 +62,8 @@ class SmootherSpec(Structure):
 class SmootherMaps(Structure):
     _fields_ = [("nmaps", c_int), ("in_", POINTER(c_void_p)), ("out", POINTER(c_void_p)),
                 ("weight", POINTER(c_void_p)), ("pol_q", c_int), ("pol_u", c_int),
-                ("mask", c_void_p), ("progress", c_void_p), ("progress_ctx", c_void_p)]
+                ("mask", c_void_p), ("progress", c_void_p), ("progress_ctx", c_void_p),
+                ("overwrite_in", c_int)]
 
 
 class WarningRecord(Structure):
