@@ -67,7 +67,7 @@ LIBS       := $(BUILD)/libarkcos.a $(BUILD)/libarkref.a $(BUILD)/libarkharness.a
 TOOL_BIN := $(BUILD)/tools/gpu_check $(BUILD)/tools/bench $(BUILD)/tools/kernel_profile $(BUILD)/tools/narrow_beams
 # helper programs of the Python tests (built by the tests' rule below; not
 # named test_*, so tests/run.sh does not run them)
-TESTTOOL_BIN := $(BUILD)/tests/spin2_direct_tool
+TESTTOOL_BIN := $(BUILD)/tests/spin2_direct_tool $(BUILD)/tests/smoother_api
 
 all: $(BUILD)/arkcos $(TEST_BIN) $(TOOL_BIN) $(TESTTOOL_BIN) $(GPU_MOD)
 

@@ -419,6 +419,208 @@ double arkcos_plan_bound(const arkcos_plan *p);
 const char *arkcos_plan_exactness(const arkcos_plan *p);
 void arkcos_plan_destroy(arkcos_plan *p); /* NULL is a no-op */
 
+/* --------------------------------------------------------------- smoother */
+
+/* What "smooth this map" means, for every caller (the `arkcos smooth`
+ * command, the Python package, C programs): HEALPix maps in, smoothed maps
+ * out, with the policy that goes with it: missing data and masks, the
+ * narrow-kernel rule, the default truncation of a Gaussian per nside and
+ * spin, Stokes Q and U as one spin-2 field, RING or NESTED order, and the
+ * certified bound and every warning returned as data (nothing printed).
+ *
+ * Missing data: a pixel is missing where it is NaN, +-inf or UNSEEN
+ * (ARKCOS_UNSEEN, within healpy's tolerance |x - UNSEEN| <= 1e-8 +
+ * 1e-5 |UNSEEN|). With m a map with its missing pixels set to 0, w its
+ * weight (0 where m is missing, the mask's value elsewhere, 1 without a
+ * mask) and A the smoothing:
+ *
+ *   ARKCOS_MASK_NORMALIZE  out = A(w m) / A(w), the normalised convolution
+ *                          (an average of the data that exist), UNSEEN
+ *                          where A(w) < min_weight or A(w) <= 1e-12
+ *   ARKCOS_MASK_ZERO       out = A(w m), missing pixels count as 0
+ *
+ * A(w) costs one smoothing per distinct weight map in a call: maps whose
+ * missing pixels are the same share it. A map without missing pixels and
+ * without a mask is smoothed as is (w = 1: no division, no threshold).
+ * Stokes Q and U (pol_q, pol_u) are one field P = Q + iU smoothed with the
+ * spin-2 plan S2: missing where Q or U is, out = S2(w P) / S0(w) (normalize)
+ * or S2(w P) (zero), S0(w) = A(w) the scalar smoothing of the weights.
+ *
+ * Narrow kernels (docs/NARROW_BEAMS.md): below 1 pixel per FWHM (the FWHM
+ * of a Gaussian, the effective width sqrt(4 ln 2 <alpha^2>) of any other
+ * kernel, over the pixel size sqrt(4 pi / npix)) a pixel-space smoothing is
+ * refused (ARKCOS_EINVAL) unless allow_subpixel; below 2.5 a warning gives
+ * the error expected against harmonic smoothing. normalize divides by the
+ * response to a constant map, A(m) / A(1), so that a constant map stays
+ * constant (not again where the mask's A(w m) / A(w) normalised it). */
+
+#define ARKCOS_UNSEEN (-1.6375e30)
+
+typedef enum { ARKCOS_MASK_NORMALIZE = 0, ARKCOS_MASK_ZERO = 1 } arkcos_mask_mode;
+
+/* A caller's smoothing operator in place of the engine's plans (a
+ * reference method, a plan split over MPI ranks, ...). prepare is called
+ * once per spin (0: scalar, 2: Q and U) at the first need, with the
+ * smoother's geometry and the kernel of that spin (both live as long as the
+ * smoother); apply / apply_spin2 then smooth one map (one Q, U pair) in
+ * RING order, outputs never overlapping inputs. Each returns 0 or an
+ * ARKCOS_E* code with err filled. harmonic: the operator does not sample
+ * the kernel on the pixels (harmonic smoothing): no narrow-kernel rule, and
+ * normalize does not apply. */
+typedef struct arkcos_smoother_operator {
+  void *ctx;
+  int (*prepare)(void *ctx, int spin, const arkcos_geometry *g, const arkcos_kernel *k,
+                 arkcos_error *err);
+  int (*apply)(void *ctx, const double *in, double *out, arkcos_error *err);
+  int (*apply_spin2)(void *ctx, const double *q, const double *u, double *q_out,
+                     double *u_out, arkcos_error *err);
+  int harmonic;
+} arkcos_smoother_operator;
+
+typedef struct arkcos_smoother_spec {
+  int64_t nside;      /* >= 1; a power of 2 when nested */
+  int nested;         /* maps and masks in NESTED order (returned NESTED) */
+  /* The kernel, one of three (the first set wins; two set is EINVAL):
+   * user_kernel, a kernel of the caller's (borrowed, must outlive the
+   * smoother); beam, a B_l (l = 0..beam_lmax) made a kernel by
+   * arkcos_kernel_from_beam cut at kernel.cutoff_rel (0: 1e-5; copied at
+   * create); else kernel: GAUSSIAN (fwhm; fwhm = 0 is no smoothing, the
+   * identity), TOPHAT (cutoff = radius), TABLE. A Gaussian without cutoff
+   * and cutoff_rel is cut at arkcos_gaussian_default_cutoff_rel for nside
+   * and the spin of the maps (its scalar and spin-2 kernels may differ). */
+  arkcos_kernel_spec kernel;
+  const double *beam;
+  int beam_lmax;
+  const arkcos_kernel *user_kernel;
+  /* The plans' options (spin is ignored: the scalar plan has 0, the plan of
+   * Q and U 2, exact and double precision whatever accuracy and precision
+   * say; a pair with precision SINGLE is EINVAL). */
+  arkcos_options options;
+  arkcos_mask_mode mask_mode;
+  double min_weight;  /* normalize: in [0, 1] (0: no threshold); -1: the
+                       * default, 0.5 (normalize) or 0 (zero, where any
+                       * other value is EINVAL); else EINVAL */
+  int normalize;      /* divide by A(1) (pixel-space smoothing only) */
+  int allow_subpixel; /* below 1 pixel per FWHM: smooth anyway, with a warning */
+  const arkcos_smoother_operator *op; /* NULL: the engine's plans (copied) */
+  /* How the caller's users ask for normalize, allow_subpixel and harmonic
+   * smoothing, quoted in messages ("--normalize", "--allow-subpixel with
+   * --method direct", "--method fsht"); NULL: in words, or the remedy is not
+   * offered. Borrowed for the smoother's life. */
+  const char *normalize_name, *allow_subpixel_name, *harmonic_name;
+} arkcos_smoother_spec;
+
+/* nside 0 (must be set), RING, a Gaussian of fwhm 0, no beam, no user
+ * kernel, arkcos_options_default, normalize mode, min_weight -1 (default),
+ * no normalize, no allow_subpixel, no operator, no names. */
+void arkcos_smoother_spec_default(arkcos_smoother_spec *s);
+
+/* A warning returned as data: code and message (no trailing newline). */
+enum {
+  ARKCOS_WARN_NARROW = 1,   /* below 2.5 pixels per FWHM: the expected error */
+  ARKCOS_WARN_SUBPIXEL = 2, /* below 1 pixel per FWHM, allow_subpixel: no smoothing */
+  ARKCOS_WARN_NOTE = 3,     /* a plan's note (arkcos_plan_note: AUTO took the CPU) */
+  ARKCOS_WARN_INEXACT = 4   /* a plan that is not exact (arkcos_plan_exactness) */
+};
+typedef struct arkcos_warning {
+  int code;
+  char msg[1024];
+} arkcos_warning;
+
+typedef struct arkcos_smoother arkcos_smoother;
+
+/* The error arkcos_smoother_create would give for spec (the same code and
+ * message), found without building a plan or any map: the kernel is made
+ * and freed again (below 2.5 pixels per FWHM, with the nside's rings, to
+ * measure it on a sample of pixels). 0 or an ARKCOS_E* code with err
+ * filled. The narrow-kernel warnings create would record go to warn[0 ..
+ * *nwarn) when warn is not NULL (*nwarn: in, the room; out, how many). */
+int arkcos_smoother_check(const arkcos_smoother_spec *spec, arkcos_warning *warn, int *nwarn,
+                          arkcos_error *err);
+/* A smoother for maps of spec->nside: the geometry and the kernels now,
+ * each plan (or operator) at its first need (arkcos_smoother_prepare makes
+ * it before). NULL with err filled on failure. */
+arkcos_smoother *arkcos_smoother_create(const arkcos_smoother_spec *spec, arkcos_error *err);
+/* Makes the plan (prepares the operator) of spin 0 or 2 now. */
+int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err);
+
+/* One call's maps: nmaps maps of npix values each in the spec's order.
+ * out[i] may be in[i] (smoothed in place); weight (NULL, or nmaps pointers,
+ * NULL ones not wanted) receives A(w) of each map (Q and U share theirs).
+ * pol_q, pol_u: the two maps smoothed as one spin-2 field, or -1, -1.
+ * mask: NULL, or npix weights in [0, 1] in the spec's order (NaN, +-inf and
+ * UNSEEN count as 0; others outside [0, 1] are EINVAL naming the pixel),
+ * applied to every map. progress (or NULL) is called with progress_ctx
+ * after each map is smoothed (n = 1, map its index) and after the Q, U pair
+ * (n = 2, map = pol_q), in the order they are smoothed; in[map] (in[pol_q]
+ * and in[pol_u]) is not read after it, so it may be freed there.
+ * overwrite_in = 1 lets a RING call write w m over an input that is not its
+ * own output (in[i] must then be writable), sparing a work map. */
+typedef struct arkcos_smoother_maps {
+  int nmaps;
+  const double *const *in;
+  double *const *out;
+  double *const *weight;
+  int pol_q, pol_u;
+  const double *mask;
+  void (*progress)(void *ctx, int map, int n);
+  void *progress_ctx;
+  int overwrite_in;
+} arkcos_smoother_maps;
+
+int arkcos_smoother_execute(arkcos_smoother *s, const arkcos_smoother_maps *m, arkcos_error *err);
+
+/* What the last execute did, per map and over the call. */
+typedef struct arkcos_smoother_map_report {
+  int64_t missing;  /* input pixels missing (Q and U: where either is) */
+  int64_t excluded; /* left out: missing, or given weight 0 by the mask */
+  int64_t unseen;   /* output pixels set to UNSEEN */
+  int weighted;     /* 0: complete and no mask, smoothed as is */
+  int weight_map;   /* which distinct weight map (0 ..) it has */
+} arkcos_smoother_map_report;
+
+typedef struct arkcos_smoother_report {
+  int nmaps;
+  int nweight_maps;      /* distinct weight maps of the call */
+  int weights_smoothed;  /* A(w) smoothed (0 when no map needed one) */
+  int64_t pol_union;     /* pixels missing in only one of Q and U (made missing in both) */
+  double weight_time;    /* seconds of the A(w) smoothings */
+  arkcos_stage_times stages; /* the engine's plans: summed over the call's smoothings */
+} arkcos_smoother_report;
+
+/* 0, or EINVAL when i is not a map of the last call. */
+int arkcos_smoother_last(const arkcos_smoother *s, arkcos_smoother_report *r);
+int arkcos_smoother_last_map(const arkcos_smoother *s, int i, arkcos_smoother_map_report *r);
+
+/* The warnings recorded so far (narrow kernel at create, each plan's note
+ * and exactness when it is made), i = 0 .. arkcos_smoother_nwarnings - 1. */
+int arkcos_smoother_nwarnings(const arkcos_smoother *s);
+const arkcos_warning *arkcos_smoother_warning(const arkcos_smoother *s, int i);
+
+/* The kernel of spin 0 or 2 (NULL: the identity, fwhm 0). */
+const arkcos_kernel *arkcos_smoother_kernel(const arkcos_smoother *s, int spin);
+/* The kernel a smoother of spec would use for maps of spin 0 or 2, made
+ * for the caller (destroy it); NULL with err filled, or with err->code 0
+ * for the identity. */
+arkcos_kernel *arkcos_smoother_make_kernel(const arkcos_smoother_spec *spec, int spin,
+                                           arkcos_error *err);
+/* The engine's plan of spin 0 or 2 once made (NULL before, with an
+ * operator, and for the identity): its backend, note, memory, stages. */
+const arkcos_plan *arkcos_smoother_plan(const arkcos_smoother *s, int spin);
+/* The a-priori bound of the plans made so far (the largest; 0 for the
+ * identity or before any; NAN with an operator): for every map x,
+ * max |out - direct sum of x| <= bound * max |x| where nothing is missing. */
+double arkcos_smoother_bound(const arkcos_smoother *s);
+/* Pixels per FWHM of the kernel at the smoother's nside (0: identity). */
+double arkcos_smoother_pixels_per_fwhm(const arkcos_smoother *s);
+/* Bytes a smoother of spec would hold for calls of nmaps maps (pair: a Q,
+ * U pair among them; masked: a mask or missing pixels): its plans
+ * (arkcos_plan_estimate) and its work maps, estimated without building
+ * anything; 0 with err filled on bad input. */
+double arkcos_smoother_estimate(const arkcos_smoother_spec *spec, int nmaps, int pair, int masked,
+                                arkcos_error *err);
+void arkcos_smoother_destroy(arkcos_smoother *s); /* NULL is a no-op */
+
 /* ------------------------------------------------------------ GPU / info */
 
 /* 1 if built with CUDA and a device is present; otherwise 0 and a reason

@@ -2,8 +2,12 @@
  * cmd_smooth.c -- `arkcos smooth`: convolve HEALPix maps with a radial
  * kernel (ARKCoS, the direct sum or libsharp FSHT smoothing).
  *
- * Everything a user can get wrong is checked before any map is smoothed:
- * options, kernel, every input's header, every output's name. One kernel
+ * Flags, FITS I/O and printing around the engine's smoother
+ * (arkcos_smoother, arkcos.h), which holds what smoothing a map means:
+ * missing data and masks, Q and U, the narrow-kernel rule, --normalize, the
+ * default cut; the method (arkcos, direct, fsht, the MPI split) is its
+ * operator here. Everything a user can get wrong is checked before any map
+ * is smoothed: options, kernel, every input's header, every output's name. One kernel
  * and one plan (per nside) serve all the maps, which is the point of plan
  * reuse (issue 7): a Planck channel's detector maps or a batch of Monte
  * Carlo realisations pay for the kernel set-up once.
@@ -26,7 +30,6 @@
 #include "harness/mapio.h"
 #include "harness/method.h"
 #include "harness/smooth_mask.h"
-#include "harness/narrow.h"
 #include "harness/smooth_checks.h"
 #include "harness/smooth_beam.h"
 #include "harness/smooth_memory.h"
@@ -37,8 +40,8 @@
 #define PI 3.14159265358979323846
 #define DEG (PI / 180.0)
 #define ARCMIN (PI / (180.0 * 60.0))
-/* Default truncation of a Gaussian: where it falls to 1e-5 of its peak, the
- * level the paper and the benchmarks use (DESIGN.md, issue 7). */
+/* --beam-file's default --cutoff-rel (smooth_beam.c's usage; a Gaussian's
+ * default cut is the engine smoother's, arkcos_gaussian_default_cutoff_rel) */
 #define DEFAULT_CUTOFF_REL 1e-5
 
 typedef struct smooth_args {
@@ -489,15 +492,34 @@ static char *path_in_dir(const char *dir, const char *in) {
 
 /* --------------------------------------------------------------- running */
 
+/* A kernel made for one nside and spin (kernel_for), kept for the run. */
+typedef struct made_kernel {
+  int64_t nside;
+  int spin;
+  arkcos_kernel *k;
+} made_kernel;
+
 typedef struct smooth_state {
   const smooth_args *a;
-  arkcos_kernel *kernel;
+  /* What smoothing means (arkcos_smoother, arkcos.h): the kernel, the
+   * options, missing data, --normalize and the narrow-kernel rule; nside set
+   * per use. The method runs through this command's operator (op below). */
+  arkcos_smoother_spec spec;
+  arkcos_smoother_operator op;
+  arkcos_kernel *kernel; /* --kernel-file or --beam-file (spec.user_kernel), else the
+                          * kernel of the first input's nside (messages, estimates) */
+  made_kernel *made;     /* kernel_for's */
+  int nmade;
+  arkcos_smoother *lib;  /* of the current nside (NULL: none yet) */
+  int nwarn_done;        /* lib's warnings printed so far */
   int64_t nside;        /* of geometry and smoothers below (0: none yet) */
-  arkcos_geometry *geom;
+  const arkcos_geometry *geom; /* lib's */
   smoother *sm;         /* scalar columns and weight maps (NULL until needed) */
   smoother *sm2;        /* Stokes Q and U as spin 2 (NULL until needed) */
-  arkcos_kernel *kernel_fine; /* kernel_for's finer cut, or NULL */
-  int auto_cut;         /* a Gaussian with the default cut: kernel_for */
+  struct file_job *job; /* the file being smoothed: the operator adds its stages, the
+                         * progress its times */
+  double t_mark, plan_mark; /* progress: time and plan_time at the last map done */
+  int rc_done;          /* progress: an error (out of memory) */
   double plan_time;     /* sum over arkcos plans created */
   double plan_fftw, plan_tables; /* their FFTW planning and direct tables */
   int nplans;
@@ -508,8 +530,6 @@ typedef struct smooth_state {
   pol_columns *pol;     /* per input: its Q and U columns smoothed as spin 2 */
   char **outs;          /* per input: where its output goes */
   mask_weights mask;    /* --mask, read by the check */
-  double width;         /* the kernel's (effective) FWHM, radians (narrow.h) */
-  double *norm_w;       /* --normalize: A(1) of the smoother (smooth_checks.h) */
   beam_kernel beam;     /* --beam-file: its B_l (smooth_beam.h) */
   double *beam_win;     /* --beam-file: per input, the window error at its nside */
   smooth_progress progress; /* lines on a terminal (smooth_progress.h) */
@@ -574,18 +594,17 @@ static void print_bound(const smooth_state *s, const smoother *sm) {
   fflush(stdout);
 }
 
-/* The smoother of spin 0 or 2 for s->nside, made once; the scalar one with
- * the A(1) of --normalize. */
-static const arkcos_kernel *kernel_for(smooth_state *s, int64_t nside, int spin, arkcos_error *err);
-
-static int make_smoother(smooth_state *s, int spin, arkcos_error *err) {
+/* The operator's prepare (arkcos_smoother_operator): the method's smoother
+ * of spin 0 or 2 for the smoother's geometry and its kernel of that spin. */
+static int op_prepare(void *ctx, int spin, const arkcos_geometry *g, const arkcos_kernel *k,
+                      arkcos_error *err) {
+  smooth_state *s = ctx;
   method_spec m;
   method_spec_for(s, s->nside, spin, &m);
   char what[64];
   snprintf(what, sizeof what, "%s%s", method_name(s->a->method), spin == 2 ? ", Stokes Q and U" : "");
   smooth_progress_plan_begin(&s->progress, (long long)s->nside, what);
-  const arkcos_kernel *k = kernel_for(s, s->nside, spin, err);
-  smoother *sm = k ? smoother_create(&m, s->geom, k, err) : NULL;
+  smoother *sm = smoother_create(&m, g, k, err);
   if (sm) smooth_progress_plan_end(&s->progress);
   if (!sm) {
     if (spin == 2 && err->code)
@@ -595,10 +614,6 @@ static int make_smoother(smooth_state *s, int spin, arkcos_error *err) {
     return err->code ? err->code : ARKCOS_ERUNTIME;
   }
   *(spin == 2 ? &s->sm2 : &s->sm) = sm;
-  if (spin == 0) {
-    int rc = smooth_checks_weights(&s->a->narrow, sm, s->geom->npix, &s->norm_w, err);
-    if (rc) return rc;
-  }
   const char *note = smoother_note(sm);
   if (hmpi_rank() > 0) return ARKCOS_OK; /* MPI: rank 0 says it once */
   if (note[0]) fprintf(stderr, "arkcos smooth: note: %s\n", note);
@@ -617,25 +632,48 @@ static int make_smoother(smooth_state *s, int spin, arkcos_error *err) {
   return ARKCOS_OK;
 }
 
-/* The geometry for nside (kept while the nside stays) and the smoothers a
- * file needs: scalar (need0) and spin 2 (need2), each made on first need. */
+/* The stages of the apply just made, added to the file's (METHOD_ARKCOS). */
+static void op_stages(smooth_state *s, const smoother *sm);
+
+static int op_apply(void *ctx, const double *in, double *out, arkcos_error *err) {
+  smooth_state *s = ctx;
+  int rc = smoother_apply(s->sm, in, out, err);
+  if (!rc) op_stages(s, s->sm);
+  return rc;
+}
+
+static int op_apply_spin2(void *ctx, const double *q, const double *u, double *qo, double *uo,
+                          arkcos_error *err) {
+  smooth_state *s = ctx;
+  int rc = smoother_apply_spin2(s->sm2, q, u, qo, uo, err);
+  if (!rc) op_stages(s, s->sm2);
+  return rc;
+}
+
+/* The engine's smoother for nside (kept while the nside stays) and, made
+ * now, the method's smoothers a file needs: scalar (need0) and spin 2
+ * (need2); else each is made at the first need. */
 static int ensure_smoothers(smooth_state *s, int64_t nside, int need0, int need2,
                             arkcos_error *err) {
-  if (!s->geom || s->nside != nside) {
+  if (!s->lib || s->nside != nside) {
     smoother_destroy(s->sm);
     smoother_destroy(s->sm2);
-    arkcos_geometry_destroy(s->geom);
-    free(s->norm_w);
-    s->norm_w = NULL;
+    arkcos_smoother_destroy(s->lib);
     s->sm = s->sm2 = NULL;
-    s->nside = 0;
-    s->geom = arkcos_geometry_healpix(nside, err);
-    if (!s->geom) return err->code ? err->code : ARKCOS_ERUNTIME;
+    s->geom = NULL;
     s->nside = nside;
+    s->spec.nside = nside;
+    s->lib = arkcos_smoother_create(&s->spec, err);
+    if (!s->lib) {
+      s->nside = 0;
+      return err->code ? err->code : ARKCOS_ERUNTIME;
+    }
+    /* the narrow-kernel warnings were printed by the checks */
+    s->nwarn_done = arkcos_smoother_nwarnings(s->lib);
   }
   int rc = ARKCOS_OK;
-  if (need0 && !s->sm) rc = make_smoother(s, 0, err);
-  if (!rc && need2 && !s->sm2) rc = make_smoother(s, 2, err);
+  if (need0) rc = arkcos_smoother_prepare(s->lib, 0, err);
+  if (!rc && need2) rc = arkcos_smoother_prepare(s->lib, 2, err);
   return rc;
 }
 
@@ -657,111 +695,117 @@ static int cmp_double(const void *x, const void *y) {
 }
 
 /* One input file on its way through smooth_one. */
-typedef struct file_job {
+typedef struct file_job file_job;
+struct file_job {
   int idx;                 /* the input's position */
   const char *in, *out;
   const hpx_header *h;
   pol_columns pol;         /* Q and U smoothed as spin 2, or -1 */
-  double **maps, **outs;
+  double **maps;           /* read (each freed once smoothed) */
+  double **outs;           /* smoothed */
+  double **weights;        /* --write-weight: A(w) per column */
   int ncols;
   int64_t nbad;
-  mask_job mask;           /* the columns' missing pixels and weights */
   arkcos_stage_times sum;  /* METHOD_ARKCOS: stages over the columns */
   double t_read, t_exec, t_write, plan_time;
   double plan_fftw, plan_tables; /* parts of plan_time */
-} file_job;
+};
 
-/* Column c's output, allocated. */
-static int alloc_output(const smooth_state *s, file_job *job, int c, arkcos_error *err) {
-  job->outs[c] = malloc(sizeof *job->outs[c] * (size_t)s->geom->npix);
-  if (!job->outs[c])
-    return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the output map", job->in);
-  return ARKCOS_OK;
+static void op_stages(smooth_state *s, const smoother *sm) {
+  if (s->a->method != METHOD_ARKCOS || !s->job) return;
+  arkcos_stage_times t;
+  smoother_stages(sm, &t);
+  stage_times_add(&s->job->sum, &t);
 }
 
-/* After nmaps columns (1, or 2 for the Q, U pair, each counted with half
- * the time) were smoothed by sm in dt seconds: their stages and times. */
-static int account(smooth_state *s, file_job *job, const smoother *sm, int nmaps, double dt,
-                   arkcos_error *err) {
-  if (s->a->method == METHOD_ARKCOS) {
-    arkcos_stage_times t;
-    smoother_stages(sm, &t);
-    stage_times_add(&job->sum, &t);
-  }
+/* The engine smoother's progress: column `map` (n = 1) or the Q, U pair
+ * (n = 2) done, in the time since the last (plans made meanwhile left out;
+ * the first column that needs a weight map A(w) includes its smoothing). */
+static void maps_done(void *ctx, int map, int n) {
+  (void)map;
+  smooth_state *s = ctx;
+  file_job *job = s->job;
+  const double now = wall_time(), dt = now - s->t_mark - (s->plan_time - s->plan_mark);
+  s->t_mark = now;
+  s->plan_mark = s->plan_time;
   job->t_exec += dt;
-  smooth_progress_maps(&s->progress, job->in, nmaps, dt);
-  int rc = ARKCOS_OK;
-  for (int k = 0; k < nmaps && !rc; k++) rc = record_map_time(s, dt / nmaps);
-  return rc ? arkcos_fail(err, rc, "out of memory") : ARKCOS_OK;
-}
-
-/* --normalize: column c's output divided by A(1), unless the mask's
- * A(w m) / A(w) normalised it already. */
-static void normalize_output(const smooth_state *s, file_job *job, int c) {
-  if (!mask_column_normalized(&job->mask, c))
-    smooth_checks_normalize(s->norm_w, job->outs[c], s->geom->npix);
-}
-
-/* Smooths column c into job->outs[c], then frees the input column (so that a
- * multi-column map costs one input column plus the outputs). */
-static int smooth_column(smooth_state *s, file_job *job, int c, arkcos_error *err) {
-  int rc = alloc_output(s, job, c, err);
-  if (rc) return rc;
-  /* dt includes the smoothing of the column's weight map when it is the
-   * first column that needs it */
-  double t0 = wall_time();
-  rc = mask_smooth_column(&job->mask, s->sm, c, job->maps[c], job->outs[c], &job->sum, err);
-  if (rc) return rc;
-  normalize_output(s, job, c);
-  if ((rc = account(s, job, s->sm, 1, wall_time() - t0, err))) return rc;
-  free(job->maps[c]);
-  job->maps[c] = NULL;
-  return ARKCOS_OK;
-}
-
-/* Smooths the Stokes Q and U columns together as the spin-2 field
- * P = Q + iU, then frees them. */
-static int smooth_pair(smooth_state *s, file_job *job, arkcos_error *err) {
-  const int q = job->pol.q, u = job->pol.u;
-  int rc = alloc_output(s, job, q, err);
-  if (!rc) rc = alloc_output(s, job, u, err);
-  if (rc) return rc;
-  double t0 = wall_time();
-  rc = mask_smooth_pair(&job->mask, s->sm, s->sm2, q, u, job->maps[q], job->maps[u],
-                        job->outs[q], job->outs[u], &job->sum, err);
-  if (rc) return rc;
-  normalize_output(s, job, q);
-  normalize_output(s, job, u);
-  if ((rc = account(s, job, s->sm2, 2, wall_time() - t0, err))) return rc;
-  for (int k = 0; k < 2; k++) {
-    free(job->maps[k ? u : q]);
-    job->maps[k ? u : q] = NULL;
+  /* the input column is not read again: a multi-column map costs one input
+   * column plus the outputs */
+  for (int k = 0; k < n; k++) {
+    const int c = k == 0 ? map : job->pol.u;
+    free(job->maps[c]);
+    job->maps[c] = NULL;
   }
-  return ARKCOS_OK;
+  smooth_progress_maps(&s->progress, job->in, n, dt);
+  for (int k = 0; k < n && !s->rc_done; k++) s->rc_done = record_map_time(s, dt / n);
 }
 
-/* Every column in order; the Q, U pair when the later of the two is
- * reached, so that a weight map shared with the columns between them is
- * smoothed once. */
+/* The file's columns smoothed by the engine's smoother (missing data, Q and
+ * U, --normalize: arkcos_smoother_execute), in place. */
 static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
   double plan_time0 = s->plan_time, fftw0 = s->plan_fftw, tables0 = s->plan_tables;
-  const int pair = job->pol.q >= 0, last = job->pol.q > job->pol.u ? job->pol.q : job->pol.u;
-  const int need0 = job->ncols > 2 * pair || mask_job_needs_weights(&job->mask) ||
-                    s->a->narrow.normalize;
-  int rc = ensure_smoothers(s, job->h->nside, need0, pair, err);
+  int rc = ensure_smoothers(s, job->h->nside, 0, 0, err);
   if (rc) return rc;
+  if (s->a->mask.write_weight) {
+    job->weights = calloc((size_t)job->ncols, sizeof *job->weights);
+    for (int c = 0; job->weights && c < job->ncols && !rc; c++)
+      if (!(job->weights[c] = malloc(sizeof **job->weights * (size_t)job->h->npix))) rc = ARKCOS_ENOMEM;
+    if (!job->weights || rc) return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the weight maps", job->in);
+  }
+  job->outs = calloc((size_t)job->ncols, sizeof *job->outs);
+  for (int c = 0; job->outs && c < job->ncols && !rc; c++)
+    if (!(job->outs[c] = malloc(sizeof **job->outs * (size_t)job->h->npix))) rc = ARKCOS_ENOMEM;
+  if (!job->outs || rc) return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the output maps", job->in);
+  const arkcos_smoother_maps m = {job->ncols, (const double *const *)job->maps, job->outs, job->weights,
+                                  job->pol.q, job->pol.u, s->mask.w, maps_done, s,
+                                  1 /* the columns read are this call's own */};
+  s->job = job;
+  s->t_mark = wall_time();
+  s->plan_mark = s->plan_time;
+  s->rc_done = ARKCOS_OK;
+  rc = arkcos_smoother_execute(s->lib, &m, err);
+  s->job = NULL;
   job->plan_time = s->plan_time - plan_time0; /* 0 when the plans are reused */
   job->plan_fftw = s->plan_fftw - fftw0;
   job->plan_tables = s->plan_tables - tables0;
-  job->outs = calloc((size_t)job->ncols, sizeof *job->outs);
-  if (!job->outs) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
-  for (int c = 0; c < job->ncols && !rc; c++) {
-    if (pair && c == last)
-      rc = smooth_pair(s, job, err);
-    else if (!pair || (c != job->pol.q && c != job->pol.u))
-      rc = smooth_column(s, job, c, err);
+  /* the library's messages name its spec; the command's option is --normalize */
+  if (rc && !strncmp(err->msg, "normalize: ", 11)) {
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "--%.500s", err->msg);
+    memcpy(err->msg, msg, sizeof msg);
   }
-  return rc;
+  if (rc) return rc;
+  return s->rc_done ? arkcos_fail(err, s->rc_done, "out of memory") : ARKCOS_OK;
+}
+
+/* The warnings the engine's smoother recorded since the last print. */
+static void print_warnings(smooth_state *s) {
+  if (!s->lib) return;
+  const int n = arkcos_smoother_nwarnings(s->lib);
+  for (; s->nwarn_done < n; s->nwarn_done++)
+    if (hmpi_rank() == 0)
+      fprintf(stderr, "arkcos smooth: warning: %s\n", arkcos_smoother_warning(s->lib, s->nwarn_done)->msg);
+}
+
+/* The kernel of the plans of nside and spin: the engine's smoother's
+ * (arkcos_smoother_make_kernel: a Gaussian without an explicit cutoff is cut
+ * at arkcos_gaussian_default_cutoff_rel, 1e-13 for scalar maps of >= 4
+ * pixels per FWHM), made on first need, so that a map's smoothing does not
+ * depend on the other inputs of the run. NULL with err set when it cannot
+ * be made. */
+static const arkcos_kernel *kernel_for(smooth_state *s, int64_t nside, int spin, arkcos_error *err) {
+  if (s->spec.user_kernel) return s->spec.user_kernel;
+  for (int i = 0; i < s->nmade; i++)
+    if (s->made[i].nside == nside && s->made[i].spin == spin) return s->made[i].k;
+  made_kernel *m = realloc(s->made, sizeof *m * (size_t)(s->nmade + 1));
+  if (!m) return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory"), NULL;
+  s->made = m;
+  arkcos_smoother_spec spec = s->spec;
+  spec.nside = nside;
+  arkcos_kernel *k = arkcos_smoother_make_kernel(&spec, spin, err);
+  if (!k) return NULL;
+  s->made[s->nmade++] = (made_kernel){nside, spin, k};
+  return k;
 }
 
 /* The summary line: what was done, with what, and where the time went. */
@@ -800,18 +844,15 @@ static void print_summary(smooth_state *s, const file_job *job) {
              smooth_checks_column_name(h, job->pol.u, ub, sizeof ub));
   }
   /* the kernel of the job's scalar columns (of Q and U when it has none) */
-  arkcos_error kerr = {0, ""};
-  const arkcos_kernel *k2 = kernel_for(s, h->nside, 2, &kerr);
-  const arkcos_kernel *kjob = job->ncols > 2 * (job->pol.q >= 0) ? kernel_for(s, h->nside, 0, &kerr) : k2;
-  if (!kjob) kjob = s->kernel;
-  if (!k2) k2 = s->kernel;
+  const arkcos_kernel *k2 = arkcos_smoother_kernel(s->lib, 2);
+  const arkcos_kernel *kjob = job->ncols > 2 * (job->pol.q >= 0) ? arkcos_smoother_kernel(s->lib, 0) : k2;
   printf("smooth: %s -> %s nside=%lld maps=%d%s ordering=%s type=%s method=%s%s "
          "threads=%ld %s cutoff=%.4gdeg (K/K0=%.2g) pixels_per_fwhm=%.3g time=%.4gs",
          job->in, job->out, (long long)h->nside, job->ncols, pol,
          h->nested ? "NESTED" : "RING", h->is_float32 ? "float32" : "float64",
          method_name(a->method), extra, a->threads, kern,
          arkcos_kernel_cutoff(kjob) / DEG,
-         arkcos_kernel_cutoff_level(kjob), narrow_pixels_per_fwhm(s->width, h->nside),
+         arkcos_kernel_cutoff_level(kjob), arkcos_smoother_pixels_per_fwhm(s->lib),
          job->t_exec);
   if (k2 != kjob && job->pol.q >= 0) /* Q and U were cut elsewhere (kernel_for) */
     printf(" spin2_cutoff=%.4gdeg (K/K0=%.2g)", arkcos_kernel_cutoff(k2) / DEG, arkcos_kernel_cutoff_level(k2));
@@ -837,7 +878,7 @@ static int write_output(const smooth_state *s, file_job *job, arkcos_error *err)
   hpx_column *cols = NULL;
   int nall = 0;
   job->t_write = wall_time();
-  int rc = mask_job_columns(&job->mask, job->outs, h, &all, &cols, &nall, err);
+  int rc = mask_file_columns(&s->a->mask, s->lib, job->outs, job->weights, h, &all, &cols, &nall, err);
   if (!rc)
     rc = hpx_write_maps_ex(job->out, all, nall, h->nside, h->nested, h->is_float32,
                            s->a->force, cols, h->coordsys, err);
@@ -849,17 +890,17 @@ static int write_output(const smooth_state *s, file_job *job, arkcos_error *err)
 
 /* Q and U are one field: P is missing where either is. A note says how
  * many pixels that took from one of them. */
-static void pol_union(file_job *job) {
+static void pol_union_note(const file_job *job, const arkcos_smoother *lib) {
   const pol_columns *p = &job->pol;
-  const int64_t n = mask_pol_union(job->maps[p->q], job->maps[p->u], job->h->npix);
-  if (!n) return;
-  job->nbad += n;
+  arkcos_smoother_report r;
+  arkcos_smoother_last(lib, &r);
+  if (p->q < 0 || !r.pol_union) return;
   char qb[HPX_NAME_LEN], ub[HPX_NAME_LEN];
   fprintf(stderr,
           "arkcos smooth: note: %s: %s and %s miss different pixels; P = Q + iU is missing where "
           "either is (%lld pixel(s) taken out of one of them)\n",
           job->in, smooth_checks_column_name(job->h, p->q, qb, sizeof qb),
-          smooth_checks_column_name(job->h, p->u, ub, sizeof ub), (long long)n);
+          smooth_checks_column_name(job->h, p->u, ub, sizeof ub), (long long)r.pol_union);
 }
 
 /* Input i: its columns read (the header is the check's), smoothed, written
@@ -887,14 +928,16 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   int rc = hpx_read_columns_missing(h, &job.maps, &job.ncols, &job.nbad, err);
   if (rc) return rc;
   job.t_read = wall_time() - job.t_read;
-  if (job.pol.q >= 0) pol_union(&job);
-  rc = mask_job_begin(&job.mask, &s->a->mask, &s->mask, job.in, job.maps, job.ncols,
-                      h->npix, err);
-  if (!rc) job.nbad = mask_job_excluded(&job.mask);  /* --mask's zeros too */
-  if (!rc && !(rc = smooth_columns(s, &job, err))) rc = write_output(s, &job, err);
-  if (!rc) mask_job_report(&job.mask, h);
+  rc = smooth_columns(s, &job, err);
+  print_warnings(s);
+  if (!rc) {
+    pol_union_note(&job, s->lib);
+    job.nbad = mask_file_excluded(s->lib, job.ncols); /* --mask's zeros too */
+    rc = write_output(s, &job, err);
+  }
+  if (!rc) mask_file_report(&s->a->mask, s->mask.w != NULL, job.in, h, s->lib, job.pol.q, job.pol.u);
   if (!rc) print_summary(s, &job);
-  mask_job_free(&job.mask);
+  hpx_free_maps(job.weights, job.weights ? job.ncols : 0);
   hpx_free_maps(job.outs, job.outs ? job.ncols : 0);
   hpx_free_maps(job.maps, job.ncols);
   return rc;
@@ -984,62 +1027,81 @@ static int check_input(smooth_state *s, int i, const char *last, int to_dir,
   return rc ? rc : check_existing_output(s, i);
 }
 
-/* The kernel of the plans of nside and spin: s->kernel, or, for a Gaussian
- * without an explicit cutoff, the one cut at arkcos_gaussian_default_cutoff_rel
- * (1e-13 for scalar maps of >= 4 pixels per FWHM; made on first need), so
- * that a map's smoothing does not depend on the other inputs of the run.
- * NULL with err set when it cannot be made. */
-static const arkcos_kernel *kernel_for(smooth_state *s, int64_t nside, int spin, arkcos_error *err) {
-  if (!s->auto_cut) return s->kernel;
-  const double fwhm = s->a->fwhm_arcmin * ARCMIN, rel = arkcos_gaussian_default_cutoff_rel(fwhm, nside, spin);
-  if (rel == DEFAULT_CUTOFF_REL) return s->kernel;
-  if (!s->kernel_fine) {
-    arkcos_kernel_spec spec = {0};
-    spec.type = ARKCOS_KERNEL_GAUSSIAN;
-    spec.fwhm = fwhm;
-    spec.cutoff_rel = rel;
-    s->kernel_fine = arkcos_kernel_create(&spec, err);
-  }
-  return s->kernel_fine;
-}
-
 /* The serving ranks' kernel of a split plan of nside (scalar) */
 static const arkcos_kernel *split_kernel(void *ctx, int64_t nside) {
   arkcos_error err = {0, ""};
   return kernel_for((smooth_state *)ctx, nside, 0, &err);
 }
 
+/* The engine smoother's spec of the run (arkcos_smoother_spec, its nside set
+ * per use), the method as its operator, and s->kernel: the kernel of a file
+ * (--kernel-file, --beam-file), or, for messages and estimates, that of the
+ * first input's nside. 0 or an exit status. */
 static int make_kernel(smooth_state *s, arkcos_error *err) {
   const smooth_args *a = s->a;
+  arkcos_smoother_spec *sp = &s->spec;
+  arkcos_smoother_spec_default(sp);
+  sp->nside = s->inputs[0].nside;
+  sp->options.mode = a->mode;
+  sp->options.precision = a->precision;
+  sp->options.backend = a->backend;
+  sp->options.threads = (int)a->threads;
+  sp->options.accuracy = a->accuracy;
+  sp->options.max_memory = a->max_memory;
+  sp->mask_mode = a->mask.mode == MASK_MODE_ZERO ? ARKCOS_MASK_ZERO : ARKCOS_MASK_NORMALIZE;
+  sp->min_weight = a->mask.mode == MASK_MODE_ZERO ? -1 : a->mask.min_weight;
+  sp->normalize = a->narrow.normalize;
+  sp->allow_subpixel = a->narrow.allow_subpixel;
+  sp->normalize_name = "--normalize";
+  sp->allow_subpixel_name = "--allow-subpixel with --method direct";
+  sp->harmonic_name = "--method fsht";
+  s->op = (arkcos_smoother_operator){s, op_prepare, op_apply, op_apply_spin2, a->method == METHOD_FSHT};
+  sp->op = &s->op;
   if (a->has_fwhm) {
-    arkcos_kernel_spec spec = {0};
-    spec.type = ARKCOS_KERNEL_GAUSSIAN;
-    spec.fwhm = a->fwhm_arcmin * ARCMIN;
-    spec.cutoff = a->has_cutoff_deg ? a->cutoff_deg * DEG : 0;
-    spec.cutoff_rel = a->has_cutoff_deg ? 0
-                      : a->has_cutoff_rel ? a->cutoff_rel
-                                          : DEFAULT_CUTOFF_REL;
-    s->auto_cut = !a->has_cutoff_deg && !a->has_cutoff_rel; /* kernel_for */
-    s->kernel = arkcos_kernel_create(&spec, err);
+    sp->kernel.type = ARKCOS_KERNEL_GAUSSIAN;
+    sp->kernel.fwhm = a->fwhm_arcmin * ARCMIN;
+    sp->kernel.cutoff = a->has_cutoff_deg ? a->cutoff_deg * DEG : 0;
+    sp->kernel.cutoff_rel = a->has_cutoff_rel ? a->cutoff_rel : 0; /* 0 0: the default cut */
   } else if (a->has_tophat) {
-    arkcos_kernel_spec spec = {0};
-    spec.type = ARKCOS_KERNEL_TOPHAT;
-    spec.cutoff = a->tophat_deg * DEG;
-    s->kernel = arkcos_kernel_create(&spec, err);
+    sp->kernel.type = ARKCOS_KERNEL_TOPHAT;
+    sp->kernel.cutoff = a->tophat_deg * DEG;
   } else if (a->beam.has_file) {
     s->kernel = smooth_beam_kernel(&a->beam, a->has_cutoff_rel ? a->cutoff_rel : DEFAULT_CUTOFF_REL,
                                    &s->beam, err);
+    sp->user_kernel = s->kernel;
   } else {
     s->kernel = smooth_checks_kernel_file(
         &a->narrow, a->kernel_file, a->has_cutoff_deg ? a->cutoff_deg * DEG : 0,
         a->has_cutoff_rel ? a->cutoff_rel : 0, err);
+    sp->user_kernel = s->kernel;
   }
-  if (s->kernel) {
-    s->width = narrow_kernel_width(s->kernel, a->has_fwhm ? a->fwhm_arcmin * ARCMIN : 0);
-    return 0;
-  }
+  if (a->has_fwhm || a->has_tophat) s->kernel = arkcos_smoother_make_kernel(sp, 0, err);
+  if (s->kernel) return 0;
   if (!err->code) arkcos_fail(err, ARKCOS_EINVAL, "cannot create the kernel");
   return report_error(err);
+}
+
+/* The engine's narrow-kernel rule (arkcos_smoother_check) for each input's
+ * nside, once per nside: refused (exit 2, the message naming the input) or
+ * its warnings printed. 0 or an exit status. */
+static int check_sampling(smooth_state *s) {
+  for (int i = 0; i < s->ninputs; i++) {
+    int seen = 0;
+    for (int j = 0; j < i && !seen; j++) seen = s->inputs[j].nside == s->inputs[i].nside;
+    if (seen) continue;
+    arkcos_smoother_spec spec = s->spec;
+    spec.nside = s->inputs[i].nside;
+    arkcos_warning w[4];
+    int nw = 4;
+    arkcos_error err = {0, ""};
+    if (arkcos_smoother_check(&spec, w, &nw, &err)) {
+      fprintf(stderr, "arkcos smooth: %s: %s\n", s->inputs[i].path, err.msg);
+      return exit_status_of(err.code);
+    }
+    for (int k = 0; k < nw; k++)
+      fprintf(stderr, "arkcos smooth: warning: %s: %s\n", s->inputs[i].path, w[k].msg);
+  }
+  return 0;
 }
 
 /* --backend gpu where there is no usable GPU is a usage error (exit 2). */
@@ -1086,8 +1148,7 @@ static int check_all(smooth_state *s, const char *last, int to_dir,
                                   s->a->verbose, s->inputs, s->ninputs, s->beam_win);
   }
   if (!status)
-    status = smooth_checks_sampling(&s->a->narrow, s->a->method, s->kernel, s->width,
-                                    s->a->has_fwhm, s->inputs, s->ninputs);
+    status = check_sampling(s);
   if (!status) status = check_gpu(s->a);
   if (!status && to_dir && !s->a->dry_run && !is_dir(last) && mkdir(last, 0777) != 0 &&
       !(errno == EEXIST && is_dir(last))) { /* MPI: another rank made it */
@@ -1200,12 +1261,12 @@ static void free_state(smooth_state *s) {
   free(s->pol);
   free(s->map_times);
   mask_weights_free(&s->mask);
-  free(s->norm_w);
   smoother_destroy(s->sm);
   smoother_destroy(s->sm2);
-  arkcos_geometry_destroy(s->geom);
+  arkcos_smoother_destroy(s->lib);
   arkcos_kernel_destroy(s->kernel);
-  arkcos_kernel_destroy(s->kernel_fine);
+  for (int i = 0; i < s->nmade; i++) arkcos_kernel_destroy(s->made[i].k);
+  free(s->made);
   smooth_beam_free(&s->beam);
   free(s->beam_win);
 }

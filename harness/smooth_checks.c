@@ -101,62 +101,6 @@ arkcos_kernel *smooth_checks_kernel_file(const narrow_opts *o, const char *path,
   return k;
 }
 
-/* One nside: refused (2), warned about, or fine (0). */
-static int check_nside(const narrow_opts *o, method_kind m, const arkcos_kernel *k, double width,
-                       int gaussian, const char *input, int64_t nside) {
-  const double ppf = narrow_pixels_per_fwhm(width, nside);
-  if (ppf >= NARROW_WARN) return 0;
-  arkcos_error err = {0, ""};
-  arkcos_geometry *g = arkcos_geometry_healpix(nside, &err);
-  double lo = NAN, hi = NAN;
-  if (!g || narrow_constant_range(g, k, &lo, &hi, &err)) lo = hi = NAN;
-  arkcos_geometry_destroy(g);
-  char msg[1024];
-  if (ppf < NARROW_REFUSE && !(m == METHOD_DIRECT && o->allow_subpixel)) {
-    narrow_refusal(width, gaussian, nside, lo, hi, msg, sizeof msg);
-    fprintf(stderr, "arkcos smooth: %s: %s\n", input, msg);
-    return 2;
-  }
-  if (ppf < NARROW_REFUSE) {
-    char d[200];
-    narrow_describe(width, gaussian, nside, d, sizeof d);
-    fprintf(stderr, "arkcos smooth: warning: %s: the kernel is %s, below %g: the pixel sum "
-            "(--allow-subpixel) is no smoothing; a constant map of 1 comes out between %.4g "
-            "and %.4g%s\n", input, d, NARROW_REFUSE, lo, hi,
-            o->normalize ? " before --normalize" : "");
-    return 0;
-  }
-  narrow_warning(width, gaussian, nside, lo, hi, o->normalize, msg, sizeof msg);
-  fprintf(stderr, "arkcos smooth: warning: %s: %s\n", input, msg);
-  return 0;
-}
-
-int smooth_checks_sampling(const narrow_opts *o, method_kind m, const arkcos_kernel *k,
-                           double width, int gaussian, const hpx_header *inputs, int n) {
-  if (m == METHOD_FSHT) return 0;
-  for (int i = 0; i < n; i++) {
-    int seen = 0;
-    for (int j = 0; j < i && !seen; j++) seen = inputs[j].nside == inputs[i].nside;
-    if (seen) continue;
-    int rc = check_nside(o, m, k, width, gaussian, inputs[i].path, inputs[i].nside);
-    if (rc) return rc;
-  }
-  return 0;
-}
-
-int smooth_checks_weights(const narrow_opts *o, smoother *sm, int64_t npix, double **w,
-                          arkcos_error *err) {
-  *w = NULL;
-  return o->normalize ? narrow_weights(sm, npix, w, err) : ARKCOS_OK;
-}
-
-void smooth_checks_normalize(const double *w, double *out, int64_t npix) {
-  if (!w) return;
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < npix; p++)
-    if (out[p] != HPX_UNSEEN) out[p] /= w[p];
-}
-
 /* ---------------------------------------------------------- polarization */
 
 const char smooth_checks_pol_usage[] =

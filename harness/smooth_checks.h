@@ -1,8 +1,8 @@
 /*
  * smooth_checks.h -- `arkcos smooth` and kernels narrow against the pixels
  * or read from files (docs/NARROW_BEAMS.md): the options --normalize,
- * --allow-subpixel, --kernel-unit and --allow-negative, the sampling check
- * of every input's nside, and the weight map that --normalize divides by.
+ * --allow-subpixel, --kernel-unit and --allow-negative (the narrow-kernel
+ * rule and --normalize themselves are arkcos_smoother's, arkcos.h).
  * And the polarization of an input (docs/POLARIZATION.md): which of its
  * columns are Stokes Q and U, smoothed together as one spin-2 field, the
  * options --pol and --no-pol, and the options the spin-2 path cannot honour.
@@ -43,14 +43,6 @@ int smooth_checks_combinations(const narrow_opts *o, method_kind m, int has_kern
  * stderr. NULL with err filled on failure. */
 arkcos_kernel *smooth_checks_kernel_file(const narrow_opts *o, const char *path, double cutoff,
                                          double cutoff_rel, arkcos_error *err);
-
-/* The sampling of the kernel (width: narrow_kernel_width) on each input's
- * nside, once per nside, for the pixel-space methods: exit status 2 with
- * the figure and why below 1 pixel per FWHM (unless --method direct
- * --allow-subpixel, then a warning), a "warning:" line with the expected
- * error below 2.5. Returns 0 or 2. */
-int smooth_checks_sampling(const narrow_opts *o, method_kind m, const arkcos_kernel *k,
-                           double width, int gaussian, const hpx_header *inputs, int n);
 
 /* ---------------------------------------------------------- polarization */
 
@@ -96,13 +88,5 @@ const char *smooth_checks_column_name(const hpx_header *h, int c, char *buf, siz
  * refused. Returns 0 or 2. */
 int smooth_checks_polarization(const pol_opts *o, const pol_request *r, const hpx_header *h,
                                pol_columns *pc);
-
-/* --normalize: *w = A(1) for the smoother's geometry (npix values), else
- * *w = NULL. 0 or an error code with err filled. */
-int smooth_checks_weights(const narrow_opts *o, smoother *sm, int64_t npix, double **w,
-                          arkcos_error *err);
-/* out /= w where w is not NULL, but for UNSEEN output pixels (a weight
- * threshold's), which stay UNSEEN. */
-void smooth_checks_normalize(const double *w, double *out, int64_t npix);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * smooth_mask.c -- missing data in `arkcos smooth` (smooth_mask.h): the
- * options, the --mask weights, the missing pixels of each column, the
- * normalised convolution A(w m) / A(w) and the weight threshold.
+ * options, the --mask file, and what the engine's smoother did with the
+ * missing pixels of a file (arkcos_smoother, arkcos/smoother_mask.c), on
+ * stderr and as WEIGHT columns.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "harness/smooth_mask.h"
@@ -14,12 +15,6 @@
 
 #include "harness/status.h"
 #include "harness/util.h"
-
-/* In normalize mode a pixel needs A(w) above this to be divided by it: A(w)
- * is about 1 where the data are complete, and where no data lie within the
- * kernel it is 0 up to the method's rounding (~1e-16), a ratio of noise.
- * Only matters with --min-weight below it. */
-#define WEIGHT_FLOOR 1e-12
 
 /* ------------------------------------------------------------- options */
 
@@ -147,222 +142,6 @@ void mask_weights_free(mask_weights *mw) {
   memset(mw, 0, sizeof *mw);
 }
 
-/* ------------------------------------------------------ missing pixels */
-
-static int64_t nwords(int64_t npix) { return (npix + 63) / 64; }
-
-static int is_missing(const uint64_t *bits, int64_t p) {
-  return (int)(bits[p >> 6] >> (p & 63) & 1);
-}
-
-/* bits: the NaN pixels of m[0..npix); returns their number. */
-static int64_t missing_bits(const double *m, int64_t npix, uint64_t *bits) {
-  const int64_t nw = nwords(npix);
-  int64_t n = 0;
-#pragma omp parallel for reduction(+ : n) schedule(static)
-  for (int64_t k = 0; k < nw; k++) {
-    uint64_t b = 0;
-    const int64_t p0 = 64 * k, p1 = p0 + 64 < npix ? p0 + 64 : npix;
-    for (int64_t p = p0; p < p1; p++)
-      if (isnan(m[p])) b |= (uint64_t)1 << (p - p0);
-    bits[k] = b;
-    n += __builtin_popcountll(b);
-  }
-  return n;
-}
-
-/* The set of column c: an earlier one with the same missing pixels, or a
- * new one taking *bits (then *bits = NULL). */
-static int find_set(mask_job *j, int c, uint64_t **bits, int64_t nmissing) {
-  const size_t bytes = sizeof **bits * (size_t)nwords(j->npix);
-  for (int s = 0; s < j->nsets; s++)
-    if (j->sets[s].nmissing == nmissing && !memcmp(j->sets[s].bits, *bits, bytes)) {
-      j->sets[s].last_col = c;
-      return s;
-    }
-  mask_set *s = &j->sets[j->nsets];
-  s->bits = *bits;
-  *bits = NULL;
-  s->nmissing = nmissing;
-  s->trivial = nmissing == 0 && !j->mw;
-  s->last_col = c;
-  return j->nsets++;
-}
-
-int mask_job_begin(mask_job *j, const mask_opts *o, const mask_weights *mw,
-                   const char *path, double *const *maps, int ncols, int64_t npix,
-                   arkcos_error *err) {
-  memset(j, 0, sizeof *j);
-  j->o = o;
-  j->mw = mw && mw->w ? mw : NULL;
-  j->path = path;
-  j->npix = npix;
-  j->ncols = ncols;
-  j->set_of = calloc((size_t)ncols, sizeof *j->set_of);
-  j->nunseen = calloc((size_t)ncols, sizeof *j->nunseen);
-  j->sets = calloc((size_t)ncols, sizeof *j->sets);
-  if (!j->set_of || !j->nunseen || !j->sets)
-    return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", path);
-  j->active = j->mw != NULL;
-  j->pol_q = j->pol_u = -1;
-  uint64_t *bits = NULL;
-  for (int c = 0; c < ncols; c++) {
-    if (!bits && !(bits = malloc(sizeof *bits * (size_t)nwords(npix))))
-      return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the missing pixels",
-                         path);
-    int64_t n = missing_bits(maps[c], npix, bits);
-    j->active |= n > 0;
-    j->set_of[c] = find_set(j, c, &bits, n);
-  }
-  free(bits);
-  return ARKCOS_OK;
-}
-
-int64_t mask_job_excluded(const mask_job *j) {
-  const double *mw = j->mw ? j->mw->w : NULL;
-  int64_t total = 0;
-  for (int c = 0; c < j->ncols; c++) {
-    const mask_set *s = &j->sets[j->set_of[c]];
-    int64_t n = s->nmissing;
-    if (mw)
-      for (int64_t p = 0; p < j->npix; p++) n += mw[p] == 0 && !is_missing(s->bits, p);
-    total += n;
-  }
-  return total;
-}
-
-/* ------------------------------------------------------------ smoothing */
-
-/* s->aw = A(w), w = 0 at the set's missing pixels, the --mask weight (or 1)
- * elsewhere. */
-static int smooth_weight(mask_job *j, smoother *sm, mask_set *s,
-                         arkcos_stage_times *stages, arkcos_error *err) {
-  const int64_t npix = j->npix;
-  const double *mw = j->mw ? j->mw->w : NULL;
-  double *w = malloc(sizeof *w * (size_t)npix);
-  s->aw = malloc(sizeof *s->aw * (size_t)npix);
-  if (!w || !s->aw) {
-    free(w);
-    return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the weight map",
-                       j->path);
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < npix; p++)
-    w[p] = is_missing(s->bits, p) ? 0.0 : mw ? mw[p] : 1.0;
-  double t0 = wall_time();
-  int rc = smoother_apply(sm, w, s->aw, err);
-  j->weight_time += wall_time() - t0;
-  free(w);
-  if (rc) return rc;
-  if (smoother_kind(sm) == METHOD_ARKCOS) {
-    arkcos_stage_times t;
-    smoother_stages(sm, &t);
-    stage_times_add(stages, &t);
-  }
-  j->nsmoothed++;
-  return ARKCOS_OK;
-}
-
-/* in = w m: 0 where missing (NaN) or where the mask weight is 0. */
-static void apply_weight(const mask_job *j, double *in) {
-  const double *mw = j->mw ? j->mw->w : NULL;
-#pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < j->npix; p++)
-    in[p] = isnan(in[p]) || (mw && mw[p] == 0) ? 0.0 : mw ? mw[p] * in[p] : in[p];
-}
-
-/* out = A(w m) / A(w) (normalize) or A(w m) (zero), UNSEEN where A(w) is
- * below --min-weight (0 turns the threshold off) and, when dividing, where
- * it is not above WEIGHT_FLOOR. Returns the number of UNSEEN pixels. */
-static int64_t finish_column(const mask_job *j, const double *aw, double *out) {
-  const int normalize = j->o->mode == MASK_MODE_NORMALIZE;
-  const double minw = j->o->min_weight;
-  int64_t n = 0;
-#pragma omp parallel for reduction(+ : n) schedule(static)
-  for (int64_t p = 0; p < j->npix; p++) {
-    const double a = aw[p];
-    if ((minw > 0 && a < minw) || (normalize && !(a > WEIGHT_FLOOR))) {
-      out[p] = HPX_UNSEEN;
-      n++;
-    } else if (normalize) {
-      out[p] /= a;
-    }
-  }
-  return n;
-}
-
-/* The set's A(w), smoothed now if it is needed and not there yet. */
-static int ensure_weight(mask_job *j, smoother *sm, mask_set *s, arkcos_stage_times *stages,
-                         arkcos_error *err) {
-  if (s->aw || (s->trivial && !j->o->write_weight)) return ARKCOS_OK;
-  if (!sm) return arkcos_fail(err, ARKCOS_ERUNTIME, "%s: no scalar smoother for the weight map", j->path);
-  return smooth_weight(j, sm, s, stages, err);
-}
-
-/* After the set's last column: its A(w) is not needed again (unless it is
- * written). */
-static void release_weight(mask_job *j, mask_set *s, int c) {
-  if (c == s->last_col && !j->o->write_weight) {
-    free(s->aw);
-    s->aw = NULL;
-  }
-}
-
-int mask_smooth_column(mask_job *j, smoother *sm, int c, double *in, double *out,
-                       arkcos_stage_times *stages, arkcos_error *err) {
-  mask_set *s = &j->sets[j->set_of[c]];
-  int rc = ensure_weight(j, sm, s, stages, err);
-  if (rc) return rc;
-  if (!s->trivial) apply_weight(j, in);
-  if ((rc = smoother_apply(sm, in, out, err))) return rc;
-  if (!s->trivial) j->nunseen[c] = finish_column(j, s->aw, out);
-  release_weight(j, s, c);
-  return ARKCOS_OK;
-}
-
-int mask_column_normalized(const mask_job *j, int c) {
-  return j->o->mode == MASK_MODE_NORMALIZE && !j->sets[j->set_of[c]].trivial;
-}
-
-int64_t mask_pol_union(double *q, double *u, int64_t npix) {
-  int64_t n = 0;
-#pragma omp parallel for reduction(+ : n) schedule(static)
-  for (int64_t p = 0; p < npix; p++) {
-    const int mq = isnan(q[p]), mu = isnan(u[p]);
-    if (mq != mu) {
-      q[p] = u[p] = NAN;
-      n++;
-    }
-  }
-  return n;
-}
-
-int mask_job_needs_weights(const mask_job *j) { return j->active || j->o->write_weight; }
-
-int mask_smooth_pair(mask_job *j, smoother *sm, smoother *sm2, int cq, int cu, double *q,
-                     double *u, double *q_out, double *u_out, arkcos_stage_times *stages,
-                     arkcos_error *err) {
-  if (j->set_of[cq] != j->set_of[cu])
-    return arkcos_fail(err, ARKCOS_ERUNTIME, "%s: Q and U miss different pixels (mask_pol_union first)",
-                       j->path);
-  mask_set *s = &j->sets[j->set_of[cq]];
-  int rc = ensure_weight(j, sm, s, stages, err);
-  if (rc) return rc;
-  if (!s->trivial) {
-    apply_weight(j, q);
-    apply_weight(j, u);
-  }
-  if ((rc = smoother_apply_spin2(sm2, q, u, q_out, u_out, err))) return rc;
-  if (!s->trivial) {
-    j->nunseen[cq] = finish_column(j, s->aw, q_out);
-    j->nunseen[cu] = finish_column(j, s->aw, u_out);
-  }
-  j->pol_q = cq;
-  j->pol_u = cu;
-  release_weight(j, s, cq > cu ? cq : cu);
-  return ARKCOS_OK;
-}
-
 /* ---------------------------------------------------- report and output */
 
 /* Column c's name as the output will have it. */
@@ -371,50 +150,70 @@ static const char *column_name(const hpx_header *h, int c, char *buf, size_t len
   return hpx_standard_column_name(h->ncols, c, buf, len);
 }
 
-void mask_job_report(const mask_job *j, const hpx_header *h) {
-  if (!j->active) return;
-  const int zero = j->o->mode == MASK_MODE_ZERO;
+int64_t mask_file_excluded(const arkcos_smoother *sm, int ncols) {
+  int64_t total = 0;
+  for (int c = 0; c < ncols; c++) {
+    arkcos_smoother_map_report r;
+    if (!arkcos_smoother_last_map(sm, c, &r)) total += r.excluded;
+  }
+  return total;
+}
+
+void mask_file_report(const mask_opts *o, int has_mask, const char *path, const hpx_header *h,
+                      const arkcos_smoother *sm, int pol_q, int pol_u) {
+  arkcos_smoother_report last;
+  arkcos_smoother_last(sm, &last);
+  int active = has_mask;
+  for (int c = 0; c < last.nmaps; c++) {
+    arkcos_smoother_map_report r;
+    arkcos_smoother_last_map(sm, c, &r);
+    active |= r.missing > 0;
+  }
+  if (!active) return;
+  const int zero = o->mode == MASK_MODE_ZERO;
   int64_t nmissing = 0;
-  for (int c = 0; c < j->ncols; c++) {
-    const mask_set *s = &j->sets[j->set_of[c]];
+  for (int c = 0; c < last.nmaps; c++) {
+    arkcos_smoother_map_report r;
+    arkcos_smoother_last_map(sm, c, &r);
     char buf[HPX_NAME_LEN];
-    nmissing += s->nmissing;
+    nmissing += r.missing;
     fprintf(stderr, "arkcos smooth: %s: %s: %lld of %lld pixels missing (UNSEEN/NaN), ",
-            j->path, column_name(h, c, buf, sizeof buf), (long long)s->nmissing,
-            (long long)j->npix);
-    if (s->trivial)
+            path, column_name(h, c, buf, sizeof buf), (long long)r.missing, (long long)h->npix);
+    if (!r.weighted)
       fprintf(stderr, "0 output pixels UNSEEN (complete: smoothed as is)\n");
     else if (zero)
       fprintf(stderr, "%lld output pixels UNSEEN (--mask-mode zero keeps every pixel)\n",
-              (long long)j->nunseen[c]);
+              (long long)r.unseen);
     else
-      fprintf(stderr, "%lld output pixels UNSEEN (A(w) < %g)\n", (long long)j->nunseen[c],
-              j->o->min_weight);
+      fprintf(stderr, "%lld output pixels UNSEEN (A(w) < %g)\n", (long long)r.unseen, o->min_weight);
   }
   fprintf(stderr,
           "arkcos smooth: %s: --mask-mode %s: out = %s, %d weight map(s) A(w) smoothed "
           "(%.3gs)\n",
-          j->path, zero ? "zero" : "normalize", zero ? "A(w m)" : "A(w m) / A(w)",
-          j->nsmoothed, j->weight_time);
-  if (j->pol_q >= 0) {
+          path, zero ? "zero" : "normalize", zero ? "A(w m)" : "A(w m) / A(w)",
+          last.weights_smoothed, last.weight_time);
+  if (pol_q >= 0) {
     char qb[HPX_NAME_LEN], ub[HPX_NAME_LEN];
     fprintf(stderr,
             "arkcos smooth: %s: %s and %s as one spin-2 field P = Q + iU with one weight map: "
             "out = %s (S2 spin-2, S0 scalar smoothing)\n",
-            j->path, column_name(h, j->pol_q, qb, sizeof qb), column_name(h, j->pol_u, ub, sizeof ub),
+            path, column_name(h, pol_q, qb, sizeof qb), column_name(h, pol_u, ub, sizeof ub),
             zero ? "S2(w P)" : "S2(w P) / S0(w)");
   }
   if (zero && nmissing)
     fprintf(stderr, "arkcos smooth: note: %s: --mask-mode zero: the %lld missing pixel(s) "
             "count as 0, which pulls the smoothed map towards 0 near them\n",
-            j->path, (long long)nmissing);
+            path, (long long)nmissing);
 }
 
-int mask_job_columns(const mask_job *j, double *const *outs, const hpx_header *h,
-                     const double ***all, hpx_column **cols, int *nall,
-                     arkcos_error *err) {
-  const int nw = !j->o->write_weight ? 0 : j->nsets == 1 ? 1 : j->ncols;
-  *nall = j->ncols + nw;
+int mask_file_columns(const mask_opts *o, const arkcos_smoother *sm, double *const *outs,
+                      double *const *weights, const hpx_header *h, const double ***all,
+                      hpx_column **cols, int *nall, arkcos_error *err) {
+  arkcos_smoother_report last;
+  arkcos_smoother_last(sm, &last);
+  const int ncols = h->ncols;
+  const int nw = !o->write_weight || !weights ? 0 : last.nweight_maps == 1 ? 1 : ncols;
+  *nall = ncols + nw;
   *all = calloc((size_t)*nall, sizeof **all);
   *cols = calloc((size_t)*nall, sizeof **cols);
   if (!*all || !*cols) {
@@ -422,9 +221,9 @@ int mask_job_columns(const mask_job *j, double *const *outs, const hpx_header *h
     free(*cols);
     *all = NULL;
     *cols = NULL;
-    return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", j->path);
+    return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", h->path);
   }
-  for (int c = 0; c < j->ncols; c++) {
+  for (int c = 0; c < ncols; c++) {
     char buf[HPX_NAME_LEN];
     (*all)[c] = outs[c];
     snprintf((*cols)[c].name, HPX_NAME_LEN, "%s", column_name(h, c, buf, sizeof buf));
@@ -432,23 +231,12 @@ int mask_job_columns(const mask_job *j, double *const *outs, const hpx_header *h
   }
   for (int k = 0; k < nw; k++) {
     char buf[HPX_NAME_LEN];
-    hpx_column *col = &(*cols)[j->ncols + k];
-    (*all)[j->ncols + k] = j->sets[j->set_of[k]].aw;
+    hpx_column *col = &(*cols)[ncols + k];
+    (*all)[ncols + k] = weights[k];
     if (nw == 1)
       snprintf(col->name, HPX_NAME_LEN, "WEIGHT");
     else /* TTYPE values hold 68 characters */
       snprintf(col->name, HPX_NAME_LEN, "WEIGHT_%.60s", column_name(h, k, buf, sizeof buf));
   }
   return ARKCOS_OK;
-}
-
-void mask_job_free(mask_job *j) {
-  for (int s = 0; s < j->nsets; s++) {
-    free(j->sets[s].bits);
-    free(j->sets[s].aw);
-  }
-  free(j->sets);
-  free(j->set_of);
-  free(j->nunseen);
-  memset(j, 0, sizeof *j);
 }

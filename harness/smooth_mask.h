@@ -1,5 +1,7 @@
 /*
- * smooth_mask.h -- missing data in `arkcos smooth`.
+ * smooth_mask.h -- missing data in `arkcos smooth`: its options, the --mask
+ * file, and the report of what the engine's smoother did (the policy
+ * itself is arkcos_smoother's, arkcos.h and arkcos/smoother_mask.c):
  *
  * UNSEEN and NaN pixels (those a partial-sky map does not list included)
  * and the pixels a --mask gives weight 0 are excluded from the smoothing,
@@ -34,7 +36,6 @@
 
 #include "arkcos/arkcos.h"
 #include "harness/mapio.h"
-#include "harness/method.h"
 
 typedef enum { MASK_MODE_NORMALIZE = 0, MASK_MODE_ZERO = 1 } mask_mode;
 
@@ -77,86 +78,23 @@ int mask_load(mask_weights *mw, const mask_opts *o, const hpx_header *inputs,
               int ninputs);
 void mask_weights_free(mask_weights *mw);
 
-/* One distinct set of missing pixels in a file, and its smoothed weight. */
-typedef struct mask_set {
-  uint64_t *bits;    /* bit p: pixel p is missing */
-  int64_t nmissing;
-  double *aw;        /* A(w) once computed, else NULL */
-  int trivial;       /* nothing missing and no --mask: w = 1 */
-  int last_col;      /* the last column that uses it */
-} mask_set;
-
-/* One input file's missing data. */
-typedef struct mask_job {
-  const mask_opts *o;
-  const mask_weights *mw;
-  const char *path;
-  int64_t npix;
-  int ncols;
-  int *set_of;       /* per column: its set */
-  int64_t *nunseen;  /* per column: output pixels set to UNSEEN */
-  mask_set *sets;
-  int nsets;
-  int nsmoothed;     /* A(w) computed (weight smoothings) */
-  double weight_time; /* seconds they took */
-  int active;        /* some column has missing pixels, or --mask */
-  int pol_q, pol_u;  /* the columns smoothed as spin 2 (mask_smooth_pair), or -1 */
-} mask_job;
-
-/* Finds the missing pixels (NaN, as hpx_read_columns_missing leaves them)
- * of the ncols columns maps[c] and groups equal sets. */
-int mask_job_begin(mask_job *j, const mask_opts *o, const mask_weights *mw,
-                   const char *path, double *const *maps, int ncols, int64_t npix,
-                   arkcos_error *err);
-
-/* The pixels left out of the smoothing, summed over the columns: missing
- * (UNSEEN, NaN, +-inf, not listed) or given weight 0 by --mask. */
-int64_t mask_job_excluded(const mask_job *j);
-
-/* Smooths column c: in (modified: becomes w m) into out. A(w) is computed
- * first when its set needs it and has none yet, its stage times (METHOD_ARKCOS)
- * added to *stages; the last smoother_apply is the column's own, so
- * smoother_stages afterwards gives its stages. */
-int mask_smooth_column(mask_job *j, smoother *sm, int c, double *in, double *out,
-                       arkcos_stage_times *stages, arkcos_error *err);
-
-/* 1 when column c's output was divided by its A(w) (--mask-mode normalize
- * and missing pixels or --mask): it is normalised by the kernel's discrete
- * weights already, and --normalize must not divide it by A(1) again. */
-int mask_column_normalized(const mask_job *j, int c);
-
-/* Q and U are one field: where either is missing (NaN), both become NaN.
- * Returns the number of pixels that became missing in one of them. */
-int64_t mask_pol_union(double *q, double *u, int64_t npix);
-
-/* 1 when a weight map A(w) will be smoothed (some column has missing
- * pixels, --mask, or --write-weight): the scalar smoother is needed even
- * for a file of Q and U only. */
-int mask_job_needs_weights(const mask_job *j);
-
-/* Smooths columns cq, cu (Stokes Q and U, which share their missing pixels:
- * mask_pol_union before mask_job_begin) as the spin-2 field P with sm2
- * (spin 2) into q_out, u_out: q and u are modified (become w Q, w U). A(w)
- * comes from the scalar smoother sm, which may be NULL when
- * mask_job_needs_weights is 0. As mask_smooth_column otherwise: the last
- * apply is sm2's. */
-int mask_smooth_pair(mask_job *j, smoother *sm, smoother *sm2, int cq, int cu, double *q,
-                     double *u, double *q_out, double *u_out, arkcos_stage_times *stages,
-                     arkcos_error *err);
+/* After arkcos_smoother_execute on a file's ncols columns: the pixels left
+ * out of the smoothing, summed over the columns (missing, or given weight 0
+ * by --mask). */
+int64_t mask_file_excluded(const arkcos_smoother *sm, int ncols);
 
 /* Stderr: per column, the missing pixels and the output pixels set to
- * UNSEEN; in zero mode a note. Nothing for a file without missing pixels
- * and without --mask. */
-void mask_job_report(const mask_job *j, const hpx_header *h);
+ * UNSEEN; the weight maps smoothed; the Q, U pair (pol_q >= 0); in zero mode
+ * a note. Nothing for a file without missing pixels and without --mask. */
+void mask_file_report(const mask_opts *o, int has_mask, const char *path, const hpx_header *h,
+                      const arkcos_smoother *sm, int pol_q, int pol_u);
 
 /* The columns to write: the ncols smoothed ones, then with --write-weight
- * A(w) as WEIGHT (one column when all columns share one weight map, else
- * WEIGHT_<column name> per column). *all and *cols are malloc'd (the maps
- * are borrowed); *nall is their number. */
-int mask_job_columns(const mask_job *j, double *const *outs, const hpx_header *h,
-                     const double ***all, hpx_column **cols, int *nall,
-                     arkcos_error *err);
-
-void mask_job_free(mask_job *j);
+ * A(w) (weights[c], per column) as WEIGHT (one column when all columns share
+ * one weight map, else WEIGHT_<column name> per column). *all and *cols are
+ * malloc'd (the maps are borrowed); *nall is their number. */
+int mask_file_columns(const mask_opts *o, const arkcos_smoother *sm, double *const *outs,
+                      double *const *weights, const hpx_header *h, const double ***all,
+                      hpx_column **cols, int *nall, arkcos_error *err);
 
 #endif

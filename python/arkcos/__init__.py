@@ -15,7 +15,8 @@ they mean the same:
     plan = arkcos.Plan(nside, fwhm=..., threads=0)            # one plan, many maps
     outs = [plan(x) for x in maps]
 
-Missing data, as `arkcos smooth` (harness/smooth_mask.c): UNSEEN, NaN, +inf
+Missing data, as `arkcos smooth` (both are the engine's arkcos_smoother, arkcos.h,
+arkcos/smoother_mask.c): UNSEEN, NaN, +inf
 and -inf pixels, the masked entries of numpy masked arrays (one, or a list
 of them as healpy.ma gives) and the pixels a mask= weight map sets to 0 are
 left out. With w the weight (0 where missing, the mask's value elsewhere, 1
@@ -39,7 +40,7 @@ or the file $ARKCOS_FFTW_WISDOM names, shared with `arkcos smooth`).
 import math
 import threading
 import warnings
-from ctypes import byref
+from ctypes import byref, c_void_p
 
 import numpy as np
 
@@ -53,11 +54,10 @@ __all__ = ["smoothing", "Plan", "ArkcosError", "ArkcosWarning", "UNSEEN", "nest2
 UNSEEN = -1.6375e30
 # healpy's mask_bad: |x - UNSEEN| <= 1e-8 + 1e-5 |UNSEEN| (UNSEEN after float32 too)
 _UNSEEN_TOL = 1e-8 + 1e-5 * abs(UNSEEN)
-# below this A(w) a pixel is not divided by it (as arkcos smooth, smooth_mask.c)
-_WEIGHT_FLOOR = 1e-12
-_MIN_WEIGHT_DEFAULT = 0.5
-_DEFAULT_CUTOFF_REL = 1e-5
+_MIN_WEIGHT_DEFAULT = 0.5  # the engine's default (arkcos.h, min_weight), for Plan.min_weight
 _FWHM_PER_SIGMA = math.sqrt(8 * math.log(2))
+_NORMALIZE_NAME = b"normalize=True"
+_HARMONIC_NAME = b"healpy.smoothing"
 
 
 def build_info():
@@ -153,19 +153,6 @@ def nest2ring(nside):
 
 # ---------------------------------------------------------------- missing
 
-def _missing(m, mask=None):
-    """Boolean array of the missing pixels of a float64 map (UNSEEN, NaN,
-    +-inf, or True in mask), or None if there are none. Two reductions in
-    the common case of a complete map."""
-    lo, hi = m.min(), m.max()
-    if mask is None and lo > UNSEEN + _UNSEEN_TOL and hi < np.inf:
-        return None   # NaN fails both comparisons
-    bad = ~np.isfinite(m) | (np.abs(m - UNSEEN) <= _UNSEEN_TOL)
-    if mask is not None:
-        bad |= mask
-    return bad if bad.any() else None
-
-
 def _as_maps(map_in):
     """(data, mask or None, masked): map_in as an array, the mask of a masked
     array or of a sequence of masked arrays (healpy.ma), and whether there
@@ -189,68 +176,10 @@ def _masked_output(res):
     """healpy.ma of the output: masked where it is UNSEEN."""
     return np.ma.masked_array(res, mask=np.abs(res - UNSEEN) <= _UNSEEN_TOL, fill_value=UNSEEN, copy=False)
 
-# ----------------------------------------------------------------- kernels
 
-def _kernel(fwhm, sigma, tophat, beam_window, cutoff, cutoff_rel, nside=0, spin=0):
-    """The engine kernel and, for Gaussians, the FWHM in radians; (None, 0.0)
-    for fwhm=0 or sigma=0 (no smoothing). A Gaussian without cutoff or
-    cutoff_rel is cut at arkcos_gaussian_default_cutoff_rel for nside and
-    spin (1e-13 for scalar maps of >= 4 pixels per FWHM, else 1e-5), as
-    arkcos smooth does."""
-    given = [n for n, v in (("fwhm", fwhm), ("sigma", sigma), ("tophat", tophat),
-                            ("beam_window", beam_window)) if v is not None]
-    if len(given) != 1:
-        raise ValueError("give exactly one kernel: fwhm, sigma, beam_window or tophat"
-                         + (f" (got {', '.join(given)})" if given else ""))
-    if cutoff is not None and cutoff_rel is not None:
-        raise ValueError("give at most one of cutoff (radians) and cutoff_rel")
-    err = _lib.Error()
-    if beam_window is not None:
-        if cutoff is not None:
-            raise ValueError("beam_window: cut by level only (cutoff_rel), not by angle")
-        bl = np.ascontiguousarray(beam_window, dtype=np.float64)
-        if bl.ndim != 1 or bl.size < 2:
-            raise ValueError("beam_window: a 1-d B_l, l = 0..lmax, with lmax >= 1 "
-                             f"(got shape {bl.shape})")
-        k = lib.arkcos_kernel_from_beam(bl.ctypes.data_as(_lib._dbl), bl.size - 1,
-                                        _DEFAULT_CUTOFF_REL if cutoff_rel is None
-                                        else float(cutoff_rel), byref(err))
-        return k or _check(err, "beam_window"), None
-    spec = _lib.KernelSpec()
-    if tophat is not None:
-        if cutoff is not None or cutoff_rel is not None:
-            raise ValueError("tophat: its radius is the cutoff; cutoff and cutoff_rel do not apply")
-        spec.type = _lib.KERNEL_TOPHAT
-        spec.cutoff = float(tophat)
-        width = None
-    else:
-        width = float(fwhm) if fwhm is not None else float(sigma) * _FWHM_PER_SIGMA
-        if width == 0:
-            return None, 0.0   # no smoothing: the identity (a copy), as healpy
-        if not width > 0:
-            raise ValueError(f"{given[0]} must be >= 0 radians, got {fwhm if fwhm is not None else sigma}")
-        spec.type = _lib.KERNEL_GAUSSIAN
-        spec.fwhm = width
-        spec.cutoff = 0.0 if cutoff is None else float(cutoff)
-        spec.cutoff_rel = (0.0 if cutoff is not None else
-                           lib.arkcos_gaussian_default_cutoff_rel(width, nside, spin) if cutoff_rel is None
-                           else float(cutoff_rel))
-    k = lib.arkcos_kernel_create(byref(spec), byref(err))
-    return k or _check(err, "kernel"), width
-
-
-def _narrow_check(fwhm, nside):
-    """arkcos smooth's rule for Gaussians narrow against the pixels
-    (docs/NARROW_BEAMS.md): refused below 1 pixel per FWHM, a warning with
-    the measured error against harmonic smoothing below 2.5."""
-    ppf = fwhm / math.sqrt(4 * math.pi / (12.0 * nside * nside))
-    if ppf < 1:
-        raise ValueError(f"fwhm = {fwhm:.4g} rad is {ppf:.3g} pixels at nside {nside}: a kernel "
-                         "narrower than a pixel is not sampled by the pixel sum")
-    if ppf < 2.5:
-        warnings.warn(f"fwhm = {fwhm:.4g} rad is {ppf:.3g} pixels at nside {nside}: the pixel sum "
-                      "differs from harmonic smoothing by about 0.4 % at 2, 2.5 % at 1.5 and 23 % "
-                      "at 1 pixel per FWHM (docs/NARROW_BEAMS.md)", ArkcosWarning, stacklevel=3)
+def _ptrs(arrays):
+    """A C array of the data pointers of arrays (None: NULL)."""
+    return (c_void_p * len(arrays))(*[None if a is None else a.ctypes.data for a in arrays])
 
 
 # healpy.smoothing's arguments that mean nothing here, with healpy's defaults:
@@ -284,7 +213,7 @@ class Plan:
     Plan(nside, fwhm=None, sigma=None, beam_window=None, tophat=None,
          cutoff=None, cutoff_rel=None, nest=False, pol=True, threads=0,
          precision="double", backend="auto", accuracy=0.0, min_weight=None,
-         mask_mode="normalize")
+         mask_mode="normalize", normalize=False)
 
     Arguments
       nside        the maps' HEALPix nside (any nside >= 1; a power of 2
@@ -319,6 +248,11 @@ class Plan:
                    A(w) < min_weight; "zero": out = A(w m) on every pixel
       min_weight   normalize only: the threshold, in [0, 1] (default 0.5;
                    0: none); refused with mask_mode="zero"
+      normalize    True: divide by the response to a constant map of 1,
+                   A(m) / A(1), so that a constant map stays exactly
+                   constant (kernels narrow against the pixels, as
+                   `arkcos smooth --normalize`; not where mask_mode
+                   "normalize" divided by A(w) already)
 
     Calling it: plan(map_in, out=None, mask=None, return_weight=False), see
     __call__. Making the Plan is most of a one-map call (the direct tables
@@ -337,11 +271,13 @@ class Plan:
     def __init__(self, nside, fwhm=None, sigma=None, beam_window=None, tophat=None,
                  cutoff=None, cutoff_rel=None, nest=False, pol=True, threads=0,
                  precision="double", backend="auto", accuracy=0.0, min_weight=None,
-                 mask_mode="normalize", _cache=True):
-        self._plan = self._plan2 = self._kernel = self._kernel2 = self._geom = None
+                 mask_mode="normalize", normalize=False, _cache=True):
+        # the library's arkcos_smoother (arkcos.h) holds every rule: missing
+        # data, the narrow-kernel rule, the default cut, Q and U, NESTED order;
+        # here the arguments are translated and the results wrapped
+        self._sm = None
+        self._nwarn = 0
         nside = int(nside)
-        if nside < 1:
-            raise ValueError(f"nside must be >= 1, got {nside}")
         if precision not in ("double", "single"):
             raise ValueError(f"precision: 'double' or 'single', got {precision!r}")
         if backend not in ("auto", "cpu", "gpu"):
@@ -350,55 +286,93 @@ class Plan:
             raise ValueError(f"threads must be >= 0 (0: all cores), got {threads}")
         if mask_mode not in ("normalize", "zero"):
             raise ValueError(f"mask_mode: 'normalize' or 'zero', got {mask_mode!r}")
-        if mask_mode == "zero" and min_weight is not None:
-            raise ValueError("min_weight applies to mask_mode='normalize' only "
-                             "(mask_mode='zero' keeps every pixel)")
-        if min_weight is None:
-            min_weight = _MIN_WEIGHT_DEFAULT if mask_mode == "normalize" else 0.0
-        if not 0 <= min_weight <= 1:
-            raise ValueError(f"min_weight must be in [0, 1], got {min_weight}")
         if isinstance(pol, str):
             if pol.upper() != "QU":
                 raise ValueError(f"pol: True, False or 'QU' (2 maps: Stokes Q, U), got {pol!r}")
             pol = "QU"
         else:
             pol = bool(pol)
-        self.nside, self.npix = nside, 12 * nside * nside
-        self.nest, self.pol, self.min_weight = bool(nest), pol, float(min_weight)
-        self.precision, self.mask_mode = precision, mask_mode
-        if self.nest:
-            nest2ring(nside)  # refuses an nside that is not a power of 2
-        self._lock = threading.Lock()
-        err = _lib.Error()
-        self._kargs = (fwhm, sigma, tophat, beam_window, cutoff, cutoff_rel, nside)
-        self._kernel, width = _kernel(fwhm, sigma, tophat, beam_window, cutoff, cutoff_rel, nside, 0)
-        self._identity = self._kernel is None
-        if self._identity:
-            return
-        if width is not None:
-            _narrow_check(width, nside)
-        g = lib.arkcos_geometry_healpix(nside, byref(err))
-        if not g:
-            _check(err, "geometry")
-        self._geom = g
-        o = _lib.Options()
-        lib.arkcos_options_default(byref(o))
+        given = [n for n, v in (("fwhm", fwhm), ("sigma", sigma), ("tophat", tophat),
+                                ("beam_window", beam_window)) if v is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one kernel: fwhm, sigma, beam_window or tophat"
+                             + (f" (got {', '.join(given)})" if given else ""))
+        if cutoff is not None and cutoff_rel is not None:
+            raise ValueError("give at most one of cutoff (radians) and cutoff_rel")
+        spec = _lib.SmootherSpec()
+        lib.arkcos_smoother_spec_default(byref(spec))
+        spec.nside, spec.nested = nside, int(bool(nest))
+        if beam_window is not None:
+            if cutoff is not None:
+                raise ValueError("beam_window: cut by level only (cutoff_rel), not by angle")
+            bl = np.ascontiguousarray(beam_window, dtype=np.float64)
+            if bl.ndim != 1 or bl.size < 2:
+                raise ValueError("beam_window: a 1-d B_l, l = 0..lmax, with lmax >= 1 "
+                                 f"(got shape {bl.shape})")
+            spec.beam, spec.beam_lmax = bl.ctypes.data_as(_lib._dbl), bl.size - 1
+        elif tophat is not None:
+            if cutoff is not None or cutoff_rel is not None:
+                raise ValueError("tophat: its radius is the cutoff; cutoff and cutoff_rel do not apply")
+            spec.kernel.type = _lib.KERNEL_TOPHAT
+            spec.kernel.cutoff = float(tophat)
+        else:
+            width = float(fwhm) if fwhm is not None else float(sigma) * _FWHM_PER_SIGMA
+            if not width >= 0:
+                raise ValueError(f"{given[0]} must be >= 0 radians, got "
+                                 f"{fwhm if fwhm is not None else sigma}")
+            spec.kernel.type, spec.kernel.fwhm = _lib.KERNEL_GAUSSIAN, width
+            if cutoff is not None:
+                spec.kernel.cutoff = float(cutoff)
+        if cutoff_rel is not None:
+            spec.kernel.cutoff_rel = float(cutoff_rel)
+        o = spec.options
         o.precision = _lib.SINGLE if precision == "single" else _lib.DOUBLE
         o.backend = {"auto": _lib.BACKEND_AUTO, "cpu": _lib.BACKEND_CPU,
                      "gpu": _lib.BACKEND_GPU}[backend]
         o.threads = int(threads)
         o.accuracy = float(accuracy)
         o.cache_kernel_spectra = int(bool(_cache))
-        self._options = o
-        p = lib.arkcos_plan_create(g, self._kernel, byref(o), byref(err))
-        self._plan = p or _check(err, "plan")
+        spec.mask_mode = _lib.MASK_ZERO if mask_mode == "zero" else _lib.MASK_NORMALIZE
+        if min_weight is not None and not 0 <= min_weight <= 1:
+            raise ValueError(f"min_weight must be in [0, 1], got {min_weight}")
+        spec.min_weight = -1.0 if min_weight is None else float(min_weight)
+        spec.normalize = int(bool(normalize))
+        # how the messages name the remedies (borrowed by the engine: constants)
+        spec.normalize_name, spec.harmonic_name = _NORMALIZE_NAME, _HARMONIC_NAME
+        err = _lib.Error()
+        sm = lib.arkcos_smoother_create(byref(spec), byref(err))
+        if not sm:
+            _check(err, "smoother")
+        self._sm = sm
+        self.nside, self.npix = nside, 12 * nside * nside
+        self.nest, self.pol = bool(nest), pol
+        self.min_weight = (float(min_weight) if min_weight is not None else
+                           _MIN_WEIGHT_DEFAULT if mask_mode == "normalize" else 0.0)
+        self.precision, self.mask_mode = precision, mask_mode
+        self._lock = threading.Lock()
+        self._identity = not lib.arkcos_smoother_kernel(sm, 0)
+        self._warn()
+        if not self._identity and lib.arkcos_smoother_prepare(sm, 0, byref(err)):
+            _check(err, "plan")
+
+    def _warn(self):
+        """The smoother's narrow-kernel warnings not given yet, as ArkcosWarning."""
+        n = lib.arkcos_smoother_nwarnings(self._sm)
+        for i in range(self._nwarn, n):
+            w = lib.arkcos_smoother_warning(self._sm, i).contents
+            if w.code in (_lib.WARN_NARROW, _lib.WARN_SUBPIXEL):
+                warnings.warn(w.msg.decode(errors="replace"), ArkcosWarning, stacklevel=4)
+        self._nwarn = n
+
+    def _plan(self, spin=0):
+        return None if self._sm is None else lib.arkcos_smoother_plan(self._sm, spin)
 
     # ------------------------------------------------------------ facts
     @property
     def bound(self):
         """A-priori bound: max |out - direct sum| <= bound * max |input| (0
         for fwhm=0)."""
-        return 0.0 if self._identity else lib.arkcos_plan_bound(self._plan)
+        return 0.0 if self._identity else lib.arkcos_plan_bound(self._plan())
 
     @property
     def backend(self):
@@ -406,7 +380,7 @@ class Plan:
         Q and U (spin 2) always run on the CPU."""
         if self._identity:
             return "none"
-        return "gpu" if lib.arkcos_plan_backend(self._plan) == _lib.BACKEND_GPU else "cpu"
+        return "gpu" if lib.arkcos_plan_backend(self._plan()) == _lib.BACKEND_GPU else "cpu"
 
     @property
     def note(self):
@@ -414,24 +388,24 @@ class Plan:
         CPU, for instance); "" when there is nothing to say."""
         if self._identity:
             return "fwhm = 0: no smoothing, the maps are copied"
-        return lib.arkcos_plan_note(self._plan).decode()
+        return lib.arkcos_plan_note(self._plan()).decode()
 
     @property
     def exactness(self):
         """How the plan stands to the direct sum, in words."""
         if self._identity:
             return "exact (no smoothing)"
-        return lib.arkcos_plan_exactness(self._plan).decode()
+        return lib.arkcos_plan_exactness(self._plan()).decode()
 
     @property
     def memory(self):
         """Bytes the plan holds (tables, cached spectra, buffers)."""
-        return 0 if self._identity else lib.arkcos_plan_memory(self._plan)
+        return 0 if self._identity else lib.arkcos_plan_memory(self._plan())
 
     @property
     def cutoff(self):
         """The kernel's truncation radius, radians (0 for fwhm=0)."""
-        return 0.0 if self._identity else lib.arkcos_kernel_cutoff(self._kernel)
+        return 0.0 if self._identity else lib.arkcos_kernel_cutoff(lib.arkcos_smoother_kernel(self._sm, 0))
 
     def stages(self):
         """Stage times of the last scalar execute, seconds (Table 1's names:
@@ -439,102 +413,10 @@ class Plan:
         other, total, direct)."""
         t = _lib.StageTimes()
         if not self._identity:
-            lib.arkcos_plan_stages(self._plan, byref(t))
+            lib.arkcos_plan_stages(self._plan(), byref(t))
         return {name: getattr(t, name) for name, _ in _lib.StageTimes._fields_}
 
     # ---------------------------------------------------------- running
-    def _execute(self, x, out):
-        if self._identity:
-            out[...] = x
-            return
-        err = _lib.Error()
-        if lib.arkcos_execute(self._plan, x.ctypes.data, out.ctypes.data, byref(err)):
-            _check(err, "execute")
-
-    def _spin2_plan(self):
-        if self._plan2 is None:
-            if self.precision == "single":
-                raise ValueError("pol: Stokes Q and U (spin 2) are smoothed in double "
-                                 "precision only; use precision='double' or pol=False")
-            o = _lib.Options()
-            o.mode, o.precision, o.backend = self._options.mode, _lib.DOUBLE, self._options.backend
-            o.threads = self._options.threads
-            o.cache_kernel_spectra = self._options.cache_kernel_spectra
-            o.spin = 2  # exact whatever accuracy says, as arkcos smooth
-            err = _lib.Error()
-            # Q and U: a Gaussian's default cut is the spin-2 one (1e-5)
-            self._kernel2, _ = _kernel(*self._kargs, 2)
-            p = lib.arkcos_plan_create(self._geom, self._kernel2, byref(o), byref(err))
-            self._plan2 = p or _check(err, "spin-2 plan")
-        return self._plan2
-
-    def _finish(self, aw, out):
-        """normalize: out = A(w m) / A(w), UNSEEN where A(w) is below
-        min_weight (or not above the floor): smooth_mask.c's finish_column.
-        zero: out = A(w m) as it is."""
-        if self.mask_mode == "zero":
-            return
-        bad = ~(aw > _WEIGHT_FLOOR)
-        if self.min_weight > 0:
-            bad |= aw < self.min_weight
-        np.divide(out, aw, out=out, where=~bad)
-        out[bad] = UNSEEN
-
-    def _weight(self, miss, mw, cache):
-        """A(w), w = 0 at the missing pixels, mw (or 1) elsewhere; once per
-        distinct set of missing pixels in one call."""
-        for k, aw in cache:
-            if (k is None and miss is None) or (
-                    k is not None and miss is not None and np.array_equal(k, miss)):
-                return aw
-        one = 1.0 if mw is None else mw
-        w = np.where(miss, 0.0, one) if miss is not None else np.ones(self.npix) * one
-        aw = np.empty(self.npix)
-        self._execute(w, aw)
-        cache.append((miss, aw))
-        return aw
-
-    @staticmethod
-    def _weighted(x, miss, mw):
-        """w m: 0 where missing or where mw is 0 (smooth_mask.c's apply_weight)."""
-        if mw is None:
-            return x if miss is None else np.where(miss, 0.0, x)
-        drop = mw == 0 if miss is None else (miss | (mw == 0))
-        with np.errstate(invalid="ignore", over="ignore"):
-            return np.where(drop, 0.0, mw * x)
-
-    def _scalar(self, x, miss, mw, out, wout, cache):
-        trivial = miss is None and mw is None   # smoothed as is, as arkcos smooth
-        self._execute(self._weighted(x, miss, mw), out)
-        if not trivial or wout is not None:
-            aw = self._weight(miss, mw, cache)
-            if wout is not None:
-                wout[...] = aw
-            if not trivial:
-                self._finish(aw, out)
-
-    def _polar(self, q, u, mq, mu, mw, qo, uo, wq, wu, cache):
-        # P is missing where Q or U is (smooth_mask.c's mask_pol_union)
-        miss = mq if mu is None else mu if mq is None else (mq | mu)
-        trivial = miss is None and mw is None
-        q, u = self._weighted(q, miss, mw), self._weighted(u, miss, mw)
-        if self._identity:
-            qo[...], uo[...] = q, u
-        else:
-            p2 = self._spin2_plan()
-            err = _lib.Error()
-            q, u = np.ascontiguousarray(q), np.ascontiguousarray(u)
-            if lib.arkcos_execute_spin2(p2, q.ctypes.data, u.ctypes.data, qo.ctypes.data,
-                                        uo.ctypes.data, byref(err)):
-                _check(err, "execute_spin2")
-        if not trivial or wq is not None:
-            aw = self._weight(miss, mw, cache)
-            if wq is not None:
-                wq[...], wu[...] = aw, aw
-            if not trivial:
-                self._finish(aw, qo)
-                self._finish(aw, uo)
-
     def _pair(self, n):
         """The rows smoothed as Stokes Q, U (one spin-2 field), or None."""
         if self.pol == "QU":
@@ -553,8 +435,9 @@ class Plan:
                          f"(I, Q, U). Give pol=False to smooth {n} scalar maps")
 
     def _mask_weights(self, mask):
-        """mask= as weights in [0, 1], RING order (UNSEEN, NaN, +-inf and
-        masked entries: 0), or None."""
+        """mask= as a float64 weight map in the plan's order for the engine
+        (which refuses values outside [0, 1] and takes UNSEEN, NaN and +-inf
+        as 0; masked entries become NaN here), or None."""
         if mask is None:
             return None
         mm = np.ma.getmaskarray(mask) if np.ma.isMaskedArray(mask) else None
@@ -570,19 +453,8 @@ class Plan:
             raise ValueError(f"mask: one map of {self.npix} pixels (nside {self.nside}), "
                              f"got shape {data.shape}")
         w = np.array(data, dtype=np.float64)
-        gone = ~np.isfinite(w) | (np.abs(w - UNSEEN) <= _UNSEEN_TOL)
         if mm is not None:
-            gone |= mm
-        w[gone] = 0.0
-        outside = ~((w >= 0) & (w <= 1))
-        if outside.any():
-            p = int(np.argmax(outside))
-            raise ValueError(f"mask: pixel {p} ({'NESTED' if self.nest else 'RING'}) = "
-                             f"{w[p]:g} is outside [0, 1] (a mask is 0/1 or a weight in [0, 1])")
-        if self.nest:
-            r = np.empty(self.npix)
-            r[nest2ring(self.nside)] = w
-            w = r
+            w[mm] = np.nan
         return w
 
     def __call__(self, map_in, out=None, mask=None, return_weight=False):
@@ -629,25 +501,26 @@ class Plan:
         else:
             res = np.empty(maps.shape, dtype=np.float64)
         wres = np.empty(maps.shape, dtype=np.float64) if return_weight else None
-        n2r = nest2ring(self.nside) if self.nest else None
         rows = []
         for i in range(maps.shape[0]):
             x = np.ascontiguousarray(maps[i], dtype=np.float64)  # no copy when it is one
-            if n2r is not None:
-                r = np.empty(self.npix)
-                r[n2r] = x
-                x = r
-            m = None if inmask is None else inmask[i]
-            if m is not None and n2r is not None:
-                m = np.empty(self.npix, dtype=bool)
-                m[n2r] = inmask[i]
-            rows.append((x, _missing(x, m)))
+            if inmask is not None and inmask[i].any():
+                x = np.where(inmask[i], np.nan, x)   # masked entries are missing
+            rows.append(x)
+        m = _lib.SmootherMaps()
+        m.nmaps = len(rows)
+        ins, outs = _ptrs(rows), _ptrs(list(res))
+        ws = _ptrs(list(wres)) if wres is not None else None
+        m.in_, m.out = ins, outs
+        m.weight = ws
+        m.pol_q, m.pol_u = pair if pair is not None else (-1, -1)
+        m.mask = None if mw is None else mw.ctypes.data
+        err = _lib.Error()
         with self._lock:
-            self._run(rows, res, pair, mw, wres)
-        if n2r is not None:
-            for a in (res, wres) if wres is not None else (res,):
-                for i in range(a.shape[0]):
-                    a[i] = a[i][n2r]
+            rc = lib.arkcos_smoother_execute(self._sm, byref(m), byref(err))
+            self._warn()
+        if rc:
+            _check(err, "smoothing")
         if out is not None:
             result = out
         else:
@@ -660,29 +533,12 @@ class Plan:
         weight = wres[0] if single else wres
         return result, (weight.astype(np.float32) if f32 else weight)
 
-    def _run(self, rows, res, pair, mw, wres):
-        cache = []
-        for i, (x, miss) in enumerate(rows):
-            wi = None if wres is None else wres[i]
-            if pair is not None and i == pair[0]:
-                j = pair[1]
-                self._polar(x, rows[j][0], miss, rows[j][1], mw, res[i], res[j], wi,
-                            None if wres is None else wres[j], cache)
-            elif pair is not None and i == pair[1]:
-                continue
-            else:
-                self._scalar(x, miss, mw, res[i], wi, cache)
-
     # ---------------------------------------------------------- cleanup
     def close(self):
         """Frees the plans (also done when the Plan is garbage-collected)."""
-        for name, destroy in (("_plan2", lib.arkcos_plan_destroy), ("_plan", lib.arkcos_plan_destroy),
-                              ("_kernel", lib.arkcos_kernel_destroy), ("_kernel2", lib.arkcos_kernel_destroy),
-                              ("_geom", lib.arkcos_geometry_destroy)):
-            h = getattr(self, name, None)
-            if h:
-                destroy(h)
-            setattr(self, name, None)
+        sm, self._sm = getattr(self, "_sm", None), None
+        if sm:
+            lib.arkcos_smoother_destroy(sm)
 
     def __enter__(self):
         return self
@@ -705,7 +561,7 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
               mmax=None, use_weights=False, use_pixel_weights=False, datapath=None, verbose=True,
               nest=False, tophat=None, cutoff=None, cutoff_rel=None, threads=0,
               precision="double", backend="auto", accuracy=0.0, min_weight=None,
-              mask=None, mask_mode="normalize", return_weight=False):
+              mask=None, mask_mode="normalize", return_weight=False, normalize=False):
     """Smooths a HEALPix map, or I, Q, U maps, with a radial kernel.
 
     As healpy.smoothing: map_in is one map or a sequence of maps (numpy
@@ -723,8 +579,9 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     "gpu"), accuracy (0: exact), and for missing data mask (a weight map,
     0 left out, 1 kept, as `arkcos smooth --mask`), mask_mode ("normalize":
     A(w m) / A(w), UNSEEN where A(w) < min_weight, default 0.5; "zero":
-    A(w m) on every pixel) and return_weight (also return A(w)). See Plan
-    for each argument.
+    A(w m) on every pixel) and return_weight (also return A(w)), normalize
+    (True: A(m) / A(1), a constant map stays constant). See Plan for each
+    argument.
 
     Missing data: UNSEEN, NaN, +inf and -inf pixels, masked entries and
     mask's zeros are left out of the smoothing (they are not zeros), as
@@ -752,7 +609,7 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     plan = Plan(nside, fwhm=fwhm, sigma=sigma, beam_window=beam_window, tophat=tophat,
                 cutoff=cutoff, cutoff_rel=cutoff_rel, nest=nest, pol=pol, threads=threads,
                 precision=precision, backend=backend, accuracy=accuracy, min_weight=min_weight,
-                mask_mode=mask_mode, _cache=False)
+                mask_mode=mask_mode, normalize=normalize, _cache=False)
     try:
         return plan(map_in, mask=mask, return_weight=return_weight)
     finally:

@@ -46,9 +46,46 @@ class StageTimes(Structure):
                  "other", "total", "direct")]
 
 
+MASK_NORMALIZE, MASK_ZERO = range(2)
+WARN_NARROW, WARN_SUBPIXEL, WARN_NOTE, WARN_INEXACT = 1, 2, 3, 4
+
+
+class SmootherSpec(Structure):
+    _fields_ = [("nside", c_int64), ("nested", c_int), ("kernel", KernelSpec),
+                ("beam", POINTER(c_double)), ("beam_lmax", c_int), ("user_kernel", c_void_p),
+                ("options", Options), ("mask_mode", c_int), ("min_weight", c_double),
+                ("normalize", c_int), ("allow_subpixel", c_int), ("op", c_void_p),
+                ("normalize_name", c_char_p), ("allow_subpixel_name", c_char_p),
+                ("harmonic_name", c_char_p)]
+
+
+class SmootherMaps(Structure):
+    _fields_ = [("nmaps", c_int), ("in_", POINTER(c_void_p)), ("out", POINTER(c_void_p)),
+                ("weight", POINTER(c_void_p)), ("pol_q", c_int), ("pol_u", c_int),
+                ("mask", c_void_p), ("progress", c_void_p), ("progress_ctx", c_void_p),
+                ("overwrite_in", c_int)]
+
+
+class WarningRecord(Structure):
+    _fields_ = [("code", c_int), ("msg", c_char * 1024)]
+
+
+class SmootherMapReport(Structure):
+    _fields_ = [("missing", c_int64), ("excluded", c_int64), ("unseen", c_int64),
+                ("weighted", c_int), ("weight_map", c_int)]
+
+
+class SmootherReport(Structure):
+    _fields_ = [("nmaps", c_int), ("nweight_maps", c_int), ("weights_smoothed", c_int),
+                ("pol_union", c_int64), ("weight_time", c_double), ("stages", StageTimes)]
+
+
 STRUCTS = {"arkcos_error": Error, "arkcos_geometry": Geometry,
            "arkcos_kernel_spec": KernelSpec, "arkcos_options": Options,
-           "arkcos_stage_times": StageTimes}
+           "arkcos_stage_times": StageTimes, "arkcos_smoother_spec": SmootherSpec,
+           "arkcos_smoother_maps": SmootherMaps, "arkcos_warning": WarningRecord,
+           "arkcos_smoother_map_report": SmootherMapReport,
+           "arkcos_smoother_report": SmootherReport}
 
 _dbl = POINTER(c_double)
 _err = POINTER(Error)
@@ -74,6 +111,20 @@ _FUNCTIONS = {
     "arkcos_plan_bound": (c_double, [c_void_p]),
     "arkcos_plan_exactness": (c_char_p, [c_void_p]),
     "arkcos_plan_destroy": (None, [c_void_p]),
+    "arkcos_smoother_spec_default": (None, [POINTER(SmootherSpec)]),
+    "arkcos_smoother_check": (c_int, [POINTER(SmootherSpec), POINTER(WarningRecord), POINTER(c_int), _err]),
+    "arkcos_smoother_create": (c_void_p, [POINTER(SmootherSpec), _err]),
+    "arkcos_smoother_prepare": (c_int, [c_void_p, c_int, _err]),
+    "arkcos_smoother_execute": (c_int, [c_void_p, POINTER(SmootherMaps), _err]),
+    "arkcos_smoother_last": (c_int, [c_void_p, POINTER(SmootherReport)]),
+    "arkcos_smoother_last_map": (c_int, [c_void_p, c_int, POINTER(SmootherMapReport)]),
+    "arkcos_smoother_nwarnings": (c_int, [c_void_p]),
+    "arkcos_smoother_warning": (POINTER(WarningRecord), [c_void_p, c_int]),
+    "arkcos_smoother_kernel": (c_void_p, [c_void_p, c_int]),
+    "arkcos_smoother_plan": (c_void_p, [c_void_p, c_int]),
+    "arkcos_smoother_bound": (c_double, [c_void_p]),
+    "arkcos_smoother_pixels_per_fwhm": (c_double, [c_void_p]),
+    "arkcos_smoother_destroy": (None, [c_void_p]),
     "arkcos_version": (c_char_p, []),
     "arkcos_build_commit": (c_char_p, []),
     "arkcos_build_dirty": (c_int, []),

@@ -1,0 +1,45 @@
+/*
+ * smoother_internal.h -- the insides of arkcos_smoother (arkcos.h), shared
+ * by smoother.c (spec, kernels, plans, warnings) and smoother_mask.c (one
+ * call: missing data, masks, Q and U, NESTED order).
+ */
+#ifndef ARKCOS_SMOOTHER_INTERNAL_H
+#define ARKCOS_SMOOTHER_INTERNAL_H
+
+#include <stdint.h>
+
+#include "arkcos/arkcos.h"
+
+struct arkcos_smoother {
+  arkcos_smoother_spec spec;   /* as given (beam dropped; op points at op below) */
+  arkcos_smoother_operator op; /* the caller's, when has_op */
+  int has_op;
+  int identity;                /* fwhm 0: no smoothing */
+  arkcos_geometry *g;
+  const arkcos_kernel *k[2];   /* of spin 0 and 2 (k[1] may be k[0]) */
+  arkcos_kernel *own[2];       /* those made here */
+  arkcos_plan *plan[2];        /* the engine's, made at first need */
+  int ready[2];                /* plan made / operator prepared */
+  double width;                /* the kernel's (effective) FWHM, radians */
+  int64_t *n2r;                /* NESTED: RING index of each NESTED pixel */
+  double *norm_w;              /* normalize: A(1), made at first need */
+  arkcos_warning *warn;
+  int nwarn, capwarn;
+  arkcos_smoother_report last; /* the last execute */
+  arkcos_smoother_map_report *reports;
+  int nreports;
+};
+
+int smoother_warn(arkcos_smoother *s, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* The scalar and spin-2 smoothing of RING maps (the identity, the plan or
+ * the operator); the plans' stages are added to s->last.stages. */
+int smoother_apply0(arkcos_smoother *s, const double *in, double *out, arkcos_error *err);
+int smoother_apply2(arkcos_smoother *s, const double *q, const double *u, double *qo, double *uo,
+                    arkcos_error *err);
+void smoother_stages_add(arkcos_stage_times *a, const arkcos_stage_times *b);
+
+#endif

@@ -1,0 +1,457 @@
+/*
+ * smoother_mask.c -- one call of arkcos_smoother (arkcos_smoother_execute):
+ * the missing pixels of each map, grouped into distinct weight maps, the
+ * mask, the normalised convolution A(w m) / A(w) and its threshold, Q and U
+ * as one spin-2 field, A(1) of normalize, NESTED order in and out.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arkcos/arkcos.h"
+#include "arkcos/smoother_internal.h"
+
+/* In normalize mode a pixel needs A(w) above this to be divided by it: A(w)
+ * is about 1 where the data are complete, and where no data lie within the
+ * kernel it is 0 up to the method's rounding (~1e-16), a ratio of noise.
+ * Only matters with a min_weight below it. */
+#define WEIGHT_FLOOR 1e-12
+#define MIN_WEIGHT_DEFAULT 0.5
+/* healpy's mask_bad: |x - UNSEEN| <= 1e-8 + 1e-5 |UNSEEN| (UNSEEN after a
+ * round trip through float32 too) */
+#define UNSEEN_TOL (1e-8 + 1e-5 * 1.6375e30)
+
+static int is_missing_value(double x) { return !isfinite(x) || fabs(x - ARKCOS_UNSEEN) <= UNSEEN_TOL; }
+
+static int64_t nwords(int64_t npix) { return (npix + 63) / 64; }
+
+static int bit(const uint64_t *bits, int64_t p) { return (int)(bits[p >> 6] >> (p & 63) & 1); }
+
+/* One distinct set of missing pixels in the call, and its A(w). */
+typedef struct wset {
+  const uint64_t *bits;
+  int64_t nmissing;
+  double *aw;  /* A(w) once smoothed */
+  int trivial; /* nothing missing and no mask: w = 1 */
+  int need;    /* A(w) is needed: not trivial, or a weight output asked */
+  int last;    /* the last map (the pair at the later of Q, U) that uses it */
+} wset;
+
+/* Everything of one call. */
+typedef struct call {
+  arkcos_smoother *s;
+  const arkcos_smoother_maps *m;
+  int64_t npix;
+  int nthreads;
+  int normalize_mode; /* ARKCOS_MASK_NORMALIZE */
+  double min_weight;
+  const double *mw;   /* the mask, RING, clean: the caller's, or own_mw (NULL: none) */
+  double *own_mw;     /* a cleaned or reordered copy */
+  uint64_t *bits;     /* per map, nwords(npix) words */
+  int *set_of;
+  wset *sets;
+  int nsets;
+  double *work[2], *tmp[2]; /* inputs weighted; NESTED outputs */
+} call;
+
+/* ------------------------------------------------------------------ input */
+
+static int64_t ring_index(const call *c, int64_t p) { return c->s->n2r ? c->s->n2r[p] : p; }
+
+/* The mask: RING order, non-finite and UNSEEN values 0, others in [0, 1].
+ * A RING mask that needs no cleaning is used as it is (no copy). */
+static int load_mask(call *c, arkcos_error *err) {
+  const double *mask = c->m->mask;
+  if (!mask) return ARKCOS_OK;
+  int clean = !c->s->n2r;
+  for (int64_t p = 0; p < c->npix; p++) {
+    double v = mask[p];
+    if (is_missing_value(v)) {
+      v = 0;
+      clean = 0;
+    }
+    if (!(v >= 0 && v <= 1))
+      return arkcos_fail(err, ARKCOS_EINVAL, "mask: pixel %lld (%s) = %g is outside [0, 1] (a mask is 0/1 "
+                         "or a weight in [0, 1])", (long long)p, c->s->n2r ? "NESTED" : "RING", v);
+  }
+  if (clean) {
+    c->mw = mask;
+    return ARKCOS_OK;
+  }
+  c->own_mw = malloc(sizeof *c->own_mw * (size_t)c->npix);
+  if (!c->own_mw) return arkcos_fail(err, ARKCOS_ENOMEM, "mask: out of memory");
+  for (int64_t p = 0; p < c->npix; p++) c->own_mw[ring_index(c, p)] = is_missing_value(mask[p]) ? 0 : mask[p];
+  c->mw = c->own_mw;
+  return ARKCOS_OK;
+}
+
+/* The missing pixels of map i into its bits (RING order); their number. */
+static int64_t missing_bits(call *c, int i) {
+  const double *x = c->m->in[i];
+  uint64_t *b = c->bits + (size_t)i * (size_t)nwords(c->npix);
+  const int64_t nw = nwords(c->npix), npix = c->npix;
+  int64_t n = 0;
+  if (!c->s->n2r) {
+#pragma omp parallel for reduction(+ : n) schedule(static) num_threads(c->nthreads)
+    for (int64_t k = 0; k < nw; k++) {
+      uint64_t v = 0;
+      const int64_t p0 = 64 * k, p1 = p0 + 64 < npix ? p0 + 64 : npix;
+      for (int64_t p = p0; p < p1; p++)
+        if (is_missing_value(x[p])) v |= (uint64_t)1 << (p - p0);
+      b[k] = v;
+      n += __builtin_popcountll(v);
+    }
+    return n;
+  }
+  memset(b, 0, sizeof *b * (size_t)nw);
+  for (int64_t p = 0; p < npix; p++)
+    if (is_missing_value(x[p])) {
+      const int64_t r = c->s->n2r[p];
+      b[r >> 6] |= (uint64_t)1 << (r & 63);
+      n++;
+    }
+  return n;
+}
+
+/* Q and U are one field: missing where either is. Returns the pixels that
+ * were missing in one of them only. */
+static int64_t pol_union(call *c, int q, int u) {
+  const int64_t nw = nwords(c->npix);
+  uint64_t *bq = c->bits + (size_t)q * (size_t)nw, *bu = c->bits + (size_t)u * (size_t)nw;
+  int64_t n = 0;
+  for (int64_t k = 0; k < nw; k++) {
+    n += __builtin_popcountll(bq[k] ^ bu[k]);
+    bq[k] = bu[k] = bq[k] | bu[k];
+  }
+  return n;
+}
+
+static int64_t count_bits(const uint64_t *b, int64_t nw) {
+  int64_t n = 0;
+  for (int64_t k = 0; k < nw; k++) n += __builtin_popcountll(b[k]);
+  return n;
+}
+
+/* The set of map i: an earlier one with the same missing pixels, or a new one. */
+static int find_set(call *c, int i, int64_t nmissing) {
+  const int64_t nw = nwords(c->npix);
+  const uint64_t *b = c->bits + (size_t)i * (size_t)nw;
+  for (int k = 0; k < c->nsets; k++)
+    if (c->sets[k].nmissing == nmissing && !memcmp(c->sets[k].bits, b, sizeof *b * (size_t)nw)) return k;
+  wset *w = &c->sets[c->nsets];
+  w->bits = b;
+  w->nmissing = nmissing;
+  w->trivial = nmissing == 0 && !c->mw;
+  return c->nsets++;
+}
+
+/* work = w x in RING order: 0 where missing or where the mask is 0, the
+ * mask's weight times x elsewhere (x itself for a trivial set). */
+static void load_map(const call *c, const wset *w, const double *x, double *work) {
+  const int64_t npix = c->npix;
+  const int64_t *n2r = c->s->n2r;
+  if (n2r) {
+    for (int64_t p = 0; p < npix; p++) work[n2r[p]] = x[p];
+  } else if (work != x) {
+    memcpy(work, x, sizeof *work * (size_t)npix);
+  }
+  if (w->trivial) return;
+  const double *mw = c->mw;
+  const uint64_t *b = w->bits;
+#pragma omp parallel for schedule(static) num_threads(c->nthreads)
+  for (int64_t p = 0; p < npix; p++)
+    work[p] = bit(b, p) || (mw && mw[p] == 0) ? 0.0 : mw ? mw[p] * work[p] : work[p];
+}
+
+/* ------------------------------------------------------------ smoothing */
+
+/* w->aw = A(w), w = 0 at the set's missing pixels, the mask (or 1) elsewhere. */
+static int smooth_weight(call *c, wset *w, arkcos_error *err) {
+  const int64_t npix = c->npix;
+  const double *mw = c->mw;
+  double *wm = malloc(sizeof *wm * (size_t)npix);
+  w->aw = malloc(sizeof *w->aw * (size_t)npix);
+  if (!wm || !w->aw) {
+    free(wm);
+    return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the weight map");
+  }
+#pragma omp parallel for schedule(static) num_threads(c->nthreads)
+  for (int64_t p = 0; p < npix; p++) wm[p] = bit(w->bits, p) ? 0.0 : mw ? mw[p] : 1.0;
+  const double t0 = omp_get_wtime();
+  int rc = smoother_apply0(c->s, wm, w->aw, err);
+  c->s->last.weight_time += omp_get_wtime() - t0;
+  free(wm);
+  if (!rc) c->s->last.weights_smoothed++;
+  return rc;
+}
+
+/* A(1) of normalize, once per smoother: positive everywhere or EINVAL. */
+static int ensure_norm(call *c, arkcos_error *err) {
+  arkcos_smoother *s = c->s;
+  if (s->norm_w || !s->spec.normalize) return ARKCOS_OK;
+  const int64_t npix = c->npix;
+  double *one = calloc((size_t)npix, sizeof *one), *w = malloc(sizeof *w * (size_t)npix);
+  if (!one || !w) {
+    free(one);
+    free(w);
+    return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight map");
+  }
+  for (int64_t p = 0; p < npix; p++) one[p] = 1;
+  int rc = smoother_apply0(s, one, w, err);
+  free(one);
+  int64_t bad = 0;
+  for (int64_t p = 0; !rc && p < npix; p++) bad += !(w[p] > 0);
+  if (!rc && bad)
+    rc = arkcos_fail(err, ARKCOS_EINVAL,
+                     "normalize: the kernel's discrete sum is not positive at %lld of %lld pixels "
+                     "(negative lobes); cannot divide by it", (long long)bad, (long long)npix);
+  if (rc)
+    free(w);
+  else
+    s->norm_w = w;
+  return rc;
+}
+
+/* out = A(w m) / A(w) (normalize) or A(w m) (zero), UNSEEN where A(w) is
+ * below min_weight (0: no threshold) and, when dividing, where it is not
+ * above WEIGHT_FLOOR. Returns the number of UNSEEN pixels. */
+static int64_t finish(const call *c, const double *aw, double *out) {
+  const int normalize = c->normalize_mode;
+  const double minw = c->min_weight;
+  int64_t n = 0;
+#pragma omp parallel for reduction(+ : n) schedule(static) num_threads(c->nthreads)
+  for (int64_t p = 0; p < c->npix; p++) {
+    const double a = aw[p];
+    if ((minw > 0 && a < minw) || (normalize && !(a > WEIGHT_FLOOR))) {
+      out[p] = ARKCOS_UNSEEN;
+      n++;
+    } else if (normalize) {
+      out[p] /= a;
+    }
+  }
+  return n;
+}
+
+/* normalize: out /= A(1), but for UNSEEN pixels, and not where the mask's
+ * A(w m) / A(w) normalised the map already. */
+static void normalize_map(const call *c, const wset *w, double *out) {
+  const double *nw = c->s->norm_w;
+  if (!nw || (c->normalize_mode && !w->trivial)) return;
+#pragma omp parallel for schedule(static) num_threads(c->nthreads)
+  for (int64_t p = 0; p < c->npix; p++)
+    if (out[p] != ARKCOS_UNSEEN) out[p] /= nw[p];
+}
+
+/* x (RING) into dst in the caller's order. */
+static void store(const call *c, const double *x, double *dst) {
+  const int64_t *n2r = c->s->n2r;
+  if (!n2r) {
+    if (dst != x) memcpy(dst, x, sizeof *dst * (size_t)c->npix);
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(c->nthreads)
+  for (int64_t p = 0; p < c->npix; p++) dst[p] = x[n2r[p]];
+}
+
+static int need_buffers(call *c, int n, arkcos_error *err) {
+  for (int k = 0; k < n; k++) {
+    if (!c->work[k] && !(c->work[k] = malloc(sizeof(double) * (size_t)c->npix)))
+      return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the work maps");
+    if (c->s->n2r && !c->tmp[k] && !(c->tmp[k] = malloc(sizeof(double) * (size_t)c->npix)))
+      return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the work maps");
+  }
+  return ARKCOS_OK;
+}
+
+/* The maps that share the set: A(w) smoothed first when needed. */
+static int ensure_weight(call *c, wset *w, arkcos_error *err) {
+  if (w->aw || !w->need) return ARKCOS_OK;
+  return smooth_weight(c, w, err);
+}
+
+/* After map i (the pair's later map): the set's A(w) is not needed again. */
+static void release_weight(wset *w, int i) {
+  if (i == w->last) {
+    free(w->aw);
+    w->aw = NULL;
+  }
+}
+
+static double *weight_out(const call *c, int i) { return c->m->weight ? c->m->weight[i] : NULL; }
+
+static int smooth_scalar(call *c, int i, arkcos_error *err) {
+  wset *w = &c->sets[c->set_of[i]];
+  arkcos_smoother_map_report *r = &c->s->reports[i];
+  int rc = ensure_weight(c, w, err);
+  if (!rc) rc = ensure_norm(c, err);
+  if (rc) return rc;
+  double *dst = c->s->n2r ? c->tmp[0] : c->m->out[i];
+  if (!c->s->n2r && w->trivial && c->m->in[i] != c->m->out[i]) {
+    /* a complete RING map into its own output: no copy */
+    rc = smoother_apply0(c->s, c->m->in[i], dst, err);
+  } else if (!c->s->n2r && c->m->overwrite_in && c->m->in[i] != c->m->out[i]) {
+    /* the caller's input becomes w m: no work map */
+    double *x = (double *)c->m->in[i];
+    load_map(c, w, x, x);
+    rc = smoother_apply0(c->s, x, dst, err);
+  } else {
+    if ((rc = need_buffers(c, 1, err))) return rc;
+    dst = c->s->n2r ? c->tmp[0] : c->m->out[i];
+    load_map(c, w, c->m->in[i], c->work[0]);
+    rc = smoother_apply0(c->s, c->work[0], dst, err);
+  }
+  if (rc) return rc;
+  if (!w->trivial) r->unseen = finish(c, w->aw, dst);
+  normalize_map(c, w, dst);
+  store(c, dst, c->m->out[i]);
+  if (weight_out(c, i)) store(c, w->aw, weight_out(c, i));
+  release_weight(w, i);
+  if (c->m->progress) c->m->progress(c->m->progress_ctx, i, 1);
+  return ARKCOS_OK;
+}
+
+static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
+  wset *w = &c->sets[c->set_of[q]];
+  int rc = ensure_weight(c, w, err);
+  if (!rc) rc = ensure_norm(c, err);
+  if (rc) return rc;
+  const double *const *in = c->m->in;
+  double *const *out = c->m->out;
+  double *dq = out[q], *du = out[u];
+  if (!c->s->n2r && w->trivial && in[q] != out[q] && in[u] != out[u] && in[q] != out[u] &&
+      in[u] != out[q]) {
+    /* complete RING maps into their own outputs: no copy */
+    rc = smoother_apply2(c->s, in[q], in[u], dq, du, err);
+  } else if (!c->s->n2r && c->m->overwrite_in && in[q] != out[q] && in[u] != out[u] && in[q] != out[u] &&
+             in[u] != out[q]) {
+    /* the caller's inputs become w Q, w U: no work maps */
+    load_map(c, w, in[q], (double *)in[q]);
+    load_map(c, w, in[u], (double *)in[u]);
+    rc = smoother_apply2(c->s, in[q], in[u], dq, du, err);
+  } else {
+    if ((rc = need_buffers(c, 2, err))) return rc;
+    load_map(c, w, in[q], c->work[0]);
+    load_map(c, w, in[u], c->work[1]);
+    if (c->s->n2r) dq = c->tmp[0], du = c->tmp[1];
+    rc = smoother_apply2(c->s, c->work[0], c->work[1], dq, du, err);
+  }
+  if (rc) return rc;
+  if (!w->trivial) {
+    c->s->reports[q].unseen = finish(c, w->aw, dq);
+    c->s->reports[u].unseen = finish(c, w->aw, du);
+  }
+  normalize_map(c, w, dq);
+  normalize_map(c, w, du);
+  store(c, dq, out[q]);
+  store(c, du, out[u]);
+  for (int k = 0; k < 2; k++)
+    if (weight_out(c, k ? u : q)) store(c, w->aw, weight_out(c, k ? u : q));
+  release_weight(w, q > u ? q : u);
+  if (c->m->progress) c->m->progress(c->m->progress_ctx, q, 2);
+  return ARKCOS_OK;
+}
+
+/* ------------------------------------------------------------------ call */
+
+static int check_maps(const arkcos_smoother *s, const arkcos_smoother_maps *m, arkcos_error *err) {
+  if (!s || !m) return arkcos_fail(err, ARKCOS_EINVAL, "execute: no smoother or no maps");
+  if (m->nmaps < 1) return arkcos_fail(err, ARKCOS_EINVAL, "execute: nmaps must be >= 1, got %d", m->nmaps);
+  if (!m->in || !m->out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: in and out are needed");
+  for (int i = 0; i < m->nmaps; i++)
+    if (!m->in[i] || !m->out[i]) return arkcos_fail(err, ARKCOS_EINVAL, "execute: map %d: no %s", i,
+                                                    m->in[i] ? "output" : "input");
+  const int pq = m->pol_q, pu = m->pol_u;
+  if (pq == -1 && pu == -1) return ARKCOS_OK;
+  if (pq < 0 || pu < 0 || pq >= m->nmaps || pu >= m->nmaps || pq == pu)
+    return arkcos_fail(err, ARKCOS_EINVAL, "execute: pol_q = %d, pol_u = %d are not two maps of %d (-1, -1: "
+                       "no Q, U pair)", pq, pu, m->nmaps);
+  if (s->spec.options.precision == ARKCOS_SINGLE && !s->identity)
+    return arkcos_fail(err, ARKCOS_EINVAL, "Stokes Q and U (spin 2) are smoothed in double precision only");
+  return ARKCOS_OK;
+}
+
+static void free_call(call *c) {
+  free(c->own_mw);
+  free(c->bits);
+  free(c->set_of);
+  for (int k = 0; c->sets && k < c->nsets; k++) free(c->sets[k].aw);
+  free(c->sets);
+  for (int k = 0; k < 2; k++) {
+    free(c->work[k]);
+    free(c->tmp[k]);
+  }
+}
+
+/* The sets of the call's maps, their reports, which need A(w) and when it
+ * is last used. */
+static int group(call *c, arkcos_error *err) {
+  const arkcos_smoother_maps *m = c->m;
+  const int n = m->nmaps, pair = m->pol_q >= 0;
+  const int64_t nw = nwords(c->npix);
+  c->bits = malloc(sizeof *c->bits * (size_t)nw * (size_t)n);
+  c->set_of = calloc((size_t)n, sizeof *c->set_of);
+  c->sets = calloc((size_t)n, sizeof *c->sets);
+  if (!c->bits || !c->set_of || !c->sets)
+    return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the missing pixels");
+  for (int i = 0; i < n; i++) missing_bits(c, i);
+  if (pair) c->s->last.pol_union = pol_union(c, m->pol_q, m->pol_u);
+  for (int i = 0; i < n; i++) {
+    arkcos_smoother_map_report *r = &c->s->reports[i];
+    r->missing = count_bits(c->bits + (size_t)i * (size_t)nw, nw);
+    c->set_of[i] = r->weight_map = find_set(c, i, r->missing);
+    wset *w = &c->sets[c->set_of[i]];
+    r->weighted = !w->trivial;
+    w->need |= !w->trivial || weight_out(c, i) != NULL;
+    const int at = pair && (i == m->pol_q || i == m->pol_u) ? (m->pol_q > m->pol_u ? m->pol_q : m->pol_u) : i;
+    if (at > w->last) w->last = at;
+    r->excluded = r->missing;
+    if (c->mw)
+      for (int64_t p = 0; p < c->npix; p++) r->excluded += c->mw[p] == 0 && !bit(w->bits, p);
+  }
+  c->s->last.nweight_maps = c->nsets;
+  return ARKCOS_OK;
+}
+
+int arkcos_smoother_execute(arkcos_smoother *s, const arkcos_smoother_maps *m, arkcos_error *err) {
+  int rc = check_maps(s, m, err);
+  if (rc) return rc;
+  memset(&s->last, 0, sizeof s->last);
+  s->nreports = 0;
+  if (m->nmaps > 0) {
+    arkcos_smoother_map_report *r = realloc(s->reports, sizeof *r * (size_t)m->nmaps);
+    if (!r) return arkcos_fail(err, ARKCOS_ENOMEM, "execute: out of memory");
+    s->reports = r;
+    memset(r, 0, sizeof *r * (size_t)m->nmaps);
+  }
+  call c = {.s = s, .m = m, .npix = s->g->npix};
+  c.nthreads = s->spec.options.threads > 0 ? s->spec.options.threads : omp_get_max_threads();
+  c.normalize_mode = s->spec.mask_mode == ARKCOS_MASK_NORMALIZE;
+  c.min_weight = s->spec.min_weight != -1 ? s->spec.min_weight : c.normalize_mode ? MIN_WEIGHT_DEFAULT : 0;
+  rc = load_mask(&c, err);
+  if (!rc) rc = group(&c, err);
+  const int pair = m->pol_q >= 0, later = m->pol_q > m->pol_u ? m->pol_q : m->pol_u;
+  for (int i = 0; i < m->nmaps && !rc; i++) {
+    if (pair && i == later)
+      rc = smooth_pair(&c, m->pol_q, m->pol_u, err);
+    else if (!pair || (i != m->pol_q && i != m->pol_u))
+      rc = smooth_scalar(&c, i, err);
+  }
+  free_call(&c);
+  if (rc) return rc;
+  s->nreports = m->nmaps;
+  s->last.nmaps = m->nmaps;
+  return ARKCOS_OK;
+}
+
+int arkcos_smoother_last(const arkcos_smoother *s, arkcos_smoother_report *r) {
+  if (!s || !r) return ARKCOS_EINVAL;
+  *r = s->last;
+  return ARKCOS_OK;
+}
+
+int arkcos_smoother_last_map(const arkcos_smoother *s, int i, arkcos_smoother_map_report *r) {
+  if (!s || !r || i < 0 || i >= s->nreports) return ARKCOS_EINVAL;
+  *r = s->reports[i];
+  return ARKCOS_OK;
+}

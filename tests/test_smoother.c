@@ -1,0 +1,266 @@
+/*
+ * test_smoother.c -- arkcos_smoother (arkcos.h) through its public API:
+ * the spec's refusals (create gives exactly what check gives), warnings as
+ * data, missing data against the plain plan, the mask, Q and U, NESTED
+ * order, normalize, the identity, in-place calls, the memory estimate.
+ * Bit-identity with `arkcos smooth` and Python: test_smoother_identity.sh.
+ */
+#include "arkcos/arkcos.h"
+#include "tests/testlib.h"
+
+#define PI 3.14159265358979323846
+#define ARCMIN (PI / 10800.0)
+
+static double *random_map(int64_t npix, unsigned seed) {
+  double *m = malloc(sizeof *m * (size_t)npix);
+  unsigned s = seed;
+  for (int64_t p = 0; p < npix; p++) {
+    s = s * 1103515245u + 12345u;
+    m[p] = 1.0 + (double)(s >> 8) / (double)(1u << 24);
+  }
+  return m;
+}
+
+static arkcos_smoother_spec spec_fwhm(int64_t nside, double fwhm_arcmin) {
+  arkcos_smoother_spec s;
+  arkcos_smoother_spec_default(&s);
+  s.nside = nside;
+  s.kernel.fwhm = fwhm_arcmin * ARCMIN;
+  s.options.threads = 2;
+  return s;
+}
+
+/* create and check agree: same code, same message; create NULL */
+static void refused(const char *what, const arkcos_smoother_spec *s, const char *text) {
+  arkcos_error e1 = {0, ""}, e2 = {0, ""};
+  arkcos_warning w[4];
+  int nw = 4;
+  int rc = arkcos_smoother_check(s, w, &nw, &e1);
+  arkcos_smoother *sm = arkcos_smoother_create(s, &e2);
+  CHECK(rc == ARKCOS_EINVAL, "%s: check gave %d (%s)", what, rc, e1.msg);
+  CHECK(!sm, "%s: create made a smoother", what);
+  CHECK(e2.code == e1.code && !strcmp(e1.msg, e2.msg), "%s: create said '%s', check '%s'", what, e2.msg,
+        e1.msg);
+  CHECK(strstr(e1.msg, text) != NULL, "%s: '%s' does not say '%s'", what, e1.msg, text);
+  arkcos_smoother_destroy(sm);
+}
+
+TEST_GROUP(refusals) {
+  arkcos_smoother_spec s = spec_fwhm(16, 600);
+  s.nside = 0;
+  refused("nside 0", &s, "nside must be >= 1");
+  s = spec_fwhm(12, 600);
+  s.nested = 1;
+  refused("NESTED nside 12", &s, "power of 2");
+  s = spec_fwhm(16, 600);
+  s.mask_mode = ARKCOS_MASK_ZERO;
+  s.min_weight = 0.3;
+  refused("min_weight with zero", &s, "min_weight applies to the normalize");
+  s = spec_fwhm(16, 600);
+  s.min_weight = 1.5;
+  refused("min_weight 1.5", &s, "min_weight must be in [0, 1]");
+  s.min_weight = -0.5; /* not the default's -1: refused, not taken as the default */
+  refused("min_weight -0.5", &s, "min_weight must be in [0, 1]");
+  s = spec_fwhm(16, 60); /* 0.27 pixels per FWHM */
+  refused("sub-pixel Gaussian", &s, "below 1 pixel per FWHM");
+  s = spec_fwhm(16, 600);
+  s.kernel.type = ARKCOS_KERNEL_TOPHAT; /* no radius */
+  s.kernel.fwhm = 0;
+  arkcos_error e = {0, ""};
+  CHECK(arkcos_smoother_check(&s, NULL, NULL, &e) == ARKCOS_EINVAL, "top-hat without radius: %s", e.msg);
+  double bl[3] = {1, 0.5, 0.2};
+  s = spec_fwhm(16, 600);
+  s.beam = bl;
+  s.beam_lmax = 2;
+  refused("beam and fwhm", &s, "give one kernel");
+}
+
+TEST_GROUP(warnings) {
+  /* 350' at nside 16: 1.59 pixels per FWHM, a warning, nothing printed */
+  arkcos_smoother_spec s = spec_fwhm(16, 350);
+  arkcos_warning w[4];
+  int nw = 4;
+  arkcos_error e = {0, ""};
+  CHECK(arkcos_smoother_check(&s, w, &nw, &e) == 0, "check: %s", e.msg);
+  CHECK(nw == 1 && w[0].code == ARKCOS_WARN_NARROW, "check: %d warnings, code %d", nw, nw ? w[0].code : -1);
+  CHECK(nw && strstr(w[0].msg, "1.59 pixels per FWHM at nside 16"), "warning: %s", nw ? w[0].msg : "");
+  arkcos_smoother *sm = arkcos_smoother_create(&s, &e);
+  CHECK(sm && arkcos_smoother_nwarnings(sm) == 1, "create: %d warnings", sm ? arkcos_smoother_nwarnings(sm) : -1);
+  CHECK(sm && !strcmp(arkcos_smoother_warning(sm, 0)->msg, w[0].msg), "create's warning differs from check's");
+  CHECK(sm && !arkcos_smoother_warning(sm, 1), "a warning beyond the count");
+  CHECK(sm && fabs(arkcos_smoother_pixels_per_fwhm(sm) - 1.59) < 0.01, "ppf %g",
+        sm ? arkcos_smoother_pixels_per_fwhm(sm) : 0);
+  arkcos_smoother_destroy(sm);
+  /* allow_subpixel: a warning instead of the refusal */
+  s = spec_fwhm(16, 100);
+  s.allow_subpixel = 1;
+  nw = 4;
+  CHECK(arkcos_smoother_check(&s, w, &nw, &e) == 0 && nw == 1 && w[0].code == ARKCOS_WARN_SUBPIXEL,
+        "allow_subpixel: %d warnings", nw);
+}
+
+/* Missing data: out = A(w m) / A(w) against the plan run by hand. */
+TEST_GROUP(missing) {
+  const int64_t nside = 16, npix = 12 * nside * nside;
+  arkcos_smoother_spec s = spec_fwhm(nside, 900);
+  arkcos_error e = {0, ""};
+  arkcos_smoother *sm = arkcos_smoother_create(&s, &e);
+  CHECK(sm != NULL, "create: %s", e.msg);
+  if (!sm) return;
+  double *m = random_map(npix, 1), *out = malloc(sizeof *out * npix), *aw = malloc(sizeof *aw * npix);
+  for (int64_t p = 0; p < npix; p += 7) m[p] = p % 2 ? ARKCOS_UNSEEN : NAN;
+  const double *in[1] = {m};
+  double *outs[1] = {out}, *ws[1] = {aw};
+  arkcos_smoother_maps mm = {1, in, outs, ws, -1, -1, NULL, NULL, NULL, 0};
+  CHECK(arkcos_smoother_execute(sm, &mm, &e) == 0, "execute: %s", e.msg);
+  /* by hand: the plan of the same kernel */
+  arkcos_geometry *g = arkcos_geometry_healpix(nside, &e);
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.threads = 2;
+  arkcos_plan *p = arkcos_plan_create(g, arkcos_smoother_kernel(sm, 0), &o, &e);
+  double *wm = malloc(sizeof *wm * npix), *w = malloc(sizeof *w * npix), *a1 = malloc(sizeof *a1 * npix),
+         *a2 = malloc(sizeof *a2 * npix);
+  int64_t nmiss = 0;
+  for (int64_t q = 0; q < npix; q++) {
+    const int miss = q % 7 == 0;
+    nmiss += miss;
+    w[q] = miss ? 0 : 1;
+    wm[q] = miss ? 0 : m[q];
+  }
+  arkcos_execute(p, wm, a1, &e);
+  arkcos_execute(p, w, a2, &e);
+  int64_t diff = 0, unseen = 0;
+  for (int64_t q = 0; q < npix; q++) {
+    const double want = a2[q] < 0.5 ? ARKCOS_UNSEEN : a1[q] / a2[q];
+    diff += out[q] != want || aw[q] != a2[q];
+    unseen += a2[q] < 0.5;
+  }
+  CHECK(diff == 0, "%lld pixels differ from A(w m) / A(w) by hand", (long long)diff);
+  arkcos_smoother_map_report r;
+  arkcos_smoother_report rep;
+  CHECK(arkcos_smoother_last_map(sm, 0, &r) == 0 && r.missing == nmiss && r.excluded == nmiss &&
+            r.unseen == unseen && r.weighted,
+        "report: missing %lld (%lld), unseen %lld (%lld)", (long long)r.missing, (long long)nmiss,
+        (long long)r.unseen, (long long)unseen);
+  CHECK(arkcos_smoother_last(sm, &rep) == 0 && rep.nmaps == 1 && rep.weights_smoothed == 1 &&
+            rep.stages.total > 0,
+        "call report: %d maps, %d weights", rep.nmaps, rep.weights_smoothed);
+  CHECK(arkcos_smoother_last_map(sm, 1, &r) == ARKCOS_EINVAL, "a map beyond the call");
+  /* a mask value outside [0, 1]: EINVAL naming the pixel */
+  double *mask = malloc(sizeof *mask * npix);
+  for (int64_t q = 0; q < npix; q++) mask[q] = 1;
+  mask[5] = 2;
+  mm.mask = mask;
+  CHECK(arkcos_smoother_execute(sm, &mm, &e) == ARKCOS_EINVAL && strstr(e.msg, "pixel 5 (RING) = 2"),
+        "mask 2: %s", e.msg);
+  /* the same call in place gives the same bytes */
+  double *again = malloc(sizeof *again * npix);
+  memcpy(again, m, sizeof *again * npix);
+  const double *in2[1] = {again};
+  double *out2[1] = {again};
+  arkcos_smoother_maps m2 = {1, in2, out2, NULL, -1, -1, NULL, NULL, NULL, 0};
+  CHECK(arkcos_smoother_execute(sm, &m2, &e) == 0 && !memcmp(again, out, sizeof *out * npix),
+        "in place: differs (%s)", e.msg);
+  /* overwrite_in: the input becomes w m, the output the same bytes */
+  memcpy(again, m, sizeof *again * npix);
+  double *out3 = malloc(sizeof *out3 * npix);
+  double *out3s[1] = {out3};
+  arkcos_smoother_maps m3 = {1, in2, out3s, NULL, -1, -1, NULL, NULL, NULL, 1};
+  CHECK(arkcos_smoother_execute(sm, &m3, &e) == 0 && !memcmp(out3, out, sizeof *out * npix) && again[7] == 0,
+        "overwrite_in: differs, or the input not weighted (%s)", e.msg);
+  free(out3);
+  free(again);
+  free(mask);
+  free(wm), free(w), free(a1), free(a2), free(m), free(out), free(aw);
+  arkcos_plan_destroy(p);
+  arkcos_geometry_destroy(g);
+  arkcos_smoother_destroy(sm);
+}
+
+/* NESTED in, NESTED out: the RING result reordered. Q and U as a pair. */
+TEST_GROUP(nested_pol) {
+  const int64_t nside = 16, npix = 12 * nside * nside;
+  arkcos_smoother_spec s = spec_fwhm(nside, 900);
+  arkcos_error e = {0, ""};
+  arkcos_smoother *ring = arkcos_smoother_create(&s, &e);
+  s.nested = 1;
+  arkcos_smoother *nest = arkcos_smoother_create(&s, &e);
+  CHECK(ring && nest, "create: %s", e.msg);
+  if (!ring || !nest) return;
+  double *x[3], *r[3], *xn[3], *rn[3];
+  for (int c = 0; c < 3; c++) {
+    x[c] = random_map(npix, 10 + c);
+    x[c][40 + c] = NAN; /* Q and U miss different pixels */
+    r[c] = malloc(sizeof(double) * npix);
+    xn[c] = malloc(sizeof(double) * npix);
+    rn[c] = malloc(sizeof(double) * npix);
+    for (int64_t p = 0; p < npix; p++) xn[c][p] = x[c][arkcos_healpix_nest2ring(nside, p)];
+  }
+  arkcos_smoother_maps mr = {3, (const double *const *)x, r, NULL, 1, 2, NULL, NULL, NULL, 0};
+  arkcos_smoother_maps mn = {3, (const double *const *)xn, rn, NULL, 1, 2, NULL, NULL, NULL, 0};
+  CHECK(arkcos_smoother_execute(ring, &mr, &e) == 0, "ring: %s", e.msg);
+  arkcos_smoother_report rep;
+  arkcos_smoother_last(ring, &rep);
+  CHECK(rep.pol_union == 2 && rep.nweight_maps == 2, "pol union %lld, %d weight maps", (long long)rep.pol_union,
+        rep.nweight_maps);
+  CHECK(arkcos_smoother_execute(nest, &mn, &e) == 0, "nested: %s", e.msg);
+  int64_t diff = 0;
+  for (int c = 0; c < 3; c++)
+    for (int64_t p = 0; p < npix; p++) diff += rn[c][p] != r[c][arkcos_healpix_nest2ring(nside, p)];
+  CHECK(diff == 0, "NESTED: %lld values differ from RING reordered", (long long)diff);
+  CHECK(arkcos_smoother_plan(ring, 2) != NULL && arkcos_smoother_bound(ring) < 1e-10, "spin-2 plan, bound %g",
+        arkcos_smoother_bound(ring));
+  /* bad pairs */
+  mr.pol_u = 1;
+  CHECK(arkcos_smoother_execute(ring, &mr, &e) == ARKCOS_EINVAL, "pol_q = pol_u accepted");
+  for (int c = 0; c < 3; c++) free(x[c]), free(r[c]), free(xn[c]), free(rn[c]);
+  arkcos_smoother_destroy(ring);
+  arkcos_smoother_destroy(nest);
+}
+
+/* fwhm 0 is the identity (missing data aside); normalize keeps a constant constant */
+TEST_GROUP(identity_normalize) {
+  const int64_t nside = 8, npix = 12 * nside * nside;
+  arkcos_smoother_spec s = spec_fwhm(nside, 0);
+  arkcos_error e = {0, ""};
+  arkcos_smoother *sm = arkcos_smoother_create(&s, &e);
+  CHECK(sm && !arkcos_smoother_kernel(sm, 0) && arkcos_smoother_bound(sm) == 0, "identity: %s", e.msg);
+  double *m = random_map(npix, 3), *out = malloc(sizeof *out * npix);
+  const double *in[1] = {m};
+  double *outs[1] = {out};
+  arkcos_smoother_maps mm = {1, in, outs, NULL, -1, -1, NULL, NULL, NULL, 0};
+  CHECK(sm && arkcos_smoother_execute(sm, &mm, &e) == 0 && !memcmp(m, out, sizeof *m * npix), "identity: %s",
+        e.msg);
+  arkcos_smoother_destroy(sm);
+  s = spec_fwhm(nside, 1700); /* 1.9 pixels per FWHM: a constant is not kept without normalize */
+  s.normalize = 1;
+  sm = arkcos_smoother_create(&s, &e);
+  for (int64_t p = 0; p < npix; p++) m[p] = 3.0;
+  double dev = 0;
+  if (sm && !arkcos_smoother_execute(sm, &mm, &e))
+    for (int64_t p = 0; p < npix; p++) dev = fmax(dev, fabs(out[p] - 3.0));
+  else
+    dev = 1;
+  /* measured 1.8e-15 */
+  CHECK_LE("normalize: max |A(3) / A(1) - 3|", dev, 1e-14);
+  arkcos_smoother_destroy(sm);
+  free(m);
+  free(out);
+}
+
+TEST_GROUP(estimate) {
+  arkcos_smoother_spec s = spec_fwhm(64, 120);
+  arkcos_error e = {0, ""};
+  const double est = arkcos_smoother_estimate(&s, 3, 1, 1, &e);
+  arkcos_geometry *g = arkcos_geometry_healpix(64, &e);
+  arkcos_kernel *k = arkcos_smoother_make_kernel(&s, 0, &e);
+  const double plan = arkcos_plan_estimate(g, k, &s.options, &e);
+  CHECK(est > plan + 5 * 8.0 * 12 * 64 * 64, "estimate %g, plan %g", est, plan);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+  s.nside = -1;
+  CHECK(arkcos_smoother_estimate(&s, 1, 0, 0, &e) == 0 && e.code == ARKCOS_EINVAL, "bad nside: %g", est);
+}
+
+TEST_MAIN(TG(refusals), TG(warnings), TG(missing), TG(nested_pol), TG(identity_normalize), TG(estimate))
