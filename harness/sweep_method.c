@@ -5,6 +5,8 @@
  * the values at a fixed pseudo-random set of pixels. sweep_skip_reason says
  * why a method cannot run here at all.
  */
+#include <ctype.h>
+#include <errno.h> /* program_invocation_name */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include <omp.h>
 #endif
 
+#include "harness/hmpi.h"
 #include "harness/method.h"
 #include "harness/narrow.h"
 #include "harness/sweep.h"
@@ -26,6 +29,30 @@ static int machine_cores(void) {
     return CPU_COUNT(&set);
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (int)n : 1;
+}
+
+void sweep_wait_passively(int argc, char **argv) {
+  if (hmpi_built() || getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+  char **args = malloc((size_t)(argc + 2) * sizeof *args);
+  if (!args || setenv("OMP_WAIT_POLICY", "passive", 1)) {
+    free(args);
+    return;
+  }
+  args[0] = program_invocation_name; /* the name it was started by */
+  for (int i = 0; i <= argc; i++) args[i + 1] = i < argc ? argv[i] : NULL;
+  execv("/proc/self/exe", args);
+  /* no /proc: time with libgomp's default (recorded as such) */
+  unsetenv("OMP_WAIT_POLICY");
+  free(args);
+}
+
+json_t *sweep_wait_policy(void) {
+  const char *p = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s%s%s", p ? p : "default (spinning)", spin ? " GOMP_SPINCOUNT=" : "",
+           spin ? spin : "");
+  for (char *c = buf; p && *c && *c != ' '; c++) *c = (char)tolower((unsigned char)*c);
+  return json_string(buf);
 }
 
 int sweep_threads(int t) { return t > 0 ? t : machine_cores(); }
