@@ -193,8 +193,8 @@ static double spread(const double *x, size_t n) {
  * own median did not grow at all got there by the yardstick getting faster:
  * the runs met the machine in states that speed the two up differently
  * (measured on a shared 2-core machine at a load average of 10, CPU times
- * of passive threads: the same binary's FSHT iter 0 20-33 % faster in the
- * second run, ARKCoS 7-9 %, in 5 of 80 pairs; tests/hostile/noise.json).
+ * of passive threads: the same binary's FSHT iter 0 20-25 % faster in the
+ * second run, ARKCoS 5-9 %, in 5 of 80 pairs; tests/hostile/noise.json).
  * A slowdown of the case hidden by a faster machine looks the same, so
  * neither a clean bill nor a REGRESSION: too noisy to judge. */
 

@@ -310,6 +310,14 @@ for env in OMP_WAIT_POLICY=active GOMP_SPINCOUNT=1000 OMP_WAIT_POLICY=Passive ""
 done
 expect_rc 0 "a run compared with itself" -- compare "$tmp/tiny/results.json" "$tmp/tiny/results.json"
 has "threads waiting passively" "$tmp/out" "a default run's CPU times judged on 2 threads"
+# a resume under another policy: the cases' CPU times were taken under two
+rm -rf "$tmp/tiny2"
+OMP_WAIT_POLICY=active "$ARKCOS" run "$tmp/tiny.json" --out "$tmp/tiny2" >/dev/null 2>&1
+env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$ARKCOS" run "$tmp/tiny.json" --out "$tmp/tiny2" --resume >/dev/null 2>&1
+got=$(wait_policy "$tmp/tiny2/results.json" 2>&1)
+[ "$got" = "mixed (resumed)" ] && ok "resumed under another policy: '$got'" || bad "resumed under another policy: '$got'"
+expect_rc 0 "a mixed run compared with itself" -- compare "$tmp/tiny2/results.json" "$tmp/tiny2/results.json"
+has "times: +elapsed time" "$tmp/out" "a mixed run: elapsed times judged on 2 threads"
 # no FSHT case: nothing to normalise by, said in the header
 "$PY" - "$tmp/base.json" "$tmp/nofsht.json" <<'EOF'
 import json, sys
