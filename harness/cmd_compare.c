@@ -350,8 +350,9 @@ static void format_value(double v, int ratio, char *buf, size_t len) {
     stats_format_seconds(v, buf, len);
 }
 
-/* CLOCK_CPU1 (what auto becomes where the runs recorded CPU times): CPU
- * time for the cases that ran on one thread, elapsed time for the others */
+/* CLOCK_CPU1 (what auto becomes where the runs recorded CPU times but the
+ * threads of one of them did not wait passively): CPU time for the cases
+ * that ran on one thread, elapsed time for the others */
 enum { CLOCK_AUTO, CLOCK_WALL, CLOCK_CPU, CLOCK_CPU1 };
 
 typedef struct {
