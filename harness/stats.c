@@ -439,6 +439,11 @@ int results_interleaved(const results_file *rf) {
   return json_is_true(json_object_get(cfg, "interleave"));
 }
 
+int results_wait_passive(const results_file *rf) {
+  const char *p = results_meta_str(rf, "omp_wait_policy");
+  return p && !strcmp(p, "passive");
+}
+
 static const results_file *sort_file; /* qsort has no context argument */
 
 static int cmp_case_key(const void *pa, const void *pb) {

@@ -135,6 +135,10 @@ int results_use_cpu_time(results_file *rf, int single_only, arkcos_error *err);
  * carries time.cpu_samples (a non-empty array), so that
  * results_use_cpu_time would succeed, and there is at least one; else 0. */
 int results_has_cpu_time(const results_file *rf, int single_only);
+/* 1 when the run's OpenMP threads waited passively (meta.omp_wait_policy
+ * "passive", what `arkcos run` sets unless told otherwise): its CPU times
+ * are then the threads' work, without spinning at barriers. */
+int results_wait_passive(const results_file *rf);
 /* 1 when the run's config had "interleave": true (meta.config). */
 int results_interleaved(const results_file *rf);
 

@@ -247,6 +247,10 @@ static int resume_doc(run_ctx *c, const char *cfgpath, const char *dir, const ch
   json_object_set(r, "command", json_object_get(now, "command"));
   json_object_set(r, "host", json_object_get(now, "host"));
   json_object_set(r, "git_commit", json_object_get(now, "git_commit"));
+  json_t *wp = sweep_wait_policy(), *was = json_object_get(meta, "omp_wait_policy");
+  if (!json_equal(wp, was)) /* the cases' CPU times were taken under two policies */
+    json_object_set_new(meta, "omp_wait_policy", json_string("mixed (resumed)"));
+  json_object_set_new(r, "omp_wait_policy", wp);
   json_array_append_new(res, r);
   json_decref(now);
   if (results_doc_save(&c->doc, &err)) {
@@ -311,6 +315,7 @@ static int create_doc(run_ctx *c, const run_args *a, char *dir, size_t len, int 
     return exit_status_of(err.code);
   }
   json_object_set_new(meta, "config_path", json_string(a->cfgpath));
+  json_object_set_new(meta, "omp_wait_policy", sweep_wait_policy());
   if (results_doc_create(&c->doc, dir, meta, a->force, &err)) {
     report_error(&err);
     return exit_status_of(err.code);
@@ -570,6 +575,7 @@ static int run_all(run_ctx *c) {
 }
 
 int cmd_run(int argc, char **argv) {
+  sweep_wait_passively(argc, argv); /* the threads' CPU time is their work (sweep.h) */
   hmpi_hold_stderr(); /* MPI: the checks' messages once */
   run_args a;
   int status = parse_args(argc, argv, &a);

@@ -125,6 +125,20 @@ typedef struct method_run {
 } method_run;
 
 /* sweep_method.c */
+/* `arkcos run` times OpenMP threads that wait passively at a barrier
+ * (OMP_WAIT_POLICY=passive) instead of spinning, so that a repeat's CPU time
+ * (time.cpu_samples) is the work of its threads, whatever the machine's
+ * load: libgomp reads the variable once, when it is loaded, so a run whose
+ * environment sets neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT executes
+ * itself again (/proc/self/exe) with OMP_WAIT_POLICY=passive added. A
+ * policy set by the caller is kept. Not in MPI builds (MPI is initialised
+ * by then). Returns only when there is nothing to do or the exec failed. */
+void sweep_wait_passively(int argc, char **argv);
+/* meta.omp_wait_policy of a new results document: "passive", the value
+ * of OMP_WAIT_POLICY, "default (spinning)" when it is unset, followed by
+ * " GOMP_SPINCOUNT=N" when that is set (`arkcos compare` judges
+ * multi-threaded cases on CPU time only where both runs say "passive"). */
+json_t *sweep_wait_policy(void);
 int sweep_method_begin(method_run *r, const cfg_method *m, const arkcos_geometry *g,
                        const arkcos_kernel *k, const double *in, const double *in_u, int threads,
                        int repeats, int warmup, double max_memory, arkcos_error *err);

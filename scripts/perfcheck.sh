@@ -7,8 +7,9 @@
 #                                   baseline with `arkcos compare`'s defaults
 #                                   (times divided by the FSHT iter 0 case of
 #                                   the same nside, repeat by repeat, CPU time
-#                                   where a case ran on one thread); exit 3 on
-#                                   a regression, 4 when the machine was too
+#                                   of threads that wait passively, which
+#                                   `arkcos run` sets); exit 3 on a
+#                                   regression, 4 when the machine was too
 #                                   noisy to judge
 #   scripts/perfcheck.sh --update   run it and record it as the new baseline
 #                                   (results/baselines/ci-perf.json; commit it)
@@ -43,7 +44,7 @@ update=0
 case "${1:-}" in
   "") ;;
   --update) update=1 ;;
-  -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "perfcheck.sh: unknown argument '$1' (expected --update)" >&2; exit 2 ;;
 esac
 
@@ -93,6 +94,16 @@ fi
 if [ ! -f "$BASELINE" ]; then
   echo "perfcheck: no baseline at $BASELINE; record one with 'make perfcheck-update' and commit it" >&2
   exit 2
+fi
+
+# A baseline whose threads spun at barriers (recorded before `arkcos run`
+# set OMP_WAIT_POLICY=passive, or with another policy) has no CPU times of
+# the work on 2 threads: compare then judges elapsed times, which a loaded
+# machine makes too noisy to judge.
+policy=$(sed -n 's/^ *"omp_wait_policy": "\(.*\)",*$/\1/p' "$BASELINE" | head -1)
+if [ "$policy" != passive ]; then
+  echo "perfcheck: warning: the baseline's threads did not wait passively (meta.omp_wait_policy: ${policy:-absent});" \
+       "its multi-threaded cases are judged on elapsed time; record a new one (make perfcheck-update)" >&2
 fi
 
 # sweep_for_check DIR: a sweep whose failed cases still get compared (they

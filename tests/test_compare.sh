@@ -50,6 +50,7 @@ p.add_argument("--extra-nside", type=int, default=None, help="one more arkcos ca
 p.add_argument("--plain", action="store_true", help="a run without \"interleave\": true")
 p.add_argument("--threads", type=int, default=2)
 p.add_argument("--cpu-samples", action="store_true", help="time.cpu_samples too")
+p.add_argument("--wait-policy", default=None, help="meta.omp_wait_policy (absent: none)")
 p.add_argument("--wall-only", action="append", default=[],
                help="ID=FACTOR: the elapsed samples alone times FACTOR (a loaded machine)")
 a = p.parse_args()
@@ -108,6 +109,7 @@ meta = {"date": "2024-05-01T12:00:00Z", "command": "arkcos run configs/ci-perf.j
                      "cfitsio": "4.2.0", "jansson": "2.14", "cuda_runtime": None,
                      "cuda_driver": None, "cufft": None},
         "gpus": gpus}
+if a.wait_policy: meta["omp_wait_policy"] = a.wait_policy
 json.dump({"meta": meta, "cases": cases}, open(a.out, "w"), indent=1)
 EOF
 gen() { "$PY" "$tmp/gen.py" "$@"; }
@@ -229,6 +231,21 @@ expect_rc 4 "one machine, raw times 10x, +50 %: too noisy" -- compare "$tmp/burs
 has "^arkcos-512 .* too-noisy .*raw times changed 1[0-9]\.[0-9]x between the runs on one machine" "$tmp/out" "the machine's change named as the reason"
 gen "$tmp/other_host_n.json" --seed 1 --scale 10 --scale-case arkcos-512=1.5 --host beta
 expect_rc 3 "another host 10x slower, +50 %: regression" -- compare "$tmp/burst_b.json" "$tmp/other_host_n.json"
+# one machine whose state sped the yardstick up and not the case: FSHT iter 0
+# 25 % faster in the new run, ARKCoS unchanged, so its ratio grew by a third
+# while its own time did not grow at all (as measured for the same binary
+# on a loaded machine): too noisy, not a REGRESSION; from another host the
+# raw times say nothing and the ratio is judged
+gen "$tmp/yfast_n.json" --seed 1 --scale-case fsht0-256=0.75
+expect_rc 4 "one machine, yardstick 25 % faster, case unchanged: too noisy" -- compare "$tmp/burst_b.json" "$tmp/yfast_n.json"
+has "^arkcos-256 .* too-noisy .*its own median did not grow \(\+0\.0%\); the yardstick's changed -25\.0%" "$tmp/out" "the reason names both changes"
+hasnt "REGRESSION:" "$tmp/out" "yardstick faster: no regression listed"
+gen "$tmp/yfast_other.json" --seed 1 --scale-case fsht0-256=0.75 --host beta
+expect_rc 3 "another host, yardstick 25 % faster: the ratio judged, regression" -- compare "$tmp/burst_b.json" "$tmp/yfast_other.json"
+# a real slowdown on one machine grows the case's own time too: judged
+gen "$tmp/yfast_slow.json" --seed 1 --scale-case fsht0-256=0.9 --scale-case arkcos-256=1.3
+expect_rc 3 "one machine, yardstick 10 % faster, case 30 % slower: regression" -- compare "$tmp/burst_b.json" "$tmp/yfast_slow.json"
+has "^  arkcos-256: \+4[0-9]\.[0-9]%" "$tmp/out" "the regression named with its ratio's change"
 # the clock: single-threaded runs with CPU times are judged on them; the
 # elapsed times of a loaded machine (2x here) then do not matter
 gen "$tmp/c1_b.json" --seed 1 --threads 1 --cpu-samples
@@ -243,6 +260,64 @@ gen "$tmp/c2_n.json" --seed 2 --cpu-samples --wall-only arkcos-256=2
 expect_rc 3 "two threads: elapsed times judged by default" -- compare "$tmp/c2_b.json" "$tmp/c2_n.json"
 has "times: +elapsed time of each repeat" "$tmp/out" "two threads: the header says elapsed"
 expect_rc 0 "two threads, --clock cpu" -- compare "$tmp/c2_b.json" "$tmp/c2_n.json" --clock cpu
+# threads that waited passively (what `arkcos run` sets: meta.omp_wait_policy
+# "passive") spin at no barrier, so their CPU time is the work: judged by
+# default on every thread count, when both runs say so
+gen "$tmp/p2_b.json" --seed 1 --cpu-samples --wait-policy passive
+gen "$tmp/p2_n.json" --seed 2 --cpu-samples --wait-policy passive --wall-only arkcos-256=2
+expect_rc 0 "two threads waiting passively, CPU times steady, elapsed 2x: clean" -- compare "$tmp/p2_b.json" "$tmp/p2_n.json"
+has "times: +CPU time of each repeat \(time.cpu_samples; threads waiting passively\)" "$tmp/out" "passive: the header names the clock"
+expect_rc 3 "the same with --clock wall: regression" -- compare "$tmp/p2_b.json" "$tmp/p2_n.json" --clock wall
+gen "$tmp/p2_slow.json" --seed 2 --cpu-samples --wait-policy passive --scale-case arkcos-256=1.5
+expect_rc 3 "two threads waiting passively, CPU 1.5x: regression" -- compare "$tmp/p2_b.json" "$tmp/p2_slow.json"
+has "^arkcos-256 .*\+5[0-9]\.[0-9]%.* REGRESSION" "$tmp/out" "passive: the CPU-time regression named"
+# only when both runs waited passively: one spinning run (the policy set
+# otherwise, or resumed under another) and the elapsed times are judged
+for other in "default (spinning)" active "mixed (resumed)" "passive GOMP_SPINCOUNT=1000"; do
+  gen "$tmp/p2_o.json" --seed 2 --cpu-samples --wait-policy "$other" --wall-only arkcos-256=2
+  expect_rc 3 "baseline passive, new '$other': elapsed times judged" -- compare "$tmp/p2_b.json" "$tmp/p2_o.json"
+  has "times: +elapsed time of each repeat" "$tmp/out" "new '$other': the header says elapsed"
+  expect_rc 0 "baseline '$other', new passive: 2x faster elapsed" -- compare "$tmp/p2_o.json" "$tmp/p2_b.json"
+  has "^arkcos-256 .* faster" "$tmp/out" "baseline '$other': elapsed times judged"
+done
+# single-threaded cases keep their CPU times whatever the policy
+gen "$tmp/p1_b.json" --seed 1 --threads 1 --cpu-samples --wait-policy "default (spinning)"
+gen "$tmp/p1_n.json" --seed 2 --threads 1 --cpu-samples --wait-policy passive --wall-only arkcos-256=2
+expect_rc 0 "one thread, policies differ, elapsed 2x: CPU times judged, clean" -- compare "$tmp/p1_b.json" "$tmp/p1_n.json"
+has "CPU time of each repeat on one thread" "$tmp/out" "one thread: the header names the clock"
+# `arkcos run` records how its threads waited: passive unless the caller set
+# OMP_WAIT_POLICY or GOMP_SPINCOUNT (a tiny real sweep; no time is checked)
+cat >"$tmp/tiny.json" <<'EOF'
+{"name": "tiny", "repeats": 2, "warmup": 0, "threads": 2, "interleave": true,
+ "input": {"type": "random", "lmax_factor": 2, "seed": 3}, "grid": {"nside": [8]},
+ "kernels": [{"type": "gaussian", "fwhm_arcmin": 600, "cutoff_deg": 15.3}],
+ "methods": [{"name": "fsht", "iter": 0}, {"name": "arkcos", "mode": "enhanced"}],
+ "reference": "none"}
+EOF
+wait_policy() { "$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["meta"].get("omp_wait_policy"))' "$1"; }
+for env in OMP_WAIT_POLICY=active GOMP_SPINCOUNT=1000 OMP_WAIT_POLICY=Passive ""; do
+  want=passive
+  case $env in
+    OMP_WAIT_POLICY=active) want=active ;;
+    GOMP_SPINCOUNT=*) want="default (spinning) GOMP_SPINCOUNT=1000" ;;
+  esac
+  rm -rf "$tmp/tiny"
+  env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT $env "$ARKCOS" run "$tmp/tiny.json" --out "$tmp/tiny" \
+    >"$tmp/out" 2>"$tmp/err"
+  got=$(wait_policy "$tmp/tiny/results.json" 2>&1)
+  if [ "$got" = "$want" ]; then ok "run with '${env:-nothing set}': meta.omp_wait_policy '$got'"
+  else bad "run with '${env:-nothing set}': meta.omp_wait_policy '$got', expected '$want'"; fi
+done
+expect_rc 0 "a run compared with itself" -- compare "$tmp/tiny/results.json" "$tmp/tiny/results.json"
+has "threads waiting passively" "$tmp/out" "a default run's CPU times judged on 2 threads"
+# a resume under another policy: the cases' CPU times were taken under two
+rm -rf "$tmp/tiny2"
+OMP_WAIT_POLICY=active "$ARKCOS" run "$tmp/tiny.json" --out "$tmp/tiny2" >/dev/null 2>&1
+env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$ARKCOS" run "$tmp/tiny.json" --out "$tmp/tiny2" --resume >/dev/null 2>&1
+got=$(wait_policy "$tmp/tiny2/results.json" 2>&1)
+[ "$got" = "mixed (resumed)" ] && ok "resumed under another policy: '$got'" || bad "resumed under another policy: '$got'"
+expect_rc 0 "a mixed run compared with itself" -- compare "$tmp/tiny2/results.json" "$tmp/tiny2/results.json"
+has "times: +elapsed time" "$tmp/out" "a mixed run: elapsed times judged on 2 threads"
 # no FSHT case: nothing to normalise by, said in the header
 "$PY" - "$tmp/base.json" "$tmp/nofsht.json" <<'EOF'
 import json, sys
@@ -380,5 +455,12 @@ perfcheck "regression, then too noisy" "$tmp/slow.json" "$tmp/plain_slow.json"
 [ "$pc_rc" -eq 4 ] && [ "$pc_runs" -eq 2 ] && ok "perfcheck, regression then too noisy on that case: exit 4" || bad "perfcheck, regression then too noisy: exit $pc_rc, $pc_runs runs"
 has "^  arkcos-256$" "$tmp/out" "perfcheck names the unconfirmed case"
 has "'fsht:iter=0' of the same file" "$tmp/out" "perfcheck reports compare's default judgement"
+has "did not wait passively \(meta.omp_wait_policy: absent\)" "$tmp/err" "perfcheck warns of a baseline without passive threads"
+# a baseline of passive threads: no warning, and the 2-thread cases judged on CPU time
+PC_ARGS=--update perfcheck "update, passive" "$tmp/p2_b.json"
+perfcheck "passive, elapsed 2x" "$tmp/p2_n.json"
+[ "$pc_rc" -eq 0 ] && [ "$pc_runs" -eq 1 ] && ok "perfcheck, passive threads, elapsed 2x: exit 0" || bad "perfcheck, passive threads, elapsed 2x: exit $pc_rc, $pc_runs runs"
+has "threads waiting passively" "$tmp/out" "perfcheck judges CPU times of passive threads"
+hasnt "did not wait passively" "$tmp/err" "no warning for a baseline of passive threads"
 echo "TESTS $passed $failed"
 [ "$failed" -eq 0 ]

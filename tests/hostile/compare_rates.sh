@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
 # compare_rates.sh [PAIRS] -- what `arkcos compare` promises about noise
 # (README, Guarantees), judged with compare's defaults (no options), as
-# `make perfcheck` judges. Of PAIRS back-to-back pairs of runs of the same
-# binary, how many it judges clean (exit 0); of PAIRS pairs where the second
-# run's ARKCoS is really 30 % slower (ARKCOS_TEST_SLOWDOWN, a busy wait of
-# 0.3 x each timed apply on every thread), how many it catches (exit 3).
+# `make perfcheck` judges, on runs made as `make perfcheck` makes them
+# (`arkcos run` without options: its threads wait passively). Of PAIRS
+# back-to-back pairs of runs of the same binary, how many it judges clean
+# (exit 0); of PAIRS pairs where the second run's ARKCoS is really 30 %
+# slower (ARKCOS_TEST_SLOWDOWN: its threads busy-wait 0.3 x each timed
+# apply's CPU time on their CPU clocks), how many it catches (exit 3).
 # Config: tests/hostile/noise.json (2 threads, nside 64 and 128, FSHT iter 0
 # and two ARKCoS methods, 7 repeats, "interleave": true). The same config
 # without "interleave" (noise_plain.json) is run too: there compare must
 # never say REGRESSION for the same binary; it says "too noisy to judge"
 # (exit 4) where the repeats cannot tell a change from the machine's drift.
-# Each pair is six runs of about 2 s. tests/hostile/noise_1thread.json (and
-# _plain) is the same on one thread, where compare judges CPU times.
+# Each pair is six runs of about 1 s. tests/hostile/noise_1thread.json (and
+# _plain) is the same on one thread.
 #
 # Environment: ARKCOS, RATES_CONFIG, RATES_PLAIN_CONFIG, RATES_MIN (0.8: the
-# least share of judged pairs judged right; measured values below and in the README
-# ), RATES_KEEP=DIR (keep every run there),
-# RATES_JUDGE=DIR (judge the runs kept in DIR again, run nothing),
+# least share of pairs judged right, clean or caught; measured values below
+# and in the README), RATES_KEEP=DIR (keep every run
+# there), RATES_JUDGE=DIR (judge the runs kept in DIR again, run nothing),
 # RATES_COMPARE_ARGS (extra options for compare, to try other settings).
 # Last line: "TESTS <passed> <failed>".
 set -u
@@ -64,35 +66,34 @@ for i in $(seq 1 "$PAIRS"); do
   [ $pb -eq 3 ] && p_caught=$((p_caught + 1))
   echo "pair $i: interleaved: same exit $a, 30 % slower exit $b; not interleaved: same exit $pa, 30 % slower exit $pb"
 done
-echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${RATES_JUDGE:-}" ]; then
+  echo "runs of $T judged again (load average now: $(cut -d' ' -f1-3 /proc/loadavg))"
+else
+  echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
+echo "compare's defaults judged: $(sed -n 's/^times: *//p' "$T/pair1/same.txt")"
 echo "interleaved, same binary: $quiet clean, $noisy_s too noisy to judge, $false_r REGRESSION (of $PAIRS pairs)"
 echo "interleaved, 30 % slower: $caught caught, $noisy_l too noisy to judge, $missed missed (of $PAIRS pairs)"
 echo "not interleaved, same binary: $p_quiet clean, $p_noisy too noisy to judge, $p_false REGRESSION; 30 % slower: $p_caught caught"
 pass=0; fail=0
 # check NAME OK: one pass or fail
 check() { if [ "$2" -eq 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $1"; fi; }
-# hardly a false alarm: at most 3 pairs in 40 say REGRESSION for the same
-# binary (measured: 1, 1 and 0 of 40 in three sets on 2 threads, 1 of 40 on
-# one), none when the runs did not interleave (measured: 0 of 160)
-check "same binary judged REGRESSION in $false_r of $PAIRS (interleaved)" $(( false_r * 40 <= 3 * PAIRS ))
-check "same binary judged REGRESSION in $p_false of $PAIRS (not interleaved)" $(( p_false * 20 <= PAIRS ))
-# a 30 % slowdown is rarely passed as clean: at most 1 pair in 8 (measured
-# 3, 2 and 1 of 40 on 2 threads, 0 of 40 on one)
-check "30 % slowdown judged clean in $missed of $PAIRS" $(( missed * 8 <= PAIRS ))
-# where the machine let compare judge, it judges right: clean / judged and
-# caught / judged at least RATES_MIN (measured on a loaded shared 2-core
-# machine, three sets on 2 threads: 66 of 68 clean, 55 of 61 caught, the
-# worst set 21 of 22 and 16 of 19; on one thread 38 of 39 and 39 of 39)
-judged_s=$((quiet + false_r)); judged_l=$((caught + missed))
-for what in "clean:$quiet:$judged_s" "caught:$caught:$judged_l"; do
-  IFS=: read -r name k n <<<"$what"
-  ok=$(awk -v k="$k" -v n="$n" -v m="$MIN" 'BEGIN { print (n > 0 && k >= m * n) ? 1 : 0 }')
-  check "$name in $k of $n judged pairs (below $MIN)" "$ok"
+# at least RATES_MIN of the pairs judged right -- the same binary clean,
+# the 30 % slowdown caught (measured on a shared 2-core machine, 40 pairs a
+# set: 2 threads 40, 37, 34 and 35 clean and 39, 37, 40 and 39 caught at
+# load averages of 3 to 7, 38 clean at 10; 1 thread 40 clean, 39 caught;
+# the rest "too noisy", but for one false REGRESSION and one slowdown missed)
+for what in "clean:$quiet" "caught:$caught"; do
+  IFS=: read -r name k <<<"$what"
+  ok=$(awk -v k="$k" -v n="$PAIRS" -v m="$MIN" 'BEGIN { print (k >= m * n) ? 1 : 0 }')
+  check "$name in $k of $PAIRS pairs (below $MIN)" "$ok"
 done
-# and it does judge: "too noisy" for everything would pass the rest; at
-# least a quarter of the pairs are judged (measured at a load average of 3-5
-# on 2 cores from other jobs: 41, 51 and 37 of 80 on 2 threads, 78 of 80 on
-# one)
-check "judged only $judged_s + $judged_l of 2 x $PAIRS pairs" $(( (judged_s + judged_l) * 4 >= 2 * PAIRS ))
+# and hardly ever wrong: at most 1 pair in 20 says REGRESSION for the same
+# binary (measured: 1 of 200 on 2 threads, 0 of 40 on one; none of 240 when
+# the runs did not interleave) or passes the slowdown as clean (1 of 160 on
+# 2 threads, 0 of 40 on one)
+check "same binary judged REGRESSION in $false_r of $PAIRS (interleaved)" $(( false_r * 20 <= PAIRS ))
+check "same binary judged REGRESSION in $p_false of $PAIRS (not interleaved)" $(( p_false * 20 <= PAIRS ))
+check "30 % slowdown judged clean in $missed of $PAIRS" $(( missed * 20 <= PAIRS ))
 echo "TESTS $pass $fail"
 [ "$fail" -eq 0 ]

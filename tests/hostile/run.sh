@@ -18,7 +18,7 @@ for t in tests/hostile/*.sh; do
   passed=$((passed + p)); failed=$((failed + f))
   if [ "$f" -eq 0 ]; then echo "ok     $(basename "$t"): $p passed ($((SECONDS - t0)) s)"
   else echo "FAIL   $(basename "$t"): $p passed, $f failed ($((SECONDS - t0)) s)"; echo "$out" | tail -20; fi
-  echo "$out" | grep -E "^  |^interleaved|^not interleaved" | head -12
+  echo "$out" | grep -E "^  |^interleaved|^not interleaved|^compare.s defaults|^load average" | head -14
 done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
