@@ -141,12 +141,14 @@ int arkcos_healpix_ring_weights(int64_t nside, double *w);
 typedef enum {
   ARKCOS_KERNEL_GAUSSIAN = 0, /* exp(-alpha^2 / (2 sigma^2)), sigma from FWHM */
   ARKCOS_KERNEL_TOPHAT = 1,   /* constant inside the cutoff */
-  ARKCOS_KERNEL_TABLE = 2     /* tabulated radial profile, cubic interpolation */
+  ARKCOS_KERNEL_TABLE = 2,    /* tabulated radial profile, cubic interpolation */
+  ARKCOS_KERNEL_GAUSSIAN_HARMONIC = 3 /* healpy's Gaussian beam of FWHM fwhm:
+                                       * arkcos_kernel_gaussian_harmonic */
 } arkcos_kernel_type;
 
 typedef struct arkcos_kernel_spec {
   arkcos_kernel_type type;
-  double fwhm;              /* GAUSSIAN: full width at half maximum, radians */
+  double fwhm;              /* GAUSSIAN(_HARMONIC): full width at half maximum, radians */
   const double *alpha;      /* TABLE: increasing angles, radians, alpha[0] >= 0 */
   const double *value;      /* TABLE: profile values (any normalisation) */
   int ntable;               /* TABLE: number of points (>= 2) */
@@ -508,7 +510,19 @@ typedef struct arkcos_smoother_spec {
    * --method direct", "--method fsht"); NULL: in words, or the remedy is not
    * offered. Borrowed for the smoother's life. */
   const char *normalize_name, *allow_subpixel_name, *harmonic_name;
+  /* How the pixel sum integrates (not for harmonic operators):
+   * ARKCOS_QUADRATURE_RING (the default): each ring's pixels weighted by
+   * arkcos_healpix_ring_weights and the result divided by the smoothing of
+   * those weights, A(W m) / A(W) (with a mask: A(W w m) / A(W w), zero mode
+   * A(W w m) / A(W)): a constant map stays constant to rounding, and a
+   * band-limited map's error at the poles and the cap/belt boundary falls
+   * 10-40 fold (docs/EXACTNESS.md, "Polar quadrature"); costs one more
+   * smoothing per smoother. ARKCOS_QUADRATURE_POINT: pixel centres with
+   * equal weights, A(m) (healpy's iter 0 and the paper). */
+  int quadrature;
 } arkcos_smoother_spec;
+
+enum { ARKCOS_QUADRATURE_RING = 0, ARKCOS_QUADRATURE_POINT = 1 };
 
 /* nside 0 (must be set), RING, a Gaussian of fwhm 0, no beam, no user
  * kernel, arkcos_options_default, normalize mode, min_weight -1 (default),
@@ -546,7 +560,9 @@ int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err);
 
 /* One call's maps: nmaps maps of npix values each in the spec's order.
  * out[i] may be in[i] (smoothed in place); weight (NULL, or nmaps pointers,
- * NULL ones not wanted) receives A(w) of each map (Q and U share theirs).
+ * NULL ones not wanted) receives A(w) of each map (Q and U share theirs);
+ * under ring quadrature the share A(W w) / A(W), 1 where nothing is
+ * missing, which min_weight also holds against.
  * pol_q, pol_u: the two maps smoothed as one spin-2 field, or -1, -1.
  * mask: NULL, or npix weights in [0, 1] in the spec's order (NaN, +-inf and
  * UNSEEN count as 0; others outside [0, 1] are EINVAL naming the pixel),

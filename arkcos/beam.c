@@ -248,6 +248,11 @@ static int fit_gaussian_factor(const double *c, int L, double k0, double sigma, 
 }
 
 arkcos_kernel *arkcos_kernel_gaussian_harmonic(double fwhm, double cutoff_rel, arkcos_error *err) {
+  return arkcos_kernel_gaussian_harmonic_cut(fwhm, cutoff_rel, 0, err);
+}
+
+arkcos_kernel *arkcos_kernel_gaussian_harmonic_cut(double fwhm, double cutoff_rel, double cut_angle,
+                                                   arkcos_error *err) {
   if (!(fwhm > 0 && fwhm <= M_PI)) {
     arkcos_fail(err, ARKCOS_EINVAL, "harmonic Gaussian: fwhm must be in (0, pi] radians, got %g", fwhm);
     return NULL;
@@ -260,7 +265,12 @@ arkcos_kernel *arkcos_kernel_gaussian_harmonic(double fwhm, double cutoff_rel, a
                 fwhm * 10800 / M_PI, lmx);
     return NULL;
   }
-  if (!(cutoff_rel > 0 && cutoff_rel < 1)) {
+  if (cut_angle != 0 && !(cut_angle > 0 && cut_angle <= M_PI)) {
+    arkcos_fail(err, ARKCOS_EINVAL, "harmonic Gaussian: cutoff must be in (0, 180] degrees, got %g deg",
+                cut_angle * 180 / M_PI);
+    return NULL;
+  }
+  if (cut_angle == 0 && !(cutoff_rel > 0 && cutoff_rel < 1)) {
     arkcos_fail(err, ARKCOS_EINVAL, "harmonic Gaussian: relative cutoff must be in (0, 1), got %g", cutoff_rel);
     return NULL;
   }
@@ -276,7 +286,7 @@ arkcos_kernel *arkcos_kernel_gaussian_harmonic(double fwhm, double cutoff_rel, a
   bl[0] = 1 / (4 * M_PI);
   for (int l = 1; l <= L; l++) bl[l] = (2 * l + 1) / (4 * M_PI) * exp(-0.5 * (double)l * (l + 1) * sigma * sigma);
   const double k0 = legendre_sum(bl, L, 0.0), lim = cutoff_rel * k0, step = sigma / 4;
-  double lo = 0, hi = 0;
+  double lo = 0, hi = cut_angle > 0 ? M_PI : 0;
   while (hi < M_PI) {
     const double t = fmin(M_PI, hi + step);
     if (legendre_sum(bl, L, t) < lim) {
@@ -285,8 +295,8 @@ arkcos_kernel *arkcos_kernel_gaussian_harmonic(double fwhm, double cutoff_rel, a
     }
     lo = hi = t;
   }
-  double cut = M_PI;
-  if (hi < M_PI || legendre_sum(bl, L, M_PI) < lim) {
+  double cut = cut_angle > 0 ? cut_angle : M_PI;
+  if (cut_angle == 0 && (hi < M_PI || legendre_sum(bl, L, M_PI) < lim)) {
     for (int it = 0; it < 60 && hi - lo > 1e-12 * hi; it++) {
       const double mid = 0.5 * (lo + hi);
       if (legendre_sum(bl, L, mid) < lim) hi = mid;

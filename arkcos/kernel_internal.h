@@ -16,6 +16,11 @@ struct arkcos_kernel {
 arkcos_kernel *arkcos_kernel_create_gaussian_poly(double fwhm, double cut, const double *a, int n,
                                                   double fitcut, arkcos_error *err);
 
+/* beam.c: healpy's Gaussian beam cut at the angle cut (> 0) or, cut 0,
+ * where it falls below cutoff_rel K(0) */
+arkcos_kernel *arkcos_kernel_gaussian_harmonic_cut(double fwhm, double cutoff_rel, double cut,
+                                                   arkcos_error *err);
+
 /* The truncated, normalised profile (for the backends). */
 static inline const arkcos_kfun *arkcos_kernel_fun(const arkcos_kernel *k) {
   return &k->f;

@@ -31,14 +31,15 @@ void arkcos_smoother_spec_default(arkcos_smoother_spec *s) {
 /* ---------------------------------------------------------------- kernel */
 
 /* 1 when the spec's kernel is no smoothing (a Gaussian of FWHM 0). */
+static int gaussian_type(int t) { return t == ARKCOS_KERNEL_GAUSSIAN || t == ARKCOS_KERNEL_GAUSSIAN_HARMONIC; }
+
 static int is_identity(const arkcos_smoother_spec *s) {
-  return !s->user_kernel && !s->beam && s->kernel.type == ARKCOS_KERNEL_GAUSSIAN &&
-         s->kernel.fwhm == 0;
+  return !s->user_kernel && !s->beam && gaussian_type(s->kernel.type) && s->kernel.fwhm == 0;
 }
 
 /* 1 when the spec's kernel is a Gaussian whose FWHM is its width. */
 static int is_gaussian(const arkcos_smoother_spec *s) {
-  return !s->user_kernel && !s->beam && s->kernel.type == ARKCOS_KERNEL_GAUSSIAN;
+  return !s->user_kernel && !s->beam && gaussian_type(s->kernel.type);
 }
 
 arkcos_kernel *arkcos_smoother_make_kernel(const arkcos_smoother_spec *spec, int spin,
@@ -53,9 +54,15 @@ arkcos_kernel *arkcos_smoother_make_kernel(const arkcos_smoother_spec *spec, int
                                    spec->kernel.cutoff_rel > 0 ? spec->kernel.cutoff_rel : BEAM_CUTOFF_REL,
                                    err);
   arkcos_kernel_spec k = spec->kernel;
-  if (k.type == ARKCOS_KERNEL_GAUSSIAN && k.cutoff == 0 && k.cutoff_rel == 0)
+  if (gaussian_type(k.type) && k.cutoff == 0 && k.cutoff_rel == 0)
     k.cutoff_rel = arkcos_gaussian_default_cutoff_rel(k.fwhm, spec->nside, spin);
   return arkcos_kernel_create(&k, err);
+}
+
+/* 1 when the smoother integrates with the rings' quadrature weights (and
+ * divides by A(W)): the default, for pixel-space smoothing. */
+int smoother_ring_quadrature(const arkcos_smoother_spec *s) {
+  return s->quadrature == ARKCOS_QUADRATURE_RING && !(s->op && s->op->harmonic) && !is_identity(s);
 }
 
 /* ----------------------------------------------------------------- checks */
@@ -70,14 +77,14 @@ static int check_plain(const arkcos_smoother_spec *s, arkcos_error *err) {
   if (s->nested && !is_pow2(s->nside))
     return arkcos_fail(err, ARKCOS_EINVAL, "NESTED order needs nside a power of 2, got %lld",
                        (long long)s->nside);
-  const int plain_kernel = s->kernel.type == ARKCOS_KERNEL_GAUSSIAN && s->kernel.fwhm == 0 &&
+  const int plain_kernel = gaussian_type(s->kernel.type) && s->kernel.fwhm == 0 &&
                            s->kernel.cutoff == 0;
   if (s->user_kernel && (s->beam || !plain_kernel || s->kernel.cutoff_rel != 0))
     return arkcos_fail(err, ARKCOS_EINVAL, "give one kernel: user_kernel, beam or kernel");
   if (s->beam && !plain_kernel)
     return arkcos_fail(err, ARKCOS_EINVAL, "give one kernel: beam or kernel (a beam's kernel is cut by "
                        "level, kernel.cutoff_rel, not by angle)");
-  if (s->kernel.type == ARKCOS_KERNEL_GAUSSIAN && !(s->kernel.fwhm >= 0))
+  if (gaussian_type(s->kernel.type) && !(s->kernel.fwhm >= 0))
     return arkcos_fail(err, ARKCOS_EINVAL, "fwhm must be >= 0 radians, got %g", s->kernel.fwhm);
   if (s->mask_mode != ARKCOS_MASK_NORMALIZE && s->mask_mode != ARKCOS_MASK_ZERO)
     return arkcos_fail(err, ARKCOS_EINVAL, "mask_mode: %d is neither normalize (0) nor zero (1)",
@@ -88,6 +95,8 @@ static int check_plain(const arkcos_smoother_spec *s, arkcos_error *err) {
   if (s->mask_mode == ARKCOS_MASK_ZERO && s->min_weight != -1)
     return arkcos_fail(err, ARKCOS_EINVAL, "min_weight applies to the normalize mask mode only (zero keeps "
                        "every pixel)");
+  if (s->quadrature != ARKCOS_QUADRATURE_RING && s->quadrature != ARKCOS_QUADRATURE_POINT)
+    return arkcos_fail(err, ARKCOS_EINVAL, "quadrature: %d is neither ring (0) nor point (1)", s->quadrature);
   if (s->normalize && s->op && s->op->harmonic)
     return arkcos_fail(err, ARKCOS_EINVAL, "%s applies only to pixel-space smoothing, not harmonic "
                        "smoothing (it keeps a constant map constant by construction)",
@@ -133,7 +142,8 @@ static int check_sampling(const arkcos_smoother_spec *s, const arkcos_kernel *k,
     add_warning(w, nw, room, ARKCOS_WARN_SUBPIXEL, msg);
     return ARKCOS_OK;
   }
-  narrow_warning_named(width, gaussian, s->nside, lo, hi, s->normalize, s->normalize_name, msg, sizeof msg);
+  narrow_warning_named(width, gaussian, s->nside, lo, hi, s->normalize || smoother_ring_quadrature(s),
+                       s->normalize ? s->normalize_name : "the normalisation of ring quadrature", msg, sizeof msg);
   add_warning(w, nw, room, ARKCOS_WARN_NARROW, msg);
   return ARKCOS_OK;
 }
@@ -208,6 +218,16 @@ arkcos_smoother *arkcos_smoother_create(const arkcos_smoother_spec *spec, arkcos
   s->identity = is_identity(spec);
   s->g = arkcos_geometry_healpix(spec->nside, err);
   int rc = s->g ? ARKCOS_OK : ARKCOS_ERUNTIME;
+  s->ring_quadrature = !rc && !s->identity && smoother_ring_quadrature(spec);
+  s->normalize = spec->normalize || s->ring_quadrature;
+  if (s->ring_quadrature) {
+    /* every plan and operator integrates with the rings' quadrature
+     * weights: the pixel sum over ring r is weighted w_r 4 pi / npix */
+    double *w = malloc(sizeof *w * (size_t)s->g->nrings);
+    if (!w || arkcos_healpix_ring_weights(spec->nside, w)) rc = arkcos_fail(err, ARKCOS_ENOMEM, "smoother: out of memory");
+    for (int r = 0; !rc && r < s->g->nrings; r++) s->g->rings[r].weight *= w[r];
+    free(w);
+  }
   if (!rc && !s->identity) {
     for (int k = 0; k < 2 && !rc; k++) {
       const int spin = 2 * k;
@@ -353,14 +373,15 @@ double arkcos_smoother_estimate(const arkcos_smoother_spec *spec, int nmaps, int
   /* work maps: a map in (two for a pair, two more in NESTED order), the
    * weights and A(w) and the mask when masked, A(1) with normalize, and
    * the NESTED index */
-  double bytes = 8 * npix * (2.0 + 2 * spec->nested + 3.0 * masked + spec->normalize + spec->nested);
+  const int normalize = spec->normalize || smoother_ring_quadrature(spec);
+  double bytes = 8 * npix * (2.0 + 2 * spec->nested + 3.0 * masked + normalize + spec->nested);
   if (is_identity(spec) || spec->op) {
     arkcos_geometry_destroy(g);
     return bytes;
   }
   for (int k = 0; k < 1 + (pair != 0) && bytes > 0; k++) {
     const int spin = 2 * k;
-    if (spin == 0 && nmaps <= 2 * (pair != 0) && !masked && !spec->normalize) continue;
+    if (spin == 0 && nmaps <= 2 * (pair != 0) && !masked && !normalize) continue;
     arkcos_kernel *own = spec->user_kernel ? NULL : arkcos_smoother_make_kernel(spec, spin, err);
     const arkcos_kernel *kk = spec->user_kernel ? spec->user_kernel : own;
     arkcos_options o = spec->options;

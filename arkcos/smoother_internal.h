@@ -22,7 +22,9 @@ struct arkcos_smoother {
   int ready[2];                /* plan made / operator prepared */
   double width;                /* the kernel's (effective) FWHM, radians */
   int64_t *n2r;                /* NESTED: RING index of each NESTED pixel */
-  double *norm_w;              /* normalize: A(1), made at first need */
+  double *norm_w;              /* normalize: A(1) (A(W) with ring quadrature), at first need */
+  int ring_quadrature;         /* g's rings weighted by arkcos_healpix_ring_weights */
+  int normalize;               /* divide by norm_w: spec.normalize or ring quadrature */
   arkcos_warning *warn;
   int nwarn, capwarn;
   arkcos_smoother_report last; /* the last execute */
@@ -40,6 +42,7 @@ int smoother_warn(arkcos_smoother *s, int code, const char *fmt, ...)
 int smoother_apply0(arkcos_smoother *s, const double *in, double *out, arkcos_error *err);
 int smoother_apply2(arkcos_smoother *s, const double *q, const double *u, double *qo, double *uo,
                     arkcos_error *err);
+int smoother_ring_quadrature(const arkcos_smoother_spec *s);
 void smoother_stages_add(arkcos_stage_times *a, const arkcos_stage_times *b);
 
 #endif

@@ -189,7 +189,7 @@ static int smooth_weight(call *c, wset *w, arkcos_error *err) {
 /* A(1) of normalize, once per smoother: positive everywhere or EINVAL. */
 static int ensure_norm(call *c, arkcos_error *err) {
   arkcos_smoother *s = c->s;
-  if (s->norm_w || !s->spec.normalize) return ARKCOS_OK;
+  if (s->norm_w || !s->normalize) return ARKCOS_OK;
   const int64_t npix = c->npix;
   double *one = calloc((size_t)npix, sizeof *one), *w = malloc(sizeof *w * (size_t)npix);
   if (!one || !w) {
@@ -198,7 +198,19 @@ static int ensure_norm(call *c, arkcos_error *err) {
     return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight map");
   }
   for (int64_t p = 0; p < npix; p++) one[p] = 1;
-  int rc = smoother_apply0(s, one, w, err);
+  int rc;
+  if (s->spec.options.accuracy > 0 && !(s->has_op && s->op.harmonic) && !s->identity) {
+    /* the divisor of every map, Q and U included, which stay exact
+     * whatever accuracy lets the scalar plan do: an exact plan makes it */
+    arkcos_options o = s->spec.options;
+    o.accuracy = 0;
+    o.spin = 0;
+    arkcos_plan *p = arkcos_plan_create(s->g, s->k[0], &o, err);
+    rc = p ? arkcos_execute(p, one, w, err) : (err && err->code ? err->code : ARKCOS_ERUNTIME);
+    arkcos_plan_destroy(p);
+  } else {
+    rc = smoother_apply0(s, one, w, err);
+  }
   free(one);
   int64_t bad = 0;
   for (int64_t p = 0; !rc && p < npix; p++) bad += !(w[p] > 0);
@@ -219,11 +231,14 @@ static int ensure_norm(call *c, arkcos_error *err) {
 static int64_t finish(const call *c, const double *aw, double *out) {
   const int normalize = c->normalize_mode;
   const double minw = c->min_weight;
+  /* ring quadrature: the threshold holds the share of the kernel's weight
+   * on data, A(W w) / A(W) (1 where nothing is missing) */
+  const double *nw = c->s->ring_quadrature ? c->s->norm_w : NULL;
   int64_t n = 0;
 #pragma omp parallel for reduction(+ : n) schedule(static) num_threads(c->nthreads)
   for (int64_t p = 0; p < c->npix; p++) {
-    const double a = aw[p];
-    if ((minw > 0 && a < minw) || (normalize && !(a > WEIGHT_FLOOR))) {
+    const double a = aw[p], share = nw ? a / nw[p] : a;
+    if ((minw > 0 && share < minw) || (normalize && !(a > WEIGHT_FLOOR))) {
       out[p] = ARKCOS_UNSEEN;
       n++;
     } else if (normalize) {
@@ -280,6 +295,18 @@ static void release_weight(wset *w, int i) {
 
 static double *weight_out(const call *c, int i) { return c->m->weight ? c->m->weight[i] : NULL; }
 
+/* The weight output of a map: A(w), or under ring quadrature the share
+ * A(W w) / A(W), in the caller's order. */
+static void store_weight(const call *c, const double *aw, double *dst) {
+  const double *nw = c->s->ring_quadrature ? c->s->norm_w : NULL;
+  const int64_t *n2r = c->s->n2r;
+#pragma omp parallel for schedule(static) num_threads(c->nthreads)
+  for (int64_t p = 0; p < c->npix; p++) {
+    const int64_t r = n2r ? n2r[p] : p;
+    dst[p] = nw ? aw[r] / nw[r] : aw[r];
+  }
+}
+
 static int smooth_scalar(call *c, int i, arkcos_error *err) {
   wset *w = &c->sets[c->set_of[i]];
   arkcos_smoother_map_report *r = &c->s->reports[i];
@@ -305,7 +332,7 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
   if (!w->trivial) r->unseen = finish(c, w->aw, dst);
   normalize_map(c, w, dst);
   store(c, dst, c->m->out[i]);
-  if (weight_out(c, i)) store(c, w->aw, weight_out(c, i));
+  if (weight_out(c, i)) store_weight(c, w->aw, weight_out(c, i));
   release_weight(w, i);
   if (c->m->progress) c->m->progress(c->m->progress_ctx, i, 1);
   return ARKCOS_OK;
@@ -346,7 +373,7 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   store(c, dq, out[q]);
   store(c, du, out[u]);
   for (int k = 0; k < 2; k++)
-    if (weight_out(c, k ? u : q)) store(c, w->aw, weight_out(c, k ? u : q));
+    if (weight_out(c, k ? u : q)) store_weight(c, w->aw, weight_out(c, k ? u : q));
   release_weight(w, q > u ? q : u);
   if (c->m->progress) c->m->progress(c->m->progress_ctx, q, 2);
   return ARKCOS_OK;

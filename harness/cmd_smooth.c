@@ -68,7 +68,9 @@ typedef struct smooth_args {
    * to this method" checks */
   int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_method,
       has_mode, has_precision, has_backend, has_threads, has_lmax, has_iter, has_oversample,
-      has_accuracy, has_max_memory, has_ranks;
+      has_accuracy, has_max_memory, has_ranks, has_quadrature, has_gaussian;
+  int quadrature;        /* --quadrature: ARKCOS_QUADRATURE_RING (default) or _POINT */
+  int gaussian_harmonic; /* --gaussian harmonic: healpy's Gaussian beam for --fwhm-arcmin */
 } smooth_args;
 
 static void usage(FILE *f) {
@@ -93,6 +95,10 @@ static void usage(FILE *f) {
 "\n"
 "Kernel (exactly one):\n"
 "  --fwhm-arcmin F      Gaussian beam of full width at half maximum F arcmin\n"
+"  --gaussian G         profile (default): --fwhm-arcmin is a Gaussian in angle,\n"
+"                       exp(-a^2 / 2 sigma^2) (the paper's); harmonic: healpy's\n"
+"                       Gaussian beam B_l = exp(-l(l+1) sigma^2 / 2), as\n"
+"                       healpy.smoothing(fwhm=) means it (wider by sigma^2 / 12)\n"
 "  --kernel-file FILE   radial profile: two columns, angle (radians, or see\n"
 "                       --kernel-unit) and K >= 0 (see --allow-negative),\n"
 "                       increasing angles ('#' comments allowed)\n"
@@ -111,6 +117,13 @@ static void usage(FILE *f) {
 "  --method M           arkcos (default), direct (exact direct sum over the\n"
 "                       pixels within the cutoff; slow), fsht (libsharp\n"
 "                       map2alm, times K_l, alm2map)\n"
+"  --quadrature Q       arkcos and direct: ring (default): each ring's pixels\n"
+"                       weighted for an accurate integral near the poles and at\n"
+"                       |z| = 2/3, and the result divided by the smoothing of\n"
+"                       those weights, A(W m) / A(W): a constant map stays\n"
+"                       constant, a band-limited map's polar error falls 10-40\n"
+"                       fold (docs/EXACTNESS.md); point: pixel centres, equal\n"
+"                       weights, A(m) (the paper's, healpy's iter 0)\n"
 "  --mode M             arkcos only: enhanced (default) or paper\n"
 "  --precision P        arkcos only: double (default) or single\n"
 "  --oversample Q       arkcos only: no effect (the polar caps are summed exactly\n"
@@ -206,6 +219,7 @@ static int *option_seen(smooth_args *a, const char *name) {
       {"--threads", &a->has_threads},       {"--lmax", &a->has_lmax},
       {"--iter", &a->has_iter},             {"--oversample", &a->has_oversample},
       {"--max-memory", &a->has_max_memory}, {"--ranks", &a->has_ranks},
+      {"--quadrature", &a->has_quadrature}, {"--gaussian", &a->has_gaussian},
   };
   for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
     if (!strcmp(name, known[j].name)) return known[j].seen;
@@ -248,6 +262,8 @@ static int set_choice_option(smooth_args *a, const char *name, const char *val) 
   static const char *const modes[] = {"enhanced", "paper"};
   static const char *const precisions[] = {"double", "single"};
   static const char *const backends[] = {"auto", "cpu", "gpu"};
+  static const char *const quadratures[] = {"ring", "point"};
+  static const char *const gaussians[] = {"profile", "harmonic"};
   int choice = 0, rc = 0;
   if (!strcmp(name, "--method")) {
     if ((choice = method_from_name(val)) < 0)
@@ -264,6 +280,12 @@ static int set_choice_option(smooth_args *a, const char *name, const char *val) 
     a->backend = choice == 0 ? ARKCOS_BACKEND_AUTO
                  : choice == 1 ? ARKCOS_BACKEND_CPU
                                : ARKCOS_BACKEND_GPU;
+  } else if (!strcmp(name, "--quadrature")) {
+    if ((rc = parse_choice(name, val, quadratures, 2, &choice))) return rc;
+    a->quadrature = choice ? ARKCOS_QUADRATURE_POINT : ARKCOS_QUADRATURE_RING;
+  } else if (!strcmp(name, "--gaussian")) {
+    if ((rc = parse_choice(name, val, gaussians, 2, &choice))) return rc;
+    a->gaussian_harmonic = choice;
   }
   return 0;
 }
@@ -816,7 +838,7 @@ static void print_summary(smooth_state *s, const file_job *job) {
   const int gpu = arkcos && s->sm && smoother_backend(s->sm) == ARKCOS_BACKEND_GPU;
   char kern[160], extra[256] = "";
   if (a->has_fwhm)
-    snprintf(kern, sizeof kern, "fwhm=%g'", a->fwhm_arcmin);
+    snprintf(kern, sizeof kern, "fwhm=%g'%s", a->fwhm_arcmin, a->gaussian_harmonic ? " gaussian=harmonic" : "");
   else if (a->has_tophat)
     snprintf(kern, sizeof kern, "tophat=%gdeg", a->tophat_deg);
   else if (a->beam.has_file)
@@ -836,6 +858,9 @@ static void print_summary(smooth_state *s, const file_job *job) {
              a->has_lmax ? (int)a->lmax : (int)(3 * h->nside - 1), a->iter);
   if (a->narrow.normalize)
     snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " normalize=yes");
+  if (a->method != METHOD_FSHT)
+    snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " quadrature=%s",
+             a->quadrature == ARKCOS_QUADRATURE_POINT ? "point" : "ring");
   char pol[2 * HPX_NAME_LEN + 32] = "";
   if (job->pol.q >= 0) {
     char qb[HPX_NAME_LEN], ub[HPX_NAME_LEN];
@@ -909,11 +934,12 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   file_job job = {.idx = i, .in = s->a->pos[i], .out = s->outs[i], .h = &s->inputs[i], .pol = s->pol[i]};
   const hpx_header *h = job.h;
   if (s->split && s->a->method == METHOD_ARKCOS && job.pol.q < 0 && !s->a->mask.has_file &&
-      !s->a->mask.write_weight && !s->a->narrow.normalize) { /* MPI: each rank its own band (hmpi.h) */
+      !s->a->mask.write_weight) { /* MPI: each rank its own band (hmpi.h) */
     double p0 = s->plan_time, f0 = s->plan_fftw, t0 = s->plan_tables;
     hmpi_file_stats st;
     int rc = ensure_smoothers(s, h->nside, 1, 0, err);
-    if (!rc && (rc = hmpi_split_file(job.in, job.out, s->a->force, &st, err)) != HMPI_WHOLE_MAP) {
+    const int normalize = s->a->narrow.normalize || s->a->quadrature == ARKCOS_QUADRATURE_RING;
+    if (!rc && (rc = hmpi_split_file(job.in, job.out, s->a->force, normalize, &st, err)) != HMPI_WHOLE_MAP) {
       if (rc) return rc;
       job.ncols = st.ncols, job.t_read = st.t_read, job.t_exec = st.t_exec, job.t_write = st.t_write;
       job.sum = st.stages, job.plan_time = s->plan_time - p0, job.plan_fftw = s->plan_fftw - f0;
@@ -1057,8 +1083,9 @@ static int make_kernel(smooth_state *s, arkcos_error *err) {
   sp->harmonic_name = "--method fsht";
   s->op = (arkcos_smoother_operator){s, op_prepare, op_apply, op_apply_spin2, a->method == METHOD_FSHT};
   sp->op = &s->op;
+  sp->quadrature = a->quadrature;
   if (a->has_fwhm) {
-    sp->kernel.type = ARKCOS_KERNEL_GAUSSIAN;
+    sp->kernel.type = a->gaussian_harmonic ? ARKCOS_KERNEL_GAUSSIAN_HARMONIC : ARKCOS_KERNEL_GAUSSIAN;
     sp->kernel.fwhm = a->fwhm_arcmin * ARCMIN;
     sp->kernel.cutoff = a->has_cutoff_deg ? a->cutoff_deg * DEG : 0;
     sp->kernel.cutoff_rel = a->has_cutoff_rel ? a->cutoff_rel : 0; /* 0 0: the default cut */
@@ -1240,6 +1267,7 @@ static int check_memory(smooth_state *s, int hard_only) {
       w[j].k0 = kernel_for(s, h->nside, 0, &kerr);
       w[j].k2 = kernel_for(s, h->nside, 2, &kerr);
       w[j].masked = a->mask.has_file;
+      w[j].normalize = a->method != METHOD_FSHT && (a->narrow.normalize || a->quadrature == ARKCOS_QUADRATURE_RING);
       nw++;
     }
     if (h->ncols > w[j].maxcols) w[j].maxcols = h->ncols;

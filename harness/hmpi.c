@@ -10,6 +10,10 @@
 #include <math.h>
 #include <unistd.h>
 
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
 #include "harness/hmpi.h"
 #include "harness/mapio.h"
 #include "harness/util.h"
@@ -170,6 +174,8 @@ typedef struct {
   int64_t nside;
   arkcos_options o;
   int force;        /* OP_FILE: --force */
+  int weighted;     /* OP_PLAN: the rings carry arkcos_healpix_ring_weights */
+  int normalize;    /* OP_FILE: out divided by the smoothing of 1 (A(W) with weighted rings) */
 } split_cmd;
 
 static arkcos_plan *split_plan; /* rank 0's current split plan (hmpi_split_file) */
@@ -179,6 +185,9 @@ static void send_cmd(split_cmd *c) { MPI_Bcast(c, (int)sizeof *c, MPI_BYTE, 0, M
 arkcos_plan *hmpi_split_plan(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
                              arkcos_error *err) {
   split_cmd c = {.op = OP_PLAN, .nside = g->nside, .o = *o};
+  /* the smoother's ring quadrature weights the rings (arkcos_smoother_spec):
+   * the other ranks weight theirs alike */
+  c.weighted = g->nrings > 0 && fabs(g->rings[0].weight * (double)g->npix / (4 * M_PI) - 1) > 1e-6;
   send_cmd(&c);
   split_plan = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, o, err);
   return split_plan;
@@ -222,8 +231,8 @@ static int agree_all(int rc, arkcos_error *err) {
  * of each column read from in, smoothed with band-local maps, the band's
  * pixels written in place into the output's temporary file, which rank 0
  * created (the header) and renames once every rank succeeded. */
-static int band_file(arkcos_plan *p, const char *in, const char *out, int force, hmpi_file_stats *st,
-                     arkcos_error *err) {
+static int band_file(arkcos_plan *p, const char *in, const char *out, int force, int normalize,
+                     hmpi_file_stats *st, arkcos_error *err) {
   const int r = world_rank();
   hpx_header h = {0};
   const arkcos_mpi_segment *si = NULL, *so = NULL;
@@ -309,6 +318,17 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
   arkcos_stage_times sum;
   memset(&sum, 0, sizeof sum);
   int wrc = 0;
+  /* normalize: every output pixel divided by the smoothing of 1 there, the
+   * band's share of the single process's A(1) (A(W) under ring quadrature) */
+  double *nrm = NULL;
+  if (!rc && normalize) {
+    double *one = malloc(sizeof *one * (size_t)(len + 1));
+    nrm = malloc(sizeof *nrm * (size_t)(len + 1));
+    if (!one || !nrm) wrc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory for its band", in, r);
+    for (int64_t i = 0; !wrc && i < len; i++) one[i] = 1;
+    if (!wrc) wrc = arkcos_execute_mpi_local(p, one, nrm, err);
+    free(one);
+  }
   for (int c = 0; !rc && !wrc && c < ncols; c++) {
     const double a = MPI_Wtime();
     wrc = arkcos_execute_mpi_local(p, maps[c], y, err);
@@ -319,6 +339,8 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
       sum.map_fft += t.map_fft, sum.kernel_eval += t.kernel_eval, sum.kernel_fft += t.kernel_fft;
       sum.reduction += t.reduction, sum.map_ifft += t.map_ifft, sum.other += t.other, sum.total += t.total;
       if (st) st->map_time[c < HMPI_MAX_COLS ? c : HMPI_MAX_COLS - 1] = b - a;
+      for (int q = 0; nrm && q < no; q++)
+        for (int64_t i = 0; i < so[q].b - so[q].a; i++) y[lofs[q] + i] /= nrm[lofs[q] + i];
       wrc = hpx_band_write_column(tmp, out, &L, c, (const int64_t *)so, lofs, no, y, err);
     }
     free(maps[c]);
@@ -345,18 +367,20 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
   }
   for (int c = 0; maps && c < ncols; c++) free(maps[c]);
   free(maps);
+  free(nrm);
   free(y);
   free(lofs);
   hpx_header_free(&h);
   return rc;
 }
 
-int hmpi_split_file(const char *in, const char *out, int force, hmpi_file_stats *st, arkcos_error *err) {
+int hmpi_split_file(const char *in, const char *out, int force, int normalize, hmpi_file_stats *st,
+                    arkcos_error *err) {
   if (!mpi_on || hmpi_size() < 2) return HMPI_WHOLE_MAP;
-  split_cmd c = {.op = OP_FILE, .force = force};
+  split_cmd c = {.op = OP_FILE, .force = force, .normalize = normalize};
   send_cmd(&c);
   char *a = hmpi_bcast_string(in, 0), *b = hmpi_bcast_string(out, 0);
-  const int rc = a && b ? band_file(split_plan, a, b, force, st, err)
+  const int rc = a && b ? band_file(split_plan, a, b, force, normalize, st, err)
                         : arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
   free(a);
   free(b);
@@ -376,6 +400,10 @@ int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
       arkcos_plan_destroy(p); /* a failed plan's retry (no DESTROY came) */
       arkcos_geometry_destroy(g);
       g = arkcos_geometry_healpix(c.nside, &err);
+      double *w = g && c.weighted ? malloc(sizeof *w * (size_t)g->nrings) : NULL;
+      if (w && !arkcos_healpix_ring_weights(c.nside, w))
+        for (int i = 0; i < g->nrings; i++) g->rings[i].weight *= w[i];
+      free(w);
       const arkcos_kernel *k = kernel_for(ctx, c.nside); /* NULL fails in the collective create too */
       p = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &c.o, &err); /* collective: g NULL fails in it */
     } else if (c.op == OP_EXEC) {
@@ -385,7 +413,7 @@ int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
       p = NULL;
     } else if (c.op == OP_FILE) {
       char *in = hmpi_bcast_string("", 0), *out = hmpi_bcast_string("", 0);
-      const int rc = in && out ? band_file(p, in, out, c.force, NULL, &err) : ARKCOS_ENOMEM;
+      const int rc = in && out ? band_file(p, in, out, c.force, c.normalize, NULL, &err) : ARKCOS_ENOMEM;
       if (rc && rc != HMPI_WHOLE_MAP) status = 1; /* rank 0 reports it */
       free(in);
       free(out);
@@ -436,8 +464,9 @@ int hmpi_split_execute(arkcos_plan *p, const double *in, double *out, arkcos_err
   return ARKCOS_EINVAL;
 }
 void hmpi_split_destroy(arkcos_plan *p) { arkcos_plan_destroy(p); }
-int hmpi_split_file(const char *in, const char *out, int force, hmpi_file_stats *st, arkcos_error *err) {
-  (void)in, (void)out, (void)force, (void)st, (void)err;
+int hmpi_split_file(const char *in, const char *out, int force, int normalize, hmpi_file_stats *st,
+                    arkcos_error *err) {
+  (void)in, (void)out, (void)force, (void)normalize, (void)st, (void)err;
   return HMPI_WHOLE_MAP;
 }
 void hmpi_split_stop(void) {}

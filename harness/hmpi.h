@@ -83,7 +83,8 @@ typedef struct hmpi_file_stats {
   double map_time[HMPI_MAX_COLS]; /* rank 0's execute per column */
   arkcos_stage_times stages;      /* rank 0's, over the columns */
 } hmpi_file_stats;
-int hmpi_split_file(const char *in, const char *out, int force, hmpi_file_stats *st, arkcos_error *err);
+int hmpi_split_file(const char *in, const char *out, int force, int normalize, hmpi_file_stats *st,
+                    arkcos_error *err);
 /* Ranks > 0: serve rank 0's plans and executes until rank 0 stops; the
  * kernel of a plan of nside is kernel_for(ctx, nside), which every rank
  * makes from the same arguments; 0 or an exit status. */

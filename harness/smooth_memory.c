@@ -65,8 +65,9 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
     row->rings = e.rings_out;
     row->out_px = (long long)e.pixels_out;
     row->halo_px = (long long)e.halo_pixels;
-    row->maps = reads ? 8 * npix * (w->maxcols + 1 + 2 * w->masked)
-                : 8 * (double)e.pixels_in * (w->maxcols + 1); /* band and halo: the columns and an output */
+    row->maps = reads ? 8 * npix * (w->maxcols + 1 + 2 * w->masked + w->normalize)
+                : 8 * (double)e.pixels_in * (w->maxcols + 1 + 2 * w->normalize); /* band and halo: the columns,
+                                                                                 * an output, A(W) and ones */
     row->tables = e.tables;
     row->spectra = e.spectra;
     row->other = e.kernel_spectra + e.workspace + e.fft;

@@ -18,6 +18,8 @@ typedef struct smem_nside {
   int64_t nside;
   int maxcols;          /* the most columns in one input file of this nside */
   int masked;           /* --mask: the weights and their smoothing (2 more maps) */
+  int normalize;        /* ring quadrature or --normalize: A(W) kept (one more map;
+                         * over ranks A(W)'s band and the ones it smooths) */
   int spin2;            /* some file has Q and U: the spin-2 plan too (one process) */
   arkcos_options o0;    /* the scalar plan's options */
   arkcos_options o2;    /* the spin-2 plan's (when spin2) */

@@ -57,6 +57,7 @@ int main(void) {
   FIELD(arkcos_smoother_spec, normalize_name);
   FIELD(arkcos_smoother_spec, allow_subpixel_name);
   FIELD(arkcos_smoother_spec, harmonic_name);
+  FIELD(arkcos_smoother_spec, quadrature);
   SIZE(arkcos_smoother_maps);
   FIELD(arkcos_smoother_maps, nmaps);
   printf("arkcos_smoother_maps.in_ %zu\n", offsetof(arkcos_smoother_maps, in));

@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
   arkcos_smoother_spec spec;
   arkcos_smoother_spec_default(&spec);
   const char *mask_file = NULL, *beam_file = NULL, *kernel_file = NULL;
-  int pol = 0, no_pol = 0, write_weight = 0;
+  int pol = 0, no_pol = 0, write_weight = 0, gaussian_harmonic = 0;
   double cutoff_rel = 0, cutoff_deg = 0;
   for (int i = 3; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -65,6 +65,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--mode")) spec.options.mode = strcmp(v, "paper") ? ARKCOS_MODE_ENHANCED : ARKCOS_MODE_PAPER;
     else if (!strcmp(o, "--accuracy")) spec.options.accuracy = atof(v);
     else if (!strcmp(o, "--threads")) spec.options.threads = atoi(v);
+    else if (!strcmp(o, "--quadrature")) spec.quadrature = strcmp(v, "point") ? ARKCOS_QUADRATURE_RING : ARKCOS_QUADRATURE_POINT;
+    else if (!strcmp(o, "--gaussian")) gaussian_harmonic = !strcmp(v, "harmonic");
     else {
       val = 0;
       if (!strcmp(o, "--normalize")) spec.normalize = 1;
@@ -100,6 +102,8 @@ int main(int argc, char **argv) {
   } else {
     spec.kernel.cutoff_rel = cutoff_rel;
     if (cutoff_deg > 0) spec.kernel.cutoff = cutoff_deg * DEG;
+    if (gaussian_harmonic && spec.kernel.type == ARKCOS_KERNEL_GAUSSIAN)
+      spec.kernel.type = ARKCOS_KERNEL_GAUSSIAN_HARMONIC;
   }
   spec.nside = h.nside;
   spec.nested = h.nested;

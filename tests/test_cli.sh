@@ -222,18 +222,22 @@ check_le "constant map, kernel file, max |s/2.5-1|" "$(const_dev "$T/c_file.fits
 # here. Measured max |s/2.5 - 1|: direct 4.6e-2, arkcos 4.1e-2 (6.7e-2 in
 # paper mode, not tested). An unnormalised or Gaussian kernel misses by far.
 R=20.3
-# One unit pixel on the equator: the smoothed map is (4 pi / npix) / (2 pi
+# With --quadrature point (pixel centres, equal weights). One unit pixel on
+# the equator: the smoothed map is (4 pi / npix) / (2 pi
 # (1 - cos R)) on the pixels whose centres lie within R (healpy's
 # query_disc) and 0 elsewhere. The disc stays in the belt, where both
 # methods are the direct sum to rounding (measured 1.1e-15 relative).
 # One Python for all four maps: importing healpy is most of the time.
 for m in arkcos direct; do
-  "$ARKCOS" smooth "$C" "$T/th_$m.fits" --tophat-deg $R --method $m >"$T/stdout" 2>"$T/stderr" ||
+  "$ARKCOS" smooth "$C" "$T/th_$m.fits" --tophat-deg $R --method $m --quadrature point >"$T/stdout" 2>"$T/stderr" ||
     bad "top-hat, $m: $(cat "$T/stderr")"
   grep -qE "tophat=${R}deg cutoff=${R}deg \(K/K0=1\)" "$T/stdout" && ok ||
     bad "top-hat summary line, $m: $(cat "$T/stdout")"
-  "$ARKCOS" smooth "$T/source.fits" "$T/ths_$m.fits" --tophat-deg $R --method $m >/dev/null 2>"$T/stderr" ||
+  "$ARKCOS" smooth "$T/source.fits" "$T/ths_$m.fits" --tophat-deg $R --method $m --quadrature point >/dev/null 2>"$T/stderr" ||
     bad "top-hat of a source, $m: $(cat "$T/stderr")"
+  # the default, ring quadrature: A(W m) / A(W) keeps the constant map
+  "$ARKCOS" smooth "$C" "$T/thr_$m.fits" --tophat-deg $R --method $m >/dev/null 2>"$T/stderr" ||
+    bad "top-hat, ring quadrature, $m: $(cat "$T/stderr")"
 done
 read -r c_ark c_dir s_ark s_dir < <("$PYTHON" -c "
 import healpy as h, numpy as n
@@ -246,6 +250,12 @@ def source(m):
     disc[h.query_disc(ns, h.pix2vec(ns, h.ang2pix(ns, n.pi / 2, 0.3)), r)] = True
     return max(abs(s[disc] / k - 1).max(), abs(s[~disc]).max() / k)
 print(const('arkcos'), const('direct'), source('arkcos'), source('direct'))" 2>/dev/null)
+read -r r_ark r_dir < <("$PYTHON" -c "
+import healpy as h, numpy as n
+print(*[abs(h.read_map('$T/thr_%s.fits' % m) / 2.5 - 1).max() for m in ('arkcos', 'direct')])" 2>/dev/null)
+# measured 4.4e-16 and 2.2e-16
+check_le "constant map, top-hat $R deg, ring quadrature, arkcos, max |s/2.5-1|" "${r_ark:-nan}" 1e-13
+check_le "constant map, top-hat $R deg, ring quadrature, direct, max |s/2.5-1|" "${r_dir:-nan}" 1e-13
 check_le "constant map, top-hat $R deg, arkcos, max |s/2.5-1|" "${c_ark:-nan}" 6e-2
 check_le "constant map, top-hat $R deg, direct, max |s/2.5-1|" "${c_dir:-nan}" 6e-2
 check_le "top-hat of a source, arkcos: max deviation from K inside / 0 outside, relative" "${s_ark:-nan}" 1e-12

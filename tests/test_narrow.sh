@@ -85,25 +85,29 @@ grep -q "pixels_per_fwhm=0.0455 " "$T/stdout" && ok || bad "summary line without
 
 # --------------------------------------------- 1 to 2.5 pixels: a warning
 # 352' at nside 16: 1.60 pixels per FWHM.
-"$ARKCOS" smooth "$T/rand.fits" "$T/w.fits" --fwhm-arcmin 352 >"$T/stdout" 2>"$T/stderr"
+"$ARKCOS" smooth "$T/rand.fits" "$T/w.fits" --fwhm-arcmin 352 --quadrature point >"$T/stdout" 2>"$T/stderr"
 rc=$?
 [ $rc -eq 0 ] && [ -s "$T/w.fits" ] && ok || bad "1.6 pixels per FWHM: exit $rc $(cat "$T/stderr")"
 grep -qE "^arkcos smooth: warning: .*rand\.fits: the kernel is 1\.6 pixels per FWHM at nside 16 .*expected error against harmonic smoothing [0-9]\.[0-9]e-0[0-9] rms.*between [0-9.]+ and [0-9.]+ here" "$T/stderr" &&
   ok || bad "1.6 pixels per FWHM: warning line: $(cat "$T/stderr")"
 [ "$(grep -c 'warning:' "$T/stderr")" -eq 1 ] && ok || bad "not one warning line: $(cat "$T/stderr")"
+# the default, ring quadrature, normalises: the warning gives the normalised error
+"$ARKCOS" smooth "$T/rand.fits" "$T/wr.fits" --fwhm-arcmin 352 >/dev/null 2>"$T/stderr"
+grep -qE "^arkcos smooth: warning: .*the kernel is 1\.6 pixels per FWHM .*[0-9]\.[0-9]e-0[0-9] rms with the normalisation of ring quadrature" "$T/stderr" &&
+  ok || bad "1.6 pixels per FWHM, ring quadrature: warning line: $(cat "$T/stderr")"
 "$ARKCOS" smooth "$T/rand.fits" "$T/w3.fits" --fwhm-arcmin 600 >/dev/null 2>"$T/stderr" &&
   [ ! -s "$T/stderr" ] && ok || bad "2.7 pixels per FWHM: not silent: $(cat "$T/stderr")"
 
 # ------------------------------------------------------------- --normalize
 expect_fail "--normalize with fsht" "--normalize applies only to --method arkcos or direct" "$O" "$C" "$O" --fwhm-arcmin 352 --method fsht --normalize
 for m in arkcos direct; do
-  "$ARKCOS" smooth "$C" "$T/n_$m.fits" --fwhm-arcmin 352 --method $m --normalize >"$T/stdout" 2>"$T/stderr" ||
+  "$ARKCOS" smooth "$C" "$T/n_$m.fits" --fwhm-arcmin 352 --method $m --quadrature point --normalize >"$T/stdout" 2>"$T/stderr" ||
     bad "--normalize, $m: $(cat "$T/stderr")"
   grep -q "normalize=yes" "$T/stdout" && ok || bad "--normalize, $m: not in the summary line: $(cat "$T/stdout")"
-  "$ARKCOS" smooth "$C" "$T/p_$m.fits" --fwhm-arcmin 352 --method $m >/dev/null 2>&1
-  "$ARKCOS" smooth "$T/ones.fits" "$T/a1_$m.fits" --fwhm-arcmin 352 --method $m >/dev/null 2>&1
-  "$ARKCOS" smooth "$T/rand.fits" "$T/r_$m.fits" --fwhm-arcmin 352 --method $m >/dev/null 2>&1
-  "$ARKCOS" smooth "$T/rand.fits" "$T/rn_$m.fits" --fwhm-arcmin 352 --method $m --normalize >/dev/null 2>&1
+  "$ARKCOS" smooth "$C" "$T/p_$m.fits" --fwhm-arcmin 352 --method $m --quadrature point >/dev/null 2>&1
+  "$ARKCOS" smooth "$T/ones.fits" "$T/a1_$m.fits" --fwhm-arcmin 352 --method $m --quadrature point >/dev/null 2>&1
+  "$ARKCOS" smooth "$T/rand.fits" "$T/r_$m.fits" --fwhm-arcmin 352 --method $m --quadrature point >/dev/null 2>&1
+  "$ARKCOS" smooth "$T/rand.fits" "$T/rn_$m.fits" --fwhm-arcmin 352 --method $m --quadrature point --normalize >/dev/null 2>&1
 done
 read -r na nd pa pd da dd < <("$PYTHON" -c "
 import healpy as h, numpy as n
@@ -114,7 +118,7 @@ defn = lambda m: abs(r('rn_%s.fits' % m) - r('r_%s.fits' % m) / r('a1_%s.fits' %
 print(dev('n_arkcos.fits'), dev('n_direct.fits'), dev('p_arkcos.fits'), dev('p_direct.fits'), defn('arkcos'), defn('direct'))" 2>/dev/null)
 check_le "--normalize, arkcos: constant 7, max |s/7-1|" "${na:-nan}" 1e-12
 check_le "--normalize, direct: constant 7, max |s/7-1|" "${nd:-nan}" 1e-12
-# without it the same constant is off by the quadrature error (measured 4.8e-2)
+# without it (point quadrature) the same constant is off by the quadrature error (measured 4.8e-2)
 "$PYTHON" -c "import sys; sys.exit(0 if float('${pa:-0}') > 1e-2 and float('${pd:-0}') > 1e-2 else 1)" &&
   ok || bad "without --normalize the constant map should be off by > 1e-2: arkcos $pa direct $pd"
 check_le "--normalize, arkcos: = A(m)/A(1), max rel difference" "${da:-nan}" 1e-12

@@ -129,8 +129,9 @@ b2=$(sed -n 's/^bound: \([^ ]*\) (a-priori, max |ARKCoS - direct| per unit max |
 [ -n "$b2" ] && check_le "-v: the spin-2 plan's bound" "$b2" 3e-12 || bad "-v: no spin-2 bound line: $(cat "$T/pol.out")"
 grep -q '^bound: 0 (the direct sum itself) nside=32 spin=2$' "$T/pol_dir.out" && ok ||
   bad "-v, direct: no spin-2 line: $(cat "$T/pol_dir.out")"
-# a file of Q and U only needs no scalar plan: one plan
-grep -q "^smooth: 2 maps in 1 file(s), 1 plan(s)" "$T/qu.out" && ok || bad "Q, U only: not one plan: $(cat "$T/qu.out")"
+# a file of Q and U only: the spin-2 plan, and the scalar plan of ring
+# quadrature's divisor S0(W) (the default; --quadrature point needs none)
+grep -q "^smooth: 2 maps in 1 file(s), 2 plan(s)" "$T/qu.out" && ok || bad "Q, U only: not two plans: $(cat "$T/qu.out")"
 grep -q "^bound" "$T/qu.out" && bad "bound line without -v" || ok
 grep -q "note: --accuracy 1e-06 applies to the scalar columns; Stokes Q and U (spin 2) are smoothed exactly" \
   "$T/acc.err" && ok || bad "--accuracy with Q, U: no note: $(cat "$T/acc.err")"

@@ -130,13 +130,67 @@ TEST_GROUP(missing) {
   }
   arkcos_execute(p, wm, a1, &e);
   arkcos_execute(p, w, a2, &e);
+  /* ring quadrature (the default): the same sums over rings weighted by
+   * arkcos_healpix_ring_weights, the threshold and the weight output on
+   * the share A(W w) / A(W) */
+  arkcos_geometry *gw = arkcos_geometry_healpix(nside, &e);
+  double rw[4 * 16];
+  arkcos_healpix_ring_weights(nside, rw);
+  for (int r = 0; r < gw->nrings; r++) gw->rings[r].weight *= rw[r];
+  arkcos_plan *pw = arkcos_plan_create(gw, arkcos_smoother_kernel(sm, 0), &o, &e);
+  double *b1 = malloc(sizeof *b1 * npix), *b2 = malloc(sizeof *b2 * npix), *b3 = malloc(sizeof *b3 * npix),
+         *one = malloc(sizeof *one * npix);
+  for (int64_t q = 0; q < npix; q++) one[q] = 1;
+  arkcos_execute(pw, wm, b1, &e);
+  arkcos_execute(pw, w, b2, &e);
+  arkcos_execute(pw, one, b3, &e);
   int64_t diff = 0, unseen = 0;
   for (int64_t q = 0; q < npix; q++) {
-    const double want = a2[q] < 0.5 ? ARKCOS_UNSEEN : a1[q] / a2[q];
-    diff += out[q] != want || aw[q] != a2[q];
-    unseen += a2[q] < 0.5;
+    const double share = b2[q] / b3[q], want = share < 0.5 ? ARKCOS_UNSEEN : b1[q] / b2[q];
+    diff += out[q] != want || aw[q] != share;
+    unseen += share < 0.5;
   }
-  CHECK(diff == 0, "%lld pixels differ from A(w m) / A(w) by hand", (long long)diff);
+  CHECK(diff == 0, "%lld pixels differ from A(W w m) / A(W w) by hand (ring quadrature)", (long long)diff);
+  /* point quadrature: A(w m) / A(w) on the plain pixel sum */
+  arkcos_smoother_spec sp = s;
+  sp.quadrature = ARKCOS_QUADRATURE_POINT;
+  arkcos_smoother *smp = arkcos_smoother_create(&sp, &e);
+  double *outp = malloc(sizeof *outp * npix), *awp = malloc(sizeof *awp * npix);
+  double *outsp[1] = {outp}, *wsp[1] = {awp};
+  arkcos_smoother_maps mp = {1, in, outsp, wsp, -1, -1, NULL, NULL, NULL, 0};
+  CHECK(smp && arkcos_smoother_execute(smp, &mp, &e) == 0, "point quadrature: %s", e.msg);
+  int64_t diffp = 0, unseenp = 0;
+  for (int64_t q = 0; q < npix; q++) {
+    const double want = a2[q] < 0.5 ? ARKCOS_UNSEEN : a1[q] / a2[q];
+    diffp += outp[q] != want || awp[q] != a2[q];
+    unseenp += a2[q] < 0.5;
+  }
+  CHECK(diffp == 0, "%lld pixels differ from A(w m) / A(w) by hand (point quadrature)", (long long)diffp);
+  /* a constant map: constant to rounding with ring quadrature, not with point */
+  double *c1 = malloc(sizeof *c1 * npix), *c2 = malloc(sizeof *c2 * npix);
+  const double *inc[1] = {one};
+  double *oc1[1] = {c1}, *oc2[1] = {c2};
+  arkcos_smoother_maps mc1 = {1, inc, oc1, NULL, -1, -1, NULL, NULL, NULL, 0}, mc2 = mc1;
+  mc2.out = oc2;
+  double e1 = 0, e2 = 0;
+  if (!arkcos_smoother_execute(sm, &mc1, &e) && !arkcos_smoother_execute(smp, &mc2, &e))
+    for (int64_t q = 0; q < npix; q++) e1 = fmax(e1, fabs(c1[q] - 1)), e2 = fmax(e2, fabs(c2[q] - 1));
+  /* measured: 0 ring, 1.6e-2 point (nside 16, 15 deg, 4.1 px/FWHM) */
+  printf("  constant map, max |out - 1|: ring quadrature %.2e, point %.2e\n", e1, e2);
+  CHECK(e1 <= 1e-14 && e2 > 1e-3, "constant map: ring %.3e, point %.3e", e1, e2);
+  free(c1);
+  free(c2);
+  free(outp);
+  free(awp);
+  arkcos_smoother_destroy(smp);
+  free(b1);
+  free(b2);
+  free(b3);
+  free(one);
+  arkcos_plan_destroy(pw);
+  arkcos_geometry_destroy(gw);
+  unseen += 0 * unseenp;
+  CHECK(arkcos_smoother_execute(sm, &mm, &e) == 0, "execute again: %s", e.msg); /* the reports below are its */
   arkcos_smoother_map_report r;
   arkcos_smoother_report rep;
   CHECK(arkcos_smoother_last_map(sm, 0, &r) == 0 && r.missing == nmiss && r.excluded == nmiss &&

@@ -98,6 +98,12 @@ case_ "I, cutoff-deg" 1 "$T/i32.fits" $F --cutoff-deg 9.3
 case_ "I, top-hat" 1 "$T/i32.fits" --tophat-deg 4.3
 case_ "I, beam file" 1 "$T/i32.fits" --beam-file "$T/beam.fits"
 case_ "I, kernel file" 1 "$T/i32.fits" --kernel-file "$T/kernel.txt"
+case_ "I, harmonic Gaussian" 1 "$T/i32.fits" $F --gaussian harmonic
+case_ "I, point quadrature" 1 "$T/i32.fits" $F --quadrature point
+case_ "I, harmonic, point" 1 "$T/i32.fits" $F --gaussian harmonic --quadrature point
+case_ "UNSEEN, zero, point" 1 "$T/holes32.fits" $F --mask-mode zero --quadrature point
+case_ "IQU, point" 1 "$T/iqu32.fits" $F --quadrature point
+case_ "IQU, harmonic" 1 "$T/iqu32.fits" $F --gaussian harmonic
 case_ "I, direct" 0 "$T/i16.fits" --fwhm-arcmin 700 --method direct
 case_ "I, fsht" 0 "$T/i32.fits" $F --method fsht
 case_ "UNSEEN, normalize" 1 "$T/holes32.fits" $F
@@ -164,7 +170,10 @@ for line in open(sys.argv[1]):
         continue
     opt = dict(zip(a[::2], a[1::2]))
     kw = {}
-    if "--fwhm-arcmin" in opt: kw["fwhm"] = float(opt["--fwhm-arcmin"]) * (math.pi / 10800)
+    if "--fwhm-arcmin" in opt:
+        kw["fwhm"] = float(opt["--fwhm-arcmin"]) * (math.pi / 10800)
+        kw["gaussian"] = opt.get("--gaussian", "profile")   # the command's default; Python's is harmonic
+    if "--quadrature" in opt: kw["quadrature"] = opt["--quadrature"]
     if "--tophat-deg" in opt: kw["tophat"] = float(opt["--tophat-deg"]) * (math.pi / 180)
     if "--beam-file" in opt: kw["beam_window"] = hp.read_cl(opt["--beam-file"])
     if "--cutoff-rel" in opt: kw["cutoff_rel"] = float(opt["--cutoff-rel"])

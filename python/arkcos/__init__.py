@@ -213,14 +213,20 @@ class Plan:
     Plan(nside, fwhm=None, sigma=None, beam_window=None, tophat=None,
          cutoff=None, cutoff_rel=None, nest=False, pol=True, threads=0,
          precision="double", backend="auto", accuracy=0.0, min_weight=None,
-         mask_mode="normalize", normalize=False)
+         mask_mode="normalize", normalize=False, gaussian="harmonic",
+         quadrature="ring")
 
     Arguments
       nside        the maps' HEALPix nside (any nside >= 1; a power of 2
                    with nest=True)
-      fwhm, sigma  a Gaussian exp(-a^2 / 2 sigma^2) in the angle a, in
-                   radians (fwhm = sigma sqrt(8 ln 2)); 0 plans the identity
-                   (the maps come back as they are, missing data aside)
+      fwhm, sigma  a Gaussian beam in radians (fwhm = sigma sqrt(8 ln 2));
+                   0 plans the identity (the maps come back as they are,
+                   missing data aside). As healpy means it (gaussian=
+                   "harmonic", the default): B_l = exp(-l(l+1) sigma^2 / 2),
+                   healpy.gauss_beam's window; gaussian="profile": the
+                   Gaussian exp(-a^2 / 2 sigma^2) in the angle a (the
+                   paper's, `arkcos smooth --fwhm-arcmin`'s default),
+                   narrower by a relative sigma^2 / 12
       beam_window  a B_l, l = 0..lmax: the kernel is its Legendre sum
       tophat       1 inside this radius (radians), 0 outside
                    (exactly one of fwhm, sigma, beam_window, tophat;
@@ -253,6 +259,14 @@ class Plan:
                    constant (kernels narrow against the pixels, as
                    `arkcos smooth --normalize`; not where mask_mode
                    "normalize" divided by A(w) already)
+      quadrature   "ring" (default): each ring's pixels weighted for an
+                   accurate integral near the poles and at |z| = 2/3, and
+                   the result divided by the smoothing of those weights,
+                   A(W m) / A(W): a constant map stays constant and a
+                   band-limited map's error near the poles falls 10-40
+                   fold; "point": pixel centres with equal weights, A(m)
+                   (healpy's iter 0, the paper's); as `arkcos smooth
+                   --quadrature`
 
     Calling it: plan(map_in, out=None, mask=None, return_weight=False), see
     __call__. Making the Plan is most of a one-map call (the direct tables
@@ -271,7 +285,8 @@ class Plan:
     def __init__(self, nside, fwhm=None, sigma=None, beam_window=None, tophat=None,
                  cutoff=None, cutoff_rel=None, nest=False, pol=True, threads=0,
                  precision="double", backend="auto", accuracy=0.0, min_weight=None,
-                 mask_mode="normalize", normalize=False, _cache=True):
+                 mask_mode="normalize", normalize=False, gaussian="harmonic", quadrature="ring",
+                 _cache=True):
         # the library's arkcos_smoother (arkcos.h) holds every rule: missing
         # data, the narrow-kernel rule, the default cut, Q and U, NESTED order;
         # here the arguments are translated and the results wrapped
@@ -284,6 +299,11 @@ class Plan:
             raise ValueError(f"backend: 'auto', 'cpu' or 'gpu', got {backend!r}")
         if int(threads) < 0:
             raise ValueError(f"threads must be >= 0 (0: all cores), got {threads}")
+        if gaussian not in ("harmonic", "profile"):
+            raise ValueError(f"gaussian: 'harmonic' (healpy's B_l) or 'profile' (a Gaussian in "
+                             f"angle), got {gaussian!r}")
+        if quadrature not in ("ring", "point"):
+            raise ValueError(f"quadrature: 'ring' or 'point', got {quadrature!r}")
         if mask_mode not in ("normalize", "zero"):
             raise ValueError(f"mask_mode: 'normalize' or 'zero', got {mask_mode!r}")
         if isinstance(pol, str):
@@ -320,7 +340,9 @@ class Plan:
             if not width >= 0:
                 raise ValueError(f"{given[0]} must be >= 0 radians, got "
                                  f"{fwhm if fwhm is not None else sigma}")
-            spec.kernel.type, spec.kernel.fwhm = _lib.KERNEL_GAUSSIAN, width
+            spec.kernel.type = (_lib.KERNEL_GAUSSIAN_HARMONIC if gaussian == "harmonic"
+                                else _lib.KERNEL_GAUSSIAN)
+            spec.kernel.fwhm = width
             if cutoff is not None:
                 spec.kernel.cutoff = float(cutoff)
         if cutoff_rel is not None:
@@ -337,6 +359,7 @@ class Plan:
             raise ValueError(f"min_weight must be in [0, 1], got {min_weight}")
         spec.min_weight = -1.0 if min_weight is None else float(min_weight)
         spec.normalize = int(bool(normalize))
+        spec.quadrature = _lib.QUADRATURE_POINT if quadrature == "point" else _lib.QUADRATURE_RING
         # how the messages name the remedies (borrowed by the engine: constants)
         spec.normalize_name, spec.harmonic_name = _NORMALIZE_NAME, _HARMONIC_NAME
         err = _lib.Error()
@@ -561,13 +584,15 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
               mmax=None, use_weights=False, use_pixel_weights=False, datapath=None, verbose=True,
               nest=False, tophat=None, cutoff=None, cutoff_rel=None, threads=0,
               precision="double", backend="auto", accuracy=0.0, min_weight=None,
-              mask=None, mask_mode="normalize", return_weight=False, normalize=False):
+              mask=None, mask_mode="normalize", return_weight=False, normalize=False,
+              gaussian="harmonic", quadrature="ring"):
     """Smooths a HEALPix map, or I, Q, U maps, with a radial kernel.
 
     As healpy.smoothing: map_in is one map or a sequence of maps (numpy
     arrays or masked arrays, RING, or NESTED with nest=True); fwhm or sigma
-    of a Gaussian in radians (0: no smoothing, a copy of the input), or a
-    beam_window B_l. pol=True (the default) with three maps smooths I as a
+    of a Gaussian beam in radians, as healpy means it (B_l = exp(-l(l+1)
+    sigma^2 / 2); gaussian="profile": a Gaussian in angle instead), 0: no
+    smoothing, a copy of the input; or a beam_window B_l. pol=True (the default) with three maps smooths I as a
     scalar and Q, U as one spin-2 field; with one map it has no effect; any
     other number of maps is refused (healpy refuses them too): pol="QU"
     smooths two maps as Stokes Q, U, pol=False every map as a scalar.
@@ -580,8 +605,9 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     0 left out, 1 kept, as `arkcos smooth --mask`), mask_mode ("normalize":
     A(w m) / A(w), UNSEEN where A(w) < min_weight, default 0.5; "zero":
     A(w m) on every pixel) and return_weight (also return A(w)), normalize
-    (True: A(m) / A(1), a constant map stays constant). See Plan for each
-    argument.
+    (True: A(m) / A(1), a constant map stays constant), quadrature ("ring",
+    the default: ring weights and A(W m) / A(W), accurate at the poles;
+    "point": pixel centres, healpy's iter 0). See Plan for each argument.
 
     Missing data: UNSEEN, NaN, +inf and -inf pixels, masked entries and
     mask's zeros are left out of the smoothing (they are not zeros), as
@@ -609,7 +635,8 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     plan = Plan(nside, fwhm=fwhm, sigma=sigma, beam_window=beam_window, tophat=tophat,
                 cutoff=cutoff, cutoff_rel=cutoff_rel, nest=nest, pol=pol, threads=threads,
                 precision=precision, backend=backend, accuracy=accuracy, min_weight=min_weight,
-                mask_mode=mask_mode, normalize=normalize, _cache=False)
+                mask_mode=mask_mode, normalize=normalize, gaussian=gaussian,
+                quadrature=quadrature, _cache=False)
     try:
         return plan(map_in, mask=mask, return_weight=return_weight)
     finally:

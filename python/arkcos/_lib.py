@@ -13,7 +13,8 @@ from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_int, c_int
                     c_void_p)
 
 ARKCOS_OK, ARKCOS_ERUNTIME, ARKCOS_EINVAL, ARKCOS_ENOMEM, ARKCOS_EIO, ARKCOS_ENODEV = range(6)
-KERNEL_GAUSSIAN, KERNEL_TOPHAT, KERNEL_TABLE = range(3)
+KERNEL_GAUSSIAN, KERNEL_TOPHAT, KERNEL_TABLE, KERNEL_GAUSSIAN_HARMONIC = range(4)
+QUADRATURE_RING, QUADRATURE_POINT = 0, 1
 MODE_ENHANCED, MODE_PAPER = range(2)
 DOUBLE, SINGLE = range(2)
 BACKEND_AUTO, BACKEND_CPU, BACKEND_GPU = range(3)
@@ -56,7 +57,7 @@ class SmootherSpec(Structure):
                 ("options", Options), ("mask_mode", c_int), ("min_weight", c_double),
                 ("normalize", c_int), ("allow_subpixel", c_int), ("op", c_void_p),
                 ("normalize_name", c_char_p), ("allow_subpixel_name", c_char_p),
-                ("harmonic_name", c_char_p)]
+                ("harmonic_name", c_char_p), ("quadrature", c_int)]
 
 
 class SmootherMaps(Structure):
