@@ -22,7 +22,7 @@ PYTHON  ?= /usr/bin/python3
 BUILD   ?= build
 ENGINE_SRC := $(filter-out arkcos/arkcos_mpi.c arkcos/isa_dispatch.c,$(wildcard arkcos/*.c))
 REF_SRC    := $(wildcard reference/*.c)
-HARN_SRC   := $(filter-out harness/main.c,$(wildcard harness/*.c))
+HARN_SRC   := $(filter-out harness/main.c,$(wildcard harness/*.c harness/*/*.c))
 TEST_SRC   := $(wildcard tests/test_*.c)
 TESTXX_SRC := $(wildcard tests/test_*.cpp)
 
@@ -52,7 +52,7 @@ endif
 
 # recorded in results' meta.cflags
 ARKCOS_CFLAGS_STR := $(CFLAGS)
-$(BUILD)/obj/harness/meta.o: CFLAGS += -DARKCOS_CFLAGS='"$(ARKCOS_CFLAGS_STR)"'
+$(BUILD)/obj/harness/common/meta.o: CFLAGS += -DARKCOS_CFLAGS='"$(ARKCOS_CFLAGS_STR)"'
 
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o)
 REF_OBJ    := $(REF_SRC:%.c=$(BUILD)/obj/%.o)
@@ -84,7 +84,7 @@ $(BUILD_INFO_H): FORCE
 $(BUILD)/obj/arkcos/build_info.o $(BUILD)/pic/obj/arkcos/build_info.o: $(BUILD_INFO_H)
 $(BUILD)/obj/arkcos/build_info.o $(BUILD)/pic/obj/arkcos/build_info.o: CFLAGS += -I$(BUILD)/gen
 
-$(BUILD)/obj/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h harness/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -112,7 +112,7 @@ $(BUILD)/libarkharness.a: $(HARN_OBJ)
 # compiled again (into obj-mpi/); the libraries are the plain build's.
 MPI     ?= 0
 MPICC   ?= mpicc
-MPI_OBJ := $(BUILD)/obj-mpi/harness/main.o $(BUILD)/obj-mpi/harness/hmpi.o \
+MPI_OBJ := $(BUILD)/obj-mpi/harness/main.o $(BUILD)/obj-mpi/harness/common/hmpi.o \
            $(BUILD)/obj-mpi/arkcos/arkcos_mpi.o
 ifeq ($(MPI),1)
   ARKCOS_MAIN := $(MPI_OBJ)
@@ -122,7 +122,7 @@ else
   ARKCOS_LD   := $(CC)
 endif
 
-$(BUILD)/obj-mpi/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h)
+$(BUILD)/obj-mpi/%.o: %.c $(wildcard arkcos/*.h reference/*.h harness/*.h harness/*/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) -DARKCOS_WITH_MPI -c $< -o $@
 

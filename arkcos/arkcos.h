@@ -142,8 +142,10 @@ typedef enum {
   ARKCOS_KERNEL_GAUSSIAN = 0, /* exp(-alpha^2 / (2 sigma^2)), sigma from FWHM */
   ARKCOS_KERNEL_TOPHAT = 1,   /* constant inside the cutoff */
   ARKCOS_KERNEL_TABLE = 2,    /* tabulated radial profile, cubic interpolation */
-  ARKCOS_KERNEL_GAUSSIAN_HARMONIC = 3 /* healpy's Gaussian beam of FWHM fwhm:
-                                       * arkcos_kernel_gaussian_harmonic */
+  ARKCOS_KERNEL_GAUSSIAN_HARMONIC = 3 /* healpy's Gaussian beam of FWHM fwhm, for
+                                       * arkcos_smoother_spec; a kernel of it alone:
+                                       * arkcos_kernel_gaussian_harmonic (the create
+                                       * below refuses this type) */
 } arkcos_kernel_type;
 
 typedef struct arkcos_kernel_spec {

@@ -267,11 +267,10 @@ static int truncate_normalise(arkcos_kernel *k, const arkcos_kernel_spec *s, dou
 arkcos_kernel *arkcos_kernel_create(const arkcos_kernel_spec *s, arkcos_error *err) {
   if (check_cutoff(s, err) != ARKCOS_OK) return NULL;
   if (s->type == ARKCOS_KERNEL_GAUSSIAN_HARMONIC) {
-    if (s->cutoff == 0 && s->cutoff_rel == 0) {
-      arkcos_fail(err, ARKCOS_EINVAL, "kernel: a Gaussian needs a cutoff angle or level");
-      return NULL;
-    }
-    return arkcos_kernel_gaussian_harmonic_cut(s->fwhm, s->cutoff_rel, s->cutoff, err);
+    /* a Legendre sum made a kernel (beam.c, which builds on this file) */
+    arkcos_fail(err, ARKCOS_EINVAL, "kernel: healpy's Gaussian beam is made by arkcos_kernel_gaussian_harmonic "
+                "(or an arkcos_smoother of that kernel type), not arkcos_kernel_create");
+    return NULL;
   }
   arkcos_kernel *k = calloc(1, sizeof *k);
   if (!k) {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "arkcos/arkcos.h"
+#include "arkcos/kernel_internal.h"
 #include "arkcos/smoother_internal.h"
 #include "arkcos/smoother_narrow.h"
 
@@ -56,6 +57,8 @@ arkcos_kernel *arkcos_smoother_make_kernel(const arkcos_smoother_spec *spec, int
   arkcos_kernel_spec k = spec->kernel;
   if (gaussian_type(k.type) && k.cutoff == 0 && k.cutoff_rel == 0)
     k.cutoff_rel = arkcos_gaussian_default_cutoff_rel(k.fwhm, spec->nside, spin);
+  if (k.type == ARKCOS_KERNEL_GAUSSIAN_HARMONIC)
+    return arkcos_kernel_gaussian_harmonic_cut(k.fwhm, k.cutoff_rel, k.cutoff, err);
   return arkcos_kernel_create(&k, err);
 }
 

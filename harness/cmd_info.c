@@ -6,7 +6,7 @@
 
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
-#include "harness/meta.h"
+#include "harness/common/meta.h"
 
 /* The backend that --backend auto takes on this machine, in plain words. */
 static void print_backend(void) {

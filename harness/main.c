@@ -4,8 +4,8 @@
 
 #include "arkcos/arkcos.h"
 #include "harness/commands.h"
-#include "harness/util.h"
-#include "harness/hmpi.h" /* make MPI=1: commands under mpirun run over its ranks (docs/MPI.md) */
+#include "harness/common/util.h"
+#include "harness/common/hmpi.h" /* make MPI=1: commands under mpirun run over its ranks (docs/MPI.md) */
 
 static const struct {
   const char *name;
@@ -51,7 +51,7 @@ static int dispatch(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  signals_install(); /* ulimit -f, SIGINT, SIGTERM: harness/util.h */
+  signals_install(); /* ulimit -f, SIGINT, SIGTERM: harness/common/util.h */
   hmpi_init(&argc, &argv); /* MPI only when launched by mpirun or srun */
   const int rc = dispatch(argc, argv);
   hmpi_finalize();

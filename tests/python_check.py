@@ -24,7 +24,7 @@ from arkcos import _lib
 ARKCOS, D, ABI = sys.argv[1:4]
 import pycheck
 from pycheck import check, check_ge, check_le
-ARCMIN = math.pi / (180.0 * 60.0)  # as harness/cmd_smooth.c
+ARCMIN = math.pi / (180.0 * 60.0)  # as harness/smooth/cmd_smooth.c
 DEG = math.pi / 180.0
 
 # The package's fwhm is healpy's Gaussian beam (gaussian="harmonic"), the

@@ -22,9 +22,9 @@
 #include <string.h>
 
 #include "arkcos/arkcos.h"
-#include "harness/beamio.h"
-#include "harness/mapio.h"
-#include "harness/smooth_mask.h"
+#include "harness/common/beamio.h"
+#include "harness/common/mapio.h"
+#include "harness/smooth/smooth_mask.h"
 
 #define PI 3.14159265358979323846
 #define DEG (PI / 180.0)

@@ -1,6 +1,6 @@
 /*
  * test_beam.c -- kernels from beam transfer functions (arkcos/beam.c) and
- * beam files (harness/beamio.c): the table against the Legendre sum, the
+ * beam files (harness/common/beamio.c): the table against the Legendre sum, the
  * heat kernel against the flat Gaussian, the window the kernel applies,
  * a beam with negative sidelobes round-tripped through its own K_l, the
  * refusal of a window cut in harmonic space, and FITS / text beam files
@@ -15,7 +15,7 @@
 
 #include "arkcos/arkcos.h"
 #include "arkcos/kernel_internal.h"
-#include "harness/beamio.h"
+#include "harness/common/beamio.h"
 #include "tests/testlib.h"
 
 #define PI 3.14159265358979323846
@@ -268,6 +268,12 @@ TEST_GROUP(gaussian_harmonic) {
   CHECK(!arkcos_kernel_gaussian_harmonic(0, 1e-13, &err) && strstr(err.msg, "fwhm"), "fwhm 0 refused: %s", err.msg);
   CHECK(!arkcos_kernel_gaussian_harmonic(1e-3, 0, &err) && strstr(err.msg, "cutoff"), "cutoff 0 refused: %s", err.msg);
   CHECK(!arkcos_kernel_gaussian_harmonic(1e-7, 1e-5, &err) && strstr(err.msg, "2e6"), "too narrow refused: %s", err.msg);
+  arkcos_kernel_spec hs = {0};
+  hs.type = ARKCOS_KERNEL_GAUSSIAN_HARMONIC;
+  hs.fwhm = 1e-2;
+  hs.cutoff_rel = 1e-13;
+  CHECK(!arkcos_kernel_create(&hs, &err) && strstr(err.msg, "arkcos_kernel_gaussian_harmonic"),
+        "arkcos_kernel_create of the harmonic type: refused, naming the maker: %s", err.msg);
 }
 
 TEST_MAIN(TG(kernel_file_long_lines), TG(gaussian_beam), TG(sidelobes_round_trip), TG(refusals), TG(beam_files), TG(gaussian_harmonic))

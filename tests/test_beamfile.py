@@ -5,7 +5,7 @@ Beam transfer functions written by healpy (hp.write_cl of gauss_beam to
 l = 8 nside, a FITS table) and as a text file `l B_l`, and a measured-looking
 beam with sidelobes (a Gaussian main lobe with two sidelobe rings at -30 and
 -40 dB, its B_l by hp.beam2bl). The kernel of a B_l is its Legendre sum cut
-where |K| stays below 1e-5 K(0) (harness/smooth_beam.h):
+where |K| stays below 1e-5 K(0) (harness/smooth/smooth_beam.h):
 
 - FITS and text files give the same map;
 - a Gaussian B_l against --fwhm-arcmin (the spherical heat kernel against the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_beamfile.sh -- `arkcos smooth --beam-file` on the command line
-# (harness/smooth_beam.h): malformed beam files exit 2 naming the file and
+# (harness/smooth/smooth_beam.h): malformed beam files exit 2 naming the file and
 # the line (or column), a window cut in harmonic space that rings and a
 # window error above --beam-tolerance are refused with the measured figure,
 # the option combinations that do not apply are refused, and nothing is

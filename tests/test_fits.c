@@ -1,5 +1,5 @@
 /*
- * test_fits.c -- harness/mapio.c at the C level: round trips (RING and
+ * test_fits.c -- harness/common/mapio.c at the C level: round trips (RING and
  * NESTED, float32 and float64, nside powers of two and not, several
  * columns), the healpy header layout, UNSEEN/NaN handling, partial-sky
  * tables, and the failures a user can cause. healpy's view of the same files
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness/mapio.h"
+#include "harness/common/mapio.h"
 #include "tests/testlib.h"
 
 static char tmpdir[256];

@@ -1,5 +1,5 @@
 /*
- * test_method.c -- the one method/backend selection (harness/method.h):
+ * test_method.c -- the one method/backend selection (harness/common/method.h):
  * every method through a smoother gives bit for bit what the engine or the
  * reference gives when called directly; the AUTO backend follows the
  * engine's rule; the accuracy asked reaches the plan and its a-priori
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "arkcos/arkcos.h"
-#include "harness/method.h"
+#include "harness/common/method.h"
 #include "reference/reference.h"
 #include "tests/testlib.h"
 #include "tests/testmaps.h"

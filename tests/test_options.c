@@ -1,5 +1,5 @@
 /*
- * test_options.c -- the one option table (harness/options.h): rows that
+ * test_options.c -- the one option table (harness/common/options.h): rows that
  * share a JSON key or a flag accept the same values; a command line and a
  * JSON object give the same method spec and id through the one
  * translation (method_spec_from_json, method_id); the argv parser's
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness/method.h"
-#include "harness/options.h"
+#include "harness/common/method.h"
+#include "harness/common/options.h"
 #include "tests/testlib.h"
 
 /* Rows of the same key (or flag) have the same type family and range: a

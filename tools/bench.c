@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "arkcos/arkcos.h"
-#include "harness/util.h"
+#include "harness/common/util.h"
 #include "reference/reference.h"
 
 #ifndef M_PI

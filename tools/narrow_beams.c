@@ -1,13 +1,13 @@
 /*
  * narrow_beams.c -- measures what sampling a narrow kernel on the pixels
- * costs (docs/NARROW_BEAMS.md, the table in harness/narrow.c). Not a test.
+ * costs (docs/NARROW_BEAMS.md, the table in harness/common/narrow.c). Not a test.
  *
  * usage: narrow_beams [--nside N]... [--ppf P]... [--tophat] [--cmb] [--direct]
  *
  * For each nside (default 64 and 256) and pixels per FWHM P (default 1,
  * 1.25, 1.5, 2, 2.5, 3, 4, 6, 8): a Gaussian of FWHM P pixels cut at 1e-5
  * of its peak (--tophat: a top-hat of the same effective width,
- * harness/narrow.h). The input is alm2map of random a_lm (seed 1) with a
+ * harness/common/narrow.h). The input is alm2map of random a_lm (seed 1) with a
  * white spectrum, C_l = 1 for 1 <= l <= 2 nside (--cmb: the built-in
  * CMB-like spectrum, l <= 2 nside); the reference is libsharp smoothing
  * (lmax 3 nside - 1, iter 3, as healpy.smoothing) and the exact field
@@ -24,8 +24,8 @@
 #include <string.h>
 
 #include "arkcos/arkcos.h"
-#include "harness/method.h"
-#include "harness/narrow.h"
+#include "harness/common/method.h"
+#include "harness/common/narrow.h"
 #include "reference/reference.h"
 
 #ifndef M_PI

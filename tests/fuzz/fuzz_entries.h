@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "arkcos/arkcos.h"
-#include "harness/beamio.h"
-#include "harness/config.h"
-#include "harness/mapio.h"
-#include "harness/stats.h"
+#include "harness/common/beamio.h"
+#include "harness/sweep/config.h"
+#include "harness/common/mapio.h"
+#include "harness/common/stats.h"
 
 /* Maps larger than this are refused by the harness's header check only:
  * reading 12 nside^2 pixels of a header that claims nside 2^20 would measure

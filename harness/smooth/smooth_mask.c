@@ -1,0 +1,242 @@
+/*
+ * smooth_mask.c -- missing data in `arkcos smooth` (smooth_mask.h): the
+ * options, the --mask file, and what the engine's smoother did with the
+ * missing pixels of a file (arkcos_smoother, arkcos/smoother_mask.c), on
+ * stderr and as WEIGHT columns.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "harness/smooth/smooth_mask.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/common/status.h"
+#include "harness/common/util.h"
+
+/* ------------------------------------------------------------- options */
+
+
+int *mask_option_seen(mask_opts *o, const char *name) {
+  if (!strcmp(name, "--mask")) return &o->has_file;
+  if (!strcmp(name, "--mask-mode")) return &o->has_mode;
+  if (!strcmp(name, "--min-weight")) return &o->has_min_weight;
+  return NULL;
+}
+
+int mask_set_option(mask_opts *o, const char *name, const char *val) {
+  if (!strcmp(name, "--mask")) {
+    if (!*val) return smooth_usage_error("--mask: empty file name");
+    o->file = val;
+  } else if (!strcmp(name, "--mask-mode")) {
+    if (!strcmp(val, "normalize"))
+      o->mode = MASK_MODE_NORMALIZE;
+    else if (!strcmp(val, "zero"))
+      o->mode = MASK_MODE_ZERO;
+    else
+      return smooth_usage_error("--mask-mode: unknown value '%s' (normalize or zero)", val);
+  } else if (!strcmp(name, "--min-weight")) {
+    if (!parse_double(val, &o->min_weight))
+      return smooth_usage_error("--min-weight: '%s' is not a finite number", val);
+    if (!(o->min_weight >= 0 && o->min_weight <= 1))
+      return smooth_usage_error("--min-weight: %s is outside [0, 1]", val);
+  }
+  return 0;
+}
+
+int mask_take_flag(mask_opts *o, const char *arg) {
+  if (strcmp(arg, "--write-weight")) return 0;
+  o->write_weight = 1;
+  return 1;
+}
+
+int mask_opts_finish(mask_opts *o) {
+  if (!o->has_mode) o->mode = MASK_MODE_NORMALIZE;
+  if (o->mode == MASK_MODE_ZERO) {
+    /* A(w m) is kept everywhere: a threshold on A(w) is normalize's */
+    if (o->has_min_weight)
+      return smooth_usage_error("--min-weight applies to --mask-mode normalize only "
+                                "(--mask-mode zero keeps every pixel)");
+    o->min_weight = 0;
+  } else if (!o->has_min_weight) {
+    o->min_weight = MASK_MIN_WEIGHT_DEFAULT;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- --mask */
+
+/* The mask's values: in [0, 1] (UNSEEN and NaN become 0). Returns 0 or 2. */
+static int check_mask_values(const mask_weights *mw, int64_t nbad) {
+  int64_t nzero = 0, nfrac = 0;
+  for (int64_t p = 0; p < mw->npix; p++) {
+    double v = mw->w[p];
+    if (isnan(v)) {
+      mw->w[p] = 0;
+      v = 0;
+    }
+    if (!(v >= 0 && v <= 1)) {
+      fprintf(stderr,
+              "arkcos smooth: --mask %s: pixel %lld (RING) = %g is outside [0, 1] "
+              "(a mask is 0/1 or a weight in [0, 1])\n",
+              mw->path, (long long)p, v);
+      return 2;
+    }
+    nzero += v == 0;
+    nfrac += v > 0 && v < 1;
+  }
+  fprintf(stderr,
+          "arkcos smooth: --mask %s: weight 0 on %lld of %lld pixels (%lld of them "
+          "UNSEEN/NaN), between 0 and 1 on %lld\n",
+          mw->path, (long long)nzero, (long long)mw->npix, (long long)nbad,
+          (long long)nfrac);
+  return 0;
+}
+
+int mask_load(mask_weights *mw, const mask_opts *o, const hpx_header *inputs,
+              int ninputs) {
+  memset(mw, 0, sizeof *mw);
+  if (!o->file) return 0;
+  arkcos_error err = {0};
+  hpx_header h;
+  if (hpx_read_header(o->file, &h, &err)) {
+    fprintf(stderr, "arkcos smooth: --mask: %s\n", err.msg);
+    return exit_status_of(err.code);
+  }
+  int status = 0;
+  for (int i = 0; i < ninputs && !status; i++)
+    if (inputs[i].nside != h.nside) {
+      fprintf(stderr,
+              "arkcos smooth: --mask %s: NSIDE = %lld, but %s has NSIDE = %lld "
+              "(the mask must have the input's NSIDE)\n",
+              o->file, (long long)h.nside, inputs[i].path, (long long)inputs[i].nside);
+      status = 2;
+    }
+  if (!status && h.ncols > 1)
+    fprintf(stderr, "arkcos smooth: note: --mask %s: %d columns; the first (%s) is the mask\n",
+            o->file, h.ncols, h.cols[0].name[0] ? h.cols[0].name : "unnamed");
+  double **maps = NULL;
+  int ncols = 1;
+  int64_t nbad = 0;
+  if (!status && hpx_read_columns_missing(&h, &maps, &ncols, &nbad, &err)) {
+    fprintf(stderr, "arkcos smooth: --mask: %s\n", err.msg);
+    status = exit_status_of(err.code);
+  }
+  if (!status) {
+    mw->path = o->file;
+    mw->nside = h.nside;
+    mw->npix = h.npix;
+    mw->w = maps[0];
+    free(maps);
+    status = check_mask_values(mw, nbad);
+    if (status) mask_weights_free(mw);
+  }
+  hpx_header_free(&h);
+  return status;
+}
+
+void mask_weights_free(mask_weights *mw) {
+  free(mw->w);
+  memset(mw, 0, sizeof *mw);
+}
+
+/* ---------------------------------------------------- report and output */
+
+/* Column c's name as the output will have it. */
+static const char *column_name(const hpx_header *h, int c, char *buf, size_t len) {
+  if (h->cols && h->cols[c].name[0]) return h->cols[c].name;
+  return hpx_standard_column_name(h->ncols, c, buf, len);
+}
+
+int64_t mask_file_excluded(const arkcos_smoother *sm, int ncols) {
+  int64_t total = 0;
+  for (int c = 0; c < ncols; c++) {
+    arkcos_smoother_map_report r;
+    if (!arkcos_smoother_last_map(sm, c, &r)) total += r.excluded;
+  }
+  return total;
+}
+
+void mask_file_report(const mask_opts *o, int has_mask, const char *path, const hpx_header *h,
+                      const arkcos_smoother *sm, int pol_q, int pol_u) {
+  arkcos_smoother_report last;
+  arkcos_smoother_last(sm, &last);
+  int active = has_mask;
+  for (int c = 0; c < last.nmaps; c++) {
+    arkcos_smoother_map_report r;
+    arkcos_smoother_last_map(sm, c, &r);
+    active |= r.missing > 0;
+  }
+  if (!active) return;
+  const int zero = o->mode == MASK_MODE_ZERO;
+  int64_t nmissing = 0;
+  for (int c = 0; c < last.nmaps; c++) {
+    arkcos_smoother_map_report r;
+    arkcos_smoother_last_map(sm, c, &r);
+    char buf[HPX_NAME_LEN];
+    nmissing += r.missing;
+    fprintf(stderr, "arkcos smooth: %s: %s: %lld of %lld pixels missing (UNSEEN/NaN), ",
+            path, column_name(h, c, buf, sizeof buf), (long long)r.missing, (long long)h->npix);
+    if (!r.weighted)
+      fprintf(stderr, "0 output pixels UNSEEN (complete: smoothed as is)\n");
+    else if (zero)
+      fprintf(stderr, "%lld output pixels UNSEEN (--mask-mode zero keeps every pixel)\n",
+              (long long)r.unseen);
+    else
+      fprintf(stderr, "%lld output pixels UNSEEN (A(w) < %g)\n", (long long)r.unseen, o->min_weight);
+  }
+  fprintf(stderr,
+          "arkcos smooth: %s: --mask-mode %s: out = %s, %d weight map(s) A(w) smoothed "
+          "(%.3gs)\n",
+          path, zero ? "zero" : "normalize", zero ? "A(w m)" : "A(w m) / A(w)",
+          last.weights_smoothed, last.weight_time);
+  if (pol_q >= 0) {
+    char qb[HPX_NAME_LEN], ub[HPX_NAME_LEN];
+    fprintf(stderr,
+            "arkcos smooth: %s: %s and %s as one spin-2 field P = Q + iU with one weight map: "
+            "out = %s (S2 spin-2, S0 scalar smoothing)\n",
+            path, column_name(h, pol_q, qb, sizeof qb), column_name(h, pol_u, ub, sizeof ub),
+            zero ? "S2(w P)" : "S2(w P) / S0(w)");
+  }
+  if (zero && nmissing)
+    fprintf(stderr, "arkcos smooth: note: %s: --mask-mode zero: the %lld missing pixel(s) "
+            "count as 0, which pulls the smoothed map towards 0 near them\n",
+            path, (long long)nmissing);
+}
+
+int mask_file_columns(const mask_opts *o, const arkcos_smoother *sm, double *const *outs,
+                      double *const *weights, const hpx_header *h, const double ***all,
+                      hpx_column **cols, int *nall, arkcos_error *err) {
+  arkcos_smoother_report last;
+  arkcos_smoother_last(sm, &last);
+  const int ncols = h->ncols;
+  const int nw = !o->write_weight || !weights ? 0 : last.nweight_maps == 1 ? 1 : ncols;
+  *nall = ncols + nw;
+  *all = calloc((size_t)*nall, sizeof **all);
+  *cols = calloc((size_t)*nall, sizeof **cols);
+  if (!*all || !*cols) {
+    free(*all);
+    free(*cols);
+    *all = NULL;
+    *cols = NULL;
+    return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", h->path);
+  }
+  for (int c = 0; c < ncols; c++) {
+    char buf[HPX_NAME_LEN];
+    (*all)[c] = outs[c];
+    snprintf((*cols)[c].name, HPX_NAME_LEN, "%s", column_name(h, c, buf, sizeof buf));
+    if (h->cols) snprintf((*cols)[c].unit, HPX_NAME_LEN, "%s", h->cols[c].unit);
+  }
+  for (int k = 0; k < nw; k++) {
+    char buf[HPX_NAME_LEN];
+    hpx_column *col = &(*cols)[ncols + k];
+    (*all)[ncols + k] = weights[k];
+    if (nw == 1)
+      snprintf(col->name, HPX_NAME_LEN, "WEIGHT");
+    else /* TTYPE values hold 68 characters */
+      snprintf(col->name, HPX_NAME_LEN, "WEIGHT_%.60s", column_name(h, k, buf, sizeof buf));
+  }
+  return ARKCOS_OK;
+}
