@@ -5,6 +5,7 @@ the same threads. Reports, never asserts.
 
     python3 scripts/onecall.py [--arkcos build/arkcos] [--nsides 256,512,1024]
                                [--threads 2] [--cases all] [--json FILE]
+                               [--arkcos-args '--quadrature point']
 
 Per case (beam, nside):
   - arkcos: `arkcos smooth IN OUT -v` in a fresh process; its summary line
@@ -124,6 +125,7 @@ def main():
     ap.add_argument("--cases", default="all", help="comma-separated of " + ",".join(CASES))
     ap.add_argument("--json", default="", help="also write the rows here")
     ap.add_argument("--no-default", action="store_true", help="skip healpy's iter-3 default (slow)")
+    ap.add_argument("--arkcos-args", default="", help="more options of arkcos smooth, e.g. '--quadrature point'")
     a = ap.parse_args()
     names = list(CASES) if a.cases == "all" else a.cases.split(",")
     for n in names:
@@ -171,7 +173,8 @@ def main():
                     bl = tophat_bl(radius, 3 * nside - 1)
                     beam = dict(beam_window=bl)
                     ppf = float("nan")
-                r = run_arkcos(a.arkcos, piqu if pol else path, os.path.join(tmp, "out.fits"), args, T)
+                r = run_arkcos(a.arkcos, piqu if pol else path, os.path.join(tmp, "out.fits"),
+                               args + a.arkcos_args.split(), T)
                 inp = [m] + qu if pol else m
                 _, t_h0 = timed(hp.smoothing, inp, iter=0, lmax=lmax0, pol=pol, **beam)
                 t_d0 = None
