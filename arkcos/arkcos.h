@@ -514,17 +514,20 @@ typedef struct arkcos_smoother_spec {
   const char *normalize_name, *allow_subpixel_name, *harmonic_name;
   /* How the pixel sum integrates (not for harmonic operators):
    * ARKCOS_QUADRATURE_RING (the default): each ring's pixels weighted by
-   * arkcos_healpix_ring_weights and the result divided by the smoothing of
-   * those weights, A(W m) / A(W) (with a mask: A(W w m) / A(W w), zero mode
-   * A(W w m) / A(W)): a constant map stays constant to rounding, and a
-   * band-limited map's error at the poles and the cap/belt boundary falls
-   * 10-40 fold (docs/EXACTNESS.md, "Polar quadrature"); costs one more
-   * smoothing per smoother. ARKCOS_QUADRATURE_POINT: pixel centres with
-   * equal weights, A(m) (healpy's iter 0 and the paper). */
+   * arkcos_healpix_ring_weights, which cuts a band-limited map's error at
+   * the poles and the cap/belt boundary 10-40 fold (docs/EXACTNESS.md,
+   * "Polar quadrature"); below ARKCOS_RING_DIVIDE_PPF pixels per FWHM the
+   * result is also divided by the smoothing of those weights, A(W m) /
+   * A(W) (with a mask: A(W w m) / A(W w), zero mode A(W w m) / A(W)), so
+   * that a constant map stays constant to rounding, at the cost of one
+   * more smoothing per smoother; wider, the weights alone keep it within
+   * 2.1e-6 (3e-8 at 24 pixels per FWHM). ARKCOS_QUADRATURE_POINT: pixel
+   * centres with equal weights, A(m) (healpy's iter 0 and the paper). */
   int quadrature;
 } arkcos_smoother_spec;
 
 enum { ARKCOS_QUADRATURE_RING = 0, ARKCOS_QUADRATURE_POINT = 1 };
+#define ARKCOS_RING_DIVIDE_PPF 8.0
 
 /* nside 0 (must be set), RING, a Gaussian of fwhm 0, no beam, no user
  * kernel, arkcos_options_default, normalize mode, min_weight -1 (default),
@@ -629,6 +632,10 @@ const arkcos_plan *arkcos_smoother_plan(const arkcos_smoother *s, int spin);
  * identity or before any; NAN with an operator): for every map x,
  * max |out - direct sum of x| <= bound * max |x| where nothing is missing. */
 double arkcos_smoother_bound(const arkcos_smoother *s);
+/* 1 when the smoother divides its outputs by the smoothing of a constant
+ * map (A(W) under ring quadrature below ARKCOS_RING_DIVIDE_PPF pixels per
+ * FWHM, A(1) with normalize), else 0. */
+int arkcos_smoother_divides(const arkcos_smoother *s);
 /* Pixels per FWHM of the kernel at the smoother's nside (0: identity). */
 double arkcos_smoother_pixels_per_fwhm(const arkcos_smoother *s);
 /* Bytes a smoother of spec would hold for calls of nmaps maps (pair: a Q,

@@ -938,7 +938,7 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
     double p0 = s->plan_time, f0 = s->plan_fftw, t0 = s->plan_tables;
     hmpi_file_stats st;
     int rc = ensure_smoothers(s, h->nside, 1, 0, err);
-    const int normalize = s->a->narrow.normalize || s->a->quadrature == ARKCOS_QUADRATURE_RING;
+    const int normalize = rc == 0 && arkcos_smoother_divides(s->lib);
     if (!rc && (rc = hmpi_split_file(job.in, job.out, s->a->force, normalize, &st, err)) != HMPI_WHOLE_MAP) {
       if (rc) return rc;
       job.ncols = st.ncols, job.t_read = st.t_read, job.t_exec = st.t_exec, job.t_write = st.t_write;
