@@ -566,8 +566,9 @@ int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err);
 /* One call's maps: nmaps maps of npix values each in the spec's order.
  * out[i] may be in[i] (smoothed in place); weight (NULL, or nmaps pointers,
  * NULL ones not wanted) receives A(w) of each map (Q and U share theirs);
- * under ring quadrature the share A(W w) / A(W), 1 where nothing is
- * missing, which min_weight also holds against.
+ * where ring quadrature divides by A(W) (arkcos_smoother_divides) the share
+ * A(W w) / A(W), 1 where nothing is missing (elsewhere A(W w), within 2e-6
+ * of it), which min_weight also holds against.
  * pol_q, pol_u: the two maps smoothed as one spin-2 field, or -1, -1.
  * mask: NULL, or npix weights in [0, 1] in the spec's order (NaN, +-inf and
  * UNSEEN count as 0; others outside [0, 1] are EINVAL naming the pixel),

@@ -260,13 +260,14 @@ class Plan:
                    `arkcos smooth --normalize`; not where mask_mode
                    "normalize" divided by A(w) already)
       quadrature   "ring" (default): each ring's pixels weighted for an
-                   accurate integral near the poles and at |z| = 2/3, and
-                   the result divided by the smoothing of those weights,
-                   A(W m) / A(W): a constant map stays constant and a
-                   band-limited map's error near the poles falls 10-40
-                   fold; "point": pixel centres with equal weights, A(m)
-                   (healpy's iter 0, the paper's); as `arkcos smooth
-                   --quadrature`
+                   accurate integral near the poles and at |z| = 2/3 (a
+                   band-limited map's error there falls 10-40 fold), and
+                   below 8 pixels per FWHM the result divided by the
+                   smoothing of those weights, A(W m) / A(W), so that a
+                   constant map stays constant (wider: within 2e-6
+                   without it); "point": pixel centres with equal
+                   weights, A(m) (healpy's iter 0, the paper's); as
+                   `arkcos smooth --quadrature`
 
     Calling it: plan(map_in, out=None, mask=None, return_weight=False), see
     __call__. Making the Plan is most of a one-map call (the direct tables
@@ -606,8 +607,9 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     A(w m) / A(w), UNSEEN where A(w) < min_weight, default 0.5; "zero":
     A(w m) on every pixel) and return_weight (also return A(w)), normalize
     (True: A(m) / A(1), a constant map stays constant), quadrature ("ring",
-    the default: ring weights and A(W m) / A(W), accurate at the poles;
-    "point": pixel centres, healpy's iter 0). See Plan for each argument.
+    the default: ring weights, and A(W m) / A(W) below 8 pixels per FWHM,
+    accurate at the poles; "point": pixel centres, healpy's iter 0). See
+    Plan for each argument.
 
     Missing data: UNSEEN, NaN, +inf and -inf pixels, masked entries and
     mask's zeros are left out of the smoothing (they are not zeros), as
