@@ -588,6 +588,36 @@ TEST_GROUP(direct_limits) {
  * (printed: 9-44 times at nside 32-64; the check asks for 4 times). */
 #define TOL_SMOOTH_CAPS_MAX 3e-13
 #define TOL_SMOOTH_CAPS_BOUND 1e-10
+/* One smooth-caps case: k on g against the direct sum (error and bound) and,
+ * with tables, the plan against the same plan with its caps summed
+ * directly (ARKCOS_SMOOTH_CAPS=0): both exact, the smooth one 4x lighter. */
+static void smooth_caps_case(const char *label, const arkcos_geometry *g, const arkcos_kernel *k, const double *x,
+                             int tables) {
+  double *ref;
+  exact_stats st;
+  if (direct_case(label, g, k, x, &ref, &st)) {
+    CHECK(st.err_per_maxin <= TOL_SMOOTH_CAPS_MAX, "%s: err/max|x| %.3e > %.1e", label, st.err_per_maxin,
+          TOL_SMOOTH_CAPS_MAX);
+    check_bound(label, &st, TOL_SMOOTH_CAPS_BOUND);
+    if (tables) {
+      arkcos_plan *ps = make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0);
+      setenv("ARKCOS_SMOOTH_CAPS", "0", 1);
+      arkcos_plan *pd = make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0);
+      unsetenv("ARKCOS_SMOOTH_CAPS");
+      if (ps && pd)
+        printf("    plan memory: smooth caps %.2f MB, direct caps %.2f MB\n", arkcos_plan_memory(ps) / 1e6,
+               arkcos_plan_memory(pd) / 1e6);
+      CHECK(ps && pd && !arkcos_plan_exactness(ps)[0] && !arkcos_plan_exactness(pd)[0] &&
+                4 * arkcos_plan_memory(ps) < arkcos_plan_memory(pd),
+            "%s: smooth caps hold %.2f MB, direct caps %.2f MB (expected 4x more at least), both exact", label,
+            ps ? arkcos_plan_memory(ps) / 1e6 : -1.0, pd ? arkcos_plan_memory(pd) / 1e6 : -1.0);
+      arkcos_plan_destroy(ps);
+      arkcos_plan_destroy(pd);
+    }
+  }
+  free(ref);
+}
+
 TEST_GROUP(smooth_caps) {
   const int64_t nsides[] = {32, 64};
   const double pxs[] = {4.5, 8.0, 16.0}; /* 16 px: every pair band-limited (cpu_pairspec.h, pair_len) */
@@ -603,29 +633,7 @@ TEST_GROUP(smooth_caps) {
                 arkcos_gaussian_default_cutoff_rel(3.5 * healpix_pixel(g), nsides[n], 0) == 1e-5,
             "%s: default cutoffs", label);
       arkcos_kernel *k = gaussian(fwhm, 1e-13);
-      double *ref;
-      exact_stats st;
-      if (direct_case(label, g, k, x, &ref, &st)) {
-        CHECK(st.err_per_maxin <= TOL_SMOOTH_CAPS_MAX, "%s: err/max|x| %.3e > %.1e", label, st.err_per_maxin,
-              TOL_SMOOTH_CAPS_MAX);
-        check_bound(label, &st, TOL_SMOOTH_CAPS_BOUND);
-        if (q < 2) { /* 16 px: too wide for the direct caps (ARKCOS_DIRECT_MAX_PIXELS) */
-          arkcos_plan *ps = make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0);
-          setenv("ARKCOS_SMOOTH_CAPS", "0", 1);
-          arkcos_plan *pd = make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0);
-          unsetenv("ARKCOS_SMOOTH_CAPS");
-          if (ps && pd)
-            printf("    plan memory: smooth caps %.2f MB, direct caps %.2f MB\n", arkcos_plan_memory(ps) / 1e6,
-                   arkcos_plan_memory(pd) / 1e6);
-          CHECK(ps && pd && !arkcos_plan_exactness(ps)[0] && !arkcos_plan_exactness(pd)[0] &&
-                    4 * arkcos_plan_memory(ps) < arkcos_plan_memory(pd),
-                "%s: smooth caps hold %.2f MB, direct caps %.2f MB (expected 4x more at least), both exact", label,
-                ps ? arkcos_plan_memory(ps) / 1e6 : -1.0, pd ? arkcos_plan_memory(pd) / 1e6 : -1.0);
-          arkcos_plan_destroy(ps);
-          arkcos_plan_destroy(pd);
-        }
-      }
-      free(ref);
+      smooth_caps_case(label, g, k, x, q < 2); /* 16 px: too wide for the direct caps (ARKCOS_DIRECT_MAX_PIXELS) */
       arkcos_kernel_destroy(k);
     }
     free(x);
@@ -648,23 +656,7 @@ TEST_GROUP(smooth_caps_harmonic) {
       arkcos_kernel *k = arkcos_kernel_gaussian_harmonic(pxs[q] * healpix_pixel(g), 1e-13, &e);
       CHECK(k != NULL, "%s: %s", label, e.msg);
       if (!k) continue;
-      double *ref;
-      exact_stats st;
-      if (direct_case(label, g, k, x, &ref, &st)) {
-        CHECK(st.err_per_maxin <= TOL_SMOOTH_CAPS_MAX, "%s: err/max|x| %.3e > %.1e", label, st.err_per_maxin,
-              TOL_SMOOTH_CAPS_MAX);
-        check_bound(label, &st, TOL_SMOOTH_CAPS_BOUND);
-        arkcos_plan *ps = make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0);
-        setenv("ARKCOS_SMOOTH_CAPS", "0", 1);
-        arkcos_plan *pd = make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0);
-        unsetenv("ARKCOS_SMOOTH_CAPS");
-        CHECK(ps && pd && 4 * arkcos_plan_memory(ps) < arkcos_plan_memory(pd),
-              "%s: smooth caps not taken (%.2f MB against %.2f MB with direct caps)", label,
-              ps ? arkcos_plan_memory(ps) / 1e6 : -1.0, pd ? arkcos_plan_memory(pd) / 1e6 : -1.0);
-        arkcos_plan_destroy(ps);
-        arkcos_plan_destroy(pd);
-      }
-      free(ref);
+      smooth_caps_case(label, g, k, x, 1);
       arkcos_kernel_destroy(k);
     }
     free(x);

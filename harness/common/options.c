@@ -627,6 +627,18 @@ int opt_parse_argv_texts(const char *cmd, int argc, char **argv, const opt_arg *
   return opt_parse_argv_other(cmd, argc, argv, args, n, vals, pos, maxpos, npos, texts, NULL, NULL);
 }
 
+void opt_split_arg(const char *arg, char *name, size_t len, const char **val) {
+  const char *eq = strchr(arg, '=');
+  *val = NULL;
+  if (eq && (size_t)(eq - arg) < len) {
+    memcpy(name, arg, (size_t)(eq - arg));
+    name[eq - arg] = 0;
+    *val = eq + 1;
+  } else {
+    snprintf(name, len, "%s", arg);
+  }
+}
+
 int opt_parse_argv_other(const char *cmd, int argc, char **argv, const opt_arg *args, int n, json_t *vals,
                          const char **pos, int maxpos, int *npos, const char **texts, opt_other_fn other,
                          void *ctx) {
@@ -651,14 +663,8 @@ int opt_parse_argv_other(const char *cmd, int argc, char **argv, const opt_arg *
     }
     if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) return -1;
     char name[64];
-    const char *val = NULL, *eq = strchr(arg, '=');
-    if (eq && (size_t)(eq - arg) < sizeof name) {
-      memcpy(name, arg, (size_t)(eq - arg));
-      name[eq - arg] = 0;
-      val = eq + 1;
-    } else {
-      snprintf(name, sizeof name, "%s", arg);
-    }
+    const char *val;
+    opt_split_arg(arg, name, sizeof name, &val);
     const opt_arg *a = find_arg(args, n, name);
     int orc = 0;
     if (!a && other && other(ctx, argc, argv, &i, &orc)) {

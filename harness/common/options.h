@@ -197,6 +197,10 @@ typedef struct opt_arg {
   const char *alias;
 } opt_arg;
 
+/* An option word "--name=value" or "--name": the name into name (len
+ * bytes), *val the text after '=' or NULL. */
+void opt_split_arg(const char *arg, char *name, size_t len, const char **val);
+
 /* Parses argv[1..argc-1]: options of `args` (n of them) as "--flag VALUE"
  * or "--flag=VALUE" (booleans take no value), each checked with its row and
  * set in vals under its key; "--" ends the options; the rest are

@@ -29,6 +29,7 @@
 #include "harness/common/hmpi.h"
 #include "harness/common/mapio.h"
 #include "harness/common/method.h"
+#include "harness/common/options.h"
 #include "harness/smooth/smooth_mask.h"
 #include "harness/smooth/smooth_checks.h"
 #include "harness/smooth/smooth_beam.h"
@@ -37,9 +38,6 @@
 #include "harness/common/status.h"
 #include "harness/common/util.h"
 
-#define PI 3.14159265358979323846
-#define DEG (PI / 180.0)
-#define ARCMIN (PI / (180.0 * 60.0))
 /* --beam-file's default --cutoff-rel (smooth_beam.c's usage; a Gaussian's
  * default cut is the engine smoother's, arkcos_gaussian_default_cutoff_rel) */
 #define DEFAULT_CUTOFF_REL 1e-5
@@ -338,15 +336,8 @@ static int set_integer_option(smooth_args *a, const char *name, const char *val)
 static int parse_value_option(int argc, char **argv, int *i, smooth_args *a) {
   const char *arg = argv[*i];
   char name[64];
-  const char *val = NULL;
-  const char *eq = strchr(arg, '=');
-  if (eq && (size_t)(eq - arg) < sizeof name) {
-    memcpy(name, arg, (size_t)(eq - arg));
-    name[eq - arg] = 0;
-    val = eq + 1;
-  } else {
-    snprintf(name, sizeof name, "%s", arg);
-  }
+  const char *val;
+  opt_split_arg(arg, name, sizeof name, &val);
   int *seen = option_seen(a, name);
   if (!seen) return smooth_usage_error("unknown option '%s'", arg);
   if (*seen) return smooth_usage_error("%s given twice", name);
