@@ -408,6 +408,14 @@ typedef struct arkcos_plan_times {
 void arkcos_plan_setup_times(const arkcos_plan *p, arkcos_plan_times *t);
 arkcos_backend arkcos_plan_backend(const arkcos_plan *p); /* CPU or GPU */
 size_t arkcos_plan_memory(const arkcos_plan *p); /* bytes held by the plan */
+/* Room for n map values, 64-byte aligned, for arkcos_execute's in and out:
+ * page-locked (pinned) host memory when p runs on the GPU, so that the
+ * copies to and from the device run at the link's rate with no staging
+ * (any other memory works, through pinned staging buffers); ordinary
+ * memory otherwise, or when no pinned memory can be had. NULL when out of
+ * memory. Give it back with arkcos_map_free (NULL is a no-op). */
+double *arkcos_map_alloc(const arkcos_plan *p, int64_t n);
+void arkcos_map_free(double *map);
 /* Why an AUTO plan runs on the CPU although a GPU was found ("" otherwise). */
 const char *arkcos_plan_note(const arkcos_plan *p);
 /* A-priori worst-case bound of the plan against the direct pixel sum:

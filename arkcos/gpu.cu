@@ -199,6 +199,10 @@ __global__ void __launch_bounds__(RTPB)
   body_reduce<R>(t, b, spec, tw, nm, nmp, L, invL, blockIdx.x, (int64_t)blockIdx.y * blockDim.x + threadIdx.x);
 }
 template <class R>
+__global__ void __launch_bounds__(DTPB) k_direct(dtables t, arkcos_kfun kf, const R *x, R *y) {
+  body_direct<R>(t, kf, x, y, blockIdx.x, threadIdx.x);
+}
+template <class R>
 __global__ void k_fold(dtables t, blockp b, typename cx<R>::T *ospec, int64_t nm, int64_t nmp, int64_t L,
                        int paper, double invL) {
   body_fold<R>(t, b, ospec, nm, nmp, L, paper, invL, blockIdx.x,
@@ -318,7 +322,7 @@ struct gpu_state {
   /* streams and events: stream 0 is s[0] */
   cudaStream_t s[1 + NAUX] = {};
   int nstreams = 0;
-  cudaEvent_t ev_start = nullptr, ev_h2d = nullptr, ev_ifft = nullptr, ev_fork = nullptr;
+  cudaEvent_t ev_start = nullptr, ev_h2d = nullptr, ev_ifft = nullptr, ev_fork = nullptr, ev_inv = nullptr;
   cudaEvent_t ev_join[NAUX] = {};
   std::vector<cudaEvent_t> ev_blk;  /* 4 per block + 1 */
   cudaEvent_t ev_slot[NSLOT] = {};
@@ -326,6 +330,7 @@ struct gpu_state {
   std::vector<void *> dmem;
   size_t dbytes = 0, plan_bytes = 0;
   void *map = nullptr, *spec = nullptr, *ospec = nullptr, *tw = nullptr, *arena = nullptr;
+  void *xin = nullptr; /* the input map, kept for the direct pairs: == map when there are none */
   void *fmap = nullptr; /* the map in the FFT layout: == map unless padded */
   void *work[1 + NAUX] = {};
   dtables T;
@@ -373,7 +378,7 @@ void gpu_destroy(arkcos_plan *p) {
     if (st->ev_slot[k]) cudaEventDestroy(st->ev_slot[k]);
   }
   for (cudaEvent_t e : st->ev_blk) cudaEventDestroy(e);
-  cudaEvent_t ev[4] = {st->ev_start, st->ev_h2d, st->ev_ifft, st->ev_fork};
+  cudaEvent_t ev[5] = {st->ev_start, st->ev_h2d, st->ev_ifft, st->ev_fork, st->ev_inv};
   for (cudaEvent_t e : ev)
     if (e) cudaEventDestroy(e);
   for (int k = 0; k < NAUX; k++)
@@ -406,7 +411,7 @@ int join_aux(gpu_state *st, arkcos_error *err) {
 template <class R> int issue_forward(gpu_state *st, arkcos_error *err) {
   typedef typename cx<R>::T C;
   const host_plan &h = st->h;
-  k_weight<R><<<(unsigned)h.nr, TPB, 0, st->s[0]>>>((const R *)st->map, (R *)st->fmap, st->T);
+  k_weight<R><<<(unsigned)h.nr, TPB, 0, st->s[0]>>>((const R *)st->xin, (R *)st->fmap, st->T);
   LAUNCH_CHECK("k_weight");
   int rc = fork_aux(st, err);
   if (rc) return rc;
@@ -485,7 +490,26 @@ int cuda_device_count(char *why, size_t len) {
 
 /* ----------------------------------------------------------- execution */
 
-/* 1. h2d: host conversion of chunk c overlaps the copy of chunk c - 1 */
+/* Whether the n doubles at ptr lie in page-locked host memory (cudaHostAlloc,
+ * cudaHostRegister, arkcos_map_alloc): the DMA engines read and write them
+ * directly, at the link's rate, without the staging slots. */
+bool host_pinned(const void *ptr, int64_t n) {
+  if (!ptr || n <= 0) return false;
+  const void *ends[2] = {ptr, (const double *)ptr + (n - 1)};
+  for (const void *q : ends) {
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, q) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    if (a.type != cudaMemoryTypeHost) return false;
+  }
+  return true;
+}
+
+/* 1. h2d into the input buffer: one copy from a pinned double map; else
+ * through the staging slots, where the host conversion of chunk c overlaps
+ * the copy of chunk c - 1 */
 template <class R> int upload_map(gpu_state *st, const double *in, arkcos_error *err) {
   cudaStream_t s0 = st->s[0];
   const int64_t npix = st->h.npix, ch = st->chunk;
@@ -493,12 +517,17 @@ template <class R> int upload_map(gpu_state *st, const double *in, arkcos_error 
   const int conv_in = sizeof(R) == sizeof(double) ? 0 : 1;
   const int64_t unit_in = conv_in == 0 ? (int64_t)sizeof(double) : 1; /* memcpy counts bytes */
   CUDA_CHECK(cudaEventRecord(st->ev_start, s0));
+  if (conv_in == 0 && host_pinned(in, npix)) {
+    CUDA_CHECK(cudaMemcpyAsync(st->xin, in, (size_t)npix * sizeof(R), cudaMemcpyHostToDevice, s0));
+    CUDA_CHECK(cudaEventRecord(st->ev_h2d, s0));
+    return 0;
+  }
   for (int64_t c = 0; c < nch; c++) {
     const int k = (int)(c % st->nslot);
     const int64_t a = c * ch, n = std::min(ch, npix - a);
     if (c >= st->nslot) CUDA_CHECK(cudaEventSynchronize(st->ev_slot[k]));
     st->pool->run(conv_in, in + a, st->stage[k], n * unit_in);
-    CUDA_CHECK(cudaMemcpyAsync((R *)st->map + a, st->stage[k], (size_t)n * sizeof(R), cudaMemcpyHostToDevice, s0));
+    CUDA_CHECK(cudaMemcpyAsync((R *)st->xin + a, st->stage[k], (size_t)n * sizeof(R), cudaMemcpyHostToDevice, s0));
     CUDA_CHECK(cudaEventRecord(st->ev_slot[k], s0));
   }
   CUDA_CHECK(cudaEventRecord(st->ev_h2d, s0));
@@ -544,15 +573,22 @@ template <class R> int run_blocks(gpu_state *st, arkcos_error *err) {
   return 0;
 }
 
-/* 5. d2h: the first slots' copies are queued behind the compute; host
- * conversion of chunk c overlaps the copies of the next ones. *t_d2h: when
- * the compute was done. */
+/* 5. d2h: one copy into a pinned double map; else the first slots' copies
+ * are queued behind the compute and the host conversion of chunk c
+ * overlaps the copies of the next ones. *t_d2h: when the compute was done. */
 template <class R> int download_map(gpu_state *st, double *out, arkcos_error *err, double *t_d2h) {
   cudaStream_t s0 = st->s[0];
   const int64_t npix = st->h.npix, ch = st->chunk;
   const int64_t nch = (npix + ch - 1) / ch;
   const int conv_out = sizeof(R) == sizeof(double) ? 0 : 2;
   const int64_t unit_out = conv_out == 0 ? (int64_t)sizeof(double) : 1;
+  if (conv_out == 0 && host_pinned(out, npix)) {
+    CUDA_CHECK(cudaEventSynchronize(st->ev_ifft));
+    *t_d2h = wall_seconds();
+    CUDA_CHECK(cudaMemcpyAsync(out, st->map, (size_t)npix * sizeof(R), cudaMemcpyDeviceToHost, s0));
+    CUDA_CHECK(cudaStreamSynchronize(s0));
+    return 0;
+  }
   for (int64_t c = 0; c < nch && c < st->nslot; c++) {
     const int64_t a = c * ch, n = std::min(ch, npix - a);
     CUDA_CHECK(cudaMemcpyAsync(st->stage[c], (R *)st->map + a, (size_t)n * sizeof(R), cudaMemcpyDeviceToHost, s0));
@@ -597,13 +633,28 @@ int record_times(arkcos_plan *p, gpu_state *st, double t_start, double t_d2h, do
     CUDA_CHECK(cudaEventElapsedTime(&ms, e[3], e[4]));
     T->map_ifft += ms * 1e-3;
   }
-  CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_blk[4 * h.blocks.size()], st->ev_ifft));
+  CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_blk[4 * h.blocks.size()], st->ev_inv));
   T->map_ifft += ms * 1e-3;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_inv, st->ev_ifft));
+  T->direct = ms * 1e-3; /* the direct pairs (k_direct): part of the reduction */
+  T->reduction += T->direct;
   T->d2h = t_end - t_d2h;
   T->total = t_end - t_start;
   T->other = T->total - (T->h2d + T->map_fft + T->kernel_eval + T->kernel_fft + T->reduction + T->map_ifft +
                          T->d2h);
   if (T->other < 0) T->other = 0;
+  return 0;
+}
+
+/* The map ranges no path writes set to 0, then the direct pairs added to
+ * (or, in rings without a Fourier part, written into) the output map */
+template <class R> int issue_direct(gpu_state *st, arkcos_error *err) {
+  const host_plan &h = st->h;
+  for (const auto &z : h.zero)
+    CUDA_CHECK(cudaMemsetAsync((R *)st->map + z.first, 0, (size_t)z.second * sizeof(R), st->s[0]));
+  if (grid_direct(h) == 0) return 0;
+  k_direct<R><<<grid_direct(h), DTPB, 0, st->s[0]>>>(st->T, st->kf, (const R *)st->xin, (R *)st->map);
+  LAUNCH_CHECK("k_direct");
   return 0;
 }
 
@@ -625,18 +676,13 @@ template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double 
   } else if ((rc = issue_inverse<R>(st, err))) {
     return rc;
   }
+  CUDA_CHECK(cudaEventRecord(st->ev_inv, s0));
+  /* 6. the ring pairs off the kernel grid (exact plans), on the map */
+  if ((rc = issue_direct<R>(st, err))) return rc;
   CUDA_CHECK(cudaEventRecord(st->ev_ifft, s0));
   double t_d2h = 0;
   if ((rc = download_map<R>(st, out, err, &t_d2h))) return rc;
-  /* 6. the ring pairs off the kernel grid, summed directly on the host
-   * (exact plans; pairs_direct.c, the CPU backend's code) */
-  const double t_dir = arkcos_direct_apply(p, in, out);
-  const double t_end = wall_seconds();
-  if ((rc = record_times(p, st, t_start, t_d2h, t_end - t_dir, err))) return rc;
-  p->last.reduction += t_dir;
-  p->last.direct = t_dir;
-  p->last.total += t_dir;
-  return 0;
+  return record_times(p, st, t_start, t_d2h, wall_seconds(), err);
 }
 
 template <class R> int execute_t(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
@@ -665,7 +711,7 @@ int64_t env_int(const char *name, int64_t dflt) {
 
 /* Device memory the plan needs outside the block arena, in bytes */
 struct dev_sizes {
-  size_t map_b, fmap_b, spec_b, ospec_b, tw_b, tab_b, spline_b;
+  size_t map_b, xin_b, fmap_b, spec_b, ospec_b, tw_b, tab_b, spline_b;
   size_t fixed;     /* all of the above, each 256-byte aligned */
   size_t reserve;   /* left free: context, cuFFT, fragmentation */
   size_t min_arena; /* the smallest block arena */
@@ -676,6 +722,7 @@ template <class R> dev_sizes plan_sizes(const arkcos_plan *p, const host_plan &h
   const size_t rs = sizeof(R), cs = sizeof(C);
   dev_sizes z = {};
   z.map_b = (size_t)h.npix * rs;
+  z.xin_b = h.ndirect > 0 ? (size_t)h.npix * rs : 0; /* the input, kept for the direct pairs */
   z.fmap_b = h.padded ? (size_t)h.fsize * rs : 0;
   z.spec_b = (size_t)h.nr * (size_t)h.nmp * cs;
   z.ospec_b = (size_t)h.osz * cs;
@@ -686,7 +733,7 @@ template <class R> dev_sizes plan_sizes(const arkcos_plan *p, const host_plan &h
     return nullptr;
   });
   z.spline_b = p->kf.type == ARKCOS_KERNEL_TABLE ? sizeof(double) * 5 * (size_t)p->kf.nknots : 0;
-  z.fixed = align256(z.map_b) + align256(z.fmap_b) + align256(z.spec_b) + align256(z.ospec_b) + align256(z.tw_b) +
+  z.fixed = align256(z.map_b) + align256(z.xin_b) + align256(z.fmap_b) + align256(z.spec_b) + align256(z.ospec_b) + align256(z.tw_b) +
             z.tab_b + align256(z.spline_b);
   z.min_arena = hp_min_arena(&h, rs);
   return z;
@@ -718,6 +765,8 @@ template <class R> int alloc_fixed(const arkcos_plan *p, gpu_state *st, const de
   const host_plan &h = st->h;
   int rc;
   if ((rc = dalloc(st, &st->map, z.map_b, "the map", err))) return rc;
+  st->xin = st->map;
+  if (z.xin_b && (rc = dalloc(st, &st->xin, z.xin_b, "the input map", err))) return rc;
   st->fmap = st->map;
   if (h.padded && (rc = dalloc(st, &st->fmap, z.fmap_b, "the map's FFT layout", err))) return rc;
   if ((rc = dalloc(st, &st->spec, z.spec_b, "the ring spectra", err))) return rc;
@@ -760,6 +809,7 @@ int create_streams(gpu_state *st, arkcos_error *err) {
   CUDA_CHECK(cudaEventCreate(&st->ev_start));
   CUDA_CHECK(cudaEventCreate(&st->ev_h2d));
   CUDA_CHECK(cudaEventCreate(&st->ev_ifft));
+  CUDA_CHECK(cudaEventCreate(&st->ev_inv));
   CUDA_CHECK(cudaEventCreateWithFlags(&st->ev_fork, cudaEventDisableTiming));
   for (int k = 0; k < st->h.naux; k++) CUDA_CHECK(cudaEventCreateWithFlags(&st->ev_join[k], cudaEventDisableTiming));
   return 0;
@@ -848,6 +898,7 @@ int setup_staging(const arkcos_plan *p, gpu_state *st, arkcos_error *err) {
 template <class R> int warm_and_capture(gpu_state *st, const dev_sizes &z, arkcos_error *err) {
   int rc;
   CUDA_CHECK(cudaMemsetAsync(st->map, 0, z.map_b, st->s[0]));
+  if (z.xin_b) CUDA_CHECK(cudaMemsetAsync(st->xin, 0, z.xin_b, st->s[0]));
   if (st->h.padded) CUDA_CHECK(cudaMemsetAsync(st->fmap, 0, z.fmap_b, st->s[0]));
   CUDA_CHECK(cudaMemsetAsync(st->ospec, 0, z.ospec_b, st->s[0]));
   if ((rc = issue_forward<R>(st, err))) return rc;
@@ -868,13 +919,17 @@ template <class R> int warm_and_capture(gpu_state *st, const dev_sizes &z, arkco
 template <class R> int create_t(arkcos_plan *p, gpu_state *st, arkcos_error *err) {
   st->rsize = sizeof(R);
   /* host side: rings, pairs, FFT batches */
+  double t0 = wall_seconds();
   hp_build(p, &st->h, env_int("ARKCOS_GPU_DIRECT_MAX", DIRECT_MAX));
   dev_sizes z = plan_sizes<R>(p, st->h);
   int rc;
   if ((rc = check_memory(p, st, &z, err))) return rc;
   if ((rc = alloc_fixed<R>(p, st, z, err))) return rc;
+  p->setup.tables = wall_seconds() - t0;
   if ((rc = create_streams(st, err))) return rc;
+  t0 = wall_seconds();
   if ((rc = make_fft_plans<R>(st, err))) return rc;
+  p->setup.fftw = wall_seconds() - t0; /* cuFFT's plans */
   if ((rc = make_blocks(st, z, err))) return rc;
   if ((rc = setup_staging(p, st, err))) return rc;
   if ((rc = warm_and_capture<R>(st, z, err))) return rc;
@@ -980,10 +1035,8 @@ extern "C" int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err) {
       cudaDeviceProp prop;
       if (cudaGetDeviceProperties(&prop, dev) == cudaSuccess)
         snprintf(st->devname, sizeof st->devname, "%s", prop.name);
+      /* every ring pair, the exact path's direct pairs included, runs on the device */
       rc = st->single ? create_t<float>(p, st, err) : create_t<double>(p, st, err);
-      /* the exact path of ring pairs off the kernel grid runs on the host */
-      if (rc == ARKCOS_OK && p->direct_caps)
-        rc = arkcos_direct_create(p, p->opt.threads, err);
     }
   } catch (const std::bad_alloc &) {
     rc = arkcos_fail(err, ARKCOS_ENOMEM, "GPU: out of host memory while planning");
@@ -1051,6 +1104,22 @@ extern "C" int arkcos_gpu_copy_time(int device, size_t bytes, int reps, double *
   return rc;
 }
 
+/* Page-locked host memory for maps (arkcos_map_alloc): NULL when there is
+ * no device or the allocation fails (the caller falls back to malloc). */
+extern "C" void *arkcos_gpu_host_alloc(size_t bytes) {
+  if (cuda_device_count(nullptr, 0) == 0) return nullptr;
+  void *ptr = nullptr;
+  if (cudaHostAlloc(&ptr, bytes ? bytes : 1, cudaHostAllocPortable) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return ptr;
+}
+extern "C" void arkcos_gpu_host_free(void *ptr) {
+  if (ptr) cudaFreeHost(ptr);
+  (void)cudaGetLastError();
+}
+
 #ifdef ARKCOS_GPU_MODULE
 /* ---- as the module libarkcos_gpu.so.1 (gpu_module.h): the engine's host
  * code this file calls is reached through the table the loader gives; the
@@ -1069,12 +1138,6 @@ extern "C" int arkcos_fail(arkcos_error *err, int code, const char *fmt, ...) {
 extern "C" int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j) {
   return g_host.pair_is_direct(p, i, j);
 }
-extern "C" int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err) {
-  return g_host.direct_create(p, nthreads, err);
-}
-extern "C" double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out) {
-  return g_host.direct_apply(p, in, out);
-}
 
 extern "C" int arkcos_gpu_module_init(const arkcos_gpu_host *h, arkcos_gpu_module *m) {
   if (!h || h->abi != ARKCOS_GPU_MODULE_ABI) return -1;
@@ -1084,6 +1147,8 @@ extern "C" int arkcos_gpu_module_init(const arkcos_gpu_host *h, arkcos_gpu_modul
   m->query = arkcos_gpu_query;
   m->create = arkcos_gpu_create;
   m->copy_time = arkcos_gpu_copy_time;
+  m->host_alloc = arkcos_gpu_host_alloc;
+  m->host_free = arkcos_gpu_host_free;
   return 0;
 }
 #endif

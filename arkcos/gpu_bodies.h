@@ -29,6 +29,7 @@ namespace {
 const int TPB = 256;              /* threads per block, element-wise kernels */
 const int RTPB = 128;             /* threads per block, reduction */
 const int RESEED = 8;             /* direct DFT: exact twiddle every RESEED terms */
+const int DTPB = 128;             /* threads per block, direct pairs (one row each) */
 
 /* ----------------------------------------------------- precision traits */
 
@@ -58,12 +59,25 @@ struct dtables {
   const int64_t *pofs;             /* per ring: offset in the FFT layout of the map */
   const double *w, *phi0;          /* per ring: pixel weight, first azimuth */
   const int *mirror;               /* per ring: mirror ring or -1 */
+  const unsigned char *nfwd;       /* per ring: 1 if a Fourier pair reads its spectrum */
   const int *task;                 /* per task: first ring */
   const int64_t *tp;               /* per task: first pair (ntasks + 1) */
   const int *pj, *pcnt;            /* per pair: input ring, sample count */
   const unsigned char *pkind;
   const int64_t *pn0, *psoff, *pord; /* first sample, sample prefix (P + 1), ord */
   const double *psdt2, *pss, *pdelta; /* sin^2(dtheta/2), sin t sin t', azimuth offset */
+  /* Direct pairs (exact plans: pairs with a ring off the kernel grid,
+   * pairs_direct.c's sums with every weight computed where it is used). A
+   * direct task is an output ring (and its mirror) with its direct pairs;
+   * with 4 lanes, row a serves output pixels a + r n_i / 4, r < 4. */
+  const int *dti, *dti2, *dlanes;  /* per direct task: ring, mirror ring or -1, lanes (4 or 1) */
+  const int64_t *drows, *dp;       /* rows (n_i / lanes); first pair (ndt + 1) */
+  const unsigned char *dfour;      /* 1: the map holds the ring's Fourier part; 0: start from 0 */
+  const int *qj, *qjm;             /* per direct pair: input ring, the mirror's input ring or -1 */
+  const double *qsdt2, *qss, *qd0; /* sin^2(dtheta/2), sin t sin t', phi0_i - phi0_j */
+  const double *qc0, *qhw;         /* window centre of row 0 and half-width, input pixels */
+  const int *btask;                /* per thread block of k_direct: direct task, first row */
+  const int64_t *brow;
 };
 
 /* One block of output tasks [ta, tb) and pairs [pa, pb) (a block may start
@@ -99,6 +113,7 @@ ARKCOS_HD inline int64_t mulmod_L(int64_t a, int64_t b, int64_t L, double invL) 
  * odd offset: cuFFT wants 16-byte aligned rows) */
 template <class R>
 ARKCOS_HD inline void body_weight(const R *map, R *fmap, const dtables &t, int64_t r, int tx, int bd) {
+  if (!t.nfwd[r]) return; /* no Fourier pair reads it (an exact plan's polar caps) */
   const int64_t N = t.nph[r], o = t.ofs[r], po = t.pofs[r];
   const double w = t.w[r];
   for (int64_t k = tx; k < N; k += bd) fmap[po + k] = (R)(w * (double)map[o + k]);
@@ -119,6 +134,7 @@ template <class R>
 ARKCOS_HD inline void body_extend(typename cx<R>::T *spec, const dtables &t, int64_t nm, int64_t nmp,
                                   int paper, int64_t r, int tx, int bd) {
   typedef typename cx<R>::T C;
+  if (!t.nfwd[r]) return;
   const int64_t N = t.nph[r];
   const double phi0 = t.phi0[r];
   C *sp = spec + r * nmp;
@@ -291,6 +307,77 @@ ARKCOS_HD inline void body_fold(const dtables &t, const blockp &b, typename cx<R
   v.x = (R)(out_re * invL);
   v.y = (R)(out_im * invL);
   ospec[t.oofs[ring] + d] = v;
+}
+
+/* Direct pairs, row a of direct task dt, LANES 4 or 1: for each pair in
+ * order, the sum over the pair's window of w_j K(alpha_ab) x_j(b + r s_j)
+ * (the weights as pairs_direct.c's row_weights computes them: the exact
+ * integer numerator of the azimuth offset, the haversine chord), added to
+ * the output pixel a + r rows (and the same weights on the mirror rings).
+ * Sums in double whatever R; each thread owns its outputs (no atomics:
+ * bit-identical run to run). */
+template <class R, int LANES>
+ARKCOS_HD inline void direct_row(const dtables &t, const arkcos_kfun &kf, const R *x, R *y, int dt, int64_t a) {
+  const int i = t.dti[dt], i2 = t.dti2[dt];
+  const int64_t rows = t.drows[dt], ni = t.nph[i];
+  R *yi = y + t.ofs[i], *ym = i2 >= 0 ? y + t.ofs[i2] : yi;
+  double s[LANES], u[LANES];
+  for (int r = 0; r < LANES; r++) {
+    s[r] = t.dfour[dt] ? (double)yi[a + r * rows] : 0.0;
+    u[r] = t.dfour[dt] && i2 >= 0 ? (double)ym[a + r * rows] : 0.0;
+  }
+  for (int64_t k = t.dp[dt]; k < t.dp[dt + 1]; k++) {
+    const int j = t.qj[k], jm = t.qjm[k];
+    const int64_t nj = t.nph[j], sj = nj / LANES;
+    const R *xj = x + t.ofs[j], *xm = jm >= 0 ? x + t.ofs[jm] : xj;
+    const double hw = t.qhw[k], wj = t.w[j], sdt2 = t.qsdt2[k], ss = t.qss[k], d0 = t.qd0[k];
+    const double step = 2 * ARKCOS_PI / ((double)ni * (double)nj);
+    const double c = t.qc0[k] + (double)a * (double)nj / (double)ni;
+    int64_t lo, cnt;
+    if (hw >= (double)nj) {
+      lo = (int64_t)floor(c) - nj / 2;
+      cnt = nj;
+    } else {
+      lo = (int64_t)floor(c - hw) - 1;
+      const int64_t hi = (int64_t)ceil(c + hw) + 1;
+      cnt = hi - lo + 1 < nj ? hi - lo + 1 : nj;
+    }
+    double ps[LANES], pu[LANES];
+    for (int r = 0; r < LANES; r++) ps[r] = pu[r] = 0;
+    int64_t q = arkcos_wrap(lo, nj);
+    for (int64_t l = 0; l < cnt; l++) {
+      const int64_t b = lo + l;
+      const double dphi = d0 + step * (double)(a * nj - b * ni); /* exact numerator */
+      const double sh = sin(0.5 * dphi);
+      const double v = wj * arkcos_kfun_d2(&kf, 4.0 * (sdt2 + ss * sh * sh));
+      if (v != 0)
+        for (int r = 0; r < LANES; r++) {
+          int64_t e = q + r * sj;
+          if (e >= nj) e -= nj;
+          ps[r] += v * (double)xj[e];
+          if (i2 >= 0) pu[r] += v * (double)xm[e];
+        }
+      if (++q == nj) q = 0;
+    }
+    for (int r = 0; r < LANES; r++) {
+      s[r] += ps[r];
+      u[r] += pu[r];
+    }
+  }
+  for (int r = 0; r < LANES; r++) {
+    yi[a + r * rows] = (R)s[r];
+    if (i2 >= 0) ym[a + r * rows] = (R)u[r];
+  }
+}
+
+/* thread tx of k_direct's block blk: one row of one direct task */
+template <class R>
+ARKCOS_HD inline void body_direct(const dtables &t, const arkcos_kfun &kf, const R *x, R *y, int64_t blk, int tx) {
+  const int dt = t.btask[blk];
+  const int64_t a = t.brow[blk] + tx;
+  if (a >= t.drows[dt]) return;
+  if (t.dlanes[dt] == 4) direct_row<R, 4>(t, kf, x, y, dt, a);
+  else direct_row<R, 1>(t, kf, x, y, dt, a);
 }
 
 } /* namespace */

@@ -69,8 +69,7 @@ static void load_module(void) {
   }
   arkcos_gpu_module_init_fn init;
   *(void **)&init = dlsym(h, "arkcos_gpu_module_init");
-  const arkcos_gpu_host host = {ARKCOS_GPU_MODULE_ABI, arkcos_vfail, arkcos_pair_is_direct,
-                                arkcos_direct_create, arkcos_direct_apply};
+  const arkcos_gpu_host host = {ARKCOS_GPU_MODULE_ABI, arkcos_vfail, arkcos_pair_is_direct};
   if (!init || init(&host, &mod) != 0) {
     snprintf(load_why, sizeof load_why, "the GPU backend (" ARKCOS_GPU_MODULE_FILE ") is of another build");
     return;
@@ -109,6 +108,11 @@ void arkcos_gpu_query(arkcos_gpu_info *info) {
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err) {
   if (ensure_loaded()) return mod.create(p, err);
   return arkcos_fail(err, ARKCOS_ENODEV, "--backend gpu: %s", load_why);
+}
+
+void *arkcos_gpu_host_alloc(size_t bytes) { return ensure_loaded() ? mod.host_alloc(bytes) : NULL; }
+void arkcos_gpu_host_free(void *ptr) {
+  if (ptr && ensure_loaded()) mod.host_free(ptr);
 }
 
 int arkcos_gpu_copy_time(int device, size_t bytes, int reps, double *h2d, double *d2h, arkcos_error *err) {

@@ -22,6 +22,12 @@ int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err) {
   return arkcos_fail(err, ARKCOS_ENODEV, "--backend gpu: this binary was built without CUDA");
 }
 
+void *arkcos_gpu_host_alloc(size_t bytes) {
+  (void)bytes;
+  return NULL;
+}
+void arkcos_gpu_host_free(void *ptr) { (void)ptr; }
+
 int arkcos_gpu_copy_time(int device, size_t bytes, int reps, double *h2d, double *d2h, arkcos_error *err) {
   (void)device;
   (void)bytes;

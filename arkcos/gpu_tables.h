@@ -14,6 +14,7 @@
 #include <cstring>
 #include <map>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "arkcos/gpu_bodies.h"
@@ -53,6 +54,17 @@ struct host_plan {
   std::vector<int64_t> pn0, psoff, pord;
   std::vector<double> psdt2, pss, pdelta;
   std::vector<int64_t> fpre, dpre; /* dense pairs / sparse samples before pair p */
+  /* direct pairs (gpu_bodies.h, dtables) and which rings the map FFTs need */
+  std::vector<int> dti, dti2, dlanes;
+  std::vector<int64_t> drows, dp;
+  std::vector<unsigned char> dfour;
+  std::vector<int> qj, qjm;
+  std::vector<double> qsdt2, qss, qd0, qc0, qhw;
+  std::vector<int> btask;
+  std::vector<int64_t> brow;
+  int64_t ndirect = 0;              /* direct pairs (each with its mirror) */
+  std::vector<unsigned char> need_fwd, need_inv; /* ring read / written by a Fourier pair */
+  std::vector<std::pair<int64_t, int64_t>> zero; /* map ranges no path writes: set to 0 */
   std::vector<fft_desc> desc;
   std::vector<fft_item> fwd, inv;
   int kdesc[KPLANS];
@@ -73,7 +85,7 @@ inline void hp_pairs(const arkcos_plan *p, host_plan *h) {
     const int i = p->task[t];
     h->tp[t] = (int64_t)h->pj.size();
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
-      if (arkcos_pair_is_direct(p, i, j)) continue; /* summed on the host (pairs_direct.c) */
+      if (arkcos_pair_is_direct(p, i, j)) continue; /* hp_direct: k_direct sums it */
       double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
       double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
       double half = arkcos_dphi_window(&p->kf, sdt2, ss);
@@ -160,8 +172,13 @@ inline int hp_map_desc(host_plan *h, int dir, int64_t N, int64_t rows, int64_t i
  * north/south cap pair), at most RUN_ELEMS points per batch. dir 0: r2c
  * map -> spec rows; dir 1: c2r ospec -> map. Equal shapes share a plan. */
 inline void hp_runs(host_plan *h, int dir, fft_shapes *seen, int *rr) {
-  std::vector<int> order((size_t)h->nr);
-  for (int r = 0; r < h->nr; r++) order[r] = r;
+  /* only the rings a Fourier pair reads (r2c) or writes (c2r): in an exact
+   * plan the polar caps' rings take direct pairs only, and their FFTs (two
+   * small batches per ring length, thousands of launches) are skipped */
+  const std::vector<unsigned char> &need = dir == 0 ? h->need_fwd : h->need_inv;
+  std::vector<int> order;
+  for (int r = 0; r < h->nr; r++)
+    if (need[(size_t)r]) order.push_back(r);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return h->nph[a] < h->nph[b]; });
   auto in_off = [&](int r) { return dir == 0 ? h->pofs[r] : h->oofs[r]; };
   auto out_off = [&](int r) { return dir == 0 ? (int64_t)r * h->nmp : h->pofs[r]; };
@@ -243,6 +260,78 @@ inline void hp_kernel_plans(host_plan *h) {
   }
 }
 
+/* Which rings the Fourier pairs read and write: ring j (and its mirror)
+ * of each pair, every task's ring (and its mirror) that has a pair. */
+inline void hp_needs(const arkcos_plan *p, host_plan *h) {
+  h->need_fwd.assign((size_t)h->nr, 0);
+  h->need_inv.assign((size_t)h->nr, 0);
+  for (int t = 0; t < h->ntasks; t++) {
+    if (h->tp[t + 1] == h->tp[t]) continue;
+    const int i = h->task[t], i2 = p->mirror[i];
+    h->need_inv[(size_t)i] = 1;
+    if (i2 >= 0) h->need_inv[(size_t)i2] = 1;
+    for (int64_t q = h->tp[t]; q < h->tp[t + 1]; q++) {
+      const int j = h->pj[(size_t)q], jm = p->mirror[j];
+      h->need_fwd[(size_t)j] = 1;
+      if (i2 >= 0 && i2 != i && jm >= 0) h->need_fwd[(size_t)jm] = 1;
+    }
+  }
+}
+
+/* The direct pairs of every task (pairs_direct.c's list: arkcos_pair_is_direct
+ * and within the kernel's reach), their windows, the thread blocks of
+ * k_direct; and the map ranges that neither path writes. */
+inline void hp_direct(const arkcos_plan *p, host_plan *h) {
+  const arkcos_ring *rg = p->geom->rings;
+  std::vector<unsigned char> written(h->need_inv);
+  for (int t = 0; t < h->ntasks; t++) {
+    const int i = p->task[t], i2 = p->mirror[i];
+    const int two = i2 >= 0 && i2 != i;
+    const int64_t ni = rg[i].nph;
+    const size_t q0 = h->qj.size();
+    int lanes = ni % 4 == 0 ? 4 : 1;
+    for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+      if (!arkcos_pair_is_direct(p, i, j)) continue;
+      const int64_t nj = rg[j].nph;
+      const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+      const double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
+      const double half = arkcos_dphi_window(&p->kf, sdt2, ss);
+      if (half < 0) continue;
+      h->qj.push_back(j);
+      h->qjm.push_back(two ? p->mirror[j] : -1);
+      h->qsdt2.push_back(sdt2);
+      h->qss.push_back(ss);
+      h->qd0.push_back(rg[i].phi0 - rg[j].phi0);
+      h->qc0.push_back((rg[i].phi0 - rg[j].phi0) * (double)nj / (2 * ARKCOS_PI));
+      h->qhw.push_back(half >= ARKCOS_PI ? (double)nj : half * (double)nj / (2 * ARKCOS_PI));
+      if (nj % 4) lanes = 1;
+    }
+    if (h->qj.size() == q0) continue;
+    const int dt = (int)h->dti.size();
+    h->dti.push_back(i);
+    h->dti2.push_back(two ? i2 : -1);
+    h->dlanes.push_back(lanes);
+    h->drows.push_back(ni / lanes);
+    h->dp.push_back((int64_t)q0);
+    h->dfour.push_back(h->need_inv[(size_t)i]);
+    written[(size_t)i] = 1;
+    if (two) written[(size_t)i2] = 1;
+    for (int64_t r0 = 0; r0 < ni / lanes; r0 += DTPB) {
+      h->btask.push_back(dt);
+      h->brow.push_back(r0);
+    }
+  }
+  h->dp.push_back((int64_t)h->qj.size());
+  h->ndirect = (int64_t)h->qj.size();
+  h->zero.clear();
+  for (int r = 0; r < h->nr; r++) {
+    if (written[(size_t)r]) continue;
+    const int64_t a = h->ofs[(size_t)r], n = h->nph[(size_t)r];
+    if (!h->zero.empty() && h->zero.back().first + h->zero.back().second == a) h->zero.back().second += n;
+    else h->zero.push_back(std::make_pair(a, n));
+  }
+}
+
 /* The host plan: tables, pairs, FFT batches and kernel-grid batch plans. */
 inline void hp_build(const arkcos_plan *p, host_plan *h, int64_t direct_max) {
   const arkcos_geometry *g = p->geom;
@@ -260,6 +349,8 @@ inline void hp_build(const arkcos_plan *p, host_plan *h, int64_t direct_max) {
   hp_rings(p, h);
   h->task.assign(p->task, p->task + p->ntasks);
   hp_pairs(p, h);
+  hp_needs(p, h);
+  hp_direct(p, h);
   fft_shapes seen;
   int rr = 0;
   hp_runs(h, 0, &seen, &rr);
@@ -353,6 +444,7 @@ template <class Put> dtables hp_tables(const host_plan &h, Put &&put) {
   T.w = (const double *)put(h.w.data(), nr * 8);
   T.phi0 = (const double *)put(h.phi0.data(), nr * 8);
   T.mirror = (const int *)put(h.mirror.data(), nr * 4);
+  T.nfwd = (const unsigned char *)put(h.need_fwd.data(), nr);
   T.task = (const int *)put(h.task.data(), nt * 4);
   T.tp = (const int64_t *)put(h.tp.data(), (nt + 1) * 8);
   T.pj = (const int *)put(h.pj.data(), P * 4);
@@ -364,6 +456,22 @@ template <class Put> dtables hp_tables(const host_plan &h, Put &&put) {
   T.psdt2 = (const double *)put(h.psdt2.data(), P * 8);
   T.pss = (const double *)put(h.pss.data(), P * 8);
   T.pdelta = (const double *)put(h.pdelta.data(), P * 8);
+  const size_t nd = h.dti.size(), nq = h.qj.size(), nb = h.btask.size();
+  T.dti = (const int *)put(h.dti.data(), nd * 4);
+  T.dti2 = (const int *)put(h.dti2.data(), nd * 4);
+  T.dlanes = (const int *)put(h.dlanes.data(), nd * 4);
+  T.drows = (const int64_t *)put(h.drows.data(), nd * 8);
+  T.dp = (const int64_t *)put(h.dp.data(), (nd + 1) * 8);
+  T.dfour = (const unsigned char *)put(h.dfour.data(), nd);
+  T.qj = (const int *)put(h.qj.data(), nq * 4);
+  T.qjm = (const int *)put(h.qjm.data(), nq * 4);
+  T.qsdt2 = (const double *)put(h.qsdt2.data(), nq * 8);
+  T.qss = (const double *)put(h.qss.data(), nq * 8);
+  T.qd0 = (const double *)put(h.qd0.data(), nq * 8);
+  T.qc0 = (const double *)put(h.qc0.data(), nq * 8);
+  T.qhw = (const double *)put(h.qhw.data(), nq * 8);
+  T.btask = (const int *)put(h.btask.data(), nb * 4);
+  T.brow = (const int64_t *)put(h.brow.data(), nb * 8);
   return T;
 }
 
@@ -404,6 +512,8 @@ inline int hp_kbatch(const host_plan &h, int64_t left) {
 inline unsigned grid_eval(const blockp &b) { return (unsigned)((b.ns + TPB - 1) / TPB); }
 inline unsigned grid_reduce_y(const host_plan &h) { return (unsigned)((h.nm + RTPB - 1) / RTPB); }
 inline unsigned grid_fold_y(const host_plan &h) { return (unsigned)((h.L / 2 + 1 + TPB - 1) / TPB); }
+/*   k_direct  one block of DTPB rows per entry of btask */
+inline unsigned grid_direct(const host_plan &h) { return (unsigned)h.btask.size(); }
 
 } /* namespace */
 

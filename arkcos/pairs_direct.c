@@ -290,6 +290,45 @@ double arkcos_direct_estimate_bytes(const arkcos_plan *p, int lo, int hi) {
   return (p->opt.spin == 2 ? 16 : 8) * vals;
 }
 
+/* For a plan without tables: per pair, the rows a = k P / 4, k < 4 (rows
+ * differ only by the sub-pixel shift of their windows), their largest sum
+ * of |W| raised by 25 %, and the longest window + 2. */
+void arkcos_direct_task_sums(const arkcos_plan *p, int t, double *dsum, double *dterms) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int i = p->task[t];
+  *dsum = *dterms = 0;
+  double *w = NULL;
+  size_t wcap = 0;
+  for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+    if (!arkcos_pair_is_direct(p, i, j)) continue;
+    const double hw = pair_halfwidth(p, i, j);
+    if (hw < 0) continue;
+    const int64_t ni = rg[i].nph, nj = rg[j].nph, P = ni / (gcd64(ni, nj) % 4 == 0 ? 4 : 1);
+    const size_t need = (size_t)nj + 8;
+    if (need > wcap) {
+      double *nw = realloc(w, sizeof(double) * need);
+      if (!nw) { /* no memory for the estimate: the window's worst case */
+        *dsum = INFINITY;
+        break;
+      }
+      w = nw;
+      wcap = need;
+    }
+    double best = 0;
+    int64_t longest = 0;
+    for (int k = 0; k < 4; k++) {
+      int64_t b0;
+      double sum;
+      const int64_t len = row_weights(p, i, j, hw, k * P / 4, w, NULL, &b0, &sum);
+      if (sum > best) best = sum;
+      if (len > longest) longest = len;
+    }
+    *dsum += 1.25 * best;
+    *dterms += (double)longest + 3;
+  }
+  free(w);
+}
+
 /* Lists the direct pairs of every task (those the kernel reaches). */
 static int direct_list(const arkcos_plan *p, arkcos_direct *D) {
   int n = 0;
@@ -664,9 +703,12 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
   const int nt = p->task_hi - p->task_lo;
   double *fs = calloc((size_t)(2 * nt + 1), sizeof(double)), *cs = fs ? fs + nt : NULL;
   int *np = calloc((size_t)(2 * nt + 1), sizeof(int)), *kmx = np ? np + nt : NULL;
-  if (!fs || !np) { /* no memory for the bound: say none */
+  /* a plan whose direct pairs have no tables (GPU): their terms estimated */
+  double *gs = !D && p->direct_caps ? calloc((size_t)(2 * nt + 1), sizeof(double)) : NULL;
+  if (!fs || !np || (!D && p->direct_caps && !gs)) { /* no memory for the bound: say none */
     free(fs);
     free(np);
+    free(gs);
     p->bound = INFINITY;
     return;
   }
@@ -678,6 +720,7 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
 #pragma omp parallel for schedule(dynamic, 4) num_threads(nthr)
   for (int t = p->task_lo; t < p->task_hi; t++) {
     const int i = p->task[t], r = t - p->task_lo;
+    if (gs) arkcos_direct_task_sums(p, t, &gs[r], &gs[nt + r]);
     if (r % stride && t != p->task_hi - 1) continue;
     for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
       if (arkcos_pair_is_direct(p, i, j)) continue;
@@ -708,6 +751,10 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
     const int r = t - p->task_lo;
     double fsum = fs[r], dsum = 0, dterms = 0;
     const int npairs = np[r], kmax = kmx[r];
+    if (gs) { /* a plan without tables (GPU) */
+      dsum = gs[r];
+      dterms = gs[nt + r];
+    }
     if (D)
       for (int k = D->first[t]; k < D->first[t + 1]; k++) {
         dsum += D->pair[k].wsum;
@@ -730,5 +777,6 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
   }
   free(fs);
   free(np);
+  free(gs);
   p->bound = worst;
 }

@@ -4,6 +4,7 @@
  * chosen backend builds its FFT plans and buffers.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,7 +279,9 @@ static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error
     const double b = arkcos_direct_estimate_bytes(p, first[r], first[r + 1]);
     if (b > need) need = b;
   }
-  const double have = direct_budget_bytes();
+  /* a GPU plan keeps no tables: its device computes each weight where it
+   * is used (gpu_bodies.h, body_direct); only the support limits it */
+  const double have = p->opt.backend == ARKCOS_BACKEND_GPU ? INFINITY : direct_budget_bytes();
   const double px = direct_support_pixels(p), pxmax = env_double("ARKCOS_DIRECT_MAX_PIXELS", 4000);
   if ((need > have || px > pxmax) && p->opt.spin == 2)
     return arkcos_fail(err, ARKCOS_EINVAL,
@@ -514,7 +517,7 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
    * double; spin-2 weights are complex, counted in full); scalar single
    * precision plans hold the weights in float. */
   const double dscale = p->opt.spin == 2 ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 0.95 : 1.3;
-  e->tables = p->direct_caps ? dscale * arkcos_direct_estimate_bytes(p, lo, hi) : 0;
+  e->tables = p->direct_caps && p->opt.backend != ARKCOS_BACKEND_GPU ? dscale * arkcos_direct_estimate_bytes(p, lo, hi) : 0;
   unsigned char *need = malloc((size_t)g->nrings + 1);
   int64_t in = 0, out = 0;
   for (int t = lo; t < hi; t++) {
@@ -810,6 +813,32 @@ int arkcos_plan_spin(const arkcos_plan *p) { return p->opt.spin; }
 void arkcos_plan_stages(const arkcos_plan *p, arkcos_stage_times *t) { *t = p->last; }
 arkcos_backend arkcos_plan_backend(const arkcos_plan *p) { return p->backend; }
 size_t arkcos_plan_memory(const arkcos_plan *p) { return p->bytes; }
+
+/* Maps for arkcos_execute: a 64-byte header (a tag and whether the block
+ * is page-locked) before the values, so that arkcos_map_free knows how to
+ * give it back. */
+#define MAP_TAG 0x61726b636f736d70ull /* "arkcosmp" */
+double *arkcos_map_alloc(const arkcos_plan *p, int64_t n) {
+  if (n < 0 || (uint64_t)n > (SIZE_MAX - 64) / sizeof(double)) return NULL;
+  const size_t bytes = 64 + sizeof(double) * (size_t)(n > 0 ? n : 1);
+  void *base = NULL;
+  uint64_t pinned = 0;
+  if (p && p->backend == ARKCOS_BACKEND_GPU && (base = arkcos_gpu_host_alloc(bytes))) pinned = 1;
+  if (!base && posix_memalign(&base, 64, bytes)) return NULL;
+  uint64_t *head = base;
+  head[0] = MAP_TAG;
+  head[1] = pinned;
+  return (double *)((char *)base + 64);
+}
+
+void arkcos_map_free(double *map) {
+  if (!map) return;
+  uint64_t *head = (uint64_t *)((char *)map - 64);
+  if (head[0] != MAP_TAG) return; /* not ours: leave it */
+  head[0] = 0;
+  if (head[1]) arkcos_gpu_host_free(head);
+  else free(head);
+}
 const char *arkcos_plan_note(const arkcos_plan *p) { return p->note; }
 double arkcos_plan_bound(const arkcos_plan *p) { return p->bound; }
 const char *arkcos_plan_exactness(const arkcos_plan *p) { return p->exactness; }

@@ -83,6 +83,10 @@ double arkcos_kfun_cut_level(const arkcos_kfun *kf);
 int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
 int arkcos_cpu_create_float(arkcos_plan *p, arkcos_error *err);
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err);
+/* page-locked host memory through the GPU module (arkcos_map_alloc); NULL
+ * without a device */
+void *arkcos_gpu_host_alloc(size_t bytes);
+void arkcos_gpu_host_free(void *ptr);
 /* error.c: arkcos_fail with a va_list (the GPU module's messages) */
 int arkcos_vfail(arkcos_error *err, int code, const char *fmt, va_list ap);
 int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err);
@@ -94,6 +98,10 @@ int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j);
 int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err);
 double arkcos_direct_estimate_bytes(const arkcos_plan *p, int lo, int hi); /* tasks [lo, hi) */
 double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out);
+/* the bound's direct terms of task t without tables (the GPU sums the
+ * direct pairs with weights computed where they are used): sum over its
+ * pairs of max_a sum_b |W_ab|, and of the longest row + 1 */
+void arkcos_direct_task_sums(const arkcos_plan *p, int t, double *dsum, double *dterms);
 /* spin-2 plans: (q_out, u_out) += the direct pairs' complex sums */
 double arkcos_direct_apply_spin2(const arkcos_plan *p, const double *q, const double *u, double *q_out,
                                  double *u_out);

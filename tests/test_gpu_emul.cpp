@@ -15,9 +15,9 @@
  * ARKCOS_GPU_ARENA_BYTES caps it).
  *
  * References, in the precision and mode of each case:
- *  - the CPU backend, the whole map (in enhanced mode both backends sum the
- *    ring pairs off the kernel grid with pairs_direct.c on the host, the GPU
- *    after its download);
+ *  - the CPU backend, the whole map (in enhanced mode the CPU sums the ring
+ *    pairs off the kernel grid from pairs_direct.c's tables, the GPU with
+ *    body_direct, each weight computed where it is used);
  *  - the same algorithm written out with plain DFTs (textbook below; its
  *    direct pairs by brute force), the whole map in both modes;
  *  - in the equatorial belt, a brute-force direct sum (enhanced mode is
@@ -26,6 +26,7 @@
  */
 #include <fftw3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -117,7 +118,7 @@ template <class R> struct emu_plan {
   host_plan h;
   dtables T;
   arkcos_kfun kf;
-  std::vector<R> map, fmap;
+  std::vector<R> map, fmap, xin; /* xin: the input, kept for the direct pairs */
   std::vector<C> spec, ospec, tw;
   std::vector<cx<double>::T> arena; /* bytes, 16-byte aligned */
   std::vector<fplan> plan;
@@ -148,6 +149,7 @@ template <class R> struct emu_plan {
     C cnan;
     cnan.x = cnan.y = nan;
     map.assign((size_t)h.npix, nan);
+    if (h.ndirect > 0) xin.assign((size_t)h.npix, nan);
     if (h.padded) fmap.assign((size_t)h.fsize, nan);
     spec.assign((size_t)(h.nr * h.nmp), cnan);
     ospec.assign((size_t)h.osz, cnan);
@@ -160,10 +162,11 @@ template <class R> struct emu_plan {
   }
 
   R *fm() { return h.padded ? fmap.data() : map.data(); }
+  R *xi() { return h.ndirect > 0 ? xin.data() : map.data(); }
 
   /* issue_forward: map -> spec */
   void forward() {
-    R *mp = map.data(), *fp = fm();
+    R *mp = xi(), *fp = fm();
     C *sp = spec.data();
     const dtables t = T;
     launch((unsigned)h.nr, 1, 1, TPB, [&](unsigned bx, unsigned, unsigned, unsigned tx) {
@@ -191,7 +194,8 @@ template <class R> struct emu_plan {
 
   /* execute_body: h2d, forward, the blocks of output rings, inverse, d2h */
   void execute(const double *in, double *out) {
-    for (int64_t k = 0; k < h.npix; k++) map[(size_t)k] = (R)in[k];
+    R *x = xi();
+    for (int64_t k = 0; k < h.npix; k++) x[k] = (R)in[k];
     forward();
     const double twopi_L = 2 * ARKCOS_PI / (double)h.L, invL = 1.0 / (double)h.L;
     const unsigned my = grid_reduce_y(h), fy = grid_fold_y(h);
@@ -223,7 +227,21 @@ template <class R> struct emu_plan {
       });
     }
     inverse();
+    direct();
     for (int64_t q = 0; q < h.npix; q++) out[q] = (double)map[(size_t)q];
+  }
+
+  /* issue_direct: the ranges no path writes set to 0, then k_direct */
+  void direct() {
+    for (const auto &z : h.zero)
+      for (int64_t q = 0; q < z.second; q++) map[(size_t)(z.first + q)] = 0;
+    const dtables t = T;
+    const arkcos_kfun k = kf;
+    const R *x = xi();
+    R *y = map.data();
+    launch(grid_direct(h), 1, 1, DTPB, [&](unsigned bx, unsigned, unsigned, unsigned tx) {
+      body_direct<R>(t, k, x, y, bx, (int)tx);
+    });
   }
 };
 
@@ -409,8 +427,7 @@ int emulate(const arkcos_plan *p, const emu_opts &o, const std::vector<double> &
   emu_plan<R> e;
   if (e.create(p, o)) return -1;
   out->assign(in.size(), 0.0);
-  e.execute(in.data(), out->data());
-  arkcos_direct_apply(p, in.data(), out->data()); /* gpu.cu's execute_body: the host's part */
+  e.execute(in.data(), out->data()); /* the direct pairs too, as gpu.cu's execute_body */
   *st = e.st;
   return 0;
 }
@@ -502,9 +519,71 @@ static void check_plan(const char *what, const arkcos_plan *p, const emu_opts &o
       /* rows do not overlap */
       bad += fd.rows > 1 && (fd.idist < (dir ? fd.N / 2 + 1 : fd.N) || fd.odist < (dir ? fd.N : fd.N / 2 + 1));
     }
-    for (int q = 0; q < h.nr; q++) bad += seen[(size_t)q] != 1;
+    /* exactly the rings a Fourier pair reads (r2c) or writes (c2r) */
+    for (int q = 0; q < h.nr; q++) bad += seen[(size_t)q] != (dir ? h.need_inv : h.need_fwd)[(size_t)q];
   }
   CHECK(bad == 0, "%s: map FFT batches: %d faults", what, bad);
+  /* needs: every Fourier pair's input ring (and the mirror's) is transformed */
+  bad = 0;
+  for (int t = 0; t < h.ntasks; t++)
+    for (int64_t q = h.tp[(size_t)t]; q < h.tp[(size_t)t + 1]; q++) {
+      const int j = h.pj[(size_t)q], i = h.task[(size_t)t];
+      bad += !h.need_fwd[(size_t)j] || !h.need_inv[(size_t)i];
+      if (p->mirror[i] >= 0 && p->mirror[i] != i) bad += !h.need_fwd[(size_t)p->mirror[j]];
+    }
+  CHECK(bad == 0, "%s: Fourier pairs' rings transformed: %d faults", what, bad);
+  /* an exact plan transforms no ring off the kernel grid (its pairs are all
+   * direct), a paper plan every ring */
+  int off = 0, skipped_f = 0, skipped_i = 0;
+  for (int r = 0; r < h.nr; r++) {
+    off += p->direct_caps && h.nph[(size_t)r] != h.L;
+    skipped_f += !h.need_fwd[(size_t)r];
+    skipped_i += !h.need_inv[(size_t)r];
+  }
+  printf("  %s: %d of %d rings off the kernel grid skip the map FFTs; %zu direct tasks\n", what, skipped_f, h.nr,
+         h.dti.size());
+  CHECK(skipped_f == off && skipped_i == off, "%s: rings without map FFTs: %d r2c, %d c2r (expected %d)", what,
+        skipped_f, skipped_i, off);
+  /* direct pairs: pairs_direct.c's list, task by task; every row of a
+   * direct task in exactly one thread block; every pixel written by the
+   * c2r, a direct task or a zero range exactly once */
+  bad = 0;
+  std::vector<int> cover((size_t)h.npix, 0);
+  for (int r = 0; r < h.nr; r++)
+    if (h.need_inv[(size_t)r])
+      for (int64_t q = 0; q < h.nph[(size_t)r]; q++) cover[(size_t)(h.ofs[(size_t)r] + q)]++;
+  for (const auto &z : h.zero)
+    for (int64_t q = 0; q < z.second; q++) cover[(size_t)(z.first + q)]++;
+  size_t dt = 0;
+  for (int t = 0; t < h.ntasks; t++) {
+    const int i = h.task[(size_t)t], i2 = p->mirror[i];
+    std::vector<int> js;
+    for (int j = p->jlo[i]; j <= p->jhi[i]; j++)
+      if (arkcos_pair_is_direct(p, i, j)) js.push_back(j);
+    if (dt < h.dti.size() && h.dti[dt] == i) {
+      std::vector<int> got(h.qj.begin() + h.dp[dt], h.qj.begin() + h.dp[dt + 1]);
+      for (int j : got) bad += std::find(js.begin(), js.end(), j) == js.end();
+      bad += got.empty() || h.drows[dt] * h.dlanes[dt] != h.nph[(size_t)i];
+      bad += h.dfour[dt] != h.need_inv[(size_t)i];
+      if (!h.dfour[dt]) {
+        for (int64_t q = 0; q < h.nph[(size_t)i]; q++) cover[(size_t)(h.ofs[(size_t)i] + q)]++;
+        if (h.dti2[dt] >= 0)
+          for (int64_t q = 0; q < h.nph[(size_t)i2]; q++) cover[(size_t)(h.ofs[(size_t)i2] + q)]++;
+      }
+      dt++;
+    }
+  }
+  bad += dt != h.dti.size();
+  for (int c : cover) bad += c != 1;
+  std::vector<int64_t> rows(h.dti.size(), 0);
+  for (size_t b = 0; b < h.btask.size(); b++) {
+    const int d = h.btask[b];
+    bad += h.brow[b] != rows[(size_t)d];
+    rows[(size_t)d] += std::min<int64_t>(DTPB, h.drows[(size_t)d] - h.brow[b]);
+  }
+  for (size_t d = 0; d < rows.size(); d++) bad += rows[d] != h.drows[d];
+  CHECK(bad == 0, "%s: %zu direct tasks, %lld direct pairs, %zu thread blocks: %d faults", what, h.dti.size(),
+        (long long)h.ndirect, h.btask.size(), bad);
   /* pair tables: ord and sample prefixes from kind and count alone */
   bad = 0;
   int64_t nf = 0, nd = 0, ns = 0;
@@ -729,6 +808,9 @@ TEST_GROUP(other_geometries) {
                   arkcos_geometry_from_rings(nr, th, ph, nph, ofs, nullptr, nullptr), gauss(12 * DEG, 1e-8)});
   }
   cs.push_back({"healpix 16, table cos^2 15 deg", arkcos_geometry_healpix(16, nullptr), table_kernel(15 * DEG)});
+  /* healpy's Gaussian (a Chebyshev factor in the kernel function) */
+  cs.push_back({"healpix 16, harmonic gauss 10 deg", arkcos_geometry_healpix(16, nullptr),
+                arkcos_kernel_gaussian_harmonic(10 * DEG, 1e-5, nullptr)});
   tally t;
   for (gc &c : cs) {
     CHECK(c.g && c.k, "%s", c.name);
