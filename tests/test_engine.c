@@ -860,7 +860,38 @@ TEST_GROUP(ring_weights) {
   arkcos_geometry_destroy(g);
 }
 
+/* arkcos_map_alloc: 64-byte aligned room for the maps of any plan (pinned
+ * only for GPU plans: gpu_check's group pinned), usable by arkcos_execute;
+ * arkcos_map_free of NULL is a no-op */
+TEST_GROUP(map_alloc) {
+  arkcos_geometry *g = arkcos_geometry_healpix(16, NULL);
+  arkcos_kernel *k = gauss(10 * M_PI / 180, 0, 1e-6);
+  arkcos_options o = cpu_options(ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE);
+  arkcos_plan *p = arkcos_plan_create(g, k, &o, NULL);
+  double *x = random_map(g->npix), *a = malloc(sizeof(double) * g->npix);
+  double *mi = arkcos_map_alloc(p, g->npix), *mo = arkcos_map_alloc(p, g->npix), *z = arkcos_map_alloc(NULL, 0);
+  CHECK(p && mi && mo && z, "plan and maps");
+  CHECK(mi && mo && ((uintptr_t)mi % 64 == 0) && ((uintptr_t)mo % 64 == 0), "64-byte aligned");
+  CHECK(arkcos_map_alloc(p, -1) == NULL, "a negative size is refused");
+  if (p && mi && mo) {
+    memcpy(mi, x, sizeof(double) * g->npix);
+    CHECK(arkcos_execute(p, x, a, NULL) == 0 && arkcos_execute(p, mi, mo, NULL) == 0 &&
+              !memcmp(a, mo, sizeof(double) * g->npix),
+          "maps from arkcos_map_alloc give the same output");
+  }
+  arkcos_map_free(mi);
+  arkcos_map_free(mo);
+  arkcos_map_free(z);
+  arkcos_map_free(NULL);
+  free(x);
+  free(a);
+  arkcos_plan_destroy(p);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+}
+
 TEST_MAIN(TG(geometry_vs_chealpix), TG(pixel_arithmetic), TG(ecp_geometry), TG(kernel_normalisation),
           TG(kernel_legendre), TG(arkcos_vs_direct_healpix), TG(arkcos_whole_sphere_levels),
           TG(oversample_no_effect), TG(pair_symmetry_without_mirror), TG(arkcos_vs_direct_ecp), TG(properties),
-          TG(single_precision), TG(plan_reuse), TG(shared_math), TG(plan_errors), TG(bluestein_vs_fftw), TG(ring_weights))
+          TG(single_precision), TG(plan_reuse), TG(shared_math), TG(plan_errors), TG(bluestein_vs_fftw), TG(ring_weights),
+          TG(map_alloc))
