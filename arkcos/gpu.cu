@@ -198,9 +198,20 @@ __global__ void __launch_bounds__(RTPB)
              int64_t nmp, int64_t L, double invL) {
   body_reduce<R>(t, b, spec, tw, nm, nmp, L, invL, blockIdx.x, (int64_t)blockIdx.y * blockDim.x + threadIdx.x);
 }
+/* precision conversions on the device (single plans, pinned double maps) */
+__global__ void k_d2f(const double *src, float *dst, int64_t n) {
+  for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
+    dst[k] = (float)src[k];
+}
+__global__ void k_f2d(const float *src, double *dst, int64_t n) {
+  for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
+    dst[k] = (double)src[k];
+}
+const unsigned CONV_BLOCKS = 4096;
+
 template <class R>
-__global__ void __launch_bounds__(DTPB) k_direct(dtables t, arkcos_kfun kf, const R *x, R *y) {
-  body_direct<R>(t, kf, x, y, blockIdx.x, threadIdx.x);
+__global__ void __launch_bounds__(DTPB) k_direct(dtables t, arkcos_kfun kf, const R *x, R *y, unsigned b0) {
+  body_direct<R>(t, kf, x, y, (int64_t)b0 + blockIdx.x, threadIdx.x);
 }
 template <class R>
 __global__ void k_fold(dtables t, blockp b, typename cx<R>::T *ospec, int64_t nm, int64_t nmp, int64_t L,
@@ -323,6 +334,8 @@ struct gpu_state {
   cudaStream_t s[1 + NAUX] = {};
   int nstreams = 0;
   cudaEvent_t ev_start = nullptr, ev_h2d = nullptr, ev_ifft = nullptr, ev_fork = nullptr, ev_inv = nullptr;
+  cudaEvent_t ev_f0 = nullptr, ev_in1 = nullptr, ev_c0 = nullptr, ev_c1 = nullptr, ev_done = nullptr;
+  cudaStream_t scopy = nullptr; /* pinned maps: the copies, beside the compute */
   cudaEvent_t ev_join[NAUX] = {};
   std::vector<cudaEvent_t> ev_blk;  /* 4 per block + 1 */
   cudaEvent_t ev_slot[NSLOT] = {};
@@ -331,6 +344,7 @@ struct gpu_state {
   size_t dbytes = 0, plan_bytes = 0;
   void *map = nullptr, *spec = nullptr, *ospec = nullptr, *tw = nullptr, *arena = nullptr;
   void *xin = nullptr; /* the input map, kept for the direct pairs: == map when there are none */
+  void *dmap = nullptr; /* single plans: the map in double, for pinned maps (one DMA, converted here) */
   void *fmap = nullptr; /* the map in the FFT layout: == map unless padded */
   void *work[1 + NAUX] = {};
   dtables T;
@@ -378,13 +392,16 @@ void gpu_destroy(arkcos_plan *p) {
     if (st->ev_slot[k]) cudaEventDestroy(st->ev_slot[k]);
   }
   for (cudaEvent_t e : st->ev_blk) cudaEventDestroy(e);
-  cudaEvent_t ev[5] = {st->ev_start, st->ev_h2d, st->ev_ifft, st->ev_fork, st->ev_inv};
+  if (st->scopy) cudaStreamSynchronize(st->scopy);
+  cudaEvent_t ev[10] = {st->ev_start, st->ev_h2d, st->ev_ifft, st->ev_fork, st->ev_inv,
+                        st->ev_f0,    st->ev_in1, st->ev_c0,   st->ev_c1,   st->ev_done};
   for (cudaEvent_t e : ev)
     if (e) cudaEventDestroy(e);
   for (int k = 0; k < NAUX; k++)
     if (st->ev_join[k]) cudaEventDestroy(st->ev_join[k]);
   for (int k = 0; k < st->nstreams; k++)
     if (st->s[k]) cudaStreamDestroy(st->s[k]);
+  if (st->scopy) cudaStreamDestroy(st->scopy);
   (void)cudaGetLastError();
   delete st->pool;
   delete st;
@@ -517,8 +534,13 @@ template <class R> int upload_map(gpu_state *st, const double *in, arkcos_error 
   const int conv_in = sizeof(R) == sizeof(double) ? 0 : 1;
   const int64_t unit_in = conv_in == 0 ? (int64_t)sizeof(double) : 1; /* memcpy counts bytes */
   CUDA_CHECK(cudaEventRecord(st->ev_start, s0));
-  if (conv_in == 0 && host_pinned(in, npix)) {
-    CUDA_CHECK(cudaMemcpyAsync(st->xin, in, (size_t)npix * sizeof(R), cudaMemcpyHostToDevice, s0));
+  if ((conv_in == 0 || st->dmap) && host_pinned(in, npix)) {
+    void *dst = conv_in == 0 ? st->xin : st->dmap;
+    CUDA_CHECK(cudaMemcpyAsync(dst, in, (size_t)npix * sizeof(double), cudaMemcpyHostToDevice, s0));
+    if (conv_in) {
+      k_d2f<<<CONV_BLOCKS, TPB, 0, s0>>>((const double *)st->dmap, (float *)st->xin, npix);
+      LAUNCH_CHECK("k_d2f");
+    }
     CUDA_CHECK(cudaEventRecord(st->ev_h2d, s0));
     return 0;
   }
@@ -582,10 +604,15 @@ template <class R> int download_map(gpu_state *st, double *out, arkcos_error *er
   const int64_t nch = (npix + ch - 1) / ch;
   const int conv_out = sizeof(R) == sizeof(double) ? 0 : 2;
   const int64_t unit_out = conv_out == 0 ? (int64_t)sizeof(double) : 1;
-  if (conv_out == 0 && host_pinned(out, npix)) {
+  if ((conv_out == 0 || st->dmap) && host_pinned(out, npix)) {
+    if (conv_out) {
+      k_f2d<<<CONV_BLOCKS, TPB, 0, s0>>>((const float *)st->map, (double *)st->dmap, npix);
+      LAUNCH_CHECK("k_f2d");
+    }
     CUDA_CHECK(cudaEventSynchronize(st->ev_ifft));
     *t_d2h = wall_seconds();
-    CUDA_CHECK(cudaMemcpyAsync(out, st->map, (size_t)npix * sizeof(R), cudaMemcpyDeviceToHost, s0));
+    CUDA_CHECK(cudaMemcpyAsync(out, conv_out ? st->dmap : st->map, (size_t)npix * sizeof(double),
+                               cudaMemcpyDeviceToHost, s0));
     CUDA_CHECK(cudaStreamSynchronize(s0));
     return 0;
   }
@@ -620,7 +647,7 @@ int record_times(arkcos_plan *p, gpu_state *st, double t_start, double t_d2h, do
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_start, st->ev_h2d));
   T->h2d = ms * 1e-3;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_h2d, st->ev_blk[0]));
+  CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_f0, st->ev_blk[0]));
   T->map_fft = ms * 1e-3;
   for (size_t bi = 0; bi < h.blocks.size(); bi++) {
     cudaEvent_t *e = &st->ev_blk[4 * bi];
@@ -646,15 +673,109 @@ int record_times(arkcos_plan *p, gpu_state *st, double t_start, double t_d2h, do
   return 0;
 }
 
-/* The map ranges no path writes set to 0, then the direct pairs added to
- * (or, in rings without a Fourier part, written into) the output map */
-template <class R> int issue_direct(gpu_state *st, arkcos_error *err) {
+/* Direct-pair thread blocks [b0, b1) on stream s (k_direct) */
+template <class R> int launch_direct(gpu_state *st, unsigned b0, unsigned b1, cudaStream_t s, arkcos_error *err) {
+  if (b1 <= b0) return 0;
+  k_direct<R><<<b1 - b0, DTPB, 0, s>>>(st->T, st->kf, (const R *)st->xin, (R *)st->map, b0);
+  LAUNCH_CHECK("k_direct");
+  return 0;
+}
+
+/* The map ranges no path writes set to 0, then the direct pairs' blocks
+ * from b0 on added to (or, in rings without a Fourier part, written into)
+ * the output map */
+template <class R> int issue_direct(gpu_state *st, unsigned b0, arkcos_error *err) {
   const host_plan &h = st->h;
   for (const auto &z : h.zero)
     CUDA_CHECK(cudaMemsetAsync((R *)st->map + z.first, 0, (size_t)z.second * sizeof(R), st->s[0]));
-  if (grid_direct(h) == 0) return 0;
-  k_direct<R><<<grid_direct(h), DTPB, 0, st->s[0]>>>(st->T, st->kf, (const R *)st->xin, (R *)st->map);
-  LAUNCH_CHECK("k_direct");
+  return launch_direct<R>(st, b0, grid_direct(h), st->s[0], err);
+}
+
+/* Pinned maps, copies on their own stream: ranges of the input map into
+ * the device (into the double copy and converted, for single plans), or
+ * of the output map back (converted first) */
+template <class R> int copy_ranges(gpu_state *st, const std::vector<std::pair<int64_t, int64_t>> &rs, const double *in,
+                                   double *out, arkcos_error *err) {
+  cudaStream_t sc = st->scopy;
+  const bool conv = sizeof(R) != sizeof(double);
+  for (const auto &q : rs) {
+    const int64_t a = q.first, n = q.second;
+    const size_t bytes = (size_t)n * sizeof(double);
+    if (in) {
+      CUDA_CHECK(cudaMemcpyAsync(conv ? (double *)st->dmap + a : (double *)st->xin + a, in + a, bytes,
+                                 cudaMemcpyHostToDevice, sc));
+      if (conv) {
+        k_d2f<<<CONV_BLOCKS, TPB, 0, sc>>>((const double *)st->dmap + a, (float *)st->xin + a, n);
+        LAUNCH_CHECK("k_d2f");
+      }
+    } else {
+      if (conv) {
+        k_f2d<<<CONV_BLOCKS, TPB, 0, sc>>>((const float *)st->map + a, (double *)st->dmap + a, n);
+        LAUNCH_CHECK("k_f2d");
+      }
+      CUDA_CHECK(cudaMemcpyAsync(out + a, conv ? (double *)st->dmap + a : (double *)st->map + a, bytes,
+                                 cudaMemcpyDeviceToHost, sc));
+    }
+  }
+  return 0;
+}
+
+/* Pinned maps, exact plans: copies overlap the compute. The copy stream
+ * takes the caps' input first; the caps' direct pairs run as soon as it is
+ * there, while the rest of the map arrives; the caps' output goes back
+ * while the belt's Fourier pairs run; then the belt's edge (its direct
+ * pairs) and the rest of the map. Stage times: h2d and d2h are the copy
+ * stream's, the others the main stream's, so with the overlap they add up
+ * to more than the total. */
+template <class R> int execute_overlap(arkcos_plan *p, gpu_state *st, const double *in, double *out,
+                                       arkcos_error *err, double t_start) {
+  cudaStream_t s0 = st->s[0], sc = st->scopy;
+  const host_plan &h = st->h;
+  int rc;
+  CUDA_CHECK(cudaEventRecord(st->ev_start, s0));
+  CUDA_CHECK(cudaStreamWaitEvent(sc, st->ev_start, 0));
+  if ((rc = copy_ranges<R>(st, h.in_first, in, nullptr, err))) return rc;
+  CUDA_CHECK(cudaEventRecord(st->ev_in1, sc));
+  if ((rc = copy_ranges<R>(st, h.in_rest, in, nullptr, err))) return rc;
+  CUDA_CHECK(cudaEventRecord(st->ev_h2d, sc));
+  /* the caps */
+  CUDA_CHECK(cudaStreamWaitEvent(s0, st->ev_in1, 0));
+  CUDA_CHECK(cudaEventRecord(st->ev_c0, s0));
+  if ((rc = launch_direct<R>(st, 0, grid_direct_first(h), s0, err))) return rc;
+  CUDA_CHECK(cudaEventRecord(st->ev_c1, s0));
+  CUDA_CHECK(cudaStreamWaitEvent(sc, st->ev_c1, 0));
+  if ((rc = copy_ranges<R>(st, h.out_first, nullptr, out, err))) return rc;
+  /* the belt */
+  CUDA_CHECK(cudaStreamWaitEvent(s0, st->ev_h2d, 0));
+  CUDA_CHECK(cudaEventRecord(st->ev_f0, s0));
+  if (st->gfwd) {
+    CUDA_CHECK(cudaGraphLaunch(st->gfwd, s0));
+  } else if ((rc = issue_forward<R>(st, err))) {
+    return rc;
+  }
+  if ((rc = run_blocks<R>(st, err))) return rc;
+  if (st->ginv) {
+    CUDA_CHECK(cudaGraphLaunch(st->ginv, s0));
+  } else if ((rc = issue_inverse<R>(st, err))) {
+    return rc;
+  }
+  CUDA_CHECK(cudaEventRecord(st->ev_inv, s0));
+  if ((rc = issue_direct<R>(st, grid_direct_first(h), err))) return rc;
+  CUDA_CHECK(cudaEventRecord(st->ev_ifft, s0));
+  CUDA_CHECK(cudaStreamWaitEvent(sc, st->ev_ifft, 0));
+  if ((rc = copy_ranges<R>(st, h.out_rest, nullptr, out, err))) return rc;
+  CUDA_CHECK(cudaEventRecord(st->ev_done, sc));
+  CUDA_CHECK(cudaEventSynchronize(st->ev_ifft));
+  const double t_d2h = wall_seconds();
+  CUDA_CHECK(cudaEventSynchronize(st->ev_done));
+  if ((rc = record_times(p, st, t_start, t_d2h, wall_seconds(), err))) return rc;
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_c0, st->ev_c1));
+  p->last.direct += ms * 1e-3; /* the caps' direct pairs */
+  p->last.reduction += ms * 1e-3;
+  p->last.other = std::max(0.0, p->last.total - (p->last.h2d + p->last.map_fft + p->last.kernel_eval +
+                                                  p->last.kernel_fft + p->last.reduction + p->last.map_ifft +
+                                                  p->last.d2h));
   return 0;
 }
 
@@ -663,6 +784,7 @@ template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double 
   cudaStream_t s0 = st->s[0];
   int rc;
   if ((rc = upload_map<R>(st, in, err))) return rc;
+  CUDA_CHECK(cudaEventRecord(st->ev_f0, s0));
   /* 2. ring spectra */
   if (st->gfwd) {
     CUDA_CHECK(cudaGraphLaunch(st->gfwd, s0));
@@ -678,7 +800,7 @@ template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double 
   }
   CUDA_CHECK(cudaEventRecord(st->ev_inv, s0));
   /* 6. the ring pairs off the kernel grid (exact plans), on the map */
-  if ((rc = issue_direct<R>(st, err))) return rc;
+  if ((rc = issue_direct<R>(st, 0, err))) return rc;
   CUDA_CHECK(cudaEventRecord(st->ev_ifft, s0));
   double t_d2h = 0;
   if ((rc = download_map<R>(st, out, err, &t_d2h))) return rc;
@@ -690,10 +812,14 @@ template <class R> int execute_t(arkcos_plan *p, const double *in, double *out, 
   if (!st) return arkcos_fail(err, ARKCOS_EINVAL, "execute: GPU plan is not initialised");
   const double t_start = wall_seconds();
   CUDA_CHECK(cudaSetDevice(st->dev));
-  int rc = execute_body<R>(p, st, in, out, err, t_start);
+  /* pinned maps of an exact plan: copies overlap the compute */
+  const bool overlap = st->h.nbfirst > 0 && (sizeof(R) == sizeof(double) || st->dmap) &&
+                       host_pinned(in, st->h.npix) && host_pinned(out, st->h.npix);
+  int rc = overlap ? execute_overlap<R>(p, st, in, out, err, t_start) : execute_body<R>(p, st, in, out, err, t_start);
   if (rc) {
     /* leave nothing in flight that still reads the caller's buffers */
     cudaStreamSynchronize(st->s[0]);
+    if (st->scopy) cudaStreamSynchronize(st->scopy);
     (void)cudaGetLastError();
   }
   return rc;
@@ -711,7 +837,7 @@ int64_t env_int(const char *name, int64_t dflt) {
 
 /* Device memory the plan needs outside the block arena, in bytes */
 struct dev_sizes {
-  size_t map_b, xin_b, fmap_b, spec_b, ospec_b, tw_b, tab_b, spline_b;
+  size_t map_b, xin_b, dmap_b, fmap_b, spec_b, ospec_b, tw_b, tab_b, spline_b;
   size_t fixed;     /* all of the above, each 256-byte aligned */
   size_t reserve;   /* left free: context, cuFFT, fragmentation */
   size_t min_arena; /* the smallest block arena */
@@ -723,6 +849,7 @@ template <class R> dev_sizes plan_sizes(const arkcos_plan *p, const host_plan &h
   dev_sizes z = {};
   z.map_b = (size_t)h.npix * rs;
   z.xin_b = h.ndirect > 0 ? (size_t)h.npix * rs : 0; /* the input, kept for the direct pairs */
+  z.dmap_b = rs < sizeof(double) ? (size_t)h.npix * sizeof(double) : 0; /* single: pinned maps' double copy */
   z.fmap_b = h.padded ? (size_t)h.fsize * rs : 0;
   z.spec_b = (size_t)h.nr * (size_t)h.nmp * cs;
   z.ospec_b = (size_t)h.osz * cs;
@@ -733,7 +860,8 @@ template <class R> dev_sizes plan_sizes(const arkcos_plan *p, const host_plan &h
     return nullptr;
   });
   z.spline_b = p->kf.type == ARKCOS_KERNEL_TABLE ? sizeof(double) * 5 * (size_t)p->kf.nknots : 0;
-  z.fixed = align256(z.map_b) + align256(z.xin_b) + align256(z.fmap_b) + align256(z.spec_b) + align256(z.ospec_b) + align256(z.tw_b) +
+  z.fixed = align256(z.map_b) + align256(z.xin_b) + align256(z.dmap_b) + align256(z.fmap_b) + align256(z.spec_b) +
+            align256(z.ospec_b) + align256(z.tw_b) +
             z.tab_b + align256(z.spline_b);
   z.min_arena = hp_min_arena(&h, rs);
   return z;
@@ -767,6 +895,7 @@ template <class R> int alloc_fixed(const arkcos_plan *p, gpu_state *st, const de
   if ((rc = dalloc(st, &st->map, z.map_b, "the map", err))) return rc;
   st->xin = st->map;
   if (z.xin_b && (rc = dalloc(st, &st->xin, z.xin_b, "the input map", err))) return rc;
+  if (z.dmap_b && (rc = dalloc(st, &st->dmap, z.dmap_b, "the map in double", err))) return rc;
   st->fmap = st->map;
   if (h.padded && (rc = dalloc(st, &st->fmap, z.fmap_b, "the map's FFT layout", err))) return rc;
   if ((rc = dalloc(st, &st->spec, z.spec_b, "the ring spectra", err))) return rc;
@@ -810,6 +939,12 @@ int create_streams(gpu_state *st, arkcos_error *err) {
   CUDA_CHECK(cudaEventCreate(&st->ev_h2d));
   CUDA_CHECK(cudaEventCreate(&st->ev_ifft));
   CUDA_CHECK(cudaEventCreate(&st->ev_inv));
+  CUDA_CHECK(cudaEventCreate(&st->ev_f0));
+  CUDA_CHECK(cudaEventCreate(&st->ev_in1));
+  CUDA_CHECK(cudaEventCreate(&st->ev_c0));
+  CUDA_CHECK(cudaEventCreate(&st->ev_c1));
+  CUDA_CHECK(cudaEventCreate(&st->ev_done));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&st->scopy, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&st->ev_fork, cudaEventDisableTiming));
   for (int k = 0; k < st->h.naux; k++) CUDA_CHECK(cudaEventCreateWithFlags(&st->ev_join[k], cudaEventDisableTiming));
   return 0;

@@ -30,6 +30,7 @@ const int TPB = 256;              /* threads per block, element-wise kernels */
 const int RTPB = 128;             /* threads per block, reduction */
 const int RESEED = 8;             /* direct DFT: exact twiddle every RESEED terms */
 const int DTPB = 128;             /* threads per block, direct pairs (one row each) */
+const int DRESEED = 8;            /* direct pairs: exact sin(dphi / 2) every DRESEED pixels */
 
 /* ----------------------------------------------------- precision traits */
 
@@ -60,6 +61,7 @@ struct dtables {
   const double *w, *phi0;          /* per ring: pixel weight, first azimuth */
   const int *mirror;               /* per ring: mirror ring or -1 */
   const unsigned char *nfwd;       /* per ring: 1 if a Fourier pair reads its spectrum */
+  const unsigned char *ninv;       /* per ring: 1 if a Fourier pair writes it (its c2r runs) */
   const int *task;                 /* per task: first ring */
   const int64_t *tp;               /* per task: first pair (ntasks + 1) */
   const int *pj, *pcnt;            /* per pair: input ring, sample count */
@@ -122,6 +124,7 @@ ARKCOS_HD inline void body_weight(const R *map, R *fmap, const dtables &t, int64
 /* ring r from the FFT layout back into the map (padded layouts only) */
 template <class R>
 ARKCOS_HD inline void body_unpack(R *map, const R *fmap, const dtables &t, int64_t r, int tx, int bd) {
+  if (!t.ninv[r]) return; /* no c2r wrote it: the direct pairs (or a zero range) write it in the map */
   const int64_t N = t.nph[r], o = t.ofs[r], po = t.pofs[r];
   for (int64_t k = tx; k < N; k += bd) map[o + k] = fmap[po + k];
 }
@@ -345,11 +348,20 @@ ARKCOS_HD inline void direct_row(const dtables &t, const arkcos_kfun &kf, const 
     double ps[LANES], pu[LANES];
     for (int r = 0; r < LANES; r++) ps[r] = pu[r] = 0;
     int64_t q = arkcos_wrap(lo, nj);
+    /* sin(dphi / 2) from one input pixel to the next by a rotation of
+     * -pi / n_j, taken afresh (exact numerator) every DRESEED pixels */
+    const double cr = cos(ARKCOS_PI / (double)nj), sr = -sin(ARKCOS_PI / (double)nj);
+    double sh = 0, ch = 1;
     for (int64_t l = 0; l < cnt; l++) {
-      const int64_t b = lo + l;
-      const double dphi = d0 + step * (double)(a * nj - b * ni); /* exact numerator */
-      const double sh = sin(0.5 * dphi);
+      if (l % DRESEED == 0) {
+        const double dphi = d0 + step * (double)(a * nj - (lo + l) * ni); /* exact numerator */
+        sh = sin(0.5 * dphi);
+        ch = cos(0.5 * dphi);
+      }
       const double v = wj * arkcos_kfun_d2(&kf, 4.0 * (sdt2 + ss * sh * sh));
+      const double sn = sh * cr + ch * sr;
+      ch = ch * cr - sh * sr;
+      sh = sn;
       if (v != 0)
         for (int r = 0; r < LANES; r++) {
           int64_t e = q + r * sj;

@@ -65,6 +65,13 @@ struct host_plan {
   int64_t ndirect = 0;              /* direct pairs (each with its mirror) */
   std::vector<unsigned char> need_fwd, need_inv; /* ring read / written by a Fourier pair */
   std::vector<std::pair<int64_t, int64_t>> zero; /* map ranges no path writes: set to 0 */
+  /* Pinned maps overlap copies and compute: the direct tasks whose rings no
+   * Fourier pair reads or writes (the polar caps: the first nbfirst thread
+   * blocks) run as soon as their input (in_first) is on the device, and
+   * their output (out_first) goes back while the belt is computed; the rest
+   * of the map (in_rest, out_rest) follows. Map ranges (offset, count). */
+  int64_t nbfirst = 0;
+  std::vector<std::pair<int64_t, int64_t>> in_first, in_rest, out_first, out_rest;
   std::vector<fft_desc> desc;
   std::vector<fft_item> fwd, inv;
   int kdesc[KPLANS];
@@ -278,12 +285,42 @@ inline void hp_needs(const arkcos_plan *p, host_plan *h) {
   }
 }
 
+/* The map ranges (offset, count) of the rings marked in `set`, merged
+ * where they touch, in map order; and the rest of [0, npix) */
+inline std::vector<std::pair<int64_t, int64_t>> hp_ranges(const host_plan *h, const std::vector<unsigned char> &set) {
+  std::vector<int> rings;
+  for (int r = 0; r < h->nr; r++)
+    if (set[(size_t)r] && h->nph[(size_t)r] > 0) rings.push_back(r);
+  std::sort(rings.begin(), rings.end(), [&](int a, int b) { return h->ofs[(size_t)a] < h->ofs[(size_t)b]; });
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int r : rings) {
+    const int64_t a = h->ofs[(size_t)r], n = h->nph[(size_t)r];
+    if (!out.empty() && out.back().first + out.back().second == a) out.back().second += n;
+    else out.push_back(std::make_pair(a, n));
+  }
+  return out;
+}
+inline std::vector<std::pair<int64_t, int64_t>> hp_complement(const std::vector<std::pair<int64_t, int64_t>> &r,
+                                                              int64_t npix) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t at = 0;
+  for (const auto &q : r) {
+    if (q.first > at) out.push_back(std::make_pair(at, q.first - at));
+    at = std::max(at, q.first + q.second);
+  }
+  if (npix > at) out.push_back(std::make_pair(at, npix - at));
+  return out;
+}
+
 /* The direct pairs of every task (pairs_direct.c's list: arkcos_pair_is_direct
  * and within the kernel's reach), their windows, the thread blocks of
- * k_direct; and the map ranges that neither path writes. */
+ * k_direct (the first tasks' before the others'), the overlap ranges; and
+ * the map ranges that neither path writes. */
 inline void hp_direct(const arkcos_plan *p, host_plan *h) {
   const arkcos_ring *rg = p->geom->rings;
-  std::vector<unsigned char> written(h->need_inv);
+  std::vector<unsigned char> written(h->need_inv), in1((size_t)h->nr, 0), out1((size_t)h->nr, 0);
+  std::vector<int> bfirst, blater;
+  std::vector<int64_t> rfirst, rlater;
   for (int t = 0; t < h->ntasks; t++) {
     const int i = p->task[t], i2 = p->mirror[i];
     const int two = i2 >= 0 && i2 != i;
@@ -316,13 +353,34 @@ inline void hp_direct(const arkcos_plan *p, host_plan *h) {
     h->dfour.push_back(h->need_inv[(size_t)i]);
     written[(size_t)i] = 1;
     if (two) written[(size_t)i2] = 1;
+    /* first: no Fourier pair touches its rings, so its output is final
+     * once it has run */
+    const bool first = !h->need_inv[(size_t)i] && !h->need_fwd[(size_t)i] &&
+                       (!two || (!h->need_inv[(size_t)i2] && !h->need_fwd[(size_t)i2]));
+    if (first) {
+      out1[(size_t)i] = 1;
+      if (two) out1[(size_t)i2] = 1;
+      for (size_t q = q0; q < h->qj.size(); q++) {
+        in1[(size_t)h->qj[q]] = 1;
+        if (h->qjm[q] >= 0) in1[(size_t)h->qjm[q]] = 1;
+      }
+    }
     for (int64_t r0 = 0; r0 < ni / lanes; r0 += DTPB) {
-      h->btask.push_back(dt);
-      h->brow.push_back(r0);
+      (first ? bfirst : blater).push_back(dt);
+      (first ? rfirst : rlater).push_back(r0);
     }
   }
   h->dp.push_back((int64_t)h->qj.size());
   h->ndirect = (int64_t)h->qj.size();
+  h->nbfirst = (int64_t)bfirst.size();
+  h->btask = bfirst;
+  h->btask.insert(h->btask.end(), blater.begin(), blater.end());
+  h->brow = rfirst;
+  h->brow.insert(h->brow.end(), rlater.begin(), rlater.end());
+  h->in_first = hp_ranges(h, in1);
+  h->in_rest = hp_complement(h->in_first, h->npix);
+  h->out_first = hp_ranges(h, out1);
+  h->out_rest = hp_complement(h->out_first, h->npix);
   h->zero.clear();
   for (int r = 0; r < h->nr; r++) {
     if (written[(size_t)r]) continue;
@@ -445,6 +503,7 @@ template <class Put> dtables hp_tables(const host_plan &h, Put &&put) {
   T.phi0 = (const double *)put(h.phi0.data(), nr * 8);
   T.mirror = (const int *)put(h.mirror.data(), nr * 4);
   T.nfwd = (const unsigned char *)put(h.need_fwd.data(), nr);
+  T.ninv = (const unsigned char *)put(h.need_inv.data(), nr);
   T.task = (const int *)put(h.task.data(), nt * 4);
   T.tp = (const int64_t *)put(h.tp.data(), (nt + 1) * 8);
   T.pj = (const int *)put(h.pj.data(), P * 4);
@@ -512,8 +571,10 @@ inline int hp_kbatch(const host_plan &h, int64_t left) {
 inline unsigned grid_eval(const blockp &b) { return (unsigned)((b.ns + TPB - 1) / TPB); }
 inline unsigned grid_reduce_y(const host_plan &h) { return (unsigned)((h.nm + RTPB - 1) / RTPB); }
 inline unsigned grid_fold_y(const host_plan &h) { return (unsigned)((h.L / 2 + 1 + TPB - 1) / TPB); }
-/*   k_direct  one block of DTPB rows per entry of btask */
+/*   k_direct  one block of DTPB rows per entry of btask: the first
+ *             nbfirst (grid_direct_first), then the others */
 inline unsigned grid_direct(const host_plan &h) { return (unsigned)h.btask.size(); }
+inline unsigned grid_direct_first(const host_plan &h) { return (unsigned)h.nbfirst; }
 
 } /* namespace */
 

@@ -282,7 +282,15 @@ static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error
   /* a GPU plan keeps no tables: its device computes each weight where it
    * is used (gpu_bodies.h, body_direct); only the support limits it */
   const double have = p->opt.backend == ARKCOS_BACKEND_GPU ? INFINITY : direct_budget_bytes();
-  const double px = direct_support_pixels(p), pxmax = env_double("ARKCOS_DIRECT_MAX_PIXELS", 4000);
+  /* The direct sums cost (cap pixels) x (support pixels): on the CPU 4000
+   * support pixels keep them near the Fourier path's time. A GPU plan (no
+   * tables: body_direct) sums about 6e11 such pixel pairs a second on an
+   * H100 (nside 4096 at 4.7': 67M cap pixels x ~380 in 41.5 ms), so its
+   * limit is 1.2e12 / npix support pixels (4e11 pairs, under a second),
+   * never below the CPU's */
+  const double gpu_px = fmax(4000, 1.2e12 / (double)p->geom->npix);
+  const double px = direct_support_pixels(p),
+               pxmax = env_double("ARKCOS_DIRECT_MAX_PIXELS", p->opt.backend == ARKCOS_BACKEND_GPU ? gpu_px : 4000);
   if ((need > have || px > pxmax) && p->opt.spin == 2)
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "plan: this kernel is too wide for the exact spin-2 path: its support covers about "
