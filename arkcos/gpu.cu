@@ -56,7 +56,8 @@
  * Environment (for tests and tuning): ARKCOS_GPU_ARENA_BYTES caps the block
  * arena (forces chunking), ARKCOS_GPU_DIRECT_MAX sets the largest sparse
  * kernel row (0: every row through cuFFT), ARKCOS_GPU_GRAPHS=0 issues the map
- * FFTs directly instead of as CUDA graphs.
+ * FFTs directly instead of as CUDA graphs, ARKCOS_GPU_OVERLAP=0 keeps pinned
+ * maps in the sequential order.
  *
  * Files: the kernels' bodies are in gpu_bodies.h and the host-side planning
  * (tables, FFT batches, blocks, launch shapes) in gpu_tables.h; both compile
@@ -812,8 +813,10 @@ template <class R> int execute_t(arkcos_plan *p, const double *in, double *out, 
   if (!st) return arkcos_fail(err, ARKCOS_EINVAL, "execute: GPU plan is not initialised");
   const double t_start = wall_seconds();
   CUDA_CHECK(cudaSetDevice(st->dev));
-  /* pinned maps of an exact plan: copies overlap the compute */
-  const bool overlap = st->h.nbfirst > 0 && (sizeof(R) == sizeof(double) || st->dmap) &&
+  /* pinned maps of an exact plan: copies overlap the compute (unless
+   * ARKCOS_GPU_OVERLAP=0, for comparison) */
+  const char *ov = getenv("ARKCOS_GPU_OVERLAP");
+  const bool overlap = !(ov && ov[0] == '0') && st->h.nbfirst > 0 && (sizeof(R) == sizeof(double) || st->dmap) &&
                        host_pinned(in, st->h.npix) && host_pinned(out, st->h.npix);
   int rc = overlap ? execute_overlap<R>(p, st, in, out, err, t_start) : execute_body<R>(p, st, in, out, err, t_start);
   if (rc) {

@@ -72,7 +72,7 @@ grep -E "^ok|^FAIL|TESTS" "$out/gpucheck.log" | sort | uniq -c | sort -rn | head
 step "gpu_check bench" 200 "$out/bench.log" "$TOOLS/gpu_check" bench
 step "arkcos run headline (paper profile)" 150 "$out/headline.log" \
   "$BIN/arkcos" run configs/paper/headline.json --out "$out/headline" --force
-step "arkcos run gpu fig2" 150 "$out/fig2.log" "$BIN/arkcos" run configs/gpu/fig2.json --out "$out/fig2" --force
+step "arkcos run gpu fig2" 100 "$out/fig2.log" "$BIN/arkcos" run configs/gpu/fig2.json --out "$out/fig2" --force
 if [ -n "${CPU_RESULTS:-}" ] && [ -f "$out/headline/results.json" ]; then
   step "arkcos report" 60 "$out/report.log" \
     "$BIN/arkcos" report "$out/headline/results.json" "$CPU_RESULTS" -o "$out/report" --force

@@ -530,6 +530,10 @@ static void bench_one(int64_t nside, arkcos_precision prec, int reps, int check)
     if (med > 0) print_stages("pinned maps, all threads", med, &s, floor);
     CHECK(med > 0 && memcmp(out, pout, sizeof(double) * (size_t)g->npix) == 0,
           "nside %lld: pinned and pageable maps give the same output", (long long)nside);
+    setenv("ARKCOS_GPU_OVERLAP", "0", 1); /* the same maps, copies and compute in turn */
+    med = median_run(p, pin, pout, reps, &s);
+    if (med > 0) print_stages("pinned maps, no overlap", med, &s, floor);
+    unsetenv("ARKCOS_GPU_OVERLAP");
   }
   if (nside <= 4096) { /* one host thread: the staging copies' threads */
     arkcos_options o;
