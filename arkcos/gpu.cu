@@ -12,13 +12,18 @@
  * folded (enhanced) or truncated (paper), and s_i = c2r(...) / L.
  *
  * Device memory (C = complex R):
- *   map    npix R                 input map, overwritten by the output map
+ *   map    npix R                 the output map (and, without direct pairs,
+ *                                 the input, overwritten)
+ *   xin    npix R                 exact plans: the input map, which the
+ *                                 direct pairs read after the Fourier path
+ *   dmap   npix double            single plans: pinned double maps' copy
  *   fmap   the map with every ring at an even offset (cuFFT wants 16-byte
  *          aligned rows); only for geometries with odd ring offsets, else
  *          the map itself
  *   spec   nrings x nmp C         ring spectra, one padded row per ring
  *   ospec  sum_i (N_i/2 + 1) C    output half-spectra, ring after ring
- *   tables ring, task and ring-pair descriptions (built once, on the host)
+ *   tables ring, task, ring-pair and direct-pair descriptions (built once,
+ *          on the host: no weights, a few numbers per pair)
  *   tw     L C                    e^{-2 pi i q / L}
  *   arena  one block of output rings at a time: accumulators A (two rows
  *          per task: ring and mirror), kernel grids and their spectra, and
@@ -28,11 +33,15 @@
  *
  * Per execute, on one stream (cap-ring FFTs forked onto a few more):
  *  1. h2d: the map through a ring of pinned staging slots (host conversion
- *     of chunk c+1 overlaps the copy of chunk c), converted to R on the host.
+ *     of chunk c+1 overlaps the copy of chunk c), converted to R on the host;
+ *     a pinned double map (arkcos_map_alloc) in one DMA (single plans:
+ *     converted on the device).
  *  2. map_fft: weights, batched r2c straight from the map into the spectra
  *     rectangle (one plan per arithmetic run of equal-length rings: the
  *     equatorial belt in batches, each north/south cap pair as a batch of 2),
- *     then periodic extension or phase rotation. Captured once as a CUDA graph.
+ *     then periodic extension or phase rotation, for the rings a Fourier
+ *     pair reads (exact plans: not the polar caps). Captured once as a CUDA
+ *     graph.
  *  3. per block of output rings:
  *     kernel_eval  samples of every ring pair (i, j) inside the cutoff, each
  *                  computed once for (i, j) and (mirror i, mirror j);
@@ -45,13 +54,24 @@
  *                  as a direct DFT of the few samples (fused here, so those
  *                  spectra are never stored);
  *     map_ifft     (first part) fold / truncate + 1/L into ospec.
- *  4. map_ifft: batched c2r of the output rings into the map (graph).
- *  5. d2h: back through the staging slots.
+ *  4. map_ifft: batched c2r of the output rings a Fourier pair writes into
+ *     the map (graph).
+ *  5. direct pairs (exact plans; counted in reduction and in direct): the
+ *     ring pairs off the kernel grid, pairs_direct.c's sums with every
+ *     weight computed where it is used (gpu_bodies.h, body_direct): one
+ *     thread per output pixel and its three quarter-turn images and their
+ *     mirrors, pairs in a fixed order, no atomics.
+ *  6. d2h: back through the staging slots, or one DMA into a pinned map.
+ * With pinned maps an exact plan overlaps copies and compute instead
+ * (execute_overlap): a copy stream brings the caps' input first; the caps'
+ * direct pairs (step 5 for the rings no Fourier pair touches) run while the
+ * rest arrives, and their output goes back while the belt runs steps 2-5.
  *
  * Stage times come from CUDA events (h2d from the first host conversion to
  * the last copy; d2h is wall time from the end of the compute to the last
  * host conversion); sparse kernel rows are transformed inside the reduction
- * and timed there. A plan executes one map at a time.
+ * and timed there; with the overlap the stages add up to more than the
+ * total. A plan executes one map at a time.
  *
  * Environment (for tests and tuning): ARKCOS_GPU_ARENA_BYTES caps the block
  * arena (forces chunking), ARKCOS_GPU_DIRECT_MAX sets the largest sparse

@@ -860,6 +860,59 @@ TEST_GROUP(ring_weights) {
   arkcos_geometry_destroy(g);
 }
 
+/* A GPU plan's bound takes the direct pairs' terms from
+ * arkcos_direct_task_sums (4 rows of each pair, raised by 25 %): per task,
+ * at least the largest row sum of |W| over every row (brute force over
+ * every pixel pair here) and not far above it */
+TEST_GROUP(direct_task_sums) {
+  arkcos_geometry *g = arkcos_geometry_healpix(16, NULL);
+  const double pix = sqrt(4 * M_PI / g->npix);
+  arkcos_kernel *ks[2] = {gauss(2.5 * pix, 0, 1e-5), gauss(8 * pix, 0, 1e-8)};
+  double lo = INFINITY, hi = 0;
+  for (int q = 0; q < 2; q++) {
+    arkcos_options o = cpu_options(ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE);
+    setenv("ARKCOS_SMOOTH_CAPS", "0", 1);
+    arkcos_plan *p = arkcos_plan_create(g, ks[q], &o, NULL);
+    unsetenv("ARKCOS_SMOOTH_CAPS");
+    CHECK(p && p->direct_caps, "exact plan with direct caps");
+    if (!p || !p->direct_caps) continue;
+    const arkcos_ring *rg = g->rings;
+    for (int t = 0; t < p->ntasks; t++) {
+      const int i = p->task[t];
+      double est, terms, truth = 0;
+      arkcos_direct_task_sums(p, t, &est, &terms);
+      for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+        if (!arkcos_pair_is_direct(p, i, j)) continue;
+        const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+        double best = 0;
+        for (int64_t a = 0; a < rg[i].nph; a++) {
+          double sum = 0;
+          for (int64_t b = 0; b < rg[j].nph; b++) {
+            const double dphi = rg[i].phi0 + 2 * M_PI * a / rg[i].nph - rg[j].phi0 - 2 * M_PI * b / rg[j].nph;
+            const double sh = sin(0.5 * dphi);
+            sum += fabs(rg[j].weight *
+                        arkcos_kfun_d2(&p->kf, 4.0 * (sdt * sdt + p->sin_theta[i] * p->sin_theta[j] * sh * sh)));
+          }
+          if (sum > best) best = sum;
+        }
+        truth += best;
+      }
+      if (truth > 0) {
+        lo = fmin(lo, est / truth);
+        hi = fmax(hi, est / truth);
+      }
+    }
+    arkcos_plan_destroy(p);
+  }
+  printf("  nside 16, 2.5 and 8 px/FWHM: estimate / brute-force sum of the rows' largest |W| sums, %.3f to %.3f\n",
+         lo, hi);
+  CHECK(lo >= 1.0, "the estimate bounds the sums from above: lowest ratio %.3f", lo);
+  CHECK(hi <= 1.5, "and stays within 1.5 times them: highest ratio %.3f", hi);
+  arkcos_kernel_destroy(ks[0]);
+  arkcos_kernel_destroy(ks[1]);
+  arkcos_geometry_destroy(g);
+}
+
 /* arkcos_map_alloc: 64-byte aligned room for the maps of any plan (pinned
  * only for GPU plans: gpu_check's group pinned), usable by arkcos_execute;
  * arkcos_map_free of NULL is a no-op */
@@ -894,4 +947,4 @@ TEST_MAIN(TG(geometry_vs_chealpix), TG(pixel_arithmetic), TG(ecp_geometry), TG(k
           TG(kernel_legendre), TG(arkcos_vs_direct_healpix), TG(arkcos_whole_sphere_levels),
           TG(oversample_no_effect), TG(pair_symmetry_without_mirror), TG(arkcos_vs_direct_ecp), TG(properties),
           TG(single_precision), TG(plan_reuse), TG(shared_math), TG(plan_errors), TG(bluestein_vs_fftw), TG(ring_weights),
-          TG(map_alloc))
+          TG(map_alloc), TG(direct_task_sums))

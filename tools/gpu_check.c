@@ -9,9 +9,10 @@
  *
  * Thresholds: double against the CPU backend <= 1e-12 (the issue's bound;
  * both compute the same sums in a different order, so rounding, ~1e-15, is
- * expected). Single: a host emulation of the GPU kernels measured ~2.5e-7
- * against the CPU's single precision; on hardware this is NOT YET MEASURED,
- * so the bound is the loose 1e-5 and the log prints the level seen.
+ * expected). Single precision on an H100 (results/gpu/h100-2026-11-26):
+ * 3.0e-7 against the CPU's single precision and 2.7e-7 against its double
+ * (gpu_vs_cpu), 3.9e-7 against the direct sum at sampled pixels (bench):
+ * bound 1e-6.
  * `./gpu_check NAME` runs one group; `bench` is the long one.
  */
 #include <math.h>
@@ -190,9 +191,9 @@ TEST_GROUP(gpu_vs_cpu) {
     free(in);
   }
   CHECK_LE("double: GPU vs CPU fractional RMS, worst case", worst_d, 1e-12);
-  /* unmeasured on hardware: emulated ~2.5e-7; loosened */
-  CHECK_LE("single: GPU vs CPU single fractional RMS, worst case", worst_s, 1e-5);
-  CHECK_LE("single: GPU single vs CPU double fractional RMS, worst case", worst_sd, 1e-5);
+  /* H100: 3.0e-7 and 2.7e-7; loosened */
+  CHECK_LE("single: GPU vs CPU single fractional RMS, worst case", worst_s, 1e-6);
+  CHECK_LE("single: GPU single vs CPU double fractional RMS, worst case", worst_sd, 1e-6);
   free_cases(c, n);
 }
 
@@ -303,7 +304,7 @@ TEST_GROUP(chunking) {
         double f = frac_rms(g, other, base[prec], NULL);
         char what[160];
         snprintf(what, sizeof what, "%s, %s: vs default", v[i].what, prec ? "single" : "double");
-        CHECK_LE(what, f, prec ? 1e-5 : v[i].bound_d);
+        CHECK_LE(what, f, prec ? 1e-6 : v[i].bound_d); /* H100, single: 2.0e-7 at most */
       }
       free(other);
     }
@@ -393,7 +394,8 @@ TEST_GROUP(nside1024) {
   if (cd && gd && gs) {
     printf("  (CPU reference took %.1f s)\n", t1 - t0);
     CHECK_LE("nside 1024, 4.7' cut 1e-5, double: GPU vs CPU", frac_rms(g, gd, cd, NULL), 1e-12);
-    CHECK_LE("nside 1024, 4.7' cut 1e-5, single GPU vs double CPU (unmeasured)", frac_rms(g, gs, cd, NULL), 1e-5);
+    /* H100: 2.6e-7 */
+    CHECK_LE("nside 1024, 4.7' cut 1e-5, single GPU vs double CPU", frac_rms(g, gs, cd, NULL), 1e-6);
     CHECK_LE("nside 1024: GPU vs direct sum, 2000 belt pixels", sampled_check(g, k, in, gd, 2000, 0), 1e-10);
     CHECK_LE("nside 1024: GPU vs direct sum, 2000 cap pixels", sampled_check(g, k, in, gd, 2000, 1), 1e-10);
   }
@@ -555,9 +557,10 @@ static void bench_one(int64_t nside, arkcos_precision prec, int reps, int check)
   if (check) {
     char what[96];
     snprintf(what, sizeof what, "nside %lld: GPU vs direct sum, 1000 belt pixels", (long long)nside);
-    CHECK_LE(what, sampled_check(g, k, in, out, 1000, 0), prec ? 1e-5 : 1e-10);
+    /* H100: belt 3.9e-7 single, 3.8e-13 double; caps 4.6e-8, 2.9e-13 */
+    CHECK_LE(what, sampled_check(g, k, in, out, 1000, 0), prec ? 1e-6 : 1e-10);
     snprintf(what, sizeof what, "nside %lld: GPU vs direct sum, 1000 cap pixels", (long long)nside);
-    CHECK_LE(what, sampled_check(g, k, in, out, 1000, 1), prec ? 1e-5 : 1e-10);
+    CHECK_LE(what, sampled_check(g, k, in, out, 1000, 1), prec ? 1e-6 : 1e-10);
   }
 done:
   arkcos_plan_destroy(p1);
