@@ -9,7 +9,11 @@
 #                 double when time is left
 #   headline/     arkcos run configs/paper/headline.json (the paper profile's
 #                 headline: GPU, CPU and FSHT at nside 2048, 1 and all threads)
-#   fig2/         arkcos run configs/gpu/fig2.json (GPU Fig. 2 sweep)
+#   fig2/         arkcos run configs/gpu/fig2.json (GPU Fig. 2 sweep; within
+#                 its 100 s it reaches the last two cases, nside 2048 with a
+#                 16-degree support, whose caps take the oversampled Fourier
+#                 path: cuFFT plans every cap-ring length, 77-131 s on an
+#                 H100; `arkcos run ... --resume` finishes them)
 #   report/       arkcos report of headline/results.json beside a CPU
 #                 machine's results file, when one is given (CPU_RESULTS)
 #   host.txt      the device, the driver, the CPU and the build
