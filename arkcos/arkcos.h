@@ -340,6 +340,14 @@ int arkcos_execute_spin2(arkcos_plan *p, const double *q, const double *u, doubl
                          double *u_out, arkcos_error *err);
 /* The plan's spin: 0 or 2. */
 int arkcos_plan_spin(const arkcos_plan *p);
+/* 0, or exactly the error arkcos_plan_create(g, k, o) would give for the
+ * options, the geometry and kernel, the memory (estimate against what is
+ * available) and the backend rule (spin 2 or no device with the GPU asked
+ * for), without building the plan's tables, spectra or FFT plans. A create
+ * that passes the check can still fail while allocating (ENOMEM) or on the
+ * device (a GPU's own memory, a CUDA error). */
+int arkcos_plan_check(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                      arkcos_error *err);
 /* Bytes a plan for (g, k, o) would hold (tables, spectra, FFT buffers,
  * per-thread workspace), estimated without building it, on the high side:
  * measured 1.07-1.27 times arkcos_plan_memory at nside 512, 1.07-1.34 at

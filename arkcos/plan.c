@@ -746,6 +746,32 @@ static int plan_floor_check(const arkcos_geometry *g, int nranks, arkcos_error *
                      (long long)g->nside, floor / 1e9, (long long)g->npix, most / 1e9, bound);
 }
 
+/* The backend rule's refusals that need no plan (create_backend): spin 2
+ * with the GPU asked for, and the GPU asked for where there is none, in
+ * create_backend's words and order. */
+static int backend_check(const arkcos_options *o, arkcos_error *err) {
+  if (o->backend != ARKCOS_BACKEND_AUTO && o->backend != ARKCOS_BACKEND_CPU && o->backend != ARKCOS_BACKEND_GPU)
+    return arkcos_fail(err, ARKCOS_EINVAL, "plan: unknown backend %d", (int)o->backend);
+  if (o->backend != ARKCOS_BACKEND_GPU) return ARKCOS_OK;
+  if (o->spin == 2)
+    return arkcos_fail(err, ARKCOS_ENODEV,
+                       "plan: spin-2 (polarization) plans run on the CPU only; ask for the CPU backend");
+  char why[256] = "";
+  if (!arkcos_gpu_available(why, sizeof why)) return arkcos_fail(err, ARKCOS_ENODEV, "--backend gpu: %s", why);
+  return ARKCOS_OK;
+}
+
+int arkcos_plan_check(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                      arkcos_error *err) {
+  if (plan_floor_check(g, 1, err)) return err && err->code ? err->code : ARKCOS_ENOMEM;
+  arkcos_plan *p = plan_prepare(g, k, o, 0, 1, err);
+  if (!p) return err && err->code ? err->code : ARKCOS_EINVAL;
+  int rc = plan_memory_check(p, 0, 1, err);
+  if (!rc) rc = backend_check(&p->opt, err);
+  arkcos_plan_destroy(p);
+  return rc;
+}
+
 /* A band plan is checked against its own estimate, with its maps on ranks
  * other than 0 (arkcos_mpi.c holds them). */
 arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kernel *k,

@@ -860,6 +860,55 @@ TEST_GROUP(ring_weights) {
   arkcos_geometry_destroy(g);
 }
 
+/* arkcos_plan_check gives exactly create's error (code and message), and
+ * 0 where create succeeds */
+TEST_GROUP(plan_check) {
+  arkcos_geometry *g = arkcos_geometry_healpix(16, NULL);
+  arkcos_kernel *k = gauss(8 * M_PI / 180, 0, 1e-6);
+  struct {
+    const char *what;
+    int spin, mode, prec, backend, threads;
+    double max_memory, accuracy;
+    int null_kernel;
+  } cs[] = {
+      {"valid", 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, ARKCOS_BACKEND_CPU, 1, 0, 0, 0},
+      {"valid spin 2", 2, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, ARKCOS_BACKEND_CPU, 1, 0, 0, 0},
+      {"spin 3", 3, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, ARKCOS_BACKEND_CPU, 1, 0, 0, 0},
+      {"spin 2, paper", 2, ARKCOS_MODE_PAPER, ARKCOS_DOUBLE, ARKCOS_BACKEND_CPU, 1, 0, 0, 0},
+      {"spin 2, single", 2, ARKCOS_MODE_ENHANCED, ARKCOS_SINGLE, ARKCOS_BACKEND_CPU, 1, 0, 0, 0},
+      {"spin 2, gpu", 2, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, ARKCOS_BACKEND_GPU, 1, 0, 0, 0},
+      {"gpu (none here, or one)", 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, ARKCOS_BACKEND_GPU, 1, 0, 0, 0},
+      {"backend 7", 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 7, 1, 0, 0, 0},
+      {"max_memory 1 kB", 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, ARKCOS_BACKEND_CPU, 1, 1e3, 0, 0},
+      {"accuracy -1", 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, ARKCOS_BACKEND_CPU, 1, 0, -1, 0},
+      {"threads -2", 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, ARKCOS_BACKEND_CPU, -2, 0, 0, 0},
+      {"no kernel", 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, ARKCOS_BACKEND_CPU, 1, 0, 0, 1},
+  };
+  int refused = 0;
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    arkcos_options o;
+    arkcos_options_default(&o);
+    o.spin = cs[i].spin;
+    o.mode = cs[i].mode;
+    o.precision = cs[i].prec;
+    o.backend = cs[i].backend;
+    o.threads = cs[i].threads;
+    o.max_memory = cs[i].max_memory;
+    o.accuracy = cs[i].accuracy;
+    const arkcos_kernel *kk = cs[i].null_kernel ? NULL : k;
+    arkcos_error ec = {0, ""}, ep = {0, ""};
+    const int rc = arkcos_plan_check(g, kk, &o, &ec);
+    arkcos_plan *p = arkcos_plan_create(g, kk, &o, &ep);
+    CHECK(rc == ep.code && !strcmp(ec.msg, ep.msg) && (rc == 0) == (p != NULL),
+          "%s: check %d '%s', create %d '%s'", cs[i].what, rc, ec.msg, ep.code, ep.msg);
+    refused += rc != 0;
+    arkcos_plan_destroy(p);
+  }
+  CHECK(refused >= 9, "%d of %zu cases refused", refused, sizeof cs / sizeof cs[0]);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+}
+
 /* A GPU plan's bound takes the direct pairs' terms from
  * arkcos_direct_task_sums (4 rows of each pair, raised by 25 %): per task,
  * at least the largest row sum of |W| over every row (brute force over
@@ -947,4 +996,4 @@ TEST_MAIN(TG(geometry_vs_chealpix), TG(pixel_arithmetic), TG(ecp_geometry), TG(k
           TG(kernel_legendre), TG(arkcos_vs_direct_healpix), TG(arkcos_whole_sphere_levels),
           TG(oversample_no_effect), TG(pair_symmetry_without_mirror), TG(arkcos_vs_direct_ecp), TG(properties),
           TG(single_precision), TG(plan_reuse), TG(shared_math), TG(plan_errors), TG(bluestein_vs_fftw), TG(ring_weights),
-          TG(map_alloc), TG(direct_task_sums))
+          TG(map_alloc), TG(direct_task_sums), TG(plan_check))

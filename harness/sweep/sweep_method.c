@@ -326,17 +326,18 @@ static int too_narrow(const run_ctx *c, const cfg_method *m, const arkcos_geomet
   return 1;
 }
 
-/* A spin-2 case of an arkcos method the spin-2 engine does not have
- * (arkcos.h, options.spin): 1 with the reason. */
-static int no_spin2_path(const run_ctx *c, const cfg_method *m, char *why, size_t len) {
+/* A spin-2 case of an arkcos method that the engine refuses
+ * (arkcos_plan_check: paper mode, single precision, the GPU): 1 with the
+ * engine's reason. Memory is judged below, with the harness's maps. */
+static int no_spin2_path(const run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
+                         const arkcos_kernel *k, char *why, size_t len) {
   if (c->spin != 2 || m->spec.kind != METHOD_ARKCOS) return 0;
-  const char *what = m->spec.arkcos.mode == ARKCOS_MODE_PAPER        ? "mode \"paper\""
-                     : m->spec.arkcos.precision == ARKCOS_SINGLE     ? "precision \"single\""
-                     : m->spec.arkcos.backend == ARKCOS_BACKEND_GPU ? "backend \"gpu\""
-                                                         : NULL;
-  if (!what) return 0;
-  snprintf(why, len, "spin 2 (Q, U of input.pol): the engine's spin-2 path has no %s (it is "
-           "double precision, enhanced mode, CPU only)", what);
+  method_spec s;
+  spec_of(m, g, c->max_threads, &s);
+  s.arkcos.spin = 2;
+  arkcos_error err = {0, ""};
+  if (arkcos_plan_check(g, k, &s.arkcos, &err) == 0 || err.code == ARKCOS_ENOMEM) return 0;
+  snprintf(why, len, "spin 2 (Q, U of input.pol): %s", err.msg);
   return 1;
 }
 
@@ -364,7 +365,7 @@ static int plan_memory_reason(const run_ctx *c, const cfg_method *m, const arkco
 int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                       const arkcos_kernel *k, char *why, size_t len) {
   if (too_narrow(c, m, g, k, why, len)) return 1;
-  if (no_spin2_path(c, m, why, len)) return 1;
+  if (no_spin2_path(c, m, g, k, why, len)) return 1;
   if (c->cfg->input.type == CFG_INPUT_FITS && g->nside != c->fits_nside) {
     snprintf(why, len, "input map %s has nside %lld, the case needs nside %lld",
              c->cfg->input.path, (long long)c->fits_nside, (long long)g->nside);
