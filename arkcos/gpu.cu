@@ -40,8 +40,9 @@
  *     rectangle (one plan per arithmetic run of equal-length rings: the
  *     equatorial belt in batches, each north/south cap pair as a batch of 2),
  *     then periodic extension or phase rotation, for the rings a Fourier
- *     pair reads (exact plans: not the polar caps). Captured once as a CUDA
- *     graph.
+ *     pair reads (exact plans: not the polar caps; in an enhanced plan whose
+ *     caps take the Fourier path, each cap ring by a direct DFT, body_dft_*,
+ *     rather than a cuFFT plan per length). Captured once as a CUDA graph.
  *  3. per block of output rings:
  *     kernel_eval  samples of every ring pair (i, j) inside the cutoff, each
  *                  computed once for (i, j) and (mirror i, mirror j);
@@ -219,6 +220,14 @@ __global__ void __launch_bounds__(RTPB)
              int64_t nmp, int64_t L, double invL) {
   body_reduce<R>(t, b, spec, tw, nm, nmp, L, invL, blockIdx.x, (int64_t)blockIdx.y * blockDim.x + threadIdx.x);
 }
+template <class R>
+__global__ void k_dft_r2c(const R *fmap, typename cx<R>::T *spec, dtables t, int64_t nmp) {
+  body_dft_r2c<R>(fmap, spec, t, nmp, blockIdx.x, threadIdx.x, blockDim.x);
+}
+template <class R> __global__ void k_dft_c2r(const typename cx<R>::T *ospec, R *fmap, dtables t) {
+  body_dft_c2r<R>(ospec, fmap, t, blockIdx.x, threadIdx.x, blockDim.x);
+}
+
 /* precision conversions on the device (single plans, pinned double maps) */
 __global__ void k_d2f(const double *src, float *dst, int64_t n) {
   for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x)
@@ -455,6 +464,10 @@ template <class R> int issue_forward(gpu_state *st, arkcos_error *err) {
   if (rc) return rc;
   for (const fft_item &it : h.fwd)
     CUFFT_CHECK(exec_r2c(st->plan[(size_t)it.desc], (R *)st->fmap + it.in_off, (C *)st->spec + it.out_off));
+  if (!h.dftf.empty()) {
+    k_dft_r2c<R><<<(unsigned)h.dftf.size(), TPB, 0, st->s[0]>>>((const R *)st->fmap, (C *)st->spec, st->T, h.nmp);
+    LAUNCH_CHECK("k_dft_r2c");
+  }
   rc = join_aux(st, err);
   if (rc) return rc;
   k_extend<R><<<(unsigned)h.nr, TPB, 0, st->s[0]>>>((C *)st->spec, st->T, h.nm, h.nmp, h.paper);
@@ -469,6 +482,10 @@ template <class R> int issue_inverse(gpu_state *st, arkcos_error *err) {
   if (rc) return rc;
   for (const fft_item &it : st->h.inv)
     CUFFT_CHECK(exec_c2r(st->plan[(size_t)it.desc], (C *)st->ospec + it.in_off, (R *)st->fmap + it.out_off));
+  if (!st->h.dfti.empty()) {
+    k_dft_c2r<R><<<(unsigned)st->h.dfti.size(), TPB, 0, st->s[0]>>>((const C *)st->ospec, (R *)st->fmap, st->T);
+    LAUNCH_CHECK("k_dft_c2r");
+  }
   rc = join_aux(st, err);
   if (rc) return rc;
   if (st->h.padded) {

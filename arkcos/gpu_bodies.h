@@ -78,6 +78,7 @@ struct dtables {
   const int *qj, *qjm;             /* per direct pair: input ring, the mirror's input ring or -1 */
   const double *qsdt2, *qss, *qd0; /* sin^2(dtheta/2), sin t sin t', phi0_i - phi0_j */
   const double *qc0, *qhw;         /* window centre of row 0 and half-width, input pixels */
+  const int *dftf, *dfti;          /* rings whose r2c / c2r is a direct DFT (body_dft_*) */
   const int *btask;                /* per thread block of k_direct: direct task, first row */
   const int64_t *brow;
 };
@@ -310,6 +311,77 @@ ARKCOS_HD inline void body_fold(const dtables &t, const blockp &b, typename cx<R
   v.x = (R)(out_re * invL);
   v.y = (R)(out_im * invL);
   ospec[t.oofs[ring] + d] = v;
+}
+
+/* Rings of their own length (a cap pair) in an enhanced plan whose caps take
+ * the Fourier path (a kernel past the exact path's limit): their r2c and c2r
+ * as direct DFTs in double, one block per ring, instead of a cuFFT plan per
+ * length (thousands of plans, minutes to make). The twiddle is rotated from
+ * one term to the next and taken exactly every RESEED terms.
+ * r2c: X_m = sum_k x_k e^{-2 pi i m k / N}, m <= N / 2, into the ring's row
+ * of spec (body_extend does the modes above). */
+template <class R>
+ARKCOS_HD inline void body_dft_r2c(const R *fmap, typename cx<R>::T *spec, const dtables &t, int64_t nmp,
+                                   int64_t b, int tx, int bd) {
+  const int r = t.dftf[b];
+  const int64_t N = t.nph[r];
+  const R *x = fmap + t.pofs[r];
+  typename cx<R>::T *sp = spec + (int64_t)r * nmp;
+  for (int64_t m = tx; 2 * m <= N; m += bd) {
+    const double cr = cos(2 * ARKCOS_PI * (double)m / (double)N), ci = -sin(2 * ARKCOS_PI * (double)m / (double)N);
+    double re = 0, im = 0, wr = 1, wi = 0;
+    int64_t q = 0; /* m k mod N */
+    for (int64_t k = 0; k < N; k++) {
+      if (k % RESEED == 0) {
+        const double a = 2 * ARKCOS_PI * (double)q / (double)N;
+        wr = cos(a);
+        wi = -sin(a);
+      }
+      const double v = (double)x[k];
+      re += v * wr;
+      im += v * wi;
+      const double nr = wr * cr - wi * ci;
+      wi = wr * ci + wi * cr;
+      wr = nr;
+      q += m;
+      if (q >= N) q -= N;
+    }
+    sp[m].x = (R)re;
+    sp[m].y = (R)im;
+  }
+}
+
+/* c2r as cuFFT computes it from a half spectrum (unnormalised; the
+ * imaginary parts of bins 0 and N/2 ignored): x_k = X_0 + 2 sum_{0<m<N/2}
+ * Re(X_m e^{2 pi i m k / N}) + X_{N/2} (-1)^k */
+template <class R>
+ARKCOS_HD inline void body_dft_c2r(const typename cx<R>::T *ospec, R *fmap, const dtables &t, int64_t b, int tx,
+                                   int bd) {
+  const int r = t.dfti[b];
+  const int64_t N = t.nph[r];
+  const typename cx<R>::T *X = ospec + t.oofs[r];
+  R *x = fmap + t.pofs[r];
+  for (int64_t k = tx; k < N; k += bd) {
+    const double cr = cos(2 * ARKCOS_PI * (double)k / (double)N), ci = sin(2 * ARKCOS_PI * (double)k / (double)N);
+    double s = (double)X[0].x, wr = 1, wi = 0;
+    int64_t q = k; /* m k mod N, m = 1 */
+    for (int64_t m = 1; 2 * m <= N; m++) {
+      if ((m - 1) % RESEED == 0) {
+        const double a = 2 * ARKCOS_PI * (double)q / (double)N;
+        wr = cos(a);
+        wi = sin(a);
+      }
+      const double re = (double)X[m].x, im = (double)X[m].y;
+      if (2 * m == N) s += re * wr; /* the Nyquist bin, once */
+      else s += 2 * (re * wr - im * wi);
+      const double nr = wr * cr - wi * ci;
+      wi = wr * ci + wi * cr;
+      wr = nr;
+      q += k;
+      if (q >= N) q -= N;
+    }
+    x[k] = (R)s;
+  }
 }
 
 /* Direct pairs, row a of direct task dt, LANES 4 or 1: for each pair in

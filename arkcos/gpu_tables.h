@@ -64,6 +64,7 @@ struct host_plan {
   std::vector<int64_t> brow;
   int64_t ndirect = 0;              /* direct pairs (each with its mirror) */
   std::vector<unsigned char> need_fwd, need_inv; /* ring read / written by a Fourier pair */
+  std::vector<int> dftf, dfti; /* rings transformed by body_dft_r2c / body_dft_c2r */
   std::vector<std::pair<int64_t, int64_t>> zero; /* map ranges no path writes: set to 0 */
   /* Pinned maps overlap copies and compute: the direct tasks whose rings no
    * Fourier pair reads or writes (the polar caps: the first nbfirst thread
@@ -194,6 +195,13 @@ inline void hp_runs(host_plan *h, int dir, fft_shapes *seen, int *rr) {
     size_t g1 = g0;
     const int64_t N = h->nph[order[g0]];
     while (g1 < order.size() && h->nph[order[g1]] == N) g1++;
+    /* a length of at most two rings (a cap pair) in an enhanced plan: a
+     * direct DFT (body_dft_*) instead of a cuFFT plan of its own */
+    if (!h->paper && g1 - g0 <= 2) {
+      for (size_t k = g0; k < g1; k++) (dir == 0 ? h->dftf : h->dfti).push_back(order[k]);
+      g0 = g1;
+      continue;
+    }
     const int64_t half = N / 2 + 1;
     const int64_t in_min = dir == 0 ? N : half, out_min = dir == 0 ? half : N;
     const int64_t run_max = std::max<int64_t>(1, RUN_ELEMS / N);
@@ -529,6 +537,8 @@ template <class Put> dtables hp_tables(const host_plan &h, Put &&put) {
   T.qd0 = (const double *)put(h.qd0.data(), nq * 8);
   T.qc0 = (const double *)put(h.qc0.data(), nq * 8);
   T.qhw = (const double *)put(h.qhw.data(), nq * 8);
+  T.dftf = (const int *)put(h.dftf.data(), h.dftf.size() * 4);
+  T.dfti = (const int *)put(h.dfti.data(), h.dfti.size() * 4);
   T.btask = (const int *)put(h.btask.data(), nb * 4);
   T.brow = (const int64_t *)put(h.brow.data(), nb * 8);
   return T;

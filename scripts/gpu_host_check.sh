@@ -9,11 +9,12 @@
 #                 double when time is left
 #   headline/     arkcos run configs/paper/headline.json (the paper profile's
 #                 headline: GPU, CPU and FSHT at nside 2048, 1 and all threads)
-#   fig2/         arkcos run configs/gpu/fig2.json (GPU Fig. 2 sweep; within
-#                 its 100 s it reaches the last two cases, nside 2048 with a
-#                 16-degree support, whose caps take the oversampled Fourier
-#                 path: cuFFT plans every cap-ring length, 77-131 s on an
-#                 H100; `arkcos run ... --resume` finishes them)
+#   fig2/         arkcos run configs/gpu/fig2.json (GPU Fig. 2 sweep; its
+#                 last two cases, nside 2048 with a 16-degree support, take
+#                 the oversampled Fourier path in the caps: on the H100 their
+#                 cuFFT plans for every cap-ring length took 77-131 s, past
+#                 the step's 100 s, and `arkcos run ... --resume` finished
+#                 them; those rings are direct DFTs now, not yet timed)
 #   report/       arkcos report of headline/results.json beside a CPU
 #                 machine's results file, when one is given (CPU_RESULTS)
 #   host.txt      the device, the driver, the CPU and the build

@@ -110,6 +110,7 @@ struct emu_opts {
 struct emu_stats {
   int64_t dense = 0, sparse = 0; /* ring pairs by kernel path */
   int64_t blocks = 0, split = 0; /* blocks of output rings; blocks ending inside a task */
+  int64_t dft = 0, ffts = 0;     /* rings by direct DFT (both ways); cuFFT plans */
 };
 
 /* The device state of gpu.cu's create_t, in host memory. */
@@ -144,6 +145,8 @@ template <class R> struct emu_plan {
     std::vector<int64_t>().swap(h.fpre); /* as create_t: not used after the block layout */
     std::vector<int64_t>().swap(h.dpre);
     st.blocks = (int64_t)h.blocks.size();
+    st.dft = (int64_t)(h.dftf.size() + h.dfti.size());
+    st.ffts = (int64_t)h.desc.size();
     for (const blockp &b : h.blocks) st.split += b.pb < h.tp[(size_t)b.tb];
     /* cudaMalloc'd memory holds anything: NaN here */
     const R nan = (R)NAN;
@@ -174,6 +177,11 @@ template <class R> struct emu_plan {
       body_weight<R>(mp, fp, t, bx, tx, TPB);
     });
     for (const fft_item &it : h.fwd) fft<R>::r2c(plan[(size_t)it.desc], fp + it.in_off, sp + it.out_off);
+    const int64_t nmp0 = h.nmp;
+    if (!h.dftf.empty())
+      launch((unsigned)h.dftf.size(), 1, 1, TPB, [&](unsigned bx, unsigned, unsigned, unsigned tx) {
+        body_dft_r2c<R>(fp, sp, t, nmp0, bx, tx, TPB);
+      });
     const int64_t nm = h.nm, nmp = h.nmp;
     const int paper = h.paper;
     launch((unsigned)h.nr, 1, 1, TPB, [&](unsigned bx, unsigned, unsigned, unsigned tx) {
@@ -185,6 +193,13 @@ template <class R> struct emu_plan {
   void inverse() {
     R *mp = map.data(), *fp = fm();
     for (const fft_item &it : h.inv) fft<R>::c2r(plan[(size_t)it.desc], ospec.data() + it.in_off, fp + it.out_off);
+    if (!h.dfti.empty()) {
+      const dtables t = T;
+      const C *op = ospec.data();
+      launch((unsigned)h.dfti.size(), 1, 1, TPB, [&](unsigned bx, unsigned, unsigned, unsigned tx) {
+        body_dft_c2r<R>(op, fp, t, bx, tx, TPB);
+      });
+    }
     if (h.padded) {
       const dtables t = T;
       launch((unsigned)h.nr, 1, 1, TPB, [&](unsigned bx, unsigned, unsigned, unsigned tx) {
@@ -538,7 +553,9 @@ static void check_plan(const char *what, const arkcos_plan *p, const emu_opts &o
       /* rows do not overlap */
       bad += fd.rows > 1 && (fd.idist < (dir ? fd.N / 2 + 1 : fd.N) || fd.odist < (dir ? fd.N : fd.N / 2 + 1));
     }
-    /* exactly the rings a Fourier pair reads (r2c) or writes (c2r) */
+    /* exactly the rings a Fourier pair reads (r2c) or writes (c2r), by
+     * cuFFT or by a direct DFT */
+    for (int r : dir ? h.dfti : h.dftf) seen[(size_t)r]++;
     for (int q = 0; q < h.nr; q++) bad += seen[(size_t)q] != (dir ? h.need_inv : h.need_fwd)[(size_t)q];
   }
   CHECK(bad == 0, "%s: map FFT batches: %d faults", what, bad);
@@ -700,6 +717,49 @@ TEST_GROUP(plan_tables) {
     arkcos_geometry_destroy(g);
   }
   arkcos_kernel_destroy(k);
+}
+
+/* A kernel past the exact path's limit (ARKCOS_DIRECT_MAX_PIXELS) keeps
+ * the oversampled Fourier path in the caps: there the cap rings' FFTs are
+ * direct DFTs (body_dft_r2c, body_dft_c2r), not a cuFFT plan per length;
+ * against the textbook sum of the same algorithm. (The CPU's plan samples
+ * the caps on an oversampled grid, the GPU's on the L grid: both are
+ * inexact there, and they differ by the aliasing, 1e-6 for the Gaussian
+ * here, printed.) Paper mode (cuFFT for every length) has no DFT rings. */
+TEST_GROUP(cap_dft) {
+  double worst[2] = {0, 0};
+  int64_t dft = 0, ffts = 0;
+  setenv("ARKCOS_DIRECT_MAX_PIXELS", "1", 1);
+  setenv("ARKCOS_SMOOTH_CAPS", "0", 1);
+  const int64_t nsides[] = {8, 13, 16};
+  for (int64_t nside : nsides) {
+    arkcos_geometry *g = arkcos_geometry_healpix(nside, nullptr);
+    const double pix = sqrt(4 * ARKCOS_PI / (double)g->npix);
+    arkcos_kernel *ks[2] = {gauss(4 * pix, 1e-8), tophat(3 * pix)};
+    for (arkcos_kernel *k : ks)
+      for (int single = 0; single < 2; single++) {
+        result r = run_case(g, k, 0, single, emu_opts());
+        char what[96];
+        snprintf(what, sizeof what, "nside %lld, caps by DFT", (long long)nside);
+        print_case(what, 0, single, r);
+        printf("    %lld rings by direct DFT (r2c + c2r), %lld cuFFT plans\n", (long long)r.st.dft,
+               (long long)r.st.ffts);
+        CHECK(r.st.dft == 4 * (nside - 1), "%s: every cap ring by DFT both ways: %lld", what, (long long)r.st.dft);
+        dft += r.st.dft;
+        ffts = std::max(ffts, r.st.ffts);
+        worst[single] = worse(worst[single], r.text);
+        result rp = run_case(g, k, 1, single, emu_opts(), 0);
+        CHECK(rp.st.dft == 0, "paper mode: no ring by DFT (%lld)", (long long)rp.st.dft);
+      }
+    for (arkcos_kernel *k : ks) arkcos_kernel_destroy(k);
+    arkcos_geometry_destroy(g);
+  }
+  unsetenv("ARKCOS_DIRECT_MAX_PIXELS");
+  unsetenv("ARKCOS_SMOOTH_CAPS");
+  printf("  %lld rings by DFT in all; at most %lld cuFFT plans a case\n", (long long)dft, (long long)ffts);
+  /* measured: double 1.8e-15, single 2.1e-7 */
+  CHECK_LE("caps by DFT, double: vs textbook, worst", worst[0], 1e-14);
+  CHECK_LE("caps by DFT, single: vs textbook (double), worst", worst[1], 1e-6);
 }
 
 /* execute_overlap's order (pinned maps): the caps' direct pairs from the
@@ -1000,4 +1060,4 @@ TEST_GROUP(belt_vs_direct) {
 }
 
 TEST_MAIN(TG(plan_tables), TG(healpix), TG(kernel_paths), TG(chunking), TG(other_geometries), TG(thread_order),
-          TG(belt_vs_direct), TG(overlap))
+          TG(belt_vs_direct), TG(overlap), TG(cap_dft))
