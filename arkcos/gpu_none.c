@@ -19,7 +19,7 @@ void arkcos_gpu_query(arkcos_gpu_info *info) { memset(info, 0, sizeof *info); }
 
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err) {
   (void)p;
-  return arkcos_fail(err, ARKCOS_ENODEV, "--backend gpu: this binary was built without CUDA");
+  return arkcos_fail(err, ARKCOS_ENODEV, "--backend gpu: built without CUDA");
 }
 
 void *arkcos_gpu_host_alloc(size_t bytes) {
