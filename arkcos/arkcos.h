@@ -348,6 +348,10 @@ int arkcos_plan_spin(const arkcos_plan *p);
  * device (a GPU's own memory, a CUDA error). */
 int arkcos_plan_check(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
                       arkcos_error *err);
+/* The part of arkcos_plan_check that needs no geometry or kernel: the
+ * options alone (mode, precision, accuracy, spin and their combinations)
+ * and the backend rule; the same code and message. */
+int arkcos_options_check(const arkcos_options *o, arkcos_error *err);
 /* Bytes a plan for (g, k, o) would hold (tables, spectra, FFT buffers,
  * per-thread workspace), estimated without building it, on the high side:
  * measured 1.07-1.27 times arkcos_plan_memory at nside 512, 1.07-1.34 at

@@ -761,6 +761,15 @@ static int backend_check(const arkcos_options *o, arkcos_error *err) {
   return ARKCOS_OK;
 }
 
+int arkcos_options_check(const arkcos_options *o, arkcos_error *err) {
+  arkcos_plan *p = calloc(1, sizeof *p);
+  if (!p) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  int rc = plan_options(p, o, err);
+  if (!rc) rc = backend_check(&p->opt, err);
+  free(p);
+  return rc;
+}
+
 int arkcos_plan_check(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
                       arkcos_error *err) {
   if (plan_floor_check(g, 1, err)) return err && err->code ? err->code : ARKCOS_ENOMEM;

@@ -861,7 +861,8 @@ TEST_GROUP(ring_weights) {
 }
 
 /* arkcos_plan_check gives exactly create's error (code and message), and
- * 0 where create succeeds */
+ * 0 where create succeeds; arkcos_options_check the same for what the
+ * options alone decide */
 TEST_GROUP(plan_check) {
   arkcos_geometry *g = arkcos_geometry_healpix(16, NULL);
   arkcos_kernel *k = gauss(8 * M_PI / 180, 0, 1e-6);
@@ -902,6 +903,15 @@ TEST_GROUP(plan_check) {
     CHECK(rc == ep.code && !strcmp(ec.msg, ep.msg) && (rc == 0) == (p != NULL),
           "%s: check %d '%s', create %d '%s'", cs[i].what, rc, ec.msg, ep.code, ep.msg);
     refused += rc != 0;
+    /* the options alone: the same refusal, or none where only the memory
+     * or the missing kernel is at fault */
+    arkcos_error eo = {0, ""};
+    const int ro = arkcos_options_check(&o, &eo);
+    if (rc == 0 || ec.code == ARKCOS_ENOMEM || cs[i].null_kernel)
+      CHECK(ro == 0, "%s: options alone pass: %d '%s'", cs[i].what, ro, eo.msg);
+    else
+      CHECK(ro == ec.code && !strcmp(eo.msg, ec.msg), "%s: options check %d '%s', plan check '%s'", cs[i].what, ro,
+            eo.msg, ec.msg);
     arkcos_plan_destroy(p);
   }
   CHECK(refused >= 9, "%d of %zu cases refused", refused, sizeof cs / sizeof cs[0]);

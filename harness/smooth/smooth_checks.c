@@ -152,28 +152,43 @@ static int is_intensity(const char *n) {
   return is_stokes(n, 'I') || is_stokes(n, 'T') || !strncasecmp(n, "TEMPERATURE", 11);
 }
 
-/* The spin-2 path's limits (arkcos.h, options.spin): 0 or 2 with a message
- * naming the option. */
+/* Whether the engine takes Q and U as one spin-2 field with the options
+ * asked for (arkcos_options_check: the engine decides); 0, or 2 with its
+ * reason, naming the flag whose setting it refuses: the first (in the
+ * engine's order: mode, precision, backend) whose default changes the
+ * verdict. */
 static int check_pol_request(const pol_request *r, const char *path, const char *qn,
                              const char *un) {
-  const char *opt = NULL, *why = NULL;
   if (r->method != METHOD_ARKCOS) return 0;
-  if (r->backend == ARKCOS_BACKEND_GPU) {
-    opt = "--backend gpu";
-    why = "runs on the CPU only; use --backend cpu, or auto (the scalar columns on the GPU, Q and U "
-          "on the CPU)";
-  } else if (r->precision == ARKCOS_SINGLE) {
-    opt = "--precision single";
-    why = "is double precision only; drop --precision single";
-  } else if (r->mode == ARKCOS_MODE_PAPER) {
-    opt = "--mode paper";
-    why = "needs the exact enhanced mode (paper mode is scalar only); drop --mode paper";
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.spin = 2;
+  o.mode = r->mode;
+  o.precision = r->precision;
+  o.backend = r->backend;
+  arkcos_error err = {0, ""}, e2;
+  if (arkcos_options_check(&o, &err) == 0) return 0;
+  char opt[40] = "";
+  for (int which = 0; which < 3 && !opt[0]; which++) {
+    arkcos_options t = o;
+    if (which == 0 && o.mode != ARKCOS_MODE_ENHANCED) t.mode = ARKCOS_MODE_ENHANCED;
+    else if (which == 1 && o.precision != ARKCOS_DOUBLE) t.precision = ARKCOS_DOUBLE;
+    else if (which == 2 && o.backend != ARKCOS_BACKEND_AUTO) t.backend = ARKCOS_BACKEND_AUTO;
+    else continue;
+    e2.code = 0;
+    e2.msg[0] = 0;
+    if (arkcos_options_check(&t, &e2) != 0 && !strcmp(e2.msg, err.msg)) continue;
+    snprintf(opt, sizeof opt, "%s: ",
+             which == 0   ? "--mode paper"
+             : which == 1 ? "--precision single"
+             : o.backend == ARKCOS_BACKEND_GPU ? "--backend gpu"
+                                               : "--backend cpu");
   }
-  if (!opt) return 0;
+  const char *why = strncmp(err.msg, "plan: ", 6) ? err.msg : err.msg + 6;
   fprintf(stderr,
-          "arkcos smooth: %s: %s: columns %s and %s are Stokes Q and U, smoothed as one spin-2 "
-          "field, which %s (--no-pol smooths them as independent scalars, which is wrong where "
-          "the local frame turns)\n",
+          "arkcos smooth: %s%s: columns %s and %s are Stokes Q and U, smoothed as one spin-2 field, "
+          "which the engine refuses: %s (--no-pol smooths them as independent scalars, which is "
+          "wrong where the local frame turns)\n",
           opt, path, qn, un, why);
   return 2;
 }
