@@ -678,7 +678,10 @@ template <class R> int download_map(gpu_state *st, double *out, arkcos_error *er
 }
 
 /* Stage times from the events (all complete now) */
-int record_times(arkcos_plan *p, gpu_state *st, double t_start, double t_d2h, double t_end, arkcos_error *err) {
+/* caps_direct: the seconds of the caps' direct pairs run apart from the
+ * main sequence (execute_overlap), else 0 */
+int record_times(arkcos_plan *p, gpu_state *st, double t_start, double t_d2h, double t_end, double caps_direct,
+                 arkcos_error *err) {
   const host_plan &h = st->h;
   arkcos_stage_times *T = &p->last;
   memset(T, 0, sizeof *T);
@@ -701,7 +704,7 @@ int record_times(arkcos_plan *p, gpu_state *st, double t_start, double t_d2h, do
   CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_blk[4 * h.blocks.size()], st->ev_inv));
   T->map_ifft += ms * 1e-3;
   CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_inv, st->ev_ifft));
-  T->direct = ms * 1e-3; /* the direct pairs (k_direct): part of the reduction */
+  T->direct = ms * 1e-3 + caps_direct; /* the direct pairs (k_direct): part of the reduction */
   T->reduction += T->direct;
   T->d2h = t_end - t_d2h;
   T->total = t_end - t_start;
@@ -727,6 +730,30 @@ template <class R> int issue_direct(gpu_state *st, unsigned b0, arkcos_error *er
   for (const auto &z : h.zero)
     CUDA_CHECK(cudaMemsetAsync((R *)st->map + z.first, 0, (size_t)z.second * sizeof(R), st->s[0]));
   return launch_direct<R>(st, b0, grid_direct(h), st->s[0], err);
+}
+
+/* Steps 2-5 on the main stream once the input is on the device: ring
+ * spectra, the blocks of output rings, the output rings, then the direct
+ * pairs' thread blocks from b0 on; events ev_f0, ev_inv and ev_ifft */
+template <class R> int issue_compute(gpu_state *st, unsigned b0, arkcos_error *err) {
+  cudaStream_t s0 = st->s[0];
+  int rc;
+  CUDA_CHECK(cudaEventRecord(st->ev_f0, s0));
+  if (st->gfwd) {
+    CUDA_CHECK(cudaGraphLaunch(st->gfwd, s0));
+  } else if ((rc = issue_forward<R>(st, err))) {
+    return rc;
+  }
+  if ((rc = run_blocks<R>(st, err))) return rc;
+  if (st->ginv) {
+    CUDA_CHECK(cudaGraphLaunch(st->ginv, s0));
+  } else if ((rc = issue_inverse<R>(st, err))) {
+    return rc;
+  }
+  CUDA_CHECK(cudaEventRecord(st->ev_inv, s0));
+  if ((rc = issue_direct<R>(st, b0, err))) return rc;
+  CUDA_CHECK(cudaEventRecord(st->ev_ifft, s0));
+  return 0;
 }
 
 /* Pinned maps, copies on their own stream: ranges of the input map into
@@ -785,64 +812,26 @@ template <class R> int execute_overlap(arkcos_plan *p, gpu_state *st, const doub
   if ((rc = copy_ranges<R>(st, h.out_first, nullptr, out, err))) return rc;
   /* the belt */
   CUDA_CHECK(cudaStreamWaitEvent(s0, st->ev_h2d, 0));
-  CUDA_CHECK(cudaEventRecord(st->ev_f0, s0));
-  if (st->gfwd) {
-    CUDA_CHECK(cudaGraphLaunch(st->gfwd, s0));
-  } else if ((rc = issue_forward<R>(st, err))) {
-    return rc;
-  }
-  if ((rc = run_blocks<R>(st, err))) return rc;
-  if (st->ginv) {
-    CUDA_CHECK(cudaGraphLaunch(st->ginv, s0));
-  } else if ((rc = issue_inverse<R>(st, err))) {
-    return rc;
-  }
-  CUDA_CHECK(cudaEventRecord(st->ev_inv, s0));
-  if ((rc = issue_direct<R>(st, grid_direct_first(h), err))) return rc;
-  CUDA_CHECK(cudaEventRecord(st->ev_ifft, s0));
+  if ((rc = issue_compute<R>(st, grid_direct_first(h), err))) return rc;
   CUDA_CHECK(cudaStreamWaitEvent(sc, st->ev_ifft, 0));
   if ((rc = copy_ranges<R>(st, h.out_rest, nullptr, out, err))) return rc;
   CUDA_CHECK(cudaEventRecord(st->ev_done, sc));
   CUDA_CHECK(cudaEventSynchronize(st->ev_ifft));
   const double t_d2h = wall_seconds();
   CUDA_CHECK(cudaEventSynchronize(st->ev_done));
-  if ((rc = record_times(p, st, t_start, t_d2h, wall_seconds(), err))) return rc;
   float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_c0, st->ev_c1));
-  p->last.direct += ms * 1e-3; /* the caps' direct pairs */
-  p->last.reduction += ms * 1e-3;
-  p->last.other = std::max(0.0, p->last.total - (p->last.h2d + p->last.map_fft + p->last.kernel_eval +
-                                                  p->last.kernel_fft + p->last.reduction + p->last.map_ifft +
-                                                  p->last.d2h));
-  return 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, st->ev_c0, st->ev_c1)); /* the caps' direct pairs */
+  return record_times(p, st, t_start, t_d2h, wall_seconds(), ms * 1e-3, err);
 }
 
 template <class R> int execute_body(arkcos_plan *p, gpu_state *st, const double *in, double *out,
                                     arkcos_error *err, double t_start) {
-  cudaStream_t s0 = st->s[0];
   int rc;
   if ((rc = upload_map<R>(st, in, err))) return rc;
-  CUDA_CHECK(cudaEventRecord(st->ev_f0, s0));
-  /* 2. ring spectra */
-  if (st->gfwd) {
-    CUDA_CHECK(cudaGraphLaunch(st->gfwd, s0));
-  } else if ((rc = issue_forward<R>(st, err))) {
-    return rc;
-  }
-  if ((rc = run_blocks<R>(st, err))) return rc;
-  /* 4. output rings */
-  if (st->ginv) {
-    CUDA_CHECK(cudaGraphLaunch(st->ginv, s0));
-  } else if ((rc = issue_inverse<R>(st, err))) {
-    return rc;
-  }
-  CUDA_CHECK(cudaEventRecord(st->ev_inv, s0));
-  /* 6. the ring pairs off the kernel grid (exact plans), on the map */
-  if ((rc = issue_direct<R>(st, 0, err))) return rc;
-  CUDA_CHECK(cudaEventRecord(st->ev_ifft, s0));
+  if ((rc = issue_compute<R>(st, 0, err))) return rc;
   double t_d2h = 0;
   if ((rc = download_map<R>(st, out, err, &t_d2h))) return rc;
-  return record_times(p, st, t_start, t_d2h, wall_seconds(), err);
+  return record_times(p, st, t_start, t_d2h, wall_seconds(), 0, err);
 }
 
 template <class R> int execute_t(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {

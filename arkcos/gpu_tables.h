@@ -389,13 +389,8 @@ inline void hp_direct(const arkcos_plan *p, host_plan *h) {
   h->in_rest = hp_complement(h->in_first, h->npix);
   h->out_first = hp_ranges(h, out1);
   h->out_rest = hp_complement(h->out_first, h->npix);
-  h->zero.clear();
-  for (int r = 0; r < h->nr; r++) {
-    if (written[(size_t)r]) continue;
-    const int64_t a = h->ofs[(size_t)r], n = h->nph[(size_t)r];
-    if (!h->zero.empty() && h->zero.back().first + h->zero.back().second == a) h->zero.back().second += n;
-    else h->zero.push_back(std::make_pair(a, n));
-  }
+  for (unsigned char &w : written) w = !w;
+  h->zero = hp_ranges(h, written); /* the rings neither path writes */
 }
 
 /* The host plan: tables, pairs, FFT batches and kernel-grid batch plans. */
