@@ -111,10 +111,10 @@ expect_fail "beam and kernel file" "give only one kernel" --beam-file "$T/gauss.
 expect_fail "--beam-column alone" "--beam-column applies only to --beam-file" --fwhm-arcmin 900 --beam-column 1
 expect_fail "--beam-tolerance alone" "--beam-tolerance applies only to --beam-file" --fwhm-arcmin 900 --beam-tolerance 1e-3
 expect_fail "--cutoff-deg with a beam" "--cutoff-deg does not apply to --beam-file" --beam-file "$T/gauss.fits" --cutoff-deg 30
-expect_fail "--beam-tolerance 0" "--beam-tolerance: 0 is outside \(0, 1\)" --beam-file "$T/gauss.fits" --beam-tolerance 0
+expect_fail "--beam-tolerance 0" "--beam-tolerance: must be > 0, got '0'" --beam-file "$T/gauss.fits" --beam-tolerance 0
 expect_fail "--beam-tolerance word" "--beam-tolerance: 'x' is not a finite number" --beam-file "$T/gauss.fits" --beam-tolerance x
 expect_fail "--kernel-unit with a beam" "--kernel-unit applies only to --kernel-file" --beam-file "$T/gauss.fits" --kernel-unit deg
-expect_fail "--beam-file twice" "--beam-file given twice" --beam-file "$T/gauss.fits" --beam-file "$T/gauss.txt"
+expect_fail "--beam-file twice" "--beam-file: given twice" --beam-file "$T/gauss.fits" --beam-file "$T/gauss.txt"
 expect_fail "no kernel" "a kernel is needed: .*--beam-file FILE"
 "$ARKCOS" smooth --help | grep -q -- "--beam-file FILE     B_l from a FITS table" && ok || bad "--help does not describe --beam-file"
 

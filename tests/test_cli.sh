@@ -128,6 +128,32 @@ expect_fail "unknown option"  "--bogus"            "$O" "$C" "$O" "${G[@]}" --bo
 expect_fail "missing value"   "--fwhm-arcmin"      "$O" "$C" "$O" --fwhm-arcmin
 expect_fail "value is option" "--cutoff-deg"       "$O" "$C" "$O" "${G[@]}" --cutoff-deg --force
 expect_fail "repeated option" "--fwhm-arcmin"      "$O" "$C" "$O" "${G[@]}" --fwhm-arcmin 5
+
+# Every flag `smooth --help` lists is a row of the one option table
+# (harness/common/options.h): given a value it cannot take, each is refused
+# by its own name (never "unknown option"), with the table's wording.
+flags=$("$ARKCOS" smooth --help | grep -oE -- '(^|[ ,(])--[a-z][a-z-]+' | grep -oE -- '--[a-z-]+' | sort -u)
+nflags=$(echo "$flags" | wc -w)
+# 37 today: the 36 rows of smooth_opts and --help
+[ "$nflags" -ge 37 ] && ok || bad "smooth --help lists $nflags flags, expected at least 37 (36 rows and --help)"
+for f in $flags; do
+  [ "$f" = --help ] && continue
+  rm -f "$O"
+  "$ARKCOS" smooth "$C" "$O" "${G[@]}" "$f=@@" >"$T/stdout" 2>"$T/stderr"; rc=$?
+  if [ $rc -eq 2 ] && { grep -qF -- "$f" "$T/stderr" || grep -qF "@@" "$T/stderr"; } && ! grep -q "unknown option" "$T/stderr" && [ ! -e "$O" ]; then
+    ok
+  else
+    bad "$f=@@: exit $rc, expected 2 naming $f: $(head -1 "$T/stderr")"
+  fi
+done
+# One flag, one range, the same words in every command: --iter and --lmax
+# as `compare-maps` takes them.
+expect_fail "iter 1001"       "--iter: must be <= 1000, got '1001'" "$O" "$C" "$O" "${G[@]}" --method fsht --iter 1001
+"$ARKCOS" compare-maps "$C" "$C" --iter 1001 2>"$T/cm_err" >/dev/null
+grep -qF -- "--iter: must be <= 1000, got '1001'" "$T/cm_err" && ok || bad "compare-maps --iter 1001: $(cat "$T/cm_err")"
+expect_fail "lmax 0 words"    "--lmax: must be >= 1, got '0'" "$O" "$C" "$O" "${G[@]}" --method fsht --lmax 0
+expect_fail "bool with value" "--force: takes no value" "$O" "$C" "$O" "${G[@]}" --force=yes
+expect_fail "tophat + cutoff-deg words" "--cutoff-deg does not apply to --tophat-deg" "$O" "$C" "$O" --tophat-deg 10 --cutoff-deg 5
 expect_fail "no output"       "OUT.fits"           "$O" "$C" "${G[@]}"
 expect_fail "several in, file out" "$T/out.fits"   "$O" "$C" "$T/rand.fits" "$O" "${G[@]}"
 expect_fail "no output folder" "nodir"            "$T/nodir/out.fits" "$C" "$T/nodir/out.fits" "${G[@]}"

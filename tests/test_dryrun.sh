@@ -83,7 +83,7 @@ rc=$?
 # ---- misuse: exit 2, nothing written
 expect_refused "--ranks without --dry-run" "--ranks applies only to --dry-run" "$T/o7.fits" \
   "$T/m256.fits" "$T/o7.fits" "${K[@]}" --ranks 2
-expect_refused "--ranks 0" "--ranks: '0' is not an integer" "$T/o7.fits" \
+expect_refused "--ranks 0" "--ranks: must be >= 1, got '0'" "$T/o7.fits" \
   "$T/m256.fits" "$T/o7.fits" "${K[@]}" --dry-run --ranks 0
 expect_refused "--dry-run with fsht" "--dry-run predicts the memory of --method arkcos" "$T/o7.fits" \
   "$T/m256.fits" "$T/o7.fits" "${K[@]}" --dry-run --method fsht

@@ -372,7 +372,7 @@ expect "empty output name" 2 "output file name is empty" \
 expect ".fits.gz output" 2 "gzip-compressed output is not written" \
   "$ARKCOS" smooth "$M" "$T/o.fits.gz" --fwhm-arcmin 220
 [ -e "$T/o.fits.gz" ] && bad ".gz output written" || ok
-expect "--fwhm-arcmin 1e300" 2 "outside (0, 10800]" \
+expect "--fwhm-arcmin 1e300" 2 "--fwhm-arcmin: must be <= 10800, got '1e300'" \
   "$ARKCOS" smooth "$M" "$T/o.fits" --fwhm-arcmin 1e300
 no_tmp "refusals"
 

@@ -128,8 +128,8 @@ check_le "--normalize, direct: = A(m)/A(1), max rel difference" "${dd:-nan}" 1e-
 K=(--fwhm-arcmin 600)
 expect_fail "--kernel-unit without a file" "--kernel-unit applies only to --kernel-file" "$O" "$C" "$O" "${K[@]}" --kernel-unit deg
 expect_fail "--allow-negative without a file" "--allow-negative applies only to --kernel-file" "$O" "$C" "$O" "${K[@]}" --allow-negative
-expect_fail "--kernel-unit bogus" "--kernel-unit: unknown value 'furlong'" "$O" "$C" "$O" --kernel-file "$T/k_rad.txt" --kernel-unit furlong
-expect_fail "--kernel-unit twice" "--kernel-unit given twice" "$O" "$C" "$O" --kernel-file "$T/k_rad.txt" --kernel-unit deg --kernel-unit=rad
+expect_fail "--kernel-unit bogus" "--kernel-unit: expected rad, deg or arcmin, got 'furlong'" "$O" "$C" "$O" --kernel-file "$T/k_rad.txt" --kernel-unit furlong
+expect_fail "--kernel-unit twice" "--kernel-unit: given twice" "$O" "$C" "$O" --kernel-file "$T/k_rad.txt" --kernel-unit deg --kernel-unit=rad
 expect_fail "table in degrees" "bad_degrees\.txt:5: angle 4 is beyond pi.*look like degrees \(give --kernel-unit deg\)" "$O" "$C" "$O" --kernel-file "$T/bad_degrees.txt"
 expect_fail "degree table in degrees" "k_deg\.txt:[0-9]+: angle .* beyond pi" "$O" "$C" "$O" --kernel-file "$T/k_deg.txt"
 expect_fail "arcmin table in degrees" "k_arcmin\.txt:[0-9]+: angle .* beyond 180 degrees.*look like arcmin \(give --kernel-unit arcmin\)" "$O" "$C" "$O" --kernel-file "$T/k_arcmin.txt" --kernel-unit deg

@@ -37,18 +37,6 @@ int method_lmax(double lmax_factor, int64_t nside) {
   return (int)l;
 }
 
-static int choice_index(const json_t *m, opt_id id) {
-  const char *v = opt_str(m, id), *c = opt_table[id].choices;
-  for (int k = 0; v && *c; k++) {
-    const char *bar = strchr(c, '|');
-    size_t cl = bar ? (size_t)(bar - c) : strlen(c);
-    if (cl == strlen(v) && !strncmp(c, v, cl)) return k;
-    if (!bar) break;
-    c = bar + 1;
-  }
-  return -1;
-}
-
 int method_spec_from_json(const json_t *m, int64_t nside, method_spec *s, arkcos_error *err) {
   method_spec_default(s);
   const char *name = json_string_value(json_object_get(m, "name"));
@@ -58,7 +46,7 @@ int method_spec_from_json(const json_t *m, int64_t nside, method_spec *s, arkcos
   /* the rows' choices: backend auto|cpu|gpu, mode enhanced|paper,
    * precision double|single */
   static const arkcos_backend backends[] = {ARKCOS_BACKEND_AUTO, ARKCOS_BACKEND_CPU, ARKCOS_BACKEND_GPU};
-  int b = choice_index(m, OPT_BACKEND), mo = choice_index(m, OPT_MODE), p = choice_index(m, OPT_PRECISION);
+  int b = opt_choice(m, OPT_BACKEND), mo = opt_choice(m, OPT_MODE), p = opt_choice(m, OPT_PRECISION);
   if (b < 0 || mo < 0 || p < 0)
     return arkcos_fail(err, ARKCOS_EINVAL, "unknown %s '%s'", b < 0 ? "backend" : mo < 0 ? "mode" : "precision",
                        opt_str(m, b < 0 ? OPT_BACKEND : mo < 0 ? OPT_MODE : OPT_PRECISION));

@@ -67,7 +67,7 @@ const opt_def opt_table[OPT_COUNT] = {
     ROWX(OPT_FWHM_ARCMIN, "fwhm_arcmin", "--fwhm-arcmin", OPT_T_NUM, 0, 10800, OPT_REQUIRED,
          "Gaussian: full width at half maximum, arcmin"),
     ROWX(OPT_CUTOFF_DEG, "cutoff_deg", "--cutoff-deg", OPT_T_NUM, 0, 180, NULL, "cut at this radius, degrees"),
-    ROWX(OPT_TOPHAT_DEG, "cutoff_deg", "--tophat-deg", OPT_T_NUM, 0, 180, OPT_REQUIRED,
+    ROWX(OPT_TOPHAT_DEG, "cutoff_deg", NULL, OPT_T_NUM, 0, 180, OPT_REQUIRED,
          "top-hat: its radius (the cutoff), degrees"),
     [OPT_CUTOFF_REL] = {.key = "cutoff_rel", .flag = "--cutoff-rel", .type = OPT_T_NUM, .min = 0, .max = 1,
                         .min_exclusive = 1, .max_exclusive = 1,
@@ -138,6 +138,36 @@ const opt_def opt_table[OPT_COUNT] = {
     ROW(OPT_MPI_SPLIT, "mpi_split", "--mpi-split", OPT_T_BOOL, 0, 0, "false", "each map over all MPI ranks"),
     ROW(OPT_QUIET, "quiet", "--quiet", OPT_T_BOOL, 0, 0, "false", "no progress lines"),
     ROW(OPT_VERBOSE, "verbose", "--verbose", OPT_T_BOOL, 0, 0, "false", "also each plan's a-priori bound"),
+    /* the kernel of `arkcos smooth` (a config's top-hat is {"type": "tophat", "cutoff_deg": R}) */
+    ROWX(OPT_TOPHAT_RADIUS, "tophat_deg", "--tophat-deg", OPT_T_NUM, 0, 180, NULL,
+         "top-hat: constant inside this radius (its cutoff), degrees"),
+    CHOICE(OPT_GAUSSIAN, "gaussian", "--gaussian", "profile|harmonic", "\"profile\"",
+           "--fwhm-arcmin: a Gaussian in angle (profile) or healpy's harmonic beam"),
+    CHOICE(OPT_QUADRATURE, "quadrature", "--quadrature", "ring|point", "\"ring\"",
+           "arkcos and direct: ring-weighted pixels or pixel centres"),
+    ROW(OPT_BEAM_FILE, "beam_file", "--beam-file", OPT_T_STR, 0, 0, NULL,
+        "beam transfer function B_l (FITS table or `l B_l` text)"),
+    ROW(OPT_BEAM_COLUMN, "beam_column", "--beam-column", OPT_T_STR, 0, 0, NULL,
+        "--beam-file: the FITS column of B_l, a name or a number from 1"),
+    /* 1e-4: a Gaussian B_l cut at the default --cutoff-rel 1e-5 has 6e-6 (tests/test_beam.c), and
+     * 1e-4 is below the pixel-quadrature error of a kernel at 2.5 to 4 pixels per FWHM
+     * (docs/NARROW_BEAMS.md), so it does not dominate */
+    [OPT_BEAM_TOLERANCE] = {.key = "beam_tolerance", .flag = "--beam-tolerance", .type = OPT_T_NUM, .min = 0,
+                            .max = 1, .min_exclusive = 1, .max_exclusive = 1, .def = "1e-4",
+                            .help = "--beam-file: the largest window error accepted"},
+    /* missing data */
+    ROW(OPT_MASK, "mask", "--mask", OPT_T_STR, 0, 0, NULL, "HEALPix map of weights in [0, 1]"),
+    CHOICE(OPT_MASK_MODE, "mask_mode", "--mask-mode", "normalize|zero", "\"normalize\"",
+           "normalize: A(w m) / A(w); zero: A(w m)"),
+    ROW(OPT_MIN_WEIGHT, "min_weight", "--min-weight", OPT_T_NUM, 0, 1, NULL,
+        "normalize: UNSEEN where A(w) < W (default 0.5; 0: no threshold)"),
+    ROW(OPT_WRITE_WEIGHT, "write_weight", "--write-weight", OPT_T_BOOL, 0, 0, "false", "also write A(w)"),
+    /* narrow kernels, Q and U */
+    ROW(OPT_NORMALIZE, "normalize", "--normalize", OPT_T_BOOL, 0, 0, "false", "divide by A(1)"),
+    ROW(OPT_ALLOW_SUBPIXEL, "allow_subpixel", "--allow-subpixel", OPT_T_BOOL, 0, 0, "false",
+        "direct: a kernel below 1 pixel per FWHM anyway"),
+    ROW(OPT_SMOOTH_POL, "pol", "--pol", OPT_T_BOOL, 0, 0, "false", "Q and U without an intensity as spin 2"),
+    ROW(OPT_NO_POL, "no_pol", "--no-pol", OPT_T_BOOL, 0, 0, "false", "every column a scalar, Q and U too"),
 };
 
 /* ------------------------------------------------------------ messages */
@@ -768,3 +798,15 @@ int opt_bool(const json_t *vals, opt_id id) {
 }
 
 int opt_given(const json_t *vals, opt_id id) { return json_object_get(vals, opt_table[id].key) != NULL; }
+
+int opt_choice(const json_t *vals, opt_id id) {
+  const char *v = opt_str(vals, id), *c = opt_table[id].choices;
+  for (int k = 0; v && c && *c; k++) {
+    const char *bar = strchr(c, '|');
+    size_t cl = bar ? (size_t)(bar - c) : strlen(c);
+    if (cl == strlen(v) && !strncmp(c, v, cl)) return k;
+    if (!bar) break;
+    c = bar + 1;
+  }
+  return -1;
+}

@@ -135,12 +135,26 @@ typedef enum {
   OPT_NORMALIZE_BY,
   OPT_CLOCK,
   OPT_TRUST_REPEATS,
-  /* `arkcos smooth`'s flags, for its switch to this table */
+  /* `arkcos smooth`'s flags */
   OPT_RANKS,
   OPT_DRY_RUN,
   OPT_MPI_SPLIT,
   OPT_QUIET,
   OPT_VERBOSE,
+  OPT_TOPHAT_RADIUS,
+  OPT_GAUSSIAN,
+  OPT_QUADRATURE,
+  OPT_BEAM_FILE,
+  OPT_BEAM_COLUMN,
+  OPT_BEAM_TOLERANCE,
+  OPT_MASK,
+  OPT_MASK_MODE,
+  OPT_MIN_WEIGHT,
+  OPT_WRITE_WEIGHT,
+  OPT_NORMALIZE,
+  OPT_ALLOW_SUBPIXEL,
+  OPT_SMOOTH_POL,
+  OPT_NO_POL,
   OPT_COUNT
 } opt_id;
 
@@ -238,5 +252,8 @@ double opt_num(const json_t *vals, opt_id id, double def);
 const char *opt_str(const json_t *vals, opt_id id); /* NULL if absent */
 int opt_bool(const json_t *vals, opt_id id);
 int opt_given(const json_t *vals, opt_id id);
+/* The index of an enum row's value (or default) in its choices ("a|b|c":
+ * 0, 1, 2); -1 when it is none of them. */
+int opt_choice(const json_t *vals, opt_id id);
 
 #endif

@@ -68,6 +68,7 @@ typedef struct smooth_args {
       has_mode, has_precision, has_backend, has_threads, has_lmax, has_iter, has_oversample,
       has_accuracy, has_max_memory, has_ranks, has_quadrature, has_gaussian;
   int quadrature;        /* --quadrature: ARKCOS_QUADRATURE_RING (default) or _POINT */
+  json_t *opts;          /* the parsed options (options.h); strings above point into it or argv */
   int gaussian_harmonic; /* --gaussian harmonic: healpy's Gaussian beam for --fwhm-arcmin */
 } smooth_args;
 
@@ -126,7 +127,7 @@ static void usage(FILE *f) {
 "  --mode M             arkcos only: enhanced (default) or paper\n"
 "  --precision P        arkcos only: double (default) or single\n"
 "  --oversample Q       arkcos only: no effect (the polar caps are summed exactly\n"
-"                       now); Q in [1, 8] is still accepted, with a warning\n"
+"                       now); Q in [0, 8] is still accepted, with a warning\n"
 "  --backend B          arkcos only: auto (default: GPU if one is usable, else\n"
 "                       CPU), cpu or gpu (exit 2 if there is no usable GPU)\n"
 "  --accuracy EPS       arkcos, enhanced mode only: 0 (default) = exact, the\n"
@@ -190,174 +191,28 @@ static void usage(FILE *f) {
 
 /* ------------------------------------------------------------- parsing */
 
-static int parse_choice(const char *opt, const char *v,
-                        const char *const *names, int n, int *out) {
-  for (int i = 0; i < n; i++)
-    if (!strcmp(v, names[i])) {
-      *out = i;
-      return 0;
-    }
-  return smooth_usage_error("%s: unknown value '%s'", opt, v);
-}
-
-/* An option that takes a value ("--name value" or "--name=value"), with the
- * flag that records it was given. */
-typedef struct known_option {
-  const char *name;
-  int *seen;
-} known_option;
-
-/* The flag of option name, or NULL if there is no such option. */
-static int *option_seen(smooth_args *a, const char *name) {
-  const known_option known[] = {
-      {"--fwhm-arcmin", &a->has_fwhm},     {"--kernel-file", &a->has_kernel},
-      {"--tophat-deg", &a->has_tophat},     {"--accuracy", &a->has_accuracy},
-      {"--cutoff-deg", &a->has_cutoff_deg}, {"--cutoff-rel", &a->has_cutoff_rel},
-      {"--method", &a->has_method},         {"--mode", &a->has_mode},
-      {"--precision", &a->has_precision},   {"--backend", &a->has_backend},
-      {"--threads", &a->has_threads},       {"--lmax", &a->has_lmax},
-      {"--iter", &a->has_iter},             {"--oversample", &a->has_oversample},
-      {"--max-memory", &a->has_max_memory}, {"--ranks", &a->has_ranks},
-      {"--quadrature", &a->has_quadrature}, {"--gaussian", &a->has_gaussian},
-  };
-  for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
-    if (!strcmp(name, known[j].name)) return known[j].seen;
-  int *seen = smooth_beam_option_seen(&a->beam, name);
-  return seen ? seen : mask_option_seen(&a->mask, name);
-}
-
-/* The kernel's options: --fwhm-arcmin, --kernel-file, --tophat-deg,
- * --cutoff-*. */
-static int set_kernel_option(smooth_args *a, const char *name, const char *val) {
-  if (!strcmp(name, "--fwhm-arcmin")) {
-    if (!parse_double(val, &a->fwhm_arcmin))
-      return smooth_usage_error("--fwhm-arcmin: '%s' is not a number", val);
-    if (!(a->fwhm_arcmin > 0 && a->fwhm_arcmin <= 10800))
-      return smooth_usage_error("--fwhm-arcmin: %s is outside (0, 10800] arcmin", val);
-  } else if (!strcmp(name, "--kernel-file")) {
-    if (!*val) return smooth_usage_error("--kernel-file: empty file name");
-    a->kernel_file = val;
-  } else if (!strcmp(name, "--tophat-deg")) {
-    if (!parse_double(val, &a->tophat_deg))
-      return smooth_usage_error("--tophat-deg: '%s' is not a finite number", val);
-    if (!(a->tophat_deg > 0 && a->tophat_deg <= 180))
-      return smooth_usage_error("--tophat-deg: %s is outside (0, 180] degrees", val);
-  } else if (!strcmp(name, "--cutoff-deg")) {
-    if (!parse_double(val, &a->cutoff_deg))
-      return smooth_usage_error("--cutoff-deg: '%s' is not a number", val);
-    if (!(a->cutoff_deg > 0 && a->cutoff_deg <= 180))
-      return smooth_usage_error("--cutoff-deg: %s is outside (0, 180] degrees", val);
-  } else if (!strcmp(name, "--cutoff-rel")) {
-    if (!parse_double(val, &a->cutoff_rel))
-      return smooth_usage_error("--cutoff-rel: '%s' is not a number", val);
-    if (!(a->cutoff_rel > 0 && a->cutoff_rel < 1))
-      return smooth_usage_error("--cutoff-rel: %s is outside (0, 1)", val);
-  }
-  return 0;
-}
-
-/* The choices: --method, --mode, --precision, --backend. */
-static int set_choice_option(smooth_args *a, const char *name, const char *val) {
-  static const char *const modes[] = {"enhanced", "paper"};
-  static const char *const precisions[] = {"double", "single"};
-  static const char *const backends[] = {"auto", "cpu", "gpu"};
-  static const char *const quadratures[] = {"ring", "point"};
-  static const char *const gaussians[] = {"profile", "harmonic"};
-  int choice = 0, rc = 0;
-  if (!strcmp(name, "--method")) {
-    if ((choice = method_from_name(val)) < 0)
-      return smooth_usage_error("%s: unknown value '%s'", name, val);
-    a->method = (method_kind)choice;
-  } else if (!strcmp(name, "--mode")) {
-    if ((rc = parse_choice(name, val, modes, 2, &choice))) return rc;
-    a->mode = choice ? ARKCOS_MODE_PAPER : ARKCOS_MODE_ENHANCED;
-  } else if (!strcmp(name, "--precision")) {
-    if ((rc = parse_choice(name, val, precisions, 2, &choice))) return rc;
-    a->precision = choice ? ARKCOS_SINGLE : ARKCOS_DOUBLE;
-  } else if (!strcmp(name, "--backend")) {
-    if ((rc = parse_choice(name, val, backends, 3, &choice))) return rc;
-    a->backend = choice == 0 ? ARKCOS_BACKEND_AUTO
-                 : choice == 1 ? ARKCOS_BACKEND_CPU
-                               : ARKCOS_BACKEND_GPU;
-  } else if (!strcmp(name, "--quadrature")) {
-    if ((rc = parse_choice(name, val, quadratures, 2, &choice))) return rc;
-    a->quadrature = choice ? ARKCOS_QUADRATURE_POINT : ARKCOS_QUADRATURE_RING;
-  } else if (!strcmp(name, "--gaussian")) {
-    if ((rc = parse_choice(name, val, gaussians, 2, &choice))) return rc;
-    a->gaussian_harmonic = choice;
-  }
-  return 0;
-}
-
-/* --accuracy: a finite EPS >= 0 (parse_double refuses inf and nan). */
-static int set_accuracy_option(smooth_args *a, const char *name, const char *val) {
-  if (strcmp(name, "--accuracy")) return 0;
-  if (!parse_double(val, &a->accuracy))
-    return smooth_usage_error("--accuracy: '%s' is not a finite number", val);
-  if (a->accuracy < 0) return smooth_usage_error("--accuracy: %s must be >= 0 (0 = exact)", val);
-  return 0;
-}
-
-/* --max-memory: bytes an arkcos plan may hold ("8G"). */
-static int set_memory_option(smooth_args *a, const char *name, const char *val) {
-  if (strcmp(name, "--max-memory")) return 0;
-  if (!parse_bytes(val, &a->max_memory))
-    return smooth_usage_error("--max-memory: '%s' is not a positive size (bytes, or with K, M, G, T)", val);
-  return 0;
-}
-
-/* The integers: --threads, --lmax, --oversample (checked, then ignored), --iter. */
-static int set_integer_option(smooth_args *a, const char *name, const char *val) {
-  if (!strcmp(name, "--threads")) {
-    if (!parse_long(val, &a->threads) || a->threads < 0 || a->threads > 4096)
-      return smooth_usage_error("--threads: '%s' is not an integer in [0, 4096] (0: all cores)", val);
-    if (a->threads == 0) a->threads = omp_get_max_threads(); /* 0: all cores */
-  } else if (!strcmp(name, "--lmax")) {
-    if (!parse_long(val, &a->lmax))
-      return smooth_usage_error("--lmax: '%s' is not an integer", val);
-    if (a->lmax < 1) return smooth_usage_error("--lmax: %s must be >= 1", val);
-  } else if (!strcmp(name, "--oversample")) {
-    long q;
-    if (!parse_long(val, &q) || q < 1 || q > 8)
-      return smooth_usage_error("--oversample: '%s' is not an integer in [1, 8]", val);
-  } else if (!strcmp(name, "--ranks")) {
-    if (!parse_long(val, &a->ranks) || a->ranks < 1 || a->ranks > 1000000)
-      return smooth_usage_error("--ranks: '%s' is not an integer in [1, 1000000]", val);
-  } else if (!strcmp(name, "--iter")) {
-    if (!parse_long(val, &a->iter) || a->iter > 1000)
-      return smooth_usage_error("--iter: '%s' is not an integer <= 1000", val);
-    if (a->iter < 0) return smooth_usage_error("--iter: %s must be >= 0", val);
-  }
-  return 0;
-}
-
-/* The option at argv[*i] that takes a value: "--opt value" (advancing *i)
- * or "--opt=value". Returns 0 or an exit status. */
-static int parse_value_option(int argc, char **argv, int *i, smooth_args *a) {
-  const char *arg = argv[*i];
-  char name[64];
-  const char *val;
-  opt_split_arg(arg, name, sizeof name, &val);
-  int *seen = option_seen(a, name);
-  if (!seen) return smooth_usage_error("unknown option '%s'", arg);
-  if (*seen) return smooth_usage_error("%s given twice", name);
-  *seen = 1;
-  if (!val) {
-    /* A following "--option" is a forgotten value, not a value; negative
-     * numbers ("-5") are still taken, and rejected by the range checks. */
-    if (*i + 1 >= argc || !strncmp(argv[*i + 1], "--", 2))
-      return smooth_usage_error("%s needs a value", name);
-    val = argv[++*i];
-  }
-  int rc = set_kernel_option(a, name, val);
-  if (!rc) rc = set_choice_option(a, name, val);
-  if (!rc) rc = set_integer_option(a, name, val);
-  if (!rc) rc = set_accuracy_option(a, name, val);
-  if (!rc) rc = set_memory_option(a, name, val);
-  if (!rc) rc = mask_set_option(&a->mask, name, val);
-  if (!rc) rc = smooth_beam_set_option(&a->beam, name, val);
-  return rc;
-}
+/* The command's options: rows of the harness's one option table
+ * (harness/common/options.h), which checks each value against its row's
+ * type and range as it checks a JSON config's; the method rows (--method,
+ * --mode, --iter, ...) become the method spec as a config's method object
+ * does (method_spec_from_json). */
+static const opt_arg smooth_opts[] = {
+    /* kernel and truncation */
+    {OPT_FWHM_ARCMIN, NULL}, {OPT_GAUSSIAN, NULL}, {OPT_KERNEL_PATH, NULL}, {OPT_TOPHAT_RADIUS, NULL},
+    {OPT_BEAM_FILE, NULL}, {OPT_BEAM_COLUMN, NULL}, {OPT_BEAM_TOLERANCE, NULL}, {OPT_CUTOFF_DEG, NULL},
+    {OPT_CUTOFF_REL, NULL}, {OPT_KERNEL_UNIT, NULL}, {OPT_ALLOW_NEGATIVE, NULL},
+    /* method */
+    {OPT_METHOD, NULL}, {OPT_QUADRATURE, NULL}, {OPT_MODE, NULL}, {OPT_PRECISION, NULL},
+    {OPT_OVERSAMPLE, NULL}, {OPT_BACKEND, NULL}, {OPT_ACCURACY, NULL}, {OPT_LMAX, NULL}, {OPT_ITER, NULL},
+    {OPT_NORMALIZE, NULL}, {OPT_ALLOW_SUBPIXEL, NULL},
+    /* missing data, Q and U */
+    {OPT_MASK, NULL}, {OPT_MASK_MODE, NULL}, {OPT_MIN_WEIGHT, NULL}, {OPT_WRITE_WEIGHT, NULL},
+    {OPT_SMOOTH_POL, NULL}, {OPT_NO_POL, NULL},
+    /* other */
+    {OPT_THREADS, NULL}, {OPT_MAX_MEMORY, NULL}, {OPT_FORCE, NULL}, {OPT_QUIET, "-q"},
+    {OPT_MPI_SPLIT, NULL}, {OPT_DRY_RUN, NULL}, {OPT_RANKS, NULL}, {OPT_VERBOSE, "-v"},
+};
+#define NSMOOTH_OPTS ((int)(sizeof smooth_opts / sizeof smooth_opts[0]))
 
 /* Exactly one kernel, at most one cutoff, and none for a top-hat, whose
  * radius is its cutoff. */
@@ -379,33 +234,18 @@ static int check_kernel_options(const smooth_args *a) {
 
 /* Options that would silently do nothing are errors: a user who asks for
  * --mode paper with --method direct should learn it has no effect. */
-static int check_combinations(const smooth_args *a) {
+static int check_combinations(const smooth_args *a, const json_t *vals) {
   int rc = check_kernel_options(a);
   if (!rc) rc = smooth_beam_combinations(&a->beam, a->has_cutoff_deg);
   if (!rc) rc = smooth_checks_combinations(&a->narrow, a->method, a->has_kernel);
   if (!rc) rc = smooth_checks_pol_combination(&a->pol);
+  /* the rows that apply to one method (--mode, --iter, ...: their `only`) */
+  if (!rc) rc = opt_check_applies("arkcos smooth", vals, smooth_opts, NSMOOTH_OPTS, method_name(a->method));
   if (rc) return rc;
   const char *m = method_name(a->method);
-  if (a->method != METHOD_ARKCOS) {
-    if (a->has_mode) return smooth_usage_error("--mode applies only to --method arkcos, not %s", m);
-    if (a->has_precision)
-      return smooth_usage_error("--precision applies only to --method arkcos, not %s", m);
-    if (a->has_backend)
-      return smooth_usage_error("--backend applies only to --method arkcos, not %s", m);
-    if (a->has_oversample)
-      return smooth_usage_error("--oversample applies only to --method arkcos, not %s", m);
-    if (a->has_accuracy)
-      return smooth_usage_error("--accuracy applies only to --method arkcos, not %s", m);
-    if (a->has_max_memory)
-      return smooth_usage_error("--max-memory applies only to --method arkcos, not %s", m);
-  }
   /* paper mode's polar caps are not exact: it has no bound to trade */
   if (a->has_accuracy && a->mode == ARKCOS_MODE_PAPER)
     return smooth_usage_error("--accuracy applies only to --mode enhanced, not paper");
-  if (a->method != METHOD_FSHT) {
-    if (a->has_lmax) return smooth_usage_error("--lmax applies only to --method fsht, not %s", m);
-    if (a->has_iter) return smooth_usage_error("--iter applies only to --method fsht, not %s", m);
-  }
   if (a->npos < 2)
     return smooth_usage_error("need an input map and an output (IN.fits OUT.fits)");
   if (a->dry_run && a->method != METHOD_ARKCOS)
@@ -417,54 +257,83 @@ static int check_combinations(const smooth_args *a) {
   return 0;
 }
 
+/* smooth_args from the parsed options (checked by their rows). */
+static int args_from_options(const json_t *v, smooth_args *a) {
+  arkcos_error err = {0, ""};
+  method_spec m;
+  if (method_spec_from_json(v, 0, &m, &err)) return smooth_usage_error("--method: %s", err.msg);
+  a->method = m.kind;
+  a->has_method = opt_given(v, OPT_METHOD);
+  a->mode = m.kind == METHOD_ARKCOS ? m.arkcos.mode : ARKCOS_MODE_ENHANCED;
+  a->precision = m.kind == METHOD_ARKCOS ? m.arkcos.precision : ARKCOS_DOUBLE;
+  a->backend = m.kind == METHOD_ARKCOS ? m.arkcos.backend : ARKCOS_BACKEND_AUTO;
+  a->accuracy = opt_num(v, OPT_ACCURACY, 0);
+  a->max_memory = opt_num(v, OPT_MAX_MEMORY, 0);
+  a->iter = (long)opt_num(v, OPT_ITER, 3);
+  a->lmax = (long)opt_num(v, OPT_LMAX, 0);
+  a->threads = (long)opt_num(v, OPT_THREADS, 0);
+  if (a->threads == 0) a->threads = omp_get_max_threads(); /* 0: all cores */
+  a->ranks = opt_given(v, OPT_RANKS) ? (long)opt_num(v, OPT_RANKS, 1) : hmpi_size();
+  a->fwhm_arcmin = opt_num(v, OPT_FWHM_ARCMIN, 0);
+  a->tophat_deg = opt_num(v, OPT_TOPHAT_RADIUS, 0);
+  a->cutoff_deg = opt_num(v, OPT_CUTOFF_DEG, 0);
+  a->cutoff_rel = opt_num(v, OPT_CUTOFF_REL, 0);
+  a->kernel_file = opt_str(v, OPT_KERNEL_PATH);
+  a->quadrature = opt_choice(v, OPT_QUADRATURE) == 1 ? ARKCOS_QUADRATURE_POINT : ARKCOS_QUADRATURE_RING;
+  a->gaussian_harmonic = opt_choice(v, OPT_GAUSSIAN) == 1;
+  a->force = opt_bool(v, OPT_FORCE);
+  a->verbose = opt_bool(v, OPT_VERBOSE);
+  a->quiet = opt_bool(v, OPT_QUIET);
+  a->dry_run = opt_bool(v, OPT_DRY_RUN);
+  a->mpi_split = opt_bool(v, OPT_MPI_SPLIT);
+  a->has_fwhm = opt_given(v, OPT_FWHM_ARCMIN);
+  a->has_kernel = opt_given(v, OPT_KERNEL_PATH);
+  a->has_tophat = opt_given(v, OPT_TOPHAT_RADIUS);
+  a->has_cutoff_deg = opt_given(v, OPT_CUTOFF_DEG);
+  a->has_cutoff_rel = opt_given(v, OPT_CUTOFF_REL);
+  a->has_mode = opt_given(v, OPT_MODE);
+  a->has_precision = opt_given(v, OPT_PRECISION);
+  a->has_backend = opt_given(v, OPT_BACKEND);
+  a->has_threads = opt_given(v, OPT_THREADS);
+  a->has_lmax = opt_given(v, OPT_LMAX);
+  a->has_iter = opt_given(v, OPT_ITER);
+  a->has_oversample = opt_given(v, OPT_OVERSAMPLE);
+  a->has_accuracy = opt_given(v, OPT_ACCURACY);
+  a->has_max_memory = opt_given(v, OPT_MAX_MEMORY);
+  a->has_ranks = opt_given(v, OPT_RANKS);
+  a->has_quadrature = opt_given(v, OPT_QUADRATURE);
+  a->has_gaussian = opt_given(v, OPT_GAUSSIAN);
+  mask_opts_read(&a->mask, v);
+  smooth_beam_read(&a->beam, v);
+  smooth_checks_read(&a->narrow, v);
+  smooth_checks_pol_read(&a->pol, v);
+  return 0;
+}
+
 /* Parses argv into a; returns 0, or an exit status (0 is never returned for
- * --help: -1 means "help printed, exit 0"). */
+ * --help: -1 means "help printed, exit 0"). The values of a point into
+ * argv and a->opts. */
 static int parse_args(int argc, char **argv, smooth_args *a) {
   memset(a, 0, sizeof *a);
-  a->pos = calloc((size_t)argc, sizeof *a->pos);
-  if (!a->pos) return smooth_usage_error("out of memory");
-  int options_done = 0, rc = 0;
-  for (int i = 1; i < argc && !rc; i++) {
-    const char *arg = argv[i];
-    if (options_done || arg[0] != '-' || !arg[1]) {
-      if (!strcmp(arg, "-")) return smooth_usage_error("'-': standard input is not supported");
-      a->pos[a->npos++] = arg;
-    } else if (!strcmp(arg, "--")) {
-      options_done = 1;
-    } else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-      usage(stdout);
-      return -1;
-    } else if (!strcmp(arg, "--force")) {
-      a->force = 1;
-    } else if (!strcmp(arg, "--mpi-split")) {
-      if (!hmpi_built()) return smooth_usage_error("--mpi-split: this arkcos was built without MPI (make MPI=1)");
-      a->mpi_split = 1;
-    } else if (!strcmp(arg, "--dry-run")) {
-      a->dry_run = 1;
-    } else if (!strcmp(arg, "-v") || !strcmp(arg, "--verbose")) {
-      a->verbose = 1;
-    } else if (!strcmp(arg, "-q") || !strcmp(arg, "--quiet")) {
-      a->quiet = 1;
-    } else if (smooth_checks_pol_flag(arg, &a->pol)) {
-      /* --pol, --no-pol */
-    } else if (mask_take_flag(&a->mask, arg)) {
-      /* --write-weight */
-    } else if (smooth_checks_parse(argc, argv, &i, &a->narrow, &rc)) {
-      /* --normalize, --allow-subpixel, --kernel-unit, --allow-negative */
-    } else {
-      rc = parse_value_option(argc, argv, &i, a);
-    }
+  a->pos = calloc((size_t)argc + 1, sizeof *a->pos);
+  a->opts = json_object();
+  if (!a->pos || !a->opts) return smooth_usage_error("out of memory");
+  int rc = opt_parse_argv("arkcos smooth", argc, argv, smooth_opts, NSMOOTH_OPTS, a->opts, a->pos, argc,
+                          &a->npos);
+  if (rc == -1) {
+    usage(stdout);
+    return -1;
   }
-  if (rc || (rc = check_combinations(a))) return rc;
+  if (rc) return rc;
+  for (int i = 0; i < a->npos; i++)
+    if (!strcmp(a->pos[i], "-")) return smooth_usage_error("'-': standard input is not supported");
+  if (opt_bool(a->opts, OPT_MPI_SPLIT) && !hmpi_built())
+    return smooth_usage_error("--mpi-split: this arkcos was built without MPI (make MPI=1)");
+  if ((rc = args_from_options(a->opts, a)) || (rc = check_combinations(a, a->opts))) return rc;
   if (a->has_oversample)
     fprintf(stderr, "arkcos smooth: warning: --oversample has no effect (the polar caps are exact "
                     "now); ignored\n");
-  if (!a->has_iter) a->iter = 3;
-  if ((rc = mask_opts_finish(&a->mask))) return rc;
-  smooth_beam_finish(&a->beam);
-  if (!a->has_threads) a->threads = omp_get_max_threads();
-  if (!a->has_ranks) a->ranks = hmpi_size();
-  return 0;
+  return mask_opts_finish(&a->mask);
 }
 
 /* --------------------------------------------------------------- outputs */
@@ -1296,6 +1165,7 @@ int cmd_smooth(int argc, char **argv) {
   int status = parse_args(argc, argv, &a);
   if (status) {
     free(a.pos);
+    json_decref(a.opts);
     return status < 0 ? 0 : status;
   }
   arkcos_error err = {0};
@@ -1320,6 +1190,7 @@ int cmd_smooth(int argc, char **argv) {
     if (a.dry_run) {
       free_state(&s);
       free(a.pos);
+      json_decref(a.opts);
       return status;
     }
   }
@@ -1334,5 +1205,6 @@ int cmd_smooth(int argc, char **argv) {
   if (!status) print_totals(&s);
   free_state(&s);
   free(a.pos);
+  json_decref(a.opts);
   return status;
 }

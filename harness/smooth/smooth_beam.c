@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness/common/beamio.h"
+#include "harness/common/options.h"
 #include "harness/common/status.h"
 #include "harness/common/util.h"
 
@@ -36,27 +37,13 @@ const char smooth_beam_usage[] =
     "                       0 < T < 1 (default 1e-4); a smaller --cutoff-rel cuts\n"
     "                       farther out and lowers it\n";
 
-int *smooth_beam_option_seen(beam_opts *o, const char *name) {
-  if (!strcmp(name, "--beam-file")) return &o->has_file;
-  if (!strcmp(name, "--beam-column")) return &o->has_column;
-  if (!strcmp(name, "--beam-tolerance")) return &o->has_tolerance;
-  return NULL;
-}
-
-int smooth_beam_set_option(beam_opts *o, const char *name, const char *val) {
-  if (!strcmp(name, "--beam-file")) {
-    if (!*val) return smooth_usage_error("--beam-file: empty file name");
-    o->file = val;
-  } else if (!strcmp(name, "--beam-column")) {
-    if (!*val) return smooth_usage_error("--beam-column: empty column name");
-    o->column = val;
-  } else if (!strcmp(name, "--beam-tolerance")) {
-    if (!parse_double(val, &o->tolerance))
-      return smooth_usage_error("--beam-tolerance: '%s' is not a finite number", val);
-    if (!(o->tolerance > 0 && o->tolerance < 1))
-      return smooth_usage_error("--beam-tolerance: %s is outside (0, 1)", val);
-  }
-  return 0;
+void smooth_beam_read(beam_opts *o, const json_t *vals) {
+  o->has_file = opt_given(vals, OPT_BEAM_FILE);
+  o->file = opt_str(vals, OPT_BEAM_FILE);
+  o->has_column = opt_given(vals, OPT_BEAM_COLUMN);
+  o->column = opt_str(vals, OPT_BEAM_COLUMN);
+  o->has_tolerance = opt_given(vals, OPT_BEAM_TOLERANCE);
+  o->tolerance = opt_num(vals, OPT_BEAM_TOLERANCE, 0);
 }
 
 int smooth_beam_combinations(const beam_opts *o, int has_cutoff_deg) {
@@ -67,10 +54,6 @@ int smooth_beam_combinations(const beam_opts *o, int has_cutoff_deg) {
     return smooth_usage_error("--cutoff-deg does not apply to --beam-file: its kernel is cut where it "
                               "falls below a level (--cutoff-rel)");
   return 0;
-}
-
-void smooth_beam_finish(beam_opts *o) {
-  if (!o->has_tolerance) o->tolerance = BEAM_TOLERANCE_DEFAULT;
 }
 
 /* min over [0, cutoff] of K / K(0), on 20000 points. */

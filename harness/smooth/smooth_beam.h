@@ -18,15 +18,11 @@
 
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "arkcos/arkcos.h"
 #include "harness/common/mapio.h"
 #include "harness/common/method.h"
-
-/* Default --beam-tolerance: the largest window error accepted. A Gaussian
- * B_l cut at the default --cutoff-rel 1e-5 has 6e-6 (tests/test_beam.c);
- * 1e-4 is below the pixel-quadrature error of a kernel at 2.5 to 4 pixels
- * per FWHM (docs/NARROW_BEAMS.md), so it does not dominate. */
-#define BEAM_TOLERANCE_DEFAULT 1e-4
 
 typedef struct beam_opts {
   const char *file;   /* --beam-file FILE, or NULL */
@@ -45,17 +41,13 @@ typedef struct beam_kernel {
 /* The usage lines of these options (for cmd_smooth's --help). */
 extern const char smooth_beam_usage[];
 
-/* The "given" flag of the value option name (--beam-file, --beam-column,
- * --beam-tolerance), or NULL if name is not one of them. */
-int *smooth_beam_option_seen(beam_opts *o, const char *name);
-/* Sets the value option name from val if it is one of the above; returns 0,
- * or 2 after printing a message that names the option. */
-int smooth_beam_set_option(beam_opts *o, const char *name, const char *val);
+/* The options from a parsed command line (the rows OPT_BEAM_FILE,
+ * OPT_BEAM_COLUMN and OPT_BEAM_TOLERANCE of options.h, already checked
+ * there), the table's default tolerance for what was not given. */
+void smooth_beam_read(beam_opts *o, const json_t *vals);
 /* --beam-column or --beam-tolerance without --beam-file, --cutoff-deg with
  * it (a beam's kernel is cut by level): 2 with the message, else 0. */
 int smooth_beam_combinations(const beam_opts *o, int has_cutoff_deg);
-/* Defaults for what was not given. */
-void smooth_beam_finish(beam_opts *o);
 
 /* The kernel of --beam-file cut at cutoff_rel, with *bk filled. NULL with
  * err filled (naming the file) on failure. */

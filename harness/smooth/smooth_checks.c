@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "harness/common/narrow.h"
+#include "harness/common/options.h"
 #include "harness/smooth/smooth_checks.h"
 #include "harness/common/util.h"
 
@@ -31,34 +32,14 @@ const char smooth_checks_usage[] =
     "                       K/K(0) is reported)\n";
 
 
-/* --kernel-unit VALUE or --kernel-unit=VALUE */
-static int parse_unit(int argc, char **argv, int *i, narrow_opts *o) {
-  static const char *const names[] = {"rad", "deg", "arcmin"};
-  const char *arg = argv[*i], *val = NULL;
-  if (arg[13] == '=') val = arg + 14;
-  else if (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2)) val = argv[++*i];
-  if (!val) return smooth_usage_error("--kernel-unit needs a value (rad, deg or arcmin)");
-  if (o->has_unit) return smooth_usage_error("--kernel-unit given twice");
-  o->has_unit = 1;
-  for (int u = 0; u < 3; u++)
-    if (!strcmp(val, names[u])) {
-      o->unit = (arkcos_angle_unit)u;
-      return 0;
-    }
-  return smooth_usage_error("--kernel-unit: unknown value '%s' (rad, deg or arcmin)", val);
-}
-
-int smooth_checks_parse(int argc, char **argv, int *i, narrow_opts *o, int *status) {
-  const char *arg = argv[*i];
-  *status = 0;
-  if (!strcmp(arg, "--normalize")) o->normalize = 1;
-  else if (!strcmp(arg, "--allow-subpixel")) o->allow_subpixel = 1;
-  else if (!strcmp(arg, "--allow-negative")) o->allow_negative = 1;
-  else if (!strncmp(arg, "--kernel-unit", 13) && (!arg[13] || arg[13] == '='))
-    *status = parse_unit(argc, argv, i, o);
-  else
-    return 0;
-  return 1;
+void smooth_checks_read(narrow_opts *o, const json_t *vals) {
+  o->normalize = opt_bool(vals, OPT_NORMALIZE);
+  o->allow_subpixel = opt_bool(vals, OPT_ALLOW_SUBPIXEL);
+  o->allow_negative = opt_bool(vals, OPT_ALLOW_NEGATIVE);
+  o->has_unit = opt_given(vals, OPT_KERNEL_UNIT);
+  /* the row's choices rad|deg|arcmin are arkcos_angle_unit's order */
+  const int u = opt_choice(vals, OPT_KERNEL_UNIT);
+  o->unit = u == 1 ? ARKCOS_ANGLE_DEG : u == 2 ? ARKCOS_ANGLE_ARCMIN : ARKCOS_ANGLE_RAD;
 }
 
 int smooth_checks_combinations(const narrow_opts *o, method_kind m, int has_kernel_file) {
@@ -121,11 +102,9 @@ const char smooth_checks_pol_usage[] =
     "                       scalar (wrong for Q and U where the local frame turns:\n"
     "                       up to 20% near the poles)\n";
 
-int smooth_checks_pol_flag(const char *arg, pol_opts *o) {
-  if (!strcmp(arg, "--pol")) o->pol = 1;
-  else if (!strcmp(arg, "--no-pol")) o->no_pol = 1;
-  else return 0;
-  return 1;
+void smooth_checks_pol_read(pol_opts *o, const json_t *vals) {
+  o->pol = opt_bool(vals, OPT_SMOOTH_POL);
+  o->no_pol = opt_bool(vals, OPT_NO_POL);
 }
 
 int smooth_checks_pol_combination(const pol_opts *o) {

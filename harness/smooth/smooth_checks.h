@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "arkcos/arkcos.h"
 #include "harness/common/mapio.h"
 #include "harness/common/method.h"
@@ -28,10 +30,10 @@ typedef struct narrow_opts {
 /* The usage lines of these options (for cmd_smooth's --help). */
 extern const char smooth_checks_usage[];
 
-/* argv[*i] if it is one of these options: returns 1 (taken; *i advanced
- * past a separate value) with *status 0, or 2 after an error message;
- * returns 0 if it is not one of them. */
-int smooth_checks_parse(int argc, char **argv, int *i, narrow_opts *o, int *status);
+/* The options from a parsed command line (the rows OPT_NORMALIZE,
+ * OPT_ALLOW_SUBPIXEL, OPT_KERNEL_UNIT and OPT_ALLOW_NEGATIVE of options.h,
+ * already checked there). */
+void smooth_checks_read(narrow_opts *o, const json_t *vals);
 
 /* Options that do not apply: --normalize with fsht, --allow-subpixel
  * without --method direct, --kernel-unit and --allow-negative without
@@ -69,8 +71,8 @@ typedef struct pol_request {
 /* The usage lines of --pol and --no-pol (for cmd_smooth's --help). */
 extern const char smooth_checks_pol_usage[];
 
-/* 1 if arg is --pol or --no-pol (then set), else 0. */
-int smooth_checks_pol_flag(const char *arg, pol_opts *o);
+/* --pol and --no-pol from a parsed command line (OPT_SMOOTH_POL, OPT_NO_POL). */
+void smooth_checks_pol_read(pol_opts *o, const json_t *vals);
 /* --pol with --no-pol: 2 with the message, else 0. */
 int smooth_checks_pol_combination(const pol_opts *o);
 

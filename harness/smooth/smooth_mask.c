@@ -13,43 +13,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/common/options.h"
 #include "harness/common/status.h"
 #include "harness/common/util.h"
 
 /* ------------------------------------------------------------- options */
 
-
-int *mask_option_seen(mask_opts *o, const char *name) {
-  if (!strcmp(name, "--mask")) return &o->has_file;
-  if (!strcmp(name, "--mask-mode")) return &o->has_mode;
-  if (!strcmp(name, "--min-weight")) return &o->has_min_weight;
-  return NULL;
-}
-
-int mask_set_option(mask_opts *o, const char *name, const char *val) {
-  if (!strcmp(name, "--mask")) {
-    if (!*val) return smooth_usage_error("--mask: empty file name");
-    o->file = val;
-  } else if (!strcmp(name, "--mask-mode")) {
-    if (!strcmp(val, "normalize"))
-      o->mode = MASK_MODE_NORMALIZE;
-    else if (!strcmp(val, "zero"))
-      o->mode = MASK_MODE_ZERO;
-    else
-      return smooth_usage_error("--mask-mode: unknown value '%s' (normalize or zero)", val);
-  } else if (!strcmp(name, "--min-weight")) {
-    if (!parse_double(val, &o->min_weight))
-      return smooth_usage_error("--min-weight: '%s' is not a finite number", val);
-    if (!(o->min_weight >= 0 && o->min_weight <= 1))
-      return smooth_usage_error("--min-weight: %s is outside [0, 1]", val);
-  }
-  return 0;
-}
-
-int mask_take_flag(mask_opts *o, const char *arg) {
-  if (strcmp(arg, "--write-weight")) return 0;
-  o->write_weight = 1;
-  return 1;
+void mask_opts_read(mask_opts *o, const json_t *vals) {
+  o->has_file = opt_given(vals, OPT_MASK);
+  o->file = opt_str(vals, OPT_MASK);
+  o->has_mode = opt_given(vals, OPT_MASK_MODE);
+  o->mode = opt_choice(vals, OPT_MASK_MODE) == 1 ? MASK_MODE_ZERO : MASK_MODE_NORMALIZE;
+  o->has_min_weight = opt_given(vals, OPT_MIN_WEIGHT);
+  o->min_weight = opt_num(vals, OPT_MIN_WEIGHT, MASK_MIN_WEIGHT_DEFAULT);
+  o->write_weight = opt_bool(vals, OPT_WRITE_WEIGHT);
 }
 
 int mask_opts_finish(mask_opts *o) {

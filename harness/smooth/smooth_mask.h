@@ -34,6 +34,8 @@
 
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "arkcos/arkcos.h"
 #include "harness/common/mapio.h"
 
@@ -51,14 +53,9 @@ typedef struct mask_opts {
   int has_file, has_mode, has_min_weight;
 } mask_opts;
 
-/* The "given" flag of the value option name (--mask, --mask-mode,
- * --min-weight), or NULL if name is not one of them. */
-int *mask_option_seen(mask_opts *o, const char *name);
-/* Sets the value option name from val if it is one of the above; returns 0,
- * or 2 after printing a message that names the option. */
-int mask_set_option(mask_opts *o, const char *name, const char *val);
-/* 1 if arg is a flag of this module (--write-weight), which is then set. */
-int mask_take_flag(mask_opts *o, const char *arg);
+/* The options from a parsed command line (the rows OPT_MASK, OPT_MASK_MODE,
+ * OPT_MIN_WEIGHT and OPT_WRITE_WEIGHT of options.h, already checked there). */
+void mask_opts_read(mask_opts *o, const json_t *vals);
 /* Defaults for what was not given: normalize, min_weight 0.5 there and 0
  * (every pixel kept) with zero. Returns 0, or 2 (message printed) for
  * --min-weight with --mask-mode zero. */
