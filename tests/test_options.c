@@ -128,31 +128,25 @@ TEST_GROUP(argv_checks_are_the_json_checks) {
   json_decref(v);
 }
 
-/* The module hook (`arkcos smooth`'s mask and beam options), sizes, and
- * "applies only to" from the rows' `only`. */
-static int take_mask(void *ctx, int argc, char **argv, int *i, int *rc) {
-  if (strcmp(argv[*i], "--mask")) return 0;
-  if (*i + 1 >= argc) {
-    *rc = 2;
-    return 1;
-  }
-  *(const char **)ctx = argv[++*i];
-  return 1;
-}
-
+/* An `arkcos smooth` command line (its rows: mask, quiet with -q, sizes,
+ * the method rows) and "applies only to" from the rows' `only`. */
 TEST_GROUP(smooth_ready) {
-  static const opt_arg args[] = {{OPT_METHOD, NULL}, {OPT_MODE, NULL}, {OPT_ITER, NULL},
-                                 {OPT_MAX_MEMORY, NULL}, {OPT_QUIET, "-q"}};
+  static const opt_arg args[] = {{OPT_METHOD, NULL},     {OPT_MODE, NULL},  {OPT_ITER, NULL},
+                                 {OPT_MAX_MEMORY, NULL}, {OPT_QUIET, "-q"}, {OPT_MASK, NULL},
+                                 {OPT_MASK_MODE, NULL},  {OPT_KERNEL_UNIT, NULL}};
   const int n = (int)(sizeof args / sizeof args[0]);
-  const char *mask = NULL, *pos[4];
+  const char *pos[4];
   int npos = 0;
   char *argv[] = {"smooth", "in.fits", "--mask", "m.fits", "-q", "--max-memory", "8G", "--method=fsht",
-                  "--iter", "0", "out.fits", NULL};
+                  "--iter", "0", "--kernel-unit=deg", "out.fits", NULL};
   json_t *v = json_object();
-  int rc = opt_parse_argv_other("test", 11, argv, args, n, v, pos, 4, &npos, NULL, take_mask, &mask);
+  int rc = opt_parse_argv("test", 12, argv, args, n, v, pos, 4, &npos);
+  const char *mask = opt_str(v, OPT_MASK);
   CHECK(rc == 0 && npos == 2 && mask && !strcmp(mask, "m.fits"), "rc %d, %d positional, mask %s", rc, npos,
         mask ? mask : "none");
   CHECK(opt_num(v, OPT_MAX_MEMORY, 0) == 8e9 && opt_bool(v, OPT_QUIET), "8G = 8e9 bytes, -q");
+  CHECK(opt_choice(v, OPT_KERNEL_UNIT) == 1 && opt_choice(v, OPT_MASK_MODE) == 0 && !opt_given(v, OPT_MASK_MODE),
+        "--kernel-unit deg is choice 1; --mask-mode defaults to normalize (choice 0)");
   json_object_del(v, "max_memory"); /* arkcos only, as --mode below */
   CHECK(opt_check_applies("test", v, args, n, "fsht") == 0, "--iter applies to fsht");
   method_spec s;

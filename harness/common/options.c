@@ -652,11 +652,6 @@ int opt_parse_argv(const char *cmd, int argc, char **argv, const opt_arg *args, 
   return opt_parse_argv_texts(cmd, argc, argv, args, n, vals, pos, maxpos, npos, NULL);
 }
 
-int opt_parse_argv_texts(const char *cmd, int argc, char **argv, const opt_arg *args, int n,
-                         json_t *vals, const char **pos, int maxpos, int *npos, const char **texts) {
-  return opt_parse_argv_other(cmd, argc, argv, args, n, vals, pos, maxpos, npos, texts, NULL, NULL);
-}
-
 void opt_split_arg(const char *arg, char *name, size_t len, const char **val) {
   const char *eq = strchr(arg, '=');
   *val = NULL;
@@ -669,9 +664,8 @@ void opt_split_arg(const char *arg, char *name, size_t len, const char **val) {
   }
 }
 
-int opt_parse_argv_other(const char *cmd, int argc, char **argv, const opt_arg *args, int n, json_t *vals,
-                         const char **pos, int maxpos, int *npos, const char **texts, opt_other_fn other,
-                         void *ctx) {
+int opt_parse_argv_texts(const char *cmd, int argc, char **argv, const opt_arg *args, int n,
+                         json_t *vals, const char **pos, int maxpos, int *npos, const char **texts) {
   int options_done = 0;
   for (int k = 0; texts && k < n; k++) texts[k] = NULL;
   opt_errors e = {.len = 0, .n = 0, .file = NULL};
@@ -696,11 +690,6 @@ int opt_parse_argv_other(const char *cmd, int argc, char **argv, const opt_arg *
     const char *val;
     opt_split_arg(arg, name, sizeof name, &val);
     const opt_arg *a = find_arg(args, n, name);
-    int orc = 0;
-    if (!a && other && other(ctx, argc, argv, &i, &orc)) {
-      if (orc) return orc;
-      continue;
-    }
     if (!a) {
       opt_error(&e, NULL, "unknown option '%s'", arg);
       return argv_fail(cmd, &e);

@@ -230,17 +230,6 @@ int opt_parse_argv(const char *cmd, int argc, char **argv, const opt_arg *args, 
 int opt_parse_argv_texts(const char *cmd, int argc, char **argv, const opt_arg *args, int n,
                          json_t *vals, const char **pos, int maxpos, int *npos, const char **texts);
 
-/* opt_parse_argv_texts, and for an argument that starts with '-' and is
- * none of args, other(ctx, argc, argv, &i, &rc) first: it returns 1 when
- * it took argv[i] (advancing i past a value it took; rc an exit status
- * after its own message), 0 when the argument is not its either (then it
- * is an unknown option). The options of a command's modules (`arkcos
- * smooth`'s mask, beam and kernel-file options) go through it. */
-typedef int (*opt_other_fn)(void *ctx, int argc, char **argv, int *i, int *rc);
-int opt_parse_argv_other(const char *cmd, int argc, char **argv, const opt_arg *args, int n, json_t *vals,
-                         const char **pos, int maxpos, int *npos, const char **texts, opt_other_fn other,
-                         void *ctx);
-
 /* For every option of args given in vals whose row applies to one method
  * only (row.only) and method differs: "CMD: --mode applies only to
  * --method arkcos, not direct" on stderr, and 2; else 0. */
