@@ -992,14 +992,18 @@ static int check_sampling(smooth_state *s) {
   return 0;
 }
 
-/* --backend gpu where there is no usable GPU is a usage error (exit 2). */
-static int check_gpu(const smooth_args *a) {
-  char why[256] = "";
-  if (a->method != METHOD_ARKCOS || a->backend != ARKCOS_BACKEND_GPU ||
-      arkcos_gpu_available(why, sizeof why))
-    return 0;
-  fprintf(stderr, "arkcos smooth: --backend gpu: %s\n", why[0] ? why : "no usable GPU");
-  return exit_status_of(ARKCOS_ENODEV);
+/* The engine's verdict on the scalar plan's options alone
+ * (arkcos_options_check, the judge plan creation uses): --backend gpu where
+ * there is no usable GPU is refused here, before any input is read, in the
+ * engine's words (exit 2). */
+static int check_options(const smooth_state *s) {
+  if (s->a->method != METHOD_ARKCOS) return 0;
+  method_spec m;
+  method_spec_for(s, 0, 0, &m);
+  arkcos_error err = {0, ""};
+  if (!arkcos_options_check(&m.arkcos, &err)) return 0;
+  fprintf(stderr, "arkcos smooth: %s\n", err.msg);
+  return exit_status_of(err.code);
 }
 
 /* --pol where no input has Q and U does nothing: refused. --accuracy with
@@ -1037,7 +1041,7 @@ static int check_all(smooth_state *s, const char *last, int to_dir,
   }
   if (!status)
     status = check_sampling(s);
-  if (!status) status = check_gpu(s->a);
+  if (!status) status = check_options(s);
   if (!status && to_dir && !s->a->dry_run && !is_dir(last) && mkdir(last, 0777) != 0 &&
       !(errno == EEXIST && is_dir(last))) { /* MPI: another rank made it */
     fprintf(stderr, "arkcos smooth: %s: cannot create folder: %s\n", last,
