@@ -77,7 +77,6 @@ typedef struct run_ctx {
   double *fits_map;      /* fits input, read once */
   int64_t fits_nside;
   int max_threads;       /* for input generation and untimed references */
-  double memory_limit;
   int gpu_ok;
   char gpu_why[256];
   int spin;              /* the cases being run: 0 scalar, 2 spin 2 (Q, U of input.pol) */
@@ -156,9 +155,10 @@ int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos
 /* The case's maps alone exceed what the process can have at all
  * (arkcos_memory_limit: ulimit -v, cgroup, free memory): 2 with the reason,
  * whatever limits.memory_bytes says (the case fails); or they exceed the
- * memory limit (limits.memory_bytes, else 90 % of the machine's): 1 with the
- * reason (the case is skipped). Needs no geometry, so an nside far too
- * large is judged before its rings are made. */
+ * memory limit (limits.memory_bytes, else the memory available now as the
+ * engine counts it, arkcos_memory_available): 1 with the reason (the case
+ * is skipped). Needs no geometry, so an nside far too large is judged
+ * before its rings are made. */
 int sweep_memory_reason(const run_ctx *c, const cfg_method *m, int64_t nside, char *why,
                         size_t len);
 /* What an arkcos plan may hold: the limit less the case's maps (0: none). */

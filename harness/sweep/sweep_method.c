@@ -341,23 +341,31 @@ static int no_spin2_path(const run_ctx *c, const cfg_method *m, const arkcos_geo
   return 1;
 }
 
+/* The memory a case may use: limits.memory_bytes, else the memory
+ * available now as the engine counts it when a plan is given no max_memory
+ * (arkcos_memory_available: ARKCOS_MEMORY_GB, else MemAvailable, lowered to
+ * what the cgroup and ulimit -v leave). */
+static double case_memory_limit(const run_ctx *c) {
+  return c->cfg->memory_bytes > 0 ? c->cfg->memory_bytes : arkcos_memory_available();
+}
+
 /* An arkcos plan whose own estimate (arkcos_plan_estimate: tables,
  * spectra, buffers), with the harness's maps, exceeds the memory limit:
  * 1 with the reason, before anything large is allocated. */
 static int plan_memory_reason(const run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                               const arkcos_kernel *k, char *why, size_t len) {
-  if (m->spec.kind != METHOD_ARKCOS || c->memory_limit <= 0) return 0;
+  const double limit = case_memory_limit(c);
+  if (m->spec.kind != METHOD_ARKCOS || limit <= 0) return 0;
   method_spec s;
   spec_of(m, g, c->max_threads, &s); /* the most threads: the largest workspace */
   arkcos_error err = {0, ""};
   const double plan = arkcos_plan_estimate(g, k, &s.arkcos, &err);
   const double maps = estimate_memory(c, m, g->nside);
-  if (plan <= 0 || maps + plan <= c->memory_limit) return 0; /* a bad plan fails when made */
+  if (plan <= 0 || maps + plan <= limit) return 0; /* a bad plan fails when made */
   snprintf(why, len,
            "estimated memory %.2f GiB (plan %.2f GiB, maps %.2f GiB) exceeds the %.2f GiB available%s",
            (maps + plan) / 1073741824.0, plan / 1073741824.0, maps / 1073741824.0,
-           c->memory_limit / 1073741824.0,
-           c->cfg->memory_bytes > 0 ? " (limits.memory_bytes)" : "");
+           limit / 1073741824.0, c->cfg->memory_bytes > 0 ? " (limits.memory_bytes)" : " now");
   return 1;
 }
 
@@ -391,10 +399,10 @@ int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
 }
 
 double sweep_plan_memory_limit(const run_ctx *c, const cfg_method *m, int64_t nside) {
-  if (c->memory_limit <= 0) return 0;
+  const double limit = case_memory_limit(c);
+  if (limit <= 0) return 0;
   const double most = arkcos_memory_limit(NULL); /* the plan caps it there too */
-  const double left = (c->memory_limit < most ? c->memory_limit : most) -
-                      estimate_memory(c, m, nside);
+  const double left = (limit < most ? limit : most) - estimate_memory(c, m, nside);
   return left > 1 ? left : 1;
 }
 
@@ -412,10 +420,11 @@ int sweep_memory_reason(const run_ctx *c, const cfg_method *m, int64_t nside, ch
              est / 1073741824.0, (long long)nside, most / 1073741824.0, bound);
     return 2;
   }
-  if (c->memory_limit > 0 && est > c->memory_limit) {
+  const double limit = case_memory_limit(c);
+  if (limit > 0 && est > limit) {
     snprintf(why, len, "estimated memory %.2f GiB exceeds the %.2f GiB available%s",
-             est / 1073741824.0, c->memory_limit / 1073741824.0,
-             c->cfg->memory_bytes > 0 ? " (limits.memory_bytes)" : "");
+             est / 1073741824.0, limit / 1073741824.0,
+             c->cfg->memory_bytes > 0 ? " (limits.memory_bytes)" : " now");
     return 1;
   }
   return 0;
