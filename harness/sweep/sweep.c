@@ -125,7 +125,6 @@ static int prepare(run_ctx *c, const char *cfgpath) {
   c->max_threads = 1;
   for (int i = 0; i < cfg->nthreads; i++)
     if (sweep_threads(cfg->threads[i]) > c->max_threads) c->max_threads = sweep_threads(cfg->threads[i]);
-  c->gpu_ok = arkcos_gpu_available(c->gpu_why, sizeof c->gpu_why);
   return 0;
 }
 
