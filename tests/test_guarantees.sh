@@ -136,7 +136,9 @@ EOF
 done
 grep -q RLIMIT_AS "$T/py.out" && ok || bad "python under ulimit -v: the limit not named: $(cat "$T/py.out")"
 fi
-# limits.memory_bytes is the plan's limit too: its tables push this case over
+# limits.memory_bytes is the plan's limit too: what the maps leave of it is
+# the plan's max_memory, and the engine (arkcos_plan_check) judges that its
+# tables push this case over; the reason is the engine's, after the figures
 cat >"$T/mem.json" <<'EOF'
 {"name": "mem", "grid": {"nside": [64]}, "kernels": [{"type": "gaussian", "fwhm_arcmin": 220, "cutoff_rel": 1e-5}],
  "methods": [{"name": "arkcos"}, {"name": "fsht", "iter": 0}], "repeats": 1, "warmup": 0, "threads": 1,
@@ -144,9 +146,34 @@ cat >"$T/mem.json" <<'EOF'
 EOF
 expect "limits.memory_bytes below the plan" 0 "1 skipped" "$ARKCOS" run "$T/mem.json" --out "$T/mem"
 "$PYTHON" -c "
-import json,sys; d=json.load(open(sys.argv[1]))
+import json, re, sys; d=json.load(open(sys.argv[1]))
 r=[c.get('reason','') for c in d['cases'] if c['method']['name']=='arkcos'][0]
-assert '(plan ' in r and 'limits.memory_bytes' in r, r" "$T/mem/results.json" && ok || bad "plan's share not named"
+assert re.match(r\"limits.memory_bytes \(0.005 GB\) less the case's maps \([0-9.e-]+ GB\): plan: would need \"
+                r\"about [0-9.e-]+ GB at nside 64 \(tables, spectra, buffers\) but [0-9.e-]+ GB are allowed\", r), r" \
+  "$T/mem/results.json" && ok || bad "the engine's refusal not the reason"
+# without limits.memory_bytes the limit is the memory available as the
+# engine counts it (arkcos_memory_available, here ARKCOS_MEMORY_GB), not the
+# machine's physical memory: under 4 MB the same plan is refused and FSHT
+# (about 3 MB of maps) runs; under 1 MB the maps are over too, both skipped
+"$PYTHON" -c "
+import json, sys
+c = json.load(open(sys.argv[1])); del c['limits']
+json.dump(c, open(sys.argv[2], 'w'))" "$T/mem.json" "$T/mem_default.json"
+expect "no limits.memory_bytes, ARKCOS_MEMORY_GB=0.004" 0 "1 skipped" \
+  env ARKCOS_MEMORY_GB=0.004 "$ARKCOS" run "$T/mem_default.json" --out "$T/mem_default"
+"$PYTHON" -c "
+import json, sys; d=json.load(open(sys.argv[1]))
+s={c['method']['name']: (c['status'], c.get('reason', '')) for c in d['cases']}
+assert s['fsht'][0] == 'ok', s
+r = s['arkcos'][1]
+assert s['arkcos'][0] == 'skipped' and r.startswith('the memory available now (0.004 GB) less the case') \
+    and 'plan: would need' in r, s" "$T/mem_default/results.json" && ok || bad "default limit: not the memory available"
+expect "no limits.memory_bytes, ARKCOS_MEMORY_GB=0.001" 0 "2 skipped" \
+  env ARKCOS_MEMORY_GB=0.001 "$ARKCOS" run "$T/mem_default.json" --out "$T/mem_default1"
+"$PYTHON" -c "
+import json, sys; d=json.load(open(sys.argv[1]))
+assert all(c['status'] == 'skipped' and 'GiB available now' in c['reason'] for c in d['cases']), d['cases']" \
+  "$T/mem_default1/results.json" && ok || bad "default limit: the maps not judged against the memory available"
 
 # ------------------------------------------------- file-size limit (EFBIG)
 # ulimit -f is in 1024-byte blocks; the nside 64 output is about 400 kB

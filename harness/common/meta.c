@@ -80,8 +80,11 @@ static void cpu_model(char *buf, size_t len) {
   fclose(f);
 }
 
-/* A cgroup limit (container) below the physical memory wins. */
-double meta_memory_bytes(void) {
+/* Physical memory of the machine in bytes (0 if unknown), meta.memory_bytes:
+ * a fact about the machine, not a limit (a sweep's default limit is the
+ * engine's, arkcos_memory_available). A cgroup limit (container) below the
+ * physical memory wins. */
+static double meta_memory_bytes(void) {
   long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
   double mem = pages > 0 && psize > 0 ? (double)pages * (double)psize : 0;
   const char *limits[] = {"/sys/fs/cgroup/memory.max",

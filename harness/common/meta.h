@@ -25,9 +25,6 @@ json_t *meta_collect(int argc, char **argv);
  * is 0, "20240501T120000Z" (for folder names) when 1. */
 void meta_utc_time(char *buf, size_t len, int compact);
 
-/* Physical memory of the machine in bytes (0 if unknown). */
-double meta_memory_bytes(void);
-
 /* Writes a human-readable rendering of a meta object. */
 void meta_print(FILE *f, const json_t *meta);
 

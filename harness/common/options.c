@@ -99,7 +99,7 @@ const opt_def opt_table[OPT_COUNT] = {
     ROW(OPT_REFERENCE, "reference", NULL, OPT_T_STR, 0, 0, NULL, "what the metrics are computed against"),
     ROW(OPT_DIRECT_MAX_EVALS, "direct_max_evals", NULL, OPT_T_NUM, 0, NOLIM, "1e10",
         "direct cases above this many kernel evaluations are skipped"),
-    ROW(OPT_MEMORY_BYTES, "memory_bytes", NULL, OPT_T_NUM, 0, NOLIM, "0", "memory a case may use; 0: 90%"),
+    ROW(OPT_MEMORY_BYTES, "memory_bytes", NULL, OPT_T_NUM, 0, NOLIM, "0", "memory a case may use; 0: the memory available"),
     ROW(OPT_MIN_PIXELS_PER_FWHM, "min_pixels_per_fwhm", NULL, OPT_T_NUM, 0, NOLIM, "1",
         "arkcos and direct cases below are skipped"),
     /* sweep outputs */

@@ -105,7 +105,7 @@ typedef struct run_config {
   int oversample_at;   /* 1 + index in the file of the first method that gives
                         * "oversample" (which has no effect), or 0 */
   double direct_max_evals;
-  double memory_bytes; /* 0 = 90% of the machine's memory */
+  double memory_bytes; /* 0 = the memory available (arkcos_memory_available) */
   double min_pixels_per_fwhm; /* arkcos and direct cases below are skipped (harness/common/narrow.h) */
   struct {
     int maps, maps_float32, spectra, spectra_iter;

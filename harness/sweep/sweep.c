@@ -125,8 +125,6 @@ static int prepare(run_ctx *c, const char *cfgpath) {
   c->max_threads = 1;
   for (int i = 0; i < cfg->nthreads; i++)
     if (sweep_threads(cfg->threads[i]) > c->max_threads) c->max_threads = sweep_threads(cfg->threads[i]);
-  c->memory_limit = cfg->memory_bytes > 0 ? cfg->memory_bytes : 0.9 * meta_memory_bytes();
-  c->gpu_ok = arkcos_gpu_available(c->gpu_why, sizeof c->gpu_why);
   return 0;
 }
 

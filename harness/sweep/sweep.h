@@ -4,7 +4,8 @@
  *                    nside x kernel x method x threads, progress, summary
  *   sweep_case.c     one case: run, record (ok, skipped, failed)
  *   sweep_method.c   one method run through method.h, timed; skip reasons
- *                    and the memory estimate
+ *                    (an arkcos plan judged by the engine, arkcos_plan_check)
+ *                    and the estimate of the harness's maps
  *   sweep_input.c    the input map (random field, point sources, FITS)
  *   sweep_reference.c the reference of an (nside, kernel) and the metrics
  *                    (computed by reference/, recorded here)
@@ -77,9 +78,6 @@ typedef struct run_ctx {
   double *fits_map;      /* fits input, read once */
   int64_t fits_nside;
   int max_threads;       /* for input generation and untimed references */
-  double memory_limit;
-  int gpu_ok;
-  char gpu_why[256];
   int spin;              /* the cases being run: 0 scalar, 2 spin 2 (Q, U of input.pol) */
   /* progress */
   int total, index, ran_now, to_run;
@@ -144,6 +142,10 @@ int sweep_method_begin(method_run *r, const cfg_method *m, const arkcos_geometry
                        int repeats, int warmup, double max_memory, arkcos_error *err);
 int sweep_method_sample(method_run *r, const double *in, arkcos_error *err);
 void sweep_method_end(method_run *r);
+/* Why a case cannot run here, in why: 0 it can, 1 it is skipped, 2 it
+ * fails (the case, or its plan, cannot fit in what the process can have at
+ * all, arkcos_memory_limit). An arkcos plan is judged by the engine
+ * (arkcos_plan_check: memory, spin 2, the GPU). */
 int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                       const arkcos_kernel *k, char *why, size_t len);
 int sweep_threads(int t); /* t, or the cores this process may use when t <= 0 */
@@ -156,12 +158,14 @@ int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos
 /* The case's maps alone exceed what the process can have at all
  * (arkcos_memory_limit: ulimit -v, cgroup, free memory): 2 with the reason,
  * whatever limits.memory_bytes says (the case fails); or they exceed the
- * memory limit (limits.memory_bytes, else 90 % of the machine's): 1 with the
- * reason (the case is skipped). Needs no geometry, so an nside far too
- * large is judged before its rings are made. */
+ * memory limit (limits.memory_bytes, else the memory available now as the
+ * engine counts it, arkcos_memory_available): 1 with the reason (the case
+ * is skipped). Needs no geometry, so an nside far too large is judged
+ * before its rings are made. */
 int sweep_memory_reason(const run_ctx *c, const cfg_method *m, int64_t nside, char *why,
                         size_t len);
-/* What an arkcos plan may hold: the limit less the case's maps (0: none). */
+/* What an arkcos plan may hold (its max_memory): the memory limit, capped at
+ * arkcos_memory_limit, less the case's maps; at least 1 byte. */
 double sweep_plan_memory_limit(const run_ctx *c, const cfg_method *m, int64_t nside);
 /* Records a case skipped for `why` without running it (no geometry needed). */
 /* Records a case as failed with the reason, without running it (one that

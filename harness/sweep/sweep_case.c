@@ -298,8 +298,10 @@ int sweep_run_case(run_ctx *c, const arkcos_geometry *g, int ki, int mi, int thr
   arkcos_error err = {0, ""};
   char why[900];
   int failed = 0;
-  if (sweep_skip_reason(c, &c->cfg->methods[mi], g, c->kernels[ki], why, sizeof why)) {
-    put_not_ok(c, cj, mi, rs, "skipped", why, why);
+  const int skip = sweep_skip_reason(c, &c->cfg->methods[mi], g, c->kernels[ki], why, sizeof why);
+  if (skip) {
+    failed = skip == 2; /* cannot fit in what the process can have */
+    put_not_ok(c, cj, mi, rs, failed ? "failed" : "skipped", why, why);
   } else if (run_and_record(c, g, ki, mi, threads, in, rs, cj, &err)) {
     failed = 1;
     put_not_ok(c, cj, mi, rs, "failed", err.msg[0] ? err.msg : "unknown error", err.msg);
@@ -323,7 +325,7 @@ int sweep_run_group(run_ctx *c, const arkcos_geometry *g, int ki, const int *mis
   method_run *r = calloc((size_t)n, sizeof *r);
   json_t **cj = calloc((size_t)n, sizeof *cj);
   arkcos_error *errs = calloc((size_t)n, sizeof *errs);
-  int *state = calloc((size_t)n, sizeof *state); /* 0 timing, 1 skipped, 2 failed */
+  int *state = calloc((size_t)n, sizeof *state); /* 0 timing, 1 skipped, 2 failed, 3 refused */
   if (!r || !cj || !errs || !state) {
     fprintf(stderr, "arkcos: out of memory\n");
     exit(1);
@@ -339,9 +341,10 @@ int sweep_run_group(run_ctx *c, const arkcos_geometry *g, int ki, const int *mis
     char id[2048], why[900];
     sweep_case_id(c->cfg, g->nside, ki, mis[j], threads, c->spin, id, sizeof id);
     cj[j] = case_base(c, id, g->nside, ki, mis[j], threads);
-    if (sweep_skip_reason(c, m, g, c->kernels[ki], why, sizeof why)) {
-      put_not_ok(c, cj[j], mis[j], rs, "skipped", why, why);
-      state[j] = 1;
+    const int skip = sweep_skip_reason(c, m, g, c->kernels[ki], why, sizeof why);
+    if (skip) { /* 2: cannot fit in what the process can have */
+      put_not_ok(c, cj[j], mis[j], rs, skip == 2 ? "failed" : "skipped", why, why);
+      state[j] = skip == 2 ? 3 : 1;
     } else if (irc) {
       errs[j] = ierr;
       state[j] = 2;
@@ -361,6 +364,7 @@ int sweep_run_group(run_ctx *c, const arkcos_geometry *g, int ki, const int *mis
     if (!state[j] &&
         record_ran(c, g, ki, mis[j], threads, in, rs, cj[j], &r[j], &errs[j]))
       state[j] = 2;
+    if (state[j] == 3) failed++; /* recorded as failed when refused */
     if (state[j] == 2) {
       failed++;
       put_not_ok(c, cj[j], mis[j], rs, "failed", errs[j].msg[0] ? errs[j].msg : "unknown error",

@@ -275,9 +275,12 @@ int sweep_run_method(const cfg_method *m, const arkcos_geometry *g, const arkcos
   return rc;
 }
 
-/* Rough peak memory of a case in bytes: the harness's maps (input, output,
- * reference) plus what the method allocates (an arkcos plan's tables are
- * the plan's own estimate, added by plan_memory_reason). */
+/* Rough peak memory of the harness's own maps in a case, in bytes: input,
+ * output and reference, the random input's alm, FSHT's alm and maps, the
+ * maps of spectra and of a polarized input. What an arkcos plan holds
+ * (tables, ring spectra, buffers) is the engine's to count
+ * (arkcos_plan_check, against what these maps leave of the limit:
+ * sweep_plan_memory_limit). */
 static double estimate_memory(const run_ctx *c, const cfg_method *m, int64_t nside) {
   double npix = 12.0 * (double)nside * (double)nside;
   double map = 8.0 * npix;
@@ -286,24 +289,12 @@ static double estimate_memory(const run_ctx *c, const cfg_method *m, int64_t nsi
     double l = method_lmax(c->cfg->input.lmax_factor, nside);
     est += 16.0 * (l + 1) * (l + 2) / 2;
   }
-  switch (m->spec.kind) {
-  case METHOD_ARKCOS: {
-    /* input and output ring spectra: (4 nside - 1) rings x (2 nside + 1) */
-    double spectra = 16.0 * (4.0 * (double)nside) * (2.0 * (double)nside + 1);
-    est += (m->spec.arkcos.precision == ARKCOS_SINGLE ? 0.5 : 1.0) * 2.0 * spectra + map;
-    break;
-  }
-  case METHOD_FSHT: {
+  if (m->spec.kind == METHOD_FSHT) {
     double l = method_lmax(m->lmax_factor, nside);
     est += 3.0 * 16.0 * (l + 1) * (l + 2) / 2 + 2.0 * map;
-    break;
-  }
-  case METHOD_DIRECT:
-    break;
   }
   if (c->cfg->outputs.spectra) est += 2.0 * map;
   if (c->cfg->input.pol) est += 5.0 * map; /* Q, U in; U out and in the reference; E, B */
-  if (c->spin == 2 && m->spec.kind == METHOD_ARKCOS) est *= 1.5; /* complex ring spectra */
   return est;
 }
 
@@ -326,53 +317,92 @@ static int too_narrow(const run_ctx *c, const cfg_method *m, const arkcos_geomet
   return 1;
 }
 
-/* A spin-2 case of an arkcos method that the engine refuses
- * (arkcos_plan_check: paper mode, single precision, the GPU): 1 with the
- * engine's reason. Memory is judged below, with the harness's maps. */
-static int no_spin2_path(const run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
-                         const arkcos_kernel *k, char *why, size_t len) {
-  if (c->spin != 2 || m->spec.kind != METHOD_ARKCOS) return 0;
+/* The memory a case may use: limits.memory_bytes, else the memory
+ * available now as the engine counts it when a plan is given no max_memory
+ * (arkcos_memory_available: ARKCOS_MEMORY_GB, else MemAvailable, lowered to
+ * what the cgroup and ulimit -v leave). */
+static double case_memory_limit(const run_ctx *c) {
+  return c->cfg->memory_bytes > 0 ? c->cfg->memory_bytes : arkcos_memory_available();
+}
+
+/* What an arkcos plan of the case may hold: the memory limit, capped at
+ * what the process can have at all (arkcos_memory_limit; the plan caps it
+ * there too), less the harness's maps; at least 1 byte. With `how`, where
+ * that figure comes from, in words, for a reason; *capped (when not NULL)
+ * says whether that bound, not the limit, decided. */
+static double plan_share(const run_ctx *c, const cfg_method *m, int64_t nside, char *how,
+                         size_t len, int *capped) {
+  const double limit = case_memory_limit(c), maps = estimate_memory(c, m, nside);
+  const char *bound = NULL;
+  const double most = arkcos_memory_limit(&bound);
+  const double left = (limit < most ? limit : most) - maps;
+  if (capped) *capped = limit > most;
+  /* (without limits.memory_bytes the limit is above that bound only where
+   * ARKCOS_MEMORY_GB sets it so) */
+  if (how && limit > most)
+    snprintf(how, len,
+             "the %.3g GB this process can have at all (%s is higher), %s, less the case's maps (%.3g GB)",
+             most / 1e9, c->cfg->memory_bytes > 0 ? "limits.memory_bytes" : "ARKCOS_MEMORY_GB", bound,
+             maps / 1e9);
+  else if (how)
+    snprintf(how, len, "%s (%.3g GB) less the case's maps (%.3g GB)",
+             c->cfg->memory_bytes > 0 ? "limits.memory_bytes" : "the memory available now",
+             limit / 1e9, maps / 1e9);
+  return left > 1 ? left : 1;
+}
+
+/* An arkcos case the engine refuses, judged by arkcos_plan_check with the
+ * plan the case would make (its options, its spin, the most threads: the
+ * largest workspace) and what the harness's maps leave of the memory limit
+ * as max_memory (sweep_plan_memory_limit): 1 with the engine's reason after
+ * the context (the case is skipped), 2 where the plan does not fit in what
+ * the process can have at all, whatever the limit says (the case fails, as
+ * one whose maps do not: sweep_memory_reason). It refuses a plan that would
+ * not fit (ENOMEM, with both figures), a spin-2 case without a spin-2 path
+ * (paper mode, single precision, the GPU) and the GPU asked for where none
+ * is usable. As smoother_create, a plan whose cached kernel spectra do not
+ * fit is judged again without them. Other errors are the create's to
+ * report: the case runs and fails with them. */
+static int engine_refuses(const run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
+                          const arkcos_kernel *k, char *why, size_t len) {
+  if (m->spec.kind != METHOD_ARKCOS) return 0;
   method_spec s;
   spec_of(m, g, c->max_threads, &s);
-  s.arkcos.spin = 2;
+  s.arkcos.spin = c->spin;
+  char how[400] = "";
+  int capped = 0;
+  s.arkcos.max_memory = plan_share(c, m, g->nside, how, sizeof how, &capped);
   arkcos_error err = {0, ""};
-  if (arkcos_plan_check(g, k, &s.arkcos, &err) == 0 || err.code == ARKCOS_ENOMEM) return 0;
-  snprintf(why, len, "spin 2 (Q, U of input.pol): %s", err.msg);
+  int rc = arkcos_plan_check(g, k, &s.arkcos, &err);
+  if (rc == ARKCOS_ENOMEM && s.arkcos.cache_kernel_spectra) {
+    s.arkcos.cache_kernel_spectra = 0;
+    err = (arkcos_error){0, ""};
+    rc = arkcos_plan_check(g, k, &s.arkcos, &err);
+  }
+  if (rc == ARKCOS_OK) return 0;
+  if (rc == ARKCOS_ENOMEM) {
+    snprintf(why, len, "%s: %s", how, err.msg);
+    return capped ? 2 : 1;
+  }
+  if (c->spin == 2)
+    snprintf(why, len, "spin 2 (Q, U of input.pol): %s", err.msg);
+  else if (rc == ARKCOS_ENODEV)
+    snprintf(why, len, "no GPU: %s", err.msg);
+  else
+    return 0;
   return 1;
 }
 
-/* An arkcos plan whose own estimate (arkcos_plan_estimate: tables,
- * spectra, buffers), with the harness's maps, exceeds the memory limit:
- * 1 with the reason, before anything large is allocated. */
-static int plan_memory_reason(const run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
-                              const arkcos_kernel *k, char *why, size_t len) {
-  if (m->spec.kind != METHOD_ARKCOS || c->memory_limit <= 0) return 0;
-  method_spec s;
-  spec_of(m, g, c->max_threads, &s); /* the most threads: the largest workspace */
-  arkcos_error err = {0, ""};
-  const double plan = arkcos_plan_estimate(g, k, &s.arkcos, &err);
-  const double maps = estimate_memory(c, m, g->nside);
-  if (plan <= 0 || maps + plan <= c->memory_limit) return 0; /* a bad plan fails when made */
-  snprintf(why, len,
-           "estimated memory %.2f GiB (plan %.2f GiB, maps %.2f GiB) exceeds the %.2f GiB available%s",
-           (maps + plan) / 1073741824.0, plan / 1073741824.0, maps / 1073741824.0,
-           c->memory_limit / 1073741824.0,
-           c->cfg->memory_bytes > 0 ? " (limits.memory_bytes)" : "");
-  return 1;
-}
-
-/* Why a case (or the untimed reference run) cannot run here; 0 if it can. */
+/* Why a case (or the untimed reference run) cannot run here; 0 if it can,
+ * 1 if it is skipped, 2 if it fails (it cannot fit in what the process can
+ * have at all). Whether an arkcos plan can be made is the engine's
+ * judgement, last. */
 int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
                       const arkcos_kernel *k, char *why, size_t len) {
   if (too_narrow(c, m, g, k, why, len)) return 1;
-  if (no_spin2_path(c, m, g, k, why, len)) return 1;
   if (c->cfg->input.type == CFG_INPUT_FITS && g->nside != c->fits_nside) {
     snprintf(why, len, "input map %s has nside %lld, the case needs nside %lld",
              c->cfg->input.path, (long long)c->fits_nside, (long long)g->nside);
-    return 1;
-  }
-  if (m->spec.kind == METHOD_ARKCOS && m->spec.arkcos.backend == ARKCOS_BACKEND_GPU && !c->gpu_ok) {
-    snprintf(why, len, "no GPU: %s", c->gpu_why);
     return 1;
   }
   if (m->spec.kind == METHOD_DIRECT) {
@@ -386,16 +416,13 @@ int sweep_skip_reason(run_ctx *c, const cfg_method *m, const arkcos_geometry *g,
       return 1;
     }
   }
-  if (sweep_memory_reason(c, m, g->nside, why, len)) return 1;
-  return plan_memory_reason(c, m, g, k, why, len);
+  const int mr = sweep_memory_reason(c, m, g->nside, why, len);
+  if (mr) return mr;
+  return engine_refuses(c, m, g, k, why, len);
 }
 
 double sweep_plan_memory_limit(const run_ctx *c, const cfg_method *m, int64_t nside) {
-  if (c->memory_limit <= 0) return 0;
-  const double most = arkcos_memory_limit(NULL); /* the plan caps it there too */
-  const double left = (c->memory_limit < most ? c->memory_limit : most) -
-                      estimate_memory(c, m, nside);
-  return left > 1 ? left : 1;
+  return plan_share(c, m, nside, NULL, 0, NULL);
 }
 
 int sweep_memory_reason(const run_ctx *c, const cfg_method *m, int64_t nside, char *why,
@@ -412,10 +439,11 @@ int sweep_memory_reason(const run_ctx *c, const cfg_method *m, int64_t nside, ch
              est / 1073741824.0, (long long)nside, most / 1073741824.0, bound);
     return 2;
   }
-  if (c->memory_limit > 0 && est > c->memory_limit) {
-    snprintf(why, len, "estimated memory %.2f GiB exceeds the %.2f GiB available%s",
-             est / 1073741824.0, c->memory_limit / 1073741824.0,
-             c->cfg->memory_bytes > 0 ? " (limits.memory_bytes)" : "");
+  const double limit = case_memory_limit(c);
+  if (est > limit) {
+    snprintf(why, len, "the case's maps, estimated %.3g GiB, exceed the %.3g GiB available%s",
+             est / 1073741824.0, limit / 1073741824.0,
+             c->cfg->memory_bytes > 0 ? " (limits.memory_bytes)" : " now");
     return 1;
   }
   return 0;

@@ -72,9 +72,11 @@ void sweep_ensure_reference(run_ctx *c, const arkcos_geometry *g, int ki, input_
     return;
   }
   const cfg_method *m = cfg->reference >= 0 ? &cfg->methods[cfg->reference] : NULL;
-  char why[512];
-  if (m && sweep_skip_reason(c, m, g, c->kernels[ki], why, sizeof why)) {
-    snprintf(rs->why, sizeof rs->why, "reference %s skipped: %s", m->label, why);
+  char why[900];
+  const int skip = m ? sweep_skip_reason(c, m, g, c->kernels[ki], why, sizeof why) : 0;
+  if (skip) {
+    snprintf(rs->why, sizeof rs->why, "reference %s %s: %s", m->label, skip == 2 ? "failed" : "skipped",
+             why);
     return;
   }
   int rc;
