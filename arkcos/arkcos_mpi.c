@@ -25,8 +25,8 @@ typedef struct {
   MPI_Comm comm;
   int rank, size;
   segs_t *in, *out;     /* per rank: input (band + halo) and output segments */
-  double *inbuf, *outbuf; /* ranks > 0: full-size maps, only band and halo touched
-                           * (made by the first arkcos_execute_mpi) */
+  double *inbuf[2], *outbuf[2]; /* ranks > 0: full-size maps, only band and halo touched
+                                 * (made by the first arkcos_execute_mpi; [1]: U of spin 2) */
   int64_t *ofs_whole;   /* per ring: its offset in the whole map */
   int64_t *ofs_local;   /* per ring: its offset in the band-local maps (input rings) */
   int64_t pix_in, pix_out, halo;
@@ -47,8 +47,10 @@ static void mpi_destroy(arkcos_plan *p) {
   if (!m) return;
   segs_free(m->in, m->size);
   segs_free(m->out, m->size);
-  free(m->inbuf);
-  free(m->outbuf);
+  for (int c = 0; c < 2; c++) {
+    free(m->inbuf[c]);
+    free(m->outbuf[c]);
+  }
   free(m->ofs_whole);
   free(m->ofs_local);
   MPI_Comm_free(&m->comm);
@@ -181,11 +183,13 @@ int arkcos_mpi_share_wisdom(MPI_Comm comm, int root, arkcos_error *err) {
 /* A rank's map buffers for arkcos_execute_mpi: full-size reservations
  * (calloc: pages untouched until written, so only band and halo become
  * resident), made on its first call */
-static int alloc_maps(arkcos_plan *p, mpi_state *m) {
-  if (m->rank == 0 || (m->inbuf && m->outbuf)) return ARKCOS_OK;
-  m->inbuf = calloc((size_t)p->geom->npix, sizeof(double));
-  m->outbuf = calloc((size_t)p->geom->npix, sizeof(double));
-  return m->inbuf && m->outbuf ? ARKCOS_OK : ARKCOS_ENOMEM;
+static int alloc_maps(arkcos_plan *p, mpi_state *m, int nmaps) {
+  for (int c = 0; c < nmaps && m->rank > 0; c++) {
+    if (!m->inbuf[c]) m->inbuf[c] = calloc((size_t)p->geom->npix, sizeof(double));
+    if (!m->outbuf[c]) m->outbuf[c] = calloc((size_t)p->geom->npix, sizeof(double));
+    if (!m->inbuf[c] || !m->outbuf[c]) return ARKCOS_ENOMEM;
+  }
+  return ARKCOS_OK;
 }
 
 /* Up front, before any rank allocates: every rank's estimate (its band's
@@ -279,37 +283,78 @@ static void segs_xfer(const segs_t *s, double *x, int peer, int tag, MPI_Comm co
     }
 }
 
-int arkcos_execute_mpi(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
+/* The plan's own execute on the maps: one (scalar) or two (Q and U). */
+static int run_plan(arkcos_plan *p, int nmaps, const double *const *in, double *const *out, arkcos_error *err) {
+  return nmaps == 2 ? p->execute2(p, in[0], in[1], out[0], out[1], err) : p->execute(p, in[0], out[0], err);
+}
+
+/* A spin-2 plan takes Q and U (arkcos_execute2_mpi...), a scalar plan one
+ * map: EINVAL when the call does not match the plan. */
+static int check_kind(const arkcos_plan *p, int nmaps, const char *fn, arkcos_error *err) {
   if (!p || !p->mpi) return arkcos_fail(err, ARKCOS_EINVAL, "execute: not a plan of arkcos_plan_create_mpi");
+  if ((p->opt.spin == 2) != (nmaps == 2))
+    return arkcos_fail(err, ARKCOS_EINVAL, "execute: %s on a %s plan; use %s", fn,
+                       p->opt.spin == 2 ? "spin-2" : "scalar",
+                       p->opt.spin == 2 ? (strstr(fn, "local") ? "arkcos_execute2_mpi_local" : "arkcos_execute2_mpi")
+                                        : (strstr(fn, "local") ? "arkcos_execute_mpi_local" : "arkcos_execute_mpi"));
+  return ARKCOS_OK;
+}
+
+/* Collective: rank 0 sends each rank its band's inputs (every map), each
+ * rank runs its band, rank 0 gathers every band's outputs. */
+static int execute_maps(arkcos_plan *p, int nmaps, const double *const *in, double *const *out, const char *fn,
+                        arkcos_error *err) {
+  int rc = check_kind(p, nmaps, fn, err);
+  if (rc) return rc;
   mpi_state *m = (mpi_state *)p->mpi;
-  int rc = m->rank == 0 && (!in || !out) ? arkcos_fail(err, ARKCOS_EINVAL, "execute: rank 0 needs the maps in and out")
-           : m->rank == 0 && in == out ? arkcos_fail(err, ARKCOS_EINVAL, "execute: in and out must differ")
-                                       : ARKCOS_OK;
-  if (!rc && alloc_maps(p, m))
+  for (int c = 0; c < nmaps && !rc && m->rank == 0; c++) {
+    if (!in[c] || !out[c]) rc = arkcos_fail(err, ARKCOS_EINVAL, "execute: rank 0 needs the maps in and out");
+    for (int d = 0; d < nmaps && !rc; d++)
+      if (out[c] == in[d] || (d != c && out[c] == out[d]))
+        rc = arkcos_fail(err, ARKCOS_EINVAL, "execute: in and out must differ");
+  }
+  if (!rc && alloc_maps(p, m, nmaps))
     rc = arkcos_fail(err, ARKCOS_ENOMEM, "execute: rank %d: out of memory for its band's maps", m->rank);
   if ((rc = agree(m->comm, rc, err))) return rc;
   set_layout(p, m, 0);
   const double t0 = MPI_Wtime();
-  const double *x = in;
-  double *y = out;
-  if (m->rank == 0) {
-    for (int r = 1; r < m->size; r++) segs_xfer(&m->in[r], (double *)(uintptr_t)in, r, 1, m->comm, 1);
-  } else {
-    segs_xfer(&m->in[m->rank], m->inbuf, 0, 1, m->comm, 0);
-    x = m->inbuf;
-    y = m->outbuf;
+  const double *x[2] = {in[0], nmaps == 2 ? in[1] : NULL};
+  double *y[2] = {out[0], nmaps == 2 ? out[1] : NULL};
+  for (int c = 0; c < nmaps; c++) {
+    if (m->rank == 0) {
+      for (int r = 1; r < m->size; r++) segs_xfer(&m->in[r], (double *)(uintptr_t)in[c], r, 1, m->comm, 1);
+    } else {
+      segs_xfer(&m->in[m->rank], m->inbuf[c], 0, 1, m->comm, 0);
+      x[c] = m->inbuf[c];
+      y[c] = m->outbuf[c];
+    }
   }
   const double t1 = MPI_Wtime();
-  rc = p->execute(p, x, y, err);
+  rc = run_plan(p, nmaps, x, y, err);
   const double t2 = MPI_Wtime();
-  if (m->rank == 0) {
-    for (int r = 1; r < m->size; r++) segs_xfer(&m->out[r], out, r, 2, m->comm, 0);
-  } else {
-    segs_xfer(&m->out[m->rank], y, 0, 2, m->comm, 1);
+  for (int c = 0; c < nmaps; c++) {
+    if (m->rank == 0) {
+      for (int r = 1; r < m->size; r++) segs_xfer(&m->out[r], out[c], r, 2, m->comm, 0);
+    } else {
+      segs_xfer(&m->out[m->rank], y[c], 0, 2, m->comm, 1);
+    }
   }
   p->last.other += (t1 - t0) + (MPI_Wtime() - t2);
   p->last.total += (t1 - t0) + (MPI_Wtime() - t2);
   return agree(m->comm, rc, err);
+}
+
+int arkcos_execute_mpi(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
+  const double *x[1] = {in};
+  double *y[1] = {out};
+  return execute_maps(p, 1, x, y, "arkcos_execute_mpi", err);
+}
+
+int arkcos_execute2_mpi(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
+                        arkcos_error *err) {
+  const double *x[2] = {q, u};
+  double *y[2] = {q_out, u_out};
+  return execute_maps(p, 2, x, y, "arkcos_execute2_mpi", err);
 }
 
 int arkcos_plan_mpi_segments(const arkcos_plan *p, int output, const arkcos_mpi_segment **seg, int *n,
@@ -322,14 +367,34 @@ int arkcos_plan_mpi_segments(const arkcos_plan *p, int output, const arkcos_mpi_
   return ARKCOS_OK;
 }
 
-int arkcos_execute_mpi_local(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
-  if (!p || !p->mpi) return arkcos_fail(err, ARKCOS_EINVAL, "execute: not a plan of arkcos_plan_create_mpi");
-  if (!in || !out || in == out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: two distinct band-local maps needed");
+/* Not collective: the band-local maps, the plan's ring offsets moved to
+ * their local positions while it runs. */
+static int execute_local(arkcos_plan *p, int nmaps, const double *const *in, double *const *out, const char *fn,
+                         arkcos_error *err) {
+  int rc = check_kind(p, nmaps, fn, err);
+  if (rc) return rc;
+  for (int c = 0; c < nmaps; c++)
+    for (int d = 0; d < nmaps; d++)
+      if (!in[c] || !out[c] || out[c] == in[d] || (d != c && out[c] == out[d]))
+        return arkcos_fail(err, ARKCOS_EINVAL, "execute: %d distinct band-local maps needed", 2 * nmaps);
   mpi_state *m = (mpi_state *)p->mpi;
   set_layout(p, m, 1);
-  const int rc = p->execute(p, in, out, err);
+  rc = run_plan(p, nmaps, in, out, err);
   set_layout(p, m, 0);
   return rc;
+}
+
+int arkcos_execute_mpi_local(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
+  const double *x[1] = {in};
+  double *y[1] = {out};
+  return execute_local(p, 1, x, y, "arkcos_execute_mpi_local", err);
+}
+
+int arkcos_execute2_mpi_local(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
+                              arkcos_error *err) {
+  const double *x[2] = {q, u};
+  double *y[2] = {q_out, u_out};
+  return execute_local(p, 2, x, y, "arkcos_execute2_mpi_local", err);
 }
 
 int arkcos_plan_mpi_band(const arkcos_plan *p, arkcos_mpi_band *b, arkcos_error *err) {

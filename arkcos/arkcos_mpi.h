@@ -31,7 +31,9 @@
  * and halo: their map buffers are reserved at full size but only those
  * pages are ever written (resident memory follows band + halo).
  *
- * Scalar plans only, CPU backend (spin 2 and the GPU are refused).
+ * Scalar and spin-2 plans (options.spin = 2: Q and U through
+ * arkcos_execute2_mpi and arkcos_execute2_mpi_local), CPU backend (the GPU
+ * is refused).
  */
 #ifndef ARKCOS_MPI_H
 #define ARKCOS_MPI_H
@@ -58,6 +60,10 @@ arkcos_plan *arkcos_plan_create_mpi(MPI_Comm comm, const arkcos_geometry *g,
  * `other`. */
 int arkcos_execute_mpi(arkcos_plan *p, const double *in, double *out,
                        arkcos_error *err);
+/* The same for a spin-2 plan: Q and U in, Q and U out (as
+ * arkcos_execute_spin2), whole maps on rank 0. */
+int arkcos_execute2_mpi(arkcos_plan *p, const double *q, const double *u, double *q_out,
+                        double *u_out, arkcos_error *err);
 
 /* What this rank holds: its output rings, the input pixels it receives
  * (band + halo), the halo alone, per execute. */
@@ -90,6 +96,9 @@ typedef struct arkcos_mpi_segment {
 int arkcos_plan_mpi_segments(const arkcos_plan *p, int output, const arkcos_mpi_segment **seg, int *n,
                              arkcos_error *err);
 int arkcos_execute_mpi_local(arkcos_plan *p, const double *in, double *out, arkcos_error *err);
+/* The same for a spin-2 plan: four band-local maps, Q and U in, Q and U out. */
+int arkcos_execute2_mpi_local(arkcos_plan *p, const double *q, const double *u, double *q_out,
+                              double *u_out, arkcos_error *err);
 
 /* Collective: rank root's FFTW wisdom (double and single precision)
  * imported by every rank, so that the FFT plans made afterwards are the

@@ -36,7 +36,11 @@ typedef struct {
   int nthreads;
   int64_t L, nh;        /* ring length of the Fourier path, L / 2 + 1 */
   size_t rowp;          /* padded row length (>= nh, multiple of 8) */
-  int *bidx;            /* ring -> index of its spectrum, or -1 */
+  int *bidx;            /* ring -> index of its spectrum, or -1 (off the grid, or not read by
+                         * a band plan's tasks) */
+  unsigned char *need;  /* a band plan (MPI): the rings its tasks read; NULL: all of them */
+  unsigned char *own;   /* a band plan: the rings its tasks write; NULL: all of them */
+  unsigned char *grid;  /* ring -> on the Fourier path's grid */
   int64_t *hs;          /* ring's first azimuth in half steps pi / L */
   double *xm, *cth, *sth, *s2t; /* per m: cos(2 pi m / L), cos, sin(pi m / L), sin(2 pi m / L) */
   double *er, *ei;      /* e^{-i pi k / L}, k < 2 L */
@@ -53,6 +57,9 @@ static void s2_destroy(arkcos_plan *p) {
   s2_state *s = (s2_state *)p->impl;
   if (!s) return;
   free(s->bidx);
+  free(s->need);
+  free(s->own);
+  free(s->grid);
   free(s->hs);
   fftw_free(s->xm);
   fftw_free(s->cth);
@@ -242,12 +249,13 @@ static int s2_execute(arkcos_plan *p, const double *q, const double *u, double *
   const arkcos_geometry *g = p->geom;
   const double t_start = omp_get_wtime();
   double st[4] = {0, 0, 0, 0}; /* kernel_eval, kernel_fft (series), reduction, map_ifft */
-  /* 1. ring FFTs of the rings on the grid */
+  /* 1. ring FFTs of the rings on the grid (a band plan: those its tasks
+   * read); output rings off the grid start at zero (the direct pairs add) */
 #pragma omp parallel for schedule(dynamic, 4) num_threads(s->nthreads)
   for (int j = 0; j < g->nrings; j++) {
     double *w = s->work + (size_t)omp_get_thread_num() * s->wstride;
     if (s->bidx[j] >= 0) s2_forward(p, s, j, q, u, w);
-    else {
+    if (!s->grid[j] && (!s->own || s->own[j])) {
       memset(q_out + g->rings[j].ofs, 0, sizeof(double) * (size_t)g->rings[j].nph);
       memset(u_out + g->rings[j].ofs, 0, sizeof(double) * (size_t)g->rings[j].nph);
     }
@@ -262,9 +270,9 @@ static int s2_execute(arkcos_plan *p, const double *q, const double *u, double *
     double *Ai = w + 4 * s->L, *Ai2 = Ai + 4 * s->rowp, *coef = Ai2 + 4 * s->rowp;
     s2_pair *pr = (s2_pair *)(coef + s->ncoef);
 #pragma omp for schedule(dynamic, 1)
-    for (int t = 0; t < p->ntasks; t++) {
+    for (int t = p->task_lo; t < p->task_hi; t++) {
       const int i = p->task[t], i2 = p->mirror[i] >= 0 && p->mirror[i] != i ? p->mirror[i] : -1;
-      if (s->bidx[i] < 0) continue;
+      if (!s->grid[i]) continue;
       double t0 = omp_get_wtime();
       int np = 0;
       double *cf = coef;
@@ -328,11 +336,26 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
   s->rowp = (size_t)(s->nh + S2_BLOCK - 1) / S2_BLOCK * S2_BLOCK;
   s->bidx = malloc(sizeof(int) * (size_t)g->nrings);
   s->hs = malloc(sizeof(int64_t) * (size_t)g->nrings);
-  if (!s->bidx || !s->hs) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  s->grid = malloc((size_t)g->nrings + 1);
+  if (!s->bidx || !s->hs || !s->grid) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  if (p->task_lo > 0 || p->task_hi < p->ntasks) {
+    /* a band plan (MPI): spectra of the rings its tasks read, outputs of
+     * the rings they write (arkcos_plan_rings_needed, as the estimate) */
+    s->need = malloc((size_t)g->nrings + 1);
+    s->own = calloc((size_t)g->nrings + 1, 1);
+    if (!s->need || !s->own) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+    arkcos_plan_rings_needed(p, p->task_lo, p->task_hi, s->need);
+    for (int t = p->task_lo; t < p->task_hi; t++) {
+      const int i = p->task[t];
+      s->own[i] = 1;
+      if (p->mirror[i] >= 0) s->own[p->mirror[i]] = 1;
+    }
+  }
   int nb = 0;
   for (int i = 0; i < g->nrings; i++) {
-    s->bidx[i] = arkcos_spin2_ring_on_grid(p, i) ? nb++ : -1;
-    s->hs[i] = s->bidx[i] >= 0 ? (int64_t)floor(g->rings[i].phi0 * (double)s->L / ARKCOS_PI + 0.5) : 0;
+    s->grid[i] = (unsigned char)arkcos_spin2_ring_on_grid(p, i);
+    s->bidx[i] = s->grid[i] && (!s->need || s->need[i]) ? nb++ : -1;
+    s->hs[i] = s->grid[i] ? (int64_t)floor(g->rings[i].phi0 * (double)s->L / ARKCOS_PI + 0.5) : 0;
   }
   size_t bytes = 0;
   if (nb > 0) {
@@ -341,10 +364,10 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
     s->nsamp = 1;
     s->maxpairs = 1;
     for (int i = 0; i < g->nrings; i++) {
-      if (s->bidx[i] < 0) continue;
+      if (!s->grid[i]) continue;
       int np = 0;
       for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
-        if (s->bidx[j] < 0) continue;
+        if (!s->grid[j]) continue;
         np++;
         const double sdt = sin(0.5 * (g->rings[i].theta - g->rings[j].theta));
         const double half = arkcos_dphi_window(&p->kf, sdt * sdt, p->sin_theta[i] * p->sin_theta[j]);

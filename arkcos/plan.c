@@ -397,13 +397,10 @@ int arkcos_band_of_rank(int rank, int nranks) {
   return nranks > 1 ? (rank + nranks - 1) % nranks : 0;
 }
 
-/* Band plans (nparts > 1) run on the CPU and are scalar: the GPU keeps
- * the whole map on one device, and spin-2 plans have their own schedule. */
+/* Band plans (nparts > 1) run on the CPU: the GPU keeps the whole map on
+ * one device. Scalar and spin-2 plans alike compute their band's tasks. */
 static int part_options(arkcos_plan *p, int nparts, arkcos_error *err) {
   if (nparts == 1) return ARKCOS_OK;
-  if (p->opt.spin == 2)
-    return arkcos_fail(err, ARKCOS_EINVAL, "plan: a map split over ranks (MPI) is smoothed as a scalar "
-                                           "only; spin-2 (Q, U) plans run on one process");
   if (p->opt.backend == ARKCOS_BACKEND_GPU)
     return arkcos_fail(err, ARKCOS_ENODEV, "plan: a map split over ranks (MPI) runs on the CPU backend");
   p->opt.backend = ARKCOS_BACKEND_CPU;
@@ -844,6 +841,8 @@ int arkcos_execute_spin2(arkcos_plan *p, const double *q, const double *u, doubl
   if (!p || !q || !u || !q_out || !u_out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: NULL argument");
   if (p->opt.spin != 2)
     return arkcos_fail(err, ARKCOS_EINVAL, "execute: this is a scalar plan; make it with options.spin = 2");
+  if (p->mpi)
+    return arkcos_fail(err, ARKCOS_EINVAL, "execute: this plan is split over MPI ranks; use arkcos_execute2_mpi");
   if (q_out == u_out || q_out == q || q_out == u || u_out == q || u_out == u)
     return arkcos_fail(err, ARKCOS_EINVAL, "execute: outputs must differ from the inputs and each other");
   int rc = check_input_values(p, q, "Q", err);

@@ -8,6 +8,8 @@
  * smoothing with arkcos_plan_create_mpi + arkcos_execute_mpi: the two maps
  * must be equal byte for byte. Then the bands: every output ring computed
  * by exactly one rank, pixels balanced, halos as predicted; the refusals.
+ * Spin-2 plans (Q and U) alike, through arkcos_execute2_mpi and
+ * arkcos_execute2_mpi_local.
  * Rank 0 prints the per-rank figures (docs/MPI.md) and the TESTS line.
  */
 #include <mpi.h>
@@ -36,6 +38,7 @@ typedef struct {
   arkcos_precision precision;
   int cache;
   double accuracy;
+  int spin;             /* 2: Q and U (arkcos_execute2_mpi, ..._local) */
 } mcase;
 
 static arkcos_geometry *case_geometry(const mcase *c) {
@@ -66,73 +69,98 @@ static void run_case(const mcase *c) {
   o.cache_kernel_spectra = c->cache;
   o.accuracy = c->accuracy;
   o.threads = 1;
+  o.spin = c->spin;
   const int64_t n = g->npix;
-  double *in = NULL, *ref = NULL, *out = NULL;
+  const int nm = c->spin == 2 ? 2 : 1; /* maps in and out: Q and U for spin 2 */
+  double *in[2] = {NULL, NULL}, *ref[2] = {NULL, NULL}, *out[2] = {NULL, NULL};
   if (rank == 0) { /* the whole maps live on rank 0 only */
     rng_state = 777 + (uint64_t)n;
-    in = random_map(n);
-    ref = malloc(sizeof(double) * (size_t)n);
-    out = malloc(sizeof(double) * (size_t)n);
+    for (int m = 0; m < nm; m++) {
+      in[m] = random_map(n);
+      ref[m] = malloc(sizeof(double) * (size_t)n);
+      out[m] = malloc(sizeof(double) * (size_t)n);
+    }
     arkcos_plan *one = arkcos_plan_create(g, k, &o, NULL);
-    CHECK(one && arkcos_execute(one, in, ref, NULL) == 0, "%s: one-process plan", c->name);
+    CHECK(one && (nm == 2 ? arkcos_execute_spin2(one, in[0], in[1], ref[0], ref[1], NULL)
+                          : arkcos_execute(one, in[0], ref[0], NULL)) == 0,
+          "%s: one-process plan", c->name);
     arkcos_plan_destroy(one);
   }
   arkcos_error err = {0, ""};
   arkcos_plan *p = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &o, &err);
   CHECK(p != NULL, "%s: arkcos_plan_create_mpi: %s", c->name, err.msg);
   if (!p) goto done;
-  CHECK(arkcos_execute(p, in ? in : (double[1]){0}, out ? out : (double[1]){0}, NULL) == ARKCOS_EINVAL,
-        "%s: arkcos_execute on an MPI plan must be refused", c->name);
+  double dummy[4] = {0, 0, 0, 0};
+  CHECK(arkcos_execute(p, dummy, dummy + 1, NULL) == ARKCOS_EINVAL &&
+            arkcos_execute_spin2(p, dummy, dummy + 1, dummy + 2, dummy + 3, NULL) == ARKCOS_EINVAL,
+        "%s: arkcos_execute and arkcos_execute_spin2 on an MPI plan must be refused", c->name);
+  /* the call of the other kind (one map on a spin-2 plan, two on a scalar one) */
+  CHECK((nm == 2 ? arkcos_execute_mpi_local(p, dummy, dummy + 1, NULL)
+                 : arkcos_execute2_mpi_local(p, dummy, dummy + 1, dummy + 2, dummy + 3, NULL)) == ARKCOS_EINVAL,
+        "%s: the execute of the other spin must be refused", c->name);
   for (int rep = 0; rep < 2; rep++) { /* a plan serves many maps */
-    if (rank == 0) memset(out, 0xff, sizeof(double) * (size_t)n);
-    CHECK(arkcos_execute_mpi(p, in, out, &err) == 0, "%s: execute: %s", c->name, err.msg);
-    if (rank == 0) {
+    for (int m = 0; rank == 0 && m < nm; m++) memset(out[m], 0xff, sizeof(double) * (size_t)n);
+    CHECK((nm == 2 ? arkcos_execute2_mpi(p, in[0], in[1], out[0], out[1], &err)
+                   : arkcos_execute_mpi(p, in[0], out[0], &err)) == 0,
+          "%s: execute: %s", c->name, err.msg);
+    for (int m = 0; rank == 0 && m < nm; m++) {
       int64_t diff = 0;
-      for (int64_t q = 0; q < n; q++) diff += memcmp(&out[q], &ref[q], sizeof(double)) != 0;
-      CHECK(diff == 0, "%s: %lld of %lld pixels differ from one process (ranks %d, repeat %d)", c->name,
-            (long long)diff, (long long)n, nranks, rep);
+      for (int64_t q = 0; q < n; q++) diff += memcmp(&out[m][q], &ref[m][q], sizeof(double)) != 0;
+      CHECK(diff == 0, "%s: map %d: %lld of %lld pixels differ from one process (ranks %d, repeat %d)", c->name,
+            m, (long long)diff, (long long)n, nranks, rep);
     }
   }
-  /* band-local maps (parallel I/O, arkcos_execute_mpi_local): each rank
-   * gathers its band and halo from the map itself and computes its band's
-   * output with no messages, bit for bit the one-process pixels */
+  /* band-local maps (parallel I/O, arkcos_execute_mpi_local and
+   * arkcos_execute2_mpi_local): each rank gathers its band and halo from the
+   * maps themselves and computes its band's output with no messages, bit
+   * for bit the one-process pixels */
   {
-    double *win = in, *wref = ref;
+    double *win[2] = {in[0], in[1]}, *wref[2] = {ref[0], ref[1]};
     if (rank != 0) {
       rng_state = 777 + (uint64_t)n;
-      win = random_map(n);
-      wref = malloc(sizeof(double) * (size_t)n);
+      for (int m = 0; m < nm; m++) {
+        win[m] = random_map(n);
+        wref[m] = malloc(sizeof(double) * (size_t)n);
+      }
     }
-    MPI_Bcast(wref, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    for (int m = 0; m < nm; m++) MPI_Bcast(wref[m], (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     const arkcos_mpi_segment *si = NULL, *so = NULL;
     int ni = 0, no = 0;
     CHECK(arkcos_plan_mpi_segments(p, 0, &si, &ni, NULL) == 0 && arkcos_plan_mpi_segments(p, 1, &so, &no, NULL) == 0,
           "%s: segments", c->name);
     int64_t len = 0;
     for (int q = 0; q < ni; q++) len += si[q].b - si[q].a;
-    double *li = malloc(sizeof(double) * (size_t)(len + 1)), *lo = malloc(sizeof(double) * (size_t)(len + 1));
-    for (int q = 0, at = 0; q < ni; at += (int)(si[q].b - si[q].a), q++)
-      memcpy(li + at, win + si[q].a, sizeof(double) * (size_t)(si[q].b - si[q].a));
-    memset(lo, 0xff, sizeof(double) * (size_t)(len + 1));
-    CHECK(arkcos_execute_mpi_local(p, li, lo, &err) == 0, "%s: execute_local: %s", c->name, err.msg);
+    double *li[2], *lo[2];
+    for (int m = 0; m < nm; m++) {
+      li[m] = malloc(sizeof(double) * (size_t)(len + 1));
+      lo[m] = malloc(sizeof(double) * (size_t)(len + 1));
+      for (int q = 0, at = 0; q < ni; at += (int)(si[q].b - si[q].a), q++)
+        memcpy(li[m] + at, win[m] + si[q].a, sizeof(double) * (size_t)(si[q].b - si[q].a));
+      memset(lo[m], 0xff, sizeof(double) * (size_t)(len + 1));
+    }
+    CHECK((nm == 2 ? arkcos_execute2_mpi_local(p, li[0], li[1], lo[0], lo[1], &err)
+                   : arkcos_execute_mpi_local(p, li[0], lo[0], &err)) == 0,
+          "%s: execute_local: %s", c->name, err.msg);
     int64_t diff = 0, seen = 0;
     for (int q = 0; q < no; q++) {
       int64_t base = 0;
       int k = 0;
       while (k < ni && si[k].b <= so[q].a) base += si[k].b - si[k].a, k++;
       for (int64_t x = so[q].a; k < ni && x < so[q].b; x++, seen++)
-        diff += memcmp(&lo[base + x - si[k].a], &wref[x], sizeof(double)) != 0;
+        for (int m = 0; m < nm; m++) diff += memcmp(&lo[m][base + x - si[k].a], &wref[m][x], sizeof(double)) != 0;
     }
     int64_t tot[2] = {diff, seen}, sum[2] = {0, 0};
     MPI_Allreduce(tot, sum, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
-      CHECK(sum[0] == 0 && sum[1] == n, "%s: band-local maps: %lld of %lld pixels differ from one process "
-            "(%lld seen, ranks %d)", c->name, (long long)sum[0], (long long)n, (long long)sum[1], nranks);
-    free(li);
-    free(lo);
-    if (rank != 0) {
-      free(win);
-      free(wref);
+      CHECK(sum[0] == 0 && sum[1] == n, "%s: band-local maps: %lld of %lld values differ from one process "
+            "(%lld pixels seen, ranks %d)", c->name, (long long)sum[0], (long long)(nm * n), (long long)sum[1], nranks);
+    for (int m = 0; m < nm; m++) {
+      free(li[m]);
+      free(lo[m]);
+      if (rank != 0) {
+        free(win[m]);
+        free(wref[m]);
+      }
     }
   }
   /* the bands: every output pixel once, their sizes and halos */
@@ -188,34 +216,25 @@ static void run_case(const mcase *c) {
   }
   arkcos_plan_destroy(p);
 done:
-  free(in);
-  free(ref);
-  free(out);
+  for (int m = 0; m < 2; m++) {
+    free(in[m]);
+    free(ref[m]);
+    free(out[m]);
+  }
   arkcos_kernel_destroy(k);
   arkcos_geometry_destroy(g);
 }
 
-/* A spin-2 plan and a GPU plan split over ranks are refused on every rank */
+/* A GPU plan split over ranks is refused on every rank */
 static void refusals(void) {
   arkcos_geometry *g = arkcos_geometry_healpix(8, NULL);
   arkcos_kernel_spec ks = {.type = ARKCOS_KERNEL_TOPHAT, .cutoff = 10 * DEG};
   arkcos_kernel *k = arkcos_kernel_create(&ks, NULL);
   arkcos_options o;
   arkcos_options_default(&o);
-  o.spin = 2;
+  o.backend = ARKCOS_BACKEND_GPU;
   arkcos_error err = {0, ""};
   arkcos_plan *p = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &o, &err);
-  if (nranks > 1) {
-    CHECK(!p && err.code == ARKCOS_EINVAL && strstr(err.msg, "spin-2"), "spin 2 over %d ranks: %s", nranks,
-          err.msg);
-  } else {
-    CHECK(p != NULL, "spin 2 on one rank is the one-process plan: %s", err.msg);
-  }
-  arkcos_plan_destroy(p);
-  arkcos_options_default(&o);
-  o.backend = ARKCOS_BACKEND_GPU;
-  err.code = 0;
-  p = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &o, &err);
   CHECK(nranks == 1 || (!p && err.code == ARKCOS_ENODEV), "gpu over %d ranks: %s", nranks, err.msg);
   arkcos_plan_destroy(p);
   arkcos_kernel_destroy(k);
@@ -228,14 +247,18 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   const mcase cases[] = {
-      {"gauss nside 32", 32, ARKCOS_KERNEL_GAUSSIAN, 2.8, 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 0},
-      {"gauss nside 64 cached", 64, ARKCOS_KERNEL_GAUSSIAN, 3.5, 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 1, 0},
-      {"tophat 9deg nside 24", 24, ARKCOS_KERNEL_TOPHAT, 0, 9.1, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 0},
-      {"tophat 4deg nside 48 cached", 48, ARKCOS_KERNEL_TOPHAT, 0, 4.1, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 1, 0},
-      {"gauss nside 32 paper", 32, ARKCOS_KERNEL_GAUSSIAN, 3, 0, ARKCOS_MODE_PAPER, ARKCOS_DOUBLE, 0, 0},
-      {"gauss nside 32 single", 32, ARKCOS_KERNEL_GAUSSIAN, 3, 0, ARKCOS_MODE_ENHANCED, ARKCOS_SINGLE, 0, 0},
-      {"gauss nside 32 accuracy", 32, ARKCOS_KERNEL_GAUSSIAN, 3, 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 1e-6},
-      {"tophat 20deg ecp", 0, ARKCOS_KERNEL_TOPHAT, 0, 20.3, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 0},
+      {"gauss nside 32", 32, ARKCOS_KERNEL_GAUSSIAN, 2.8, 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 0, 0},
+      {"gauss nside 64 cached", 64, ARKCOS_KERNEL_GAUSSIAN, 3.5, 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 1, 0, 0},
+      {"tophat 9deg nside 24", 24, ARKCOS_KERNEL_TOPHAT, 0, 9.1, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 0, 0},
+      {"tophat 4deg nside 48 cached", 48, ARKCOS_KERNEL_TOPHAT, 0, 4.1, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 1, 0, 0},
+      {"gauss nside 32 paper", 32, ARKCOS_KERNEL_GAUSSIAN, 3, 0, ARKCOS_MODE_PAPER, ARKCOS_DOUBLE, 0, 0, 0},
+      {"gauss nside 32 single", 32, ARKCOS_KERNEL_GAUSSIAN, 3, 0, ARKCOS_MODE_ENHANCED, ARKCOS_SINGLE, 0, 0, 0},
+      {"gauss nside 32 accuracy", 32, ARKCOS_KERNEL_GAUSSIAN, 3, 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 1e-6, 0},
+      {"tophat 20deg ecp", 0, ARKCOS_KERNEL_TOPHAT, 0, 20.3, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 0, 0},
+      {"spin 2 gauss nside 32", 32, ARKCOS_KERNEL_GAUSSIAN, 2.8, 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 0, 2},
+      {"spin 2 tophat 6deg nside 48", 48, ARKCOS_KERNEL_TOPHAT, 0, 6.1, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 0,
+       2},
+      {"spin 2 gauss 8 px nside 24", 24, ARKCOS_KERNEL_GAUSSIAN, 8, 0, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0, 0, 2},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) run_case(&cases[c]);
   refusals();
