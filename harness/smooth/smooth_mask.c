@@ -140,18 +140,24 @@ void mask_file_report(const mask_opts *o, int has_mask, const char *path, const 
                       const arkcos_smoother *sm, int pol_q, int pol_u) {
   arkcos_smoother_report last;
   arkcos_smoother_last(sm, &last);
+  arkcos_smoother_map_report *rep = calloc((size_t)last.nmaps + 1, sizeof *rep);
+  if (!rep) return;
+  for (int c = 0; c < last.nmaps; c++) arkcos_smoother_last_map(sm, c, &rep[c]);
+  mask_file_report_of(o, has_mask, path, h, &last, rep, pol_q, pol_u);
+  free(rep);
+}
+
+void mask_file_report_of(const mask_opts *o, int has_mask, const char *path, const hpx_header *h,
+                         const arkcos_smoother_report *lastp, const arkcos_smoother_map_report *rep, int pol_q,
+                         int pol_u) {
+  const arkcos_smoother_report last = *lastp;
   int active = has_mask;
-  for (int c = 0; c < last.nmaps; c++) {
-    arkcos_smoother_map_report r;
-    arkcos_smoother_last_map(sm, c, &r);
-    active |= r.missing > 0;
-  }
+  for (int c = 0; c < last.nmaps; c++) active |= rep[c].missing > 0;
   if (!active) return;
   const int zero = o->mode == MASK_MODE_ZERO;
   int64_t nmissing = 0;
   for (int c = 0; c < last.nmaps; c++) {
-    arkcos_smoother_map_report r;
-    arkcos_smoother_last_map(sm, c, &r);
+    const arkcos_smoother_map_report r = rep[c];
     char buf[HPX_NAME_LEN];
     nmissing += r.missing;
     fprintf(stderr, "arkcos smooth: %s: %s: %lld of %lld pixels missing (UNSEEN/NaN), ",

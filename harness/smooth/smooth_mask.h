@@ -85,6 +85,11 @@ int64_t mask_file_excluded(const arkcos_smoother *sm, int ncols);
  * a note. Nothing for a file without missing pixels and without --mask. */
 void mask_file_report(const mask_opts *o, int has_mask, const char *path, const hpx_header *h,
                       const arkcos_smoother *sm, int pol_q, int pol_u);
+/* The same from a report made elsewhere (one map over MPI ranks, hmpi.h):
+ * last->nmaps columns, rep[c] per column. */
+void mask_file_report_of(const mask_opts *o, int has_mask, const char *path, const hpx_header *h,
+                         const arkcos_smoother_report *last, const arkcos_smoother_map_report *rep, int pol_q,
+                         int pol_u);
 
 /* The columns to write: the ncols smoothed ones, then with --write-weight
  * A(w) (weights[c], per column) as WEIGHT (one column when all columns share
