@@ -9,9 +9,13 @@
 #  2. many maps: `mpirun -n N arkcos smooth a.fits b.fits ... OUT/` writes
 #     files identical (cmp) to those of the plain single-process binary;
 #  3. one map over ranks (a single input, or --mpi-split): RING, NESTED,
-#     float32 (each rank reads and writes its own band), UNSEEN pixels, I Q U
+#     float32, UNSEEN pixels (each rank reads and writes its own band), I Q U
 #     (rank 0 reads and writes the whole map), identical to one process for
-#     N = 2..4;
+#     N = 2..4; missing pixels, --mask (0/1, fractional, NESTED, UNSEEN in
+#     it), --mask-mode zero, --min-weight, --write-weight, --normalize with
+#     point quadrature, band-wise over 2 and 3 ranks: the same bytes, the
+#     same report on stderr, the band path taken (ARKCOS_MPI_TIMES); partial
+#     sky, a masked Q, U pair and --accuracy with A(1) whole, the same bytes;
 #  4. failures: a bad input (exit 2) and a truncated one that fails while
 #     being read on one rank (exit 1): every rank stops, the message once;
 #  5. sweeps: `mpirun -n N arkcos run configs/ci/mpi.json` for N = 1..3 records
@@ -84,6 +88,34 @@ hp.write_map(f"{d}/e_iqu.fits", [sky(16), sky(16) - 1, sky(16) - 1], dtype=np.fl
 hp.write_map(f"{d}/f_n16.fits", sky(16), dtype=np.float64)
 hp.write_map(f"{d}/g_two.fits", [sky(32), sky(32)], nest=True, dtype=np.float32, column_names=["A", "B"])
 hp.write_map(f"{d}/../m256.fits", sky(256), dtype=np.float64)
+# missing pixels and masks (not inputs of group 2)
+k = f"{d}/../mk"
+import os; os.makedirs(k, exist_ok=True)
+n = 32; npix = 12 * n * n
+th, ph = hp.pix2ang(n, np.arange(npix))
+m = sky(32); m[rng.integers(0, npix, 300)] = hp.UNSEEN
+m[(th > 1.2) & (th < 1.5) & (ph < 1.0)] = hp.UNSEEN; m[5] = np.nan; m[77] = np.inf
+hp.write_map(f"{k}/holes.fits", m, dtype=np.float64)
+hp.write_map(f"{k}/holes_nest.fits", hp.reorder(m, r2n=True), nest=True, dtype=np.float64)
+b = sky(32); b[rng.integers(0, npix, 200)] = hp.UNSEEN
+hp.write_map(f"{k}/three.fits", [sky(32), b, sky(32)], dtype=np.float32, column_names=["A", "B", "C"])
+hp.write_map(f"{k}/full.fits", sky(32), dtype=np.float64)
+mk = np.ones(npix); mk[th < 0.5] = 0; mk[rng.integers(0, npix, 500)] = 0
+hp.write_map(f"{k}/mask01.fits", mk, dtype=np.float64)
+fr = np.clip(0.5 + 0.5 * np.cos(3 * th) * np.sin(2 * ph), 0, 1); fr[rng.integers(0, npix, 100)] = hp.UNSEEN
+hp.write_map(f"{k}/mask_frac_nest.fits", hp.reorder(fr, r2n=True), nest=True, dtype=np.float32)
+pix = np.arange(npix)
+hp.write_map(f"{k}/partial.fits", np.where(pix % 7 == 0, hp.UNSEEN, sky(32)), partial=True, dtype=np.float64)
+hp.write_map(f"{k}/mask_partial.fits", np.where(pix % 5 == 0, hp.UNSEEN, 0.3 + 0.7 * (pix % 3 == 0)),
+             partial=True, dtype=np.float64)
+hp.write_map(f"{k}/iqu.fits", [sky(32), sky(32) - 1, sky(32) - 1], dtype=np.float64,
+             column_names=["I_STOKES", "Q_STOKES", "U_STOKES"])
+n = 256; npix = 12 * n * n
+th, ph = hp.pix2ang(n, np.arange(npix))
+m = sky(256); m[rng.integers(0, npix, 5000)] = hp.UNSEEN
+hp.write_map(f"{k}/h256.fits", m, dtype=np.float64)
+mk = np.ones(npix); mk[np.abs(th - np.pi / 2) < 0.2] = 0; mk[rng.integers(0, npix, 3000)] = 0.5
+hp.write_map(f"{k}/mask256.fits", mk, dtype=np.float64)
 hp.write_map(f"{d}/../n256.fits", hp.reorder(sky(256), r2n=True), nest=True, dtype=np.float32)
 EOF
 then bad "fixtures (healpy)"; echo "TESTS $pass $fail"; exit 1; fi
@@ -119,6 +151,59 @@ for f in a_ring b_nest c_f32 d_unseen e_iqu g_two; do
     cmp -s "$T/one/$f.fits" "$T/split_${f}_$n.fits" && ok || bad "one map over $n ranks: $f differs"
   done
 done
+# missing pixels, --mask, --write-weight: band-wise (or whole, last column
+# 0) as one process smooths them: the same bytes, the same report lines
+# (the weight maps' time aside) and bad_pixels=, each rank's band timed
+# (ARKCOS_MPI_TIMES prints a line per rank on the band path only)
+MK="$T/mk"
+masked() { # NAME RANKS BANDS(1: band path, 0: whole map) INPUT ARGS...
+  local name=$1 ranks=$2 bands=$3 in=$4; shift 4
+  "$PLAIN" smooth "$MK/$in" "$T/mk_one_$name.fits" "$@" >"$T/mk_one.out" 2>"$T/mk_one.err" ||
+    { bad "masked $name: one process: $(tail -2 "$T/mk_one.err")"; return; }
+  local rep1 bp1; rep1=$(grep "^arkcos smooth" "$T/mk_one.err" | sed 's/ ([0-9.e+-]*s)$//')
+  bp1=$(grep -o "bad_pixels=[0-9]*" "$T/mk_one.out")
+  for n in $ranks; do
+    ARKCOS_MPI_TIMES=1 run "$n" -x ARKCOS_MPI_TIMES "$MPIBIN" smooth "$MK/$in" "$T/mk_${name}_$n.fits" "$@" \
+      >"$T/mk.out" 2>"$T/mk.err"
+    local rc=$? alone; alone=$(grep -o "arkcos: rank [0-9]*/$n alone:" "$T/mk.err" | wc -l)
+    [ $rc -eq 0 ] || { bad "masked $name over $n ranks: exit $rc: $(grep arkcos "$T/mk.err" | tail -2)"; continue; }
+    cmp -s "$T/mk_one_$name.fits" "$T/mk_${name}_$n.fits" && ok || bad "masked $name over $n ranks: the file differs"
+    [ "$(grep "^arkcos smooth" "$T/mk.err" | sed 's/ ([0-9.e+-]*s)$//')" = "$rep1" ] && ok ||
+      bad "masked $name over $n ranks: the report differs: $(grep "^arkcos smooth" "$T/mk.err") / $rep1"
+    [ "$(grep -o "bad_pixels=[0-9]*" "$T/mk.out")" = "$bp1" ] && ok || bad "masked $name over $n ranks: $bp1 against $(grep -o "bad_pixels=[0-9]*" "$T/mk.out")"
+    [ "$alone" = "$([ "$bands" = 1 ] && echo "$n" || echo 0)" ] && ok ||
+      bad "masked $name over $n ranks: $alone ranks smoothed a band (want $([ "$bands" = 1 ] && echo "$n" || echo 0))"
+  done
+}
+masked holes "2 3" 1 holes.fits "${K[@]}"
+masked holes_zero 2 1 holes.fits "${K[@]}" --mask-mode zero
+masked holes_minw "3" 1 holes.fits "${K[@]}" --min-weight 0.8
+masked holes_minw0 2 1 holes.fits "${K[@]}" --min-weight 0
+masked holes_weight 2 1 holes.fits "${K[@]}" --write-weight
+masked holes_wide 2 1 holes.fits --fwhm-arcmin 1000 --threads 1 --write-weight # 9 pixels per FWHM: no A(W) divisor
+masked holes_point 3 1 holes.fits "${K[@]}" --quadrature point --write-weight
+masked three_f32 "2 3" 1 three.fits "${K[@]}" --write-weight # WEIGHT_A, WEIGHT_B, WEIGHT_C
+masked three_mask 2 1 three.fits "${K[@]}" --mask "$MK/mask01.fits" --write-weight
+masked nest_frac "2 3" 1 holes_nest.fits "${K[@]}" --mask "$MK/mask_frac_nest.fits" --write-weight
+masked nest_frac_zero 2 1 holes_nest.fits "${K[@]}" --mask "$MK/mask_frac_nest.fits" --mask-mode zero --write-weight
+masked full_mask 3 1 full.fits "${K[@]}" --mask "$MK/mask01.fits"
+masked full_weight 2 1 full.fits "${K[@]}" --write-weight
+masked point_norm 3 1 three.fits "${K[@]}" --quadrature point --normalize --mask "$MK/mask_frac_nest.fits" --write-weight
+masked point_norm_zero 2 1 three.fits "${K[@]}" --quadrature point --normalize --mask-mode zero --mask "$MK/mask01.fits"
+masked partial 2 0 partial.fits "${K[@]}"
+masked mask_partial 3 0 holes.fits "${K[@]}" --mask "$MK/mask_partial.fits" --write-weight
+masked iqu_mask 2 0 iqu.fits "${K[@]}" --mask "$MK/mask_frac_nest.fits"
+masked accuracy 2 0 holes.fits "${K[@]}" --accuracy 1e-6 --mask "$MK/mask01.fits"
+masked accuracy_wide 2 1 holes.fits --fwhm-arcmin 1000 --threads 1 --accuracy 1e-6 --write-weight # no A(1): bands
+# masked at nside 256 over 3 ranks: rank 0 holds neither the whole map nor the whole mask
+"$PLAIN" smooth "$MK/h256.fits" "$T/h256_one.fits" --fwhm-arcmin 40 --threads 1 -q --mask "$MK/mask256.fits" --write-weight \
+  >/dev/null 2>&1
+run 3 "$PYTHON" tests/peak_rss.py "$T/mrss.%r" "$MPIBIN" smooth "$MK/h256.fits" "$T/h256_3.fits" --fwhm-arcmin 40 \
+  --threads 1 -q --mask "$MK/mask256.fits" --write-weight >"$T/h256.log" 2>&1 && cmp -s "$T/h256_one.fits" "$T/h256_3.fits" &&
+  ok || bad "masked nside 256 over 3 ranks differs: $(tail -3 "$T/h256.log")"
+r0=$(awk '{print $1}' "$T/mrss.0" 2>/dev/null); r1=$(awk '{print $1}' "$T/mrss.1" 2>/dev/null); r2=$(awk '{print $1}' "$T/mrss.2" 2>/dev/null)
+[ -n "$r0" ] && [ -n "$r1" ] && [ -n "$r2" ] && check_le "masked nside 256, 3 ranks: rank 0's peak / the other ranks' largest" \
+  "$("$PYTHON" -c "print(round($r0 / max($r1, $r2), 3))")" 1.2 || bad "masked: no peak memory per rank"
 # NESTED at nside 256: each rank reads and writes only the blocks of 32 x 32 pixels its band meets
 "$PLAIN" smooth "$T/n256.fits" "$T/n256_one.fits" --fwhm-arcmin 40 --threads 1 -q >/dev/null 2>&1
 for n in 3 5; do

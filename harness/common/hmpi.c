@@ -176,6 +176,8 @@ typedef struct {
   int force;        /* OP_FILE: --force */
   int weighted;     /* OP_PLAN: the rings carry arkcos_healpix_ring_weights */
   int normalize;    /* OP_FILE: out divided by the smoothing of 1 (A(W) with weighted rings) */
+  int masked, zero, share, write_weight; /* OP_FILE: hmpi_mask (the mask's file follows) */
+  double min_weight;
 } split_cmd;
 
 static arkcos_plan *split_plan; /* rank 0's current split plan (hmpi_split_file) */
@@ -227,23 +229,48 @@ static int agree_all(int rc, arkcos_error *err) {
   return e.code;
 }
 
+/* smoother_mask.c's tests: a missing value (healpy's mask_bad; the band
+ * reader makes them NaN already), and the floor of A(w) in normalize mode */
+#define BAND_UNSEEN_TOL (1e-8 + 1e-5 * 1.6375e30)
+#define BAND_WEIGHT_FLOOR 1e-12
+static int band_missing(double x) { return !isfinite(x) || fabs(x - ARKCOS_UNSEEN) <= BAND_UNSEEN_TOL; }
+
+/* The output runs' pixels of the band: local index i = lofs[q] + j */
+#define FOR_OWN(i, so, lofs, no)                                             \
+  for (int q_ = 0; q_ < (no); q_++)                                          \
+    for (int64_t i = (lofs)[q_], e_ = (lofs)[q_] + (so)[q_].b - (so)[q_].a; i < e_; i++)
+
+/* Column c's name as the output has it (smooth_mask.c's column_name). */
+static const char *band_column_name(const hpx_header *h, int c, char *buf, size_t len) {
+  if (h->cols && h->cols[c].name[0]) return h->cols[c].name;
+  return hpx_standard_column_name(h->ncols, c, buf, len);
+}
+
 /* One file, every rank its own band (hmpi_split_file): the band and halo
  * of each column read from in, smoothed with band-local maps, the band's
  * pixels written in place into the output's temporary file, which rank 0
- * created (the header) and renames once every rank succeeded. */
+ * created (the header) and renames once every rank succeeded. Missing
+ * pixels, the mask and the weights as smoother_mask.c does them (hmpi.h). */
 static int band_file(arkcos_plan *p, const char *in, const char *out, int force, int normalize,
-                     hmpi_file_stats *st, arkcos_error *err) {
+                     const hmpi_mask *mk, hmpi_file_stats *st, arkcos_error *err) {
   const int r = world_rank();
-  hpx_header h = {0};
+  hpx_header h = {0}, mh = {0};
   const arkcos_mpi_segment *si = NULL, *so = NULL;
-  int ni = 0, no = 0, ncols = 0;
-  double **maps = NULL, *y = NULL;
-  int64_t *lofs = NULL, len = 0, nbad = 0;
+  int ni = 0, no = 0, ncols = 0, whole = 0;
+  double **maps = NULL, *y = NULL, *mw = NULL;
+  int64_t *lofs = NULL, len = 0;
   double t0 = MPI_Wtime();
+  const int masked = mk->file != NULL;
   int rc = !p ? arkcos_fail(err, ARKCOS_EINVAL, "%s: rank %d holds no plan", in, r)
            : hpx_read_header(in, &h, err);
+  if (!rc && masked) rc = hpx_read_header(mk->file, &mh, err);
   if (!rc) rc = arkcos_plan_mpi_segments(p, 0, &si, &ni, err);
   if (!rc) rc = arkcos_plan_mpi_segments(p, 1, &so, &no, err);
+  /* partial-sky maps are read whole (mapio.h) */
+  if (!rc) whole = h.explicit_index || (masked && mh.explicit_index) ||
+                   (h.ncols > HMPI_MAX_COLS && (masked || mk->write_weight));
+  rc = agree_all(rc, err);
+  if (!rc && hmpi_max(whole)) rc = HMPI_WHOLE_MAP;
   if (!rc) {
     for (int k = 0; k < ni; k++) len += si[k].b - si[k].a;
     ncols = h.ncols;
@@ -259,38 +286,104 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
     while (k < ni && si[k].b <= so[q].a) base += si[k].b - si[k].a, k++;
     lofs[q] = base + (so[q].a - si[k].a);
   }
-  /* every column's band and halo; a missing or out-of-range pixel anywhere
-   * sends the file to the whole-map path (its weights span the sphere) */
+  /* the mask's band and halo: UNSEEN and NaN weigh 0 (its values were
+   * checked by the command: in [0, 1]) */
+  if (!rc && masked) {
+    int64_t nb = 0;
+    if (!(mw = malloc(sizeof *mw * (size_t)(len + 1))))
+      rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory for its band", in, r);
+    else rc = hpx_read_column_runs(&mh, 0, (const int64_t *)si, ni, mw, &nb, err);
+    for (int64_t i = 0; !rc && i < len; i++)
+      if (band_missing(mw[i])) mw[i] = 0;
+  }
+  /* every column's band and halo; its missing pixels (NaN as read) counted
+   * on the band's own pixels; a value beyond float range anywhere sends
+   * the file to the whole-map path */
+  int64_t *nmiss = calloc((size_t)ncols + 1, sizeof *nmiss), *nexcl = calloc((size_t)ncols + 1, sizeof *nexcl);
+  if (!rc && (!nmiss || !nexcl)) rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory", in, r);
+  int64_t nrange = 0;
   for (int c = 0; !rc && c < ncols; c++) {
     int64_t nb = 0;
     if (!(maps[c] = malloc(sizeof **maps * (size_t)(len + 1))))
       rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory for its band", in, r);
     else rc = hpx_read_column_runs(&h, c, (const int64_t *)si, ni, maps[c], &nb, err);
-    for (int64_t i = 0; !rc && i < len; i++) nb += !(fabs(maps[c][i]) < 3.4028234663852886e38);
-    nbad += nb;
+    for (int64_t i = 0; !rc && i < len; i++)
+      nrange += !band_missing(maps[c][i]) && !(fabs(maps[c][i]) < 3.4028234663852886e38);
+    if (!rc) {
+      FOR_OWN(i, so, lofs, no) {
+        const int m = band_missing(maps[c][i]);
+        nmiss[c] += m;
+        nexcl[c] += m || (mw && mw[i] == 0);
+      }
+    }
   }
-  rc = agree_all(rc, err);
-  int64_t anybad = 0;
-  MPI_Allreduce(&nbad, &anybad, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  if (rc != HMPI_WHOLE_MAP) rc = agree_all(rc, err);
+  int64_t anyrange = 0;
+  MPI_Allreduce(&nrange, &anyrange, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  if (!rc) {
+    MPI_Allreduce(MPI_IN_PLACE, nmiss, ncols, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, nexcl, ncols, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  }
+  int weighted = masked || mk->write_weight;
+  for (int c = 0; !rc && c < ncols; c++) weighted |= nmiss[c] > 0;
   const double t1 = MPI_Wtime();
+  if (!rc && (anyrange || (weighted && ncols > HMPI_MAX_COLS))) rc = HMPI_WHOLE_MAP;
+  /* the distinct sets of missing pixels over the sphere (find_set): the
+   * columns compared on every rank's own pixels */
+  int *set_of = NULL, *eq = NULL, nsets = 0, nwcols = 0;
+  typedef struct { int first, last, trivial, need; double *aw; } band_set;
+  band_set *sets = NULL;
+  if (!rc && weighted) {
+    set_of = calloc((size_t)ncols, sizeof *set_of);
+    eq = calloc((size_t)ncols * (size_t)ncols, sizeof *eq);
+    sets = calloc((size_t)ncols, sizeof *sets);
+    int ok = set_of && eq && sets, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all) rc = agree_all(arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory", in, r), err);
+    for (int c = 0; !rc && c < ncols; c++)
+      for (int d = 0; d < c; d++) {
+        int same = nmiss[c] == nmiss[d];
+        if (same) FOR_OWN(i, so, lofs, no) {
+            if (band_missing(maps[c][i]) != band_missing(maps[d][i])) {
+              same = 0;
+              break;
+            }
+          }
+        eq[(size_t)c * (size_t)ncols + (size_t)d] = same;
+      }
+    if (!rc) MPI_Allreduce(MPI_IN_PLACE, eq, ncols * ncols, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    for (int c = 0; !rc && c < ncols; c++) {
+      int k = 0;
+      while (k < nsets && !eq[(size_t)c * (size_t)ncols + (size_t)sets[k].first]) k++;
+      if (k == nsets) sets[nsets++] = (band_set){.first = c, .trivial = nmiss[c] == 0 && !masked};
+      set_of[c] = k;
+      sets[k].last = c;
+      sets[k].need |= !sets[k].trivial || mk->write_weight;
+    }
+    nwcols = !mk->write_weight ? 0 : nsets == 1 ? 1 : ncols;
+  }
   char tmp[4096] = "";
   hpx_band_layout L;
   memset(&L, 0, sizeof L);
-  if (!rc && anybad) rc = HMPI_WHOLE_MAP;
   if (!rc) {
     int crc = 0;
     if (r == 0) {
-      hpx_column *cols = calloc((size_t)ncols, sizeof *cols);
+      hpx_column *cols = calloc((size_t)(ncols + nwcols), sizeof *cols);
       for (int c = 0; cols && c < ncols; c++) {
         char buf[HPX_NAME_LEN];
-        const char *name = h.cols && h.cols[c].name[0] ? h.cols[c].name
-                                                       : hpx_standard_column_name(ncols, c, buf, sizeof buf);
-        snprintf(cols[c].name, HPX_NAME_LEN, "%s", name);
+        snprintf(cols[c].name, HPX_NAME_LEN, "%s", band_column_name(&h, c, buf, sizeof buf));
         if (h.cols) snprintf(cols[c].unit, HPX_NAME_LEN, "%s", h.cols[c].unit);
       }
+      for (int k = 0; cols && k < nwcols; k++) { /* mask_file_columns' names */
+        char buf[HPX_NAME_LEN];
+        if (nwcols == 1)
+          snprintf(cols[ncols + k].name, HPX_NAME_LEN, "WEIGHT");
+        else
+          snprintf(cols[ncols + k].name, HPX_NAME_LEN, "WEIGHT_%.60s", band_column_name(&h, k, buf, sizeof buf));
+      }
       crc = !cols ? arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", out)
-                  : hpx_band_create(out, ncols, h.nside, h.nested, h.is_float32, force, cols, h.coordsys, tmp,
-                                    sizeof tmp, &L, err);
+                  : hpx_band_create(out, ncols + nwcols, h.nside, h.nested, h.is_float32, force, cols, h.coordsys,
+                                    tmp, sizeof tmp, &L, err);
       free(cols);
     }
     rc = agree_all(crc, err);
@@ -314,13 +407,14 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
             (long long)b.pixels_out, MPI_Wtime() - a, t.map_fft, t.kernel_eval, t.kernel_fft, t.reduction,
             t.map_ifft);
   }
-  double t_exec = 0, t_write = 0;
+  double t_exec = 0, t_write = 0, t_weight = 0;
+  int nweights = 0;
   arkcos_stage_times sum;
   memset(&sum, 0, sizeof sum);
   int wrc = 0;
-  /* normalize: every output pixel divided by the smoothing of 1 there, the
-   * band's share of the single process's A(1) (A(W) under ring quadrature) */
-  double *nrm = NULL;
+  /* normalize: the band's share of the single process's A(1) (A(W) under
+   * ring quadrature), smoother_mask.c's norm_w */
+  double *nrm = NULL, *wbuf = NULL;
   if (!rc && normalize) {
     double *one = malloc(sizeof *one * (size_t)(len + 1));
     nrm = malloc(sizeof *nrm * (size_t)(len + 1));
@@ -329,9 +423,36 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
     if (!wrc) wrc = arkcos_execute_mpi_local(p, one, nrm, err);
     free(one);
   }
+  /* the threshold and the weights: A(w) / A(W) under ring quadrature */
+  const double *share = mk->share ? nrm : NULL;
+  const double minw = mk->zero ? 0 : mk->min_weight;
+  const int norm_mode = !mk->zero;
+  if (!rc && !wrc && nwcols && !(wbuf = malloc(sizeof *wbuf * (size_t)(len + 1))))
+    wrc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory for its band", in, r);
+  int64_t *unseen = calloc((size_t)ncols + 1, sizeof *unseen);
+  if (!rc && !wrc && !unseen) wrc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory", in, r);
   for (int c = 0; !rc && !wrc && c < ncols; c++) {
+    band_set *w = sets ? &sets[set_of[c]] : NULL;
+    double *x = maps[c];
+    /* A(w) of the column's set, once (smooth_weight) */
+    if (w && w->need && !w->aw) {
+      const double a = MPI_Wtime();
+      if (!(w->aw = malloc(sizeof *w->aw * (size_t)(len + 1)))) {
+        wrc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory for the weight map", in, r);
+        break;
+      }
+      for (int64_t i = 0; i < len; i++) y[i] = band_missing(x[i]) ? 0.0 : mw ? mw[i] : 1.0;
+      wrc = arkcos_execute_mpi_local(p, y, w->aw, err);
+      t_weight += MPI_Wtime() - a;
+      nweights++;
+      if (wrc) break;
+    }
+    /* w m (load_map) */
+    if (w && !w->trivial)
+      for (int64_t i = 0; i < len; i++)
+        x[i] = band_missing(x[i]) || (mw && mw[i] == 0) ? 0.0 : mw ? mw[i] * x[i] : x[i];
     const double a = MPI_Wtime();
-    wrc = arkcos_execute_mpi_local(p, maps[c], y, err);
+    wrc = arkcos_execute_mpi_local(p, x, y, err);
     const double b = MPI_Wtime();
     if (!wrc) {
       arkcos_stage_times t;
@@ -339,9 +460,32 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
       sum.map_fft += t.map_fft, sum.kernel_eval += t.kernel_eval, sum.kernel_fft += t.kernel_fft;
       sum.reduction += t.reduction, sum.map_ifft += t.map_ifft, sum.other += t.other, sum.total += t.total;
       if (st) st->map_time[c < HMPI_MAX_COLS ? c : HMPI_MAX_COLS - 1] = b - a;
-      for (int q = 0; nrm && q < no; q++)
-        for (int64_t i = 0; i < so[q].b - so[q].a; i++) y[lofs[q] + i] /= nrm[lofs[q] + i];
+      if (w && !w->trivial) { /* finish */
+        const double *aw = w->aw;
+        FOR_OWN(i, so, lofs, no) {
+          const double v = aw[i], sh = share ? v / share[i] : v;
+          if ((minw > 0 && sh < minw) || (norm_mode && !(v > BAND_WEIGHT_FLOOR))) {
+            y[i] = ARKCOS_UNSEEN;
+            unseen[c]++;
+          } else if (norm_mode) {
+            y[i] /= v;
+          }
+        }
+      }
+      if (nrm && !(norm_mode && w && !w->trivial)) /* normalize_map */
+        FOR_OWN(i, so, lofs, no) {
+          if (y[i] != ARKCOS_UNSEEN) y[i] /= nrm[i];
+        }
       wrc = hpx_band_write_column(tmp, out, &L, c, (const int64_t *)so, lofs, no, y, err);
+      if (!wrc && nwcols && (nwcols > 1 || c == 0)) { /* store_weight */
+        FOR_OWN(i, so, lofs, no) { wbuf[i] = share ? w->aw[i] / share[i] : w->aw[i]; }
+        wrc = hpx_band_write_column(tmp, out, &L, ncols + (nwcols > 1 ? c : 0), (const int64_t *)so, lofs, no,
+                                    wbuf, err);
+      }
+    }
+    if (w && c == w->last) {
+      free(w->aw);
+      w->aw = NULL;
     }
     free(maps[c]);
     maps[c] = NULL;
@@ -357,6 +501,7 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
     }
     if (!rc) rc = agree_all(frc, err);
   }
+  if (!rc && weighted) MPI_Allreduce(MPI_IN_PLACE, unseen, ncols, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   const double slowest = hmpi_max_double(t_exec); /* the slowest band (collective) */
   if (st) {
     st->t_read = t1 - t0;
@@ -364,26 +509,54 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
     st->t_write = t_write;
     st->stages = sum;
     st->ncols = ncols;
+    st->reported = !rc && weighted;
+    memset(&st->last, 0, sizeof st->last);
+    memset(st->rep, 0, sizeof st->rep);
+    if (st->reported) { /* the engine's report of the whole map */
+      st->last.nmaps = ncols;
+      st->last.nweight_maps = nsets;
+      st->last.weights_smoothed = nweights;
+      st->last.weight_time = t_weight;
+      for (int c = 0; c < ncols; c++)
+        st->rep[c] = (arkcos_smoother_map_report){.missing = nmiss[c], .excluded = nexcl[c], .unseen = unseen[c],
+                                                  .weighted = !sets[set_of[c]].trivial, .weight_map = set_of[c]};
+    }
   }
   for (int c = 0; maps && c < ncols; c++) free(maps[c]);
+  for (int k = 0; sets && k < nsets; k++) free(sets[k].aw);
+  free(sets);
+  free(set_of);
+  free(eq);
+  free(nmiss);
+  free(nexcl);
+  free(unseen);
   free(maps);
+  free(mw);
+  free(wbuf);
   free(nrm);
   free(y);
   free(lofs);
   hpx_header_free(&h);
+  hpx_header_free(&mh);
   return rc;
 }
 
-int hmpi_split_file(const char *in, const char *out, int force, int normalize, hmpi_file_stats *st,
-                    arkcos_error *err) {
+int hmpi_split_file(const char *in, const char *out, int force, int normalize, const hmpi_mask *mask,
+                    hmpi_file_stats *st, arkcos_error *err) {
   if (!mpi_on || hmpi_size() < 2) return HMPI_WHOLE_MAP;
-  split_cmd c = {.op = OP_FILE, .force = force, .normalize = normalize};
+  const hmpi_mask none = {0};
+  if (!mask) mask = &none;
+  split_cmd c = {.op = OP_FILE, .force = force, .normalize = normalize, .masked = mask->file != NULL,
+                 .zero = mask->zero, .min_weight = mask->min_weight, .share = mask->share,
+                 .write_weight = mask->write_weight};
   send_cmd(&c);
   char *a = hmpi_bcast_string(in, 0), *b = hmpi_bcast_string(out, 0);
-  const int rc = a && b ? band_file(split_plan, a, b, force, normalize, st, err)
-                        : arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
+  char *m = hmpi_bcast_string(mask->file ? mask->file : "", 0);
+  const int rc = a && b && m ? band_file(split_plan, a, b, force, normalize, mask, st, err)
+                             : arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
   free(a);
   free(b);
+  free(m);
   return rc;
 }
 
@@ -412,11 +585,13 @@ int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
       arkcos_plan_destroy(p);
       p = NULL;
     } else if (c.op == OP_FILE) {
-      char *in = hmpi_bcast_string("", 0), *out = hmpi_bcast_string("", 0);
-      const int rc = in && out ? band_file(p, in, out, c.force, c.normalize, NULL, &err) : ARKCOS_ENOMEM;
+      char *in = hmpi_bcast_string("", 0), *out = hmpi_bcast_string("", 0), *m = hmpi_bcast_string("", 0);
+      const hmpi_mask mk = {m && m[0] ? m : NULL, c.zero, c.min_weight, c.share, c.write_weight};
+      const int rc = in && out && m ? band_file(p, in, out, c.force, c.normalize, &mk, NULL, &err) : ARKCOS_ENOMEM;
       if (rc && rc != HMPI_WHOLE_MAP) status = 1; /* rank 0 reports it */
       free(in);
       free(out);
+      free(m);
     }
   }
   arkcos_plan_destroy(p);
@@ -464,9 +639,9 @@ int hmpi_split_execute(arkcos_plan *p, const double *in, double *out, arkcos_err
   return ARKCOS_EINVAL;
 }
 void hmpi_split_destroy(arkcos_plan *p) { arkcos_plan_destroy(p); }
-int hmpi_split_file(const char *in, const char *out, int force, int normalize, hmpi_file_stats *st,
-                    arkcos_error *err) {
-  (void)in, (void)out, (void)force, (void)normalize, (void)st, (void)err;
+int hmpi_split_file(const char *in, const char *out, int force, int normalize, const hmpi_mask *mask,
+                    hmpi_file_stats *st, arkcos_error *err) {
+  (void)in, (void)out, (void)force, (void)normalize, (void)mask, (void)st, (void)err;
   return HMPI_WHOLE_MAP;
 }
 void hmpi_split_stop(void) {}

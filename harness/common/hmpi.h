@@ -71,20 +71,41 @@ void hmpi_split_stop(void);
  * plan was made (hmpi_split_plan, for the file's nside); the serving ranks
  * follow. Returns 0, an ARKCOS_E* code (every rank's: the first failing
  * rank's message), or HMPI_WHOLE_MAP where the file needs the whole-map
- * path (a missing pixel: its weights span the sphere; a partial-sky map;
- * not under mpirun): nothing was written then. The caller keeps to files
- * smoothed column by column as they are (no Q, U pair, --mask, --normalize
- * or --write-weight). */
+ * path (a partial-sky map or --mask; a value beyond float range; more
+ * than HMPI_MAX_COLS columns with missing pixels, --mask or --write-weight;
+ * not under mpirun): nothing was written then. The caller keeps to scalar
+ * columns (no Q, U pair).
+ *
+ * Missing pixels (UNSEEN, NaN, inf), a --mask and --write-weight are
+ * smoothed band-wise as the engine's smoother does a whole map
+ * (arkcos/smoother_mask.c), pixel for pixel the same arithmetic, so the
+ * file is bit-identical to one process's: w = 0 where missing or the mask
+ * is 0, the mask (or 1) elsewhere; out = A(w m) / A(w) (normalize) or
+ * A(w m) (zero); UNSEEN where the share of A(w) is below min_weight or, in
+ * normalize mode, A(w) is not above the floor; divided by A(1) (`normalize`)
+ * where the engine does; WEIGHT columns as mask_file_columns lays them
+ * out. Columns with the same missing pixels (over the sphere) share A(w).
+ * st->rep and st->last hold the engine's report of the file (rank 0). */
 #define HMPI_WHOLE_MAP (-1)
 #define HMPI_MAX_COLS 64
+typedef struct hmpi_mask {
+  const char *file;  /* --mask (column 1, any ORDERING; values checked), NULL: none */
+  int zero;          /* --mask-mode zero: out = A(w m) */
+  double min_weight; /* normalize's threshold (0: none) */
+  int share;         /* ring quadrature: the threshold and WEIGHT hold A(w) / A(W) */
+  int write_weight;  /* --write-weight */
+} hmpi_mask;
 typedef struct hmpi_file_stats {
   int ncols;
   double t_read, t_exec, t_write; /* t_exec: the slowest rank's */
   double map_time[HMPI_MAX_COLS]; /* rank 0's execute per column */
   arkcos_stage_times stages;      /* rank 0's, over the columns */
+  int reported;                   /* weights were in play: rep and last hold the report */
+  arkcos_smoother_map_report rep[HMPI_MAX_COLS]; /* per column, over the sphere */
+  arkcos_smoother_report last;    /* nweight_maps, weights_smoothed, weight_time (rank 0's) */
 } hmpi_file_stats;
-int hmpi_split_file(const char *in, const char *out, int force, int normalize, hmpi_file_stats *st,
-                    arkcos_error *err);
+int hmpi_split_file(const char *in, const char *out, int force, int normalize, const hmpi_mask *mask,
+                    hmpi_file_stats *st, arkcos_error *err);
 /* Ranks > 0: serve rank 0's plans and executes until rank 0 stops; the
  * kernel of a plan of nside is kernel_for(ctx, nside), which every rank
  * makes from the same arguments; 0 or an exit status. */

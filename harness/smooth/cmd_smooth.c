@@ -794,23 +794,35 @@ static void pol_union_note(const file_job *job, const arkcos_smoother *lib) {
 static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   file_job job = {.idx = i, .in = s->a->pos[i], .out = s->outs[i], .h = &s->inputs[i], .pol = s->pol[i]};
   const hpx_header *h = job.h;
-  if (s->split && s->a->method == METHOD_ARKCOS && job.pol.q < 0 && !s->a->mask.has_file &&
-      !s->a->mask.write_weight) { /* MPI: each rank its own band (hmpi.h) */
+  if (s->split && s->a->method == METHOD_ARKCOS && job.pol.q < 0) { /* MPI: each rank its own band (hmpi.h) */
     double p0 = s->plan_time, f0 = s->plan_fftw, t0 = s->plan_tables;
     hmpi_file_stats st;
     int rc = ensure_smoothers(s, h->nside, 1, 0, err);
     const int normalize = rc == 0 && arkcos_smoother_divides(s->lib);
-    if (!rc && (rc = hmpi_split_file(job.in, job.out, s->a->force, normalize, &st, err)) != HMPI_WHOLE_MAP) {
+    /* the engine's A(1) under --accuracy is an exact plan's, not the split
+     * plan's; the identity (fwhm 0) makes no plan: both whole */
+    const int bands = !rc && arkcos_smoother_kernel(s->lib, 0) && !(normalize && s->a->accuracy > 0);
+    const mask_opts *mo = &s->a->mask;
+    const hmpi_mask mk = {mo->has_file ? mo->file : NULL, mo->mode == MASK_MODE_ZERO, mo->min_weight,
+                          s->a->quadrature == ARKCOS_QUADRATURE_RING, mo->write_weight};
+    if (bands && (rc = hmpi_split_file(job.in, job.out, s->a->force, normalize, &mk, &st, err)) != HMPI_WHOLE_MAP) {
       if (rc) return rc;
       job.ncols = st.ncols, job.t_read = st.t_read, job.t_exec = st.t_exec, job.t_write = st.t_write;
       job.sum = st.stages, job.plan_time = s->plan_time - p0, job.plan_fftw = s->plan_fftw - f0;
       job.plan_tables = s->plan_tables - t0;
       for (int c = 0; c < st.ncols && !rc; c++) rc = record_map_time(s, st.map_time[c < HMPI_MAX_COLS ? c : 0]);
+      if (st.reported) {
+        job.nbad = 0;
+        for (int c = 0; c < st.ncols; c++) job.nbad += st.rep[c].excluded; /* --mask's zeros too */
+        mask_file_report_of(mo, mo->has_file, job.in, h, &st.last, st.rep, -1, -1);
+      }
       if (!rc) print_summary(s, &job);
       return rc ? arkcos_fail(err, rc, "out of memory") : ARKCOS_OK;
     }
     if (rc && rc != HMPI_WHOLE_MAP) return rc;
   }
+  if (mask_weights_need(&s->mask)) /* the whole-map path: rank 0 holds the mask */
+    return arkcos_fail(err, ARKCOS_EIO, "--mask %s: cannot be read", s->a->mask.file);
   job.t_read = wall_time();
   int rc = hpx_read_columns_missing(h, &job.maps, &job.ncols, &job.nbad, err);
   if (rc) return rc;
@@ -1030,7 +1042,9 @@ static int check_all(smooth_state *s, const char *last, int to_dir,
   for (int i = 0; i < s->ninputs && !status; i++)
     status = check_input(s, i, last, to_dir, err);
   if (!status) status = check_pol_inputs(s);
-  if (!status) status = mask_load(&s->mask, &s->a->mask, s->inputs, s->ninputs);
+  /* one map over ranks: each rank reads its band of the mask itself */
+  const int bands = hmpi_size() > 1 && (s->a->mpi_split || s->ninputs == 1) && s->a->method == METHOD_ARKCOS;
+  if (!status) status = mask_load(&s->mask, &s->a->mask, s->inputs, s->ninputs, !bands);
   if (!status) status = make_kernel(s, err);
   if (!status && s->a->beam.has_file) {
     s->beam_win = calloc((size_t)s->ninputs, sizeof *s->beam_win);

@@ -45,35 +45,83 @@ int mask_opts_finish(mask_opts *o) {
 
 /* ---------------------------------------------------------------- --mask */
 
-/* The mask's values: in [0, 1] (UNSEEN and NaN become 0). Returns 0 or 2. */
-static int check_mask_values(const mask_weights *mw, int64_t nbad) {
-  int64_t nzero = 0, nfrac = 0;
-  for (int64_t p = 0; p < mw->npix; p++) {
-    double v = mw->w[p];
-    if (isnan(v)) {
-      mw->w[p] = 0;
-      v = 0;
-    }
-    if (!(v >= 0 && v <= 1)) {
+/* The mask's values v[0, n), RING pixels p0 ..: NaN (UNSEEN as read) made
+ * 0, in [0, 1]; counted into nzero, nfrac. Returns 0 or 2 (message). */
+static int check_mask_run(const char *path, double *v, int64_t n, int64_t p0, int64_t *nzero, int64_t *nfrac) {
+  for (int64_t i = 0; i < n; i++) {
+    if (isnan(v[i])) v[i] = 0;
+    if (!(v[i] >= 0 && v[i] <= 1)) {
       fprintf(stderr,
               "arkcos smooth: --mask %s: pixel %lld (RING) = %g is outside [0, 1] "
               "(a mask is 0/1 or a weight in [0, 1])\n",
-              mw->path, (long long)p, v);
+              path, (long long)(p0 + i), v[i]);
       return 2;
     }
-    nzero += v == 0;
-    nfrac += v > 0 && v < 1;
+    *nzero += v[i] == 0;
+    *nfrac += v[i] > 0 && v[i] < 1;
   }
-  fprintf(stderr,
-          "arkcos smooth: --mask %s: weight 0 on %lld of %lld pixels (%lld of them "
-          "UNSEEN/NaN), between 0 and 1 on %lld\n",
-          mw->path, (long long)nzero, (long long)mw->npix, (long long)nbad,
-          (long long)nfrac);
   return 0;
 }
 
+static void mask_values_line(const char *path, int64_t nzero, int64_t npix, int64_t nbad, int64_t nfrac) {
+  fprintf(stderr,
+          "arkcos smooth: --mask %s: weight 0 on %lld of %lld pixels (%lld of them "
+          "UNSEEN/NaN), between 0 and 1 on %lld\n",
+          path, (long long)nzero, (long long)npix, (long long)nbad, (long long)nfrac);
+}
+
+/* The whole mask of h into mw->w (RING; NaN made 0, values checked). 0 or
+ * an exit status (message printed when loud). */
+static int read_whole_mask(mask_weights *mw, const hpx_header *h, int loud) {
+  arkcos_error err = {0};
+  double **maps = NULL;
+  int ncols = 1;
+  int64_t nbad = 0, nzero = 0, nfrac = 0;
+  if (hpx_read_columns_missing(h, &maps, &ncols, &nbad, &err)) {
+    fprintf(stderr, "arkcos smooth: --mask: %s\n", err.msg);
+    return exit_status_of(err.code);
+  }
+  mw->w = maps[0];
+  for (int c = 1; c < ncols; c++) free(maps[c]);
+  free(maps);
+  int status = check_mask_run(mw->path, mw->w, mw->npix, 0, &nzero, &nfrac);
+  if (!status && loud) mask_values_line(mw->path, nzero, mw->npix, nbad, nfrac);
+  if (status) {
+    free(mw->w);
+    mw->w = NULL;
+  }
+  return status;
+}
+
+/* The mask checked run by run of RING pixels, never whole in memory. */
+static int check_mask_runs(mask_weights *mw, const hpx_header *h) {
+  const int64_t chunk = (int64_t)1 << 20;
+  double *v = malloc(sizeof *v * (size_t)chunk);
+  if (!v) {
+    fprintf(stderr, "arkcos smooth: --mask %s: out of memory\n", mw->path);
+    return 1;
+  }
+  int64_t nbad = 0, nzero = 0, nfrac = 0;
+  int status = 0;
+  for (int64_t p0 = 0; p0 < h->npix && !status; p0 += chunk) {
+    const int64_t run[2] = {p0, p0 + chunk < h->npix ? p0 + chunk : h->npix};
+    int64_t nb = 0;
+    arkcos_error err = {0};
+    if (hpx_read_column_runs(h, 0, run, 1, v, &nb, &err)) {
+      fprintf(stderr, "arkcos smooth: --mask: %s\n", err.msg);
+      status = exit_status_of(err.code);
+      break;
+    }
+    nbad += nb;
+    status = check_mask_run(mw->path, v, run[1] - run[0], p0, &nzero, &nfrac);
+  }
+  free(v);
+  if (!status) mask_values_line(mw->path, nzero, mw->npix, nbad, nfrac);
+  return status;
+}
+
 int mask_load(mask_weights *mw, const mask_opts *o, const hpx_header *inputs,
-              int ninputs) {
+              int ninputs, int keep) {
   memset(mw, 0, sizeof *mw);
   if (!o->file) return 0;
   arkcos_error err = {0};
@@ -94,22 +142,27 @@ int mask_load(mask_weights *mw, const mask_opts *o, const hpx_header *inputs,
   if (!status && h.ncols > 1)
     fprintf(stderr, "arkcos smooth: note: --mask %s: %d columns; the first (%s) is the mask\n",
             o->file, h.ncols, h.cols[0].name[0] ? h.cols[0].name : "unnamed");
-  double **maps = NULL;
-  int ncols = 1;
-  int64_t nbad = 0;
-  if (!status && hpx_read_columns_missing(&h, &maps, &ncols, &nbad, &err)) {
-    fprintf(stderr, "arkcos smooth: --mask: %s\n", err.msg);
-    status = exit_status_of(err.code);
-  }
   if (!status) {
     mw->path = o->file;
     mw->nside = h.nside;
     mw->npix = h.npix;
-    mw->w = maps[0];
-    free(maps);
-    status = check_mask_values(mw, nbad);
+    /* a partial-sky mask is read whole (it lists its pixels) */
+    status = keep || h.explicit_index ? read_whole_mask(mw, &h, 1) : check_mask_runs(mw, &h);
     if (status) mask_weights_free(mw);
   }
+  hpx_header_free(&h);
+  return status;
+}
+
+int mask_weights_need(mask_weights *mw) {
+  if (!mw->path || mw->w) return 0;
+  arkcos_error err = {0};
+  hpx_header h;
+  if (hpx_read_header(mw->path, &h, &err)) {
+    fprintf(stderr, "arkcos smooth: --mask: %s\n", err.msg);
+    return exit_status_of(err.code);
+  }
+  const int status = read_whole_mask(mw, &h, 0);
   hpx_header_free(&h);
   return status;
 }
@@ -140,18 +193,24 @@ void mask_file_report(const mask_opts *o, int has_mask, const char *path, const 
                       const arkcos_smoother *sm, int pol_q, int pol_u) {
   arkcos_smoother_report last;
   arkcos_smoother_last(sm, &last);
+  arkcos_smoother_map_report *rep = calloc((size_t)last.nmaps + 1, sizeof *rep);
+  if (!rep) return;
+  for (int c = 0; c < last.nmaps; c++) arkcos_smoother_last_map(sm, c, &rep[c]);
+  mask_file_report_of(o, has_mask, path, h, &last, rep, pol_q, pol_u);
+  free(rep);
+}
+
+void mask_file_report_of(const mask_opts *o, int has_mask, const char *path, const hpx_header *h,
+                         const arkcos_smoother_report *lastp, const arkcos_smoother_map_report *rep, int pol_q,
+                         int pol_u) {
+  const arkcos_smoother_report last = *lastp;
   int active = has_mask;
-  for (int c = 0; c < last.nmaps; c++) {
-    arkcos_smoother_map_report r;
-    arkcos_smoother_last_map(sm, c, &r);
-    active |= r.missing > 0;
-  }
+  for (int c = 0; c < last.nmaps; c++) active |= rep[c].missing > 0;
   if (!active) return;
   const int zero = o->mode == MASK_MODE_ZERO;
   int64_t nmissing = 0;
   for (int c = 0; c < last.nmaps; c++) {
-    arkcos_smoother_map_report r;
-    arkcos_smoother_last_map(sm, c, &r);
+    const arkcos_smoother_map_report r = rep[c];
     char buf[HPX_NAME_LEN];
     nmissing += r.missing;
     fprintf(stderr, "arkcos smooth: %s: %s: %lld of %lld pixels missing (UNSEEN/NaN), ",

@@ -70,9 +70,15 @@ typedef struct mask_weights {
 
 /* Reads and checks --mask (if given) against the inputs' headers: same
  * NSIDE as every input, values in [0, 1] (UNSEEN and NaN count as 0).
- * Returns 0 or an exit status (message printed). */
+ * keep: mw->w holds the weights; else (one map over MPI ranks, whose ranks
+ * read their bands of the mask themselves) the mask is checked in runs of
+ * pixels and mw->w stays NULL until mask_weights_need (a partial-sky mask
+ * is held all the same). Returns 0 or an exit status (message printed). */
 int mask_load(mask_weights *mw, const mask_opts *o, const hpx_header *inputs,
-              int ninputs);
+              int ninputs, int keep);
+/* mw->w read when a mask was given and is not held (mask_load's keep 0):
+ * 0 or an exit status (message printed). */
+int mask_weights_need(mask_weights *mw);
 void mask_weights_free(mask_weights *mw);
 
 /* After arkcos_smoother_execute on a file's ncols columns: the pixels left
@@ -85,6 +91,11 @@ int64_t mask_file_excluded(const arkcos_smoother *sm, int ncols);
  * a note. Nothing for a file without missing pixels and without --mask. */
 void mask_file_report(const mask_opts *o, int has_mask, const char *path, const hpx_header *h,
                       const arkcos_smoother *sm, int pol_q, int pol_u);
+/* The same from a report made elsewhere (one map over MPI ranks, hmpi.h):
+ * last->nmaps columns, rep[c] per column. */
+void mask_file_report_of(const mask_opts *o, int has_mask, const char *path, const hpx_header *h,
+                         const arkcos_smoother_report *last, const arkcos_smoother_map_report *rep, int pol_q,
+                         int pol_u);
 
 /* The columns to write: the ncols smoothed ones, then with --write-weight
  * A(w) (weights[c], per column) as WEIGHT (one column when all columns share

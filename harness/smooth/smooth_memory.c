@@ -6,7 +6,8 @@
  *         outputs, (ncols + 1) x 8 npix bytes at the peak (each input column
  *         is freed once smoothed), 2 x 8 npix more with --mask (the weights
  *         and their smoothing); a rank that serves a band holds its band and
- *         halo (arkcos_estimate.maps);
+ *         halo (arkcos_estimate.maps), and with --mask the mask's band and
+ *         A(w) there;
  *   plan: arkcos_plan_estimate_rank (the band's tables, spectra, cached
  *         kernel spectra and workspace), plus the whole spin-2 plan where Q
  *         and U are smoothed (by one process, rank 0 in a split run).
@@ -58,16 +59,18 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
   arkcos_estimate e;
   int rc = arkcos_plan_estimate_rank(g, w->k0 ? w->k0 : k, &w->o0, bands ? rank : 0, bands ? nranks : 1, &e, err);
   /* whole files: one process, or rank 0 where a file takes the whole-map
-   * path (Q, U as spin 2, --mask); else each rank reads its band (hmpi.h) */
-  const int reads = !bands || (rank == 0 && (w->spin2 || w->masked));
+   * path (Q, U as spin 2; --mask with an accuracy, whose A(1) is an exact
+   * plan's); else each rank reads its band (hmpi.h) */
+  const int reads = !bands || (rank == 0 && (w->spin2 || (w->masked && w->normalize && w->o0.accuracy > 0)));
   if (!rc) {
     row->band = bands ? e.band : -1;
     row->rings = e.rings_out;
     row->out_px = (long long)e.pixels_out;
     row->halo_px = (long long)e.halo_pixels;
+    /* band and halo: the columns, an output, A(W) and ones; with --mask
+     * the mask's band and A(w) */
     row->maps = reads ? 8 * npix * (w->maxcols + 1 + 2 * w->masked + w->normalize)
-                : 8 * (double)e.pixels_in * (w->maxcols + 1 + 2 * w->normalize); /* band and halo: the columns,
-                                                                                 * an output, A(W) and ones */
+                : 8 * (double)e.pixels_in * (w->maxcols + 1 + 2 * w->normalize + 2 * w->masked);
     row->tables = e.tables;
     row->spectra = e.spectra;
     row->other = e.kernel_spectra + e.workspace + e.fft;
