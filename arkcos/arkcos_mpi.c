@@ -231,8 +231,10 @@ static int node_memory_check(MPI_Comm comm, const arkcos_geometry *g, const arkc
   return agree(comm, rc, err);
 }
 
-arkcos_plan *arkcos_plan_create_mpi(MPI_Comm comm, const arkcos_geometry *g, const arkcos_kernel *k,
-                                    const arkcos_options *o, arkcos_error *err) {
+/* arkcos_plan_create_mpi, with the bands cut at cut[] (NULL: by the plan's
+ * own cost model) */
+static arkcos_plan *create_mpi(MPI_Comm comm, const arkcos_geometry *g, const arkcos_kernel *k,
+                               const arkcos_options *o, const int *cut, arkcos_error *err) {
   arkcos_error local = {0, ""};
   if (!err) err = &local;
   int rank, size;
@@ -242,7 +244,7 @@ arkcos_plan *arkcos_plan_create_mpi(MPI_Comm comm, const arkcos_geometry *g, con
   /* rank 0 plans first (its FFTW plans measured, or taken from the wisdom
    * file); then every other rank plans with rank 0's wisdom */
   arkcos_plan *p = NULL;
-  if (rank == 0) p = arkcos_plan_create_part(g, k, o, 0, size, err); /* the band at the equator */
+  if (rank == 0) p = arkcos_plan_create_part_cut(g, k, o, 0, size, cut, err); /* the band at the equator */
   if (agree(comm, p ? ARKCOS_OK : err->code, err)) {
     arkcos_plan_destroy(p);
     return NULL;
@@ -251,7 +253,7 @@ arkcos_plan *arkcos_plan_create_mpi(MPI_Comm comm, const arkcos_geometry *g, con
     arkcos_plan_destroy(p);
     return NULL;
   }
-  if (rank != 0) p = arkcos_plan_create_part(g, k, o, rank, size, err);
+  if (rank != 0) p = arkcos_plan_create_part_cut(g, k, o, rank, size, cut, err);
   mpi_state *m = p ? calloc(1, sizeof *m) : NULL;
   int rc = p ? (m ? ARKCOS_OK : arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory")) : err->code;
   if (m) {
@@ -270,6 +272,28 @@ arkcos_plan *arkcos_plan_create_mpi(MPI_Comm comm, const arkcos_geometry *g, con
   MPI_Allreduce(&p->bound, &m->bound, 1, MPI_DOUBLE, MPI_MAX, m->comm);
   p->bound = m->bound; /* arkcos_plan_bound: the whole map's */
   p->bytes += (size_t)(m->pix_in + m->pix_out) * sizeof(double); /* the band's resident maps */
+  return p;
+}
+
+arkcos_plan *arkcos_plan_create_mpi(MPI_Comm comm, const arkcos_geometry *g, const arkcos_kernel *k,
+                                    const arkcos_options *o, arkcos_error *err) {
+  return create_mpi(comm, g, k, o, NULL, err);
+}
+
+arkcos_plan *arkcos_plan_create_mpi_as(MPI_Comm comm, const arkcos_geometry *g, const arkcos_kernel *k,
+                                       const arkcos_options *o, const arkcos_plan *like, arkcos_error *err) {
+  int size, rc = ARKCOS_OK;
+  MPI_Comm_size(comm, &size);
+  int *cut = malloc(sizeof *cut * (size_t)(size + 1));
+  if (!cut) rc = arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  else if (!like || !like->mpi || ((const mpi_state *)like->mpi)->size != size || !g ||
+           like->geom->nrings != g->nrings || like->geom->npix != g->npix)
+    rc = arkcos_fail(err, ARKCOS_EINVAL, "plan: the plan whose bands to take is not an MPI plan of this "
+                                         "geometry over these ranks");
+  else arkcos_plan_split(like, size, cut);
+  arkcos_plan *p = NULL;
+  if (!agree(comm, rc, err)) p = create_mpi(comm, g, k, o, cut, err);
+  free(cut);
   return p;
 }
 

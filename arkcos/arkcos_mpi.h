@@ -54,6 +54,14 @@ arkcos_plan *arkcos_plan_create_mpi(MPI_Comm comm, const arkcos_geometry *g,
                                     const arkcos_kernel *k,
                                     const arkcos_options *o, arkcos_error *err);
 
+/* The same, with the bands of `like` (a plan of arkcos_plan_create_mpi of
+ * the same geometry over the same ranks): every rank computes the same
+ * output rings in both, so that a scalar and a spin-2 plan of one file
+ * share their output pixels (the halos follow each kernel). */
+arkcos_plan *arkcos_plan_create_mpi_as(MPI_Comm comm, const arkcos_geometry *g,
+                                       const arkcos_kernel *k, const arkcos_options *o,
+                                       const arkcos_plan *like, arkcos_error *err);
+
 /* Collective. in and out: whole maps (g->npix values) on rank 0, ignored
  * (may be NULL) elsewhere. Rank 0's out receives every band. Stage times
  * (arkcos_plan_stages) are the rank's own, with the sends and receives in

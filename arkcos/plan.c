@@ -45,6 +45,7 @@ static void plan_free(arkcos_plan *p) {
   free(p->jhi);
   free(p->mirror);
   free(p->task);
+  free(p->cut);
   free(p->sin_theta);
   free(p);
 }
@@ -376,6 +377,10 @@ static double task_cost(const arkcos_plan *p, int t) {
 /* Bands of about equal modelled cost (ARKCOS_MPI_BANDS=pixels: of equal
  * output pixels, as before the cost model) */
 void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first) {
+  if (p->cut && p->ncut == nparts) {
+    memcpy(first, p->cut, sizeof *first * (size_t)(nparts + 1));
+    return;
+  }
   const char *how = getenv("ARKCOS_MPI_BANDS");
   split_by(p, nparts, first, how && !strcmp(how, "pixels") ? task_pixels : task_cost);
 }
@@ -648,8 +653,8 @@ static int plan_memory_check(const arkcos_plan *p, int rank, int nranks, arkcos_
  * would, but with the direct tables' budget of the band holding the most),
  * and the band's task range: rank `rank` of `nranks` computes band
  * arkcos_band_of_rank. */
-static arkcos_plan *plan_prepare(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
-                                 int rank, int nranks, arkcos_error *err) {
+static arkcos_plan *plan_prepare_cut(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                                     int rank, int nranks, const int *cut, arkcos_error *err) {
   if (!g || !k) {
     arkcos_fail(err, ARKCOS_EINVAL, "plan: geometry and kernel are required");
     return NULL;
@@ -674,6 +679,17 @@ static arkcos_plan *plan_prepare(const arkcos_geometry *g, const arkcos_kernel *
    * which needs the paths */
   split_by(p, nranks, first, task_pixels);
   if (plan_paths(p, first, nranks, err)) goto fail;
+  if (cut) { /* another plan's bands: the same tasks (they follow from the geometry) */
+    int ok = cut[0] == 0 && cut[nranks] == p->ntasks;
+    for (int r = 0; ok && r < nranks; r++) ok = cut[r] <= cut[r + 1];
+    if (!ok || !(p->cut = malloc(sizeof *p->cut * (size_t)(nranks + 1)))) {
+      arkcos_fail(err, ok ? ARKCOS_ENOMEM : ARKCOS_EINVAL, ok ? "plan: out of memory"
+                  : "plan: the bands given are not a split of this plan's %d tasks", p->ntasks);
+      goto fail;
+    }
+    memcpy(p->cut, cut, sizeof *p->cut * (size_t)(nranks + 1));
+    p->ncut = nranks;
+  }
   arkcos_plan_split(p, nranks, first);
   const int band = arkcos_band_of_rank(rank, nranks);
   p->task_lo = first[band];
@@ -684,6 +700,11 @@ fail:
   free(first);
   arkcos_plan_destroy(p);
   return NULL;
+}
+
+static arkcos_plan *plan_prepare(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                                 int rank, int nranks, arkcos_error *err) {
+  return plan_prepare_cut(g, k, o, rank, nranks, NULL, err);
 }
 
 double arkcos_plan_estimate(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
@@ -782,9 +803,15 @@ int arkcos_plan_check(const arkcos_geometry *g, const arkcos_kernel *k, const ar
  * other than 0 (arkcos_mpi.c holds them). */
 arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kernel *k,
                                      const arkcos_options *o, int rank, int nranks, arkcos_error *err) {
+  return arkcos_plan_create_part_cut(g, k, o, rank, nranks, NULL, err);
+}
+
+arkcos_plan *arkcos_plan_create_part_cut(const arkcos_geometry *g, const arkcos_kernel *k,
+                                         const arkcos_options *o, int rank, int nranks, const int *cut,
+                                         arkcos_error *err) {
   const double t0 = wall_seconds();
   if (plan_floor_check(g, nranks, err)) return NULL;
-  arkcos_plan *p = plan_prepare(g, k, o, rank, nranks, err);
+  arkcos_plan *p = plan_prepare_cut(g, k, o, rank, nranks, cut, err);
   if (!p) return NULL;
   if (plan_memory_check(p, rank, nranks, err) || create_backend(p, err)) {
     arkcos_plan_destroy(p);

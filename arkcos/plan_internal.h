@@ -33,6 +33,9 @@ struct arkcos_plan {
    * output rings stay untouched and whose input is read only on the rings
    * the band's pairs reach (ring_needed) */
   int task_lo, task_hi;
+  int *cut, ncut;            /* a band plan made with another plan's bands
+                              * (arkcos_plan_create_mpi_as): its ncut + 1 task
+                              * boundaries, which arkcos_plan_split returns */
   double *sin_theta;         /* per ring */
   arkcos_stage_times last;
   arkcos_plan_times setup;   /* arkcos_plan_setup_times */
@@ -63,9 +66,16 @@ struct arkcos_plan {
  * arkcos_plan_create. */
 arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kernel *k,
                                      const arkcos_options *o, int rank, int nranks, arkcos_error *err);
+/* The same with the bands given: task boundaries cut[0..nranks] (0 = cut[0]
+ * <= cut[1] <= ... <= cut[nranks] = the plan's tasks; those of another
+ * plan of the same geometry, arkcos_plan_split), kept by the plan. */
+arkcos_plan *arkcos_plan_create_part_cut(const arkcos_geometry *g, const arkcos_kernel *k,
+                                         const arkcos_options *o, int rank, int nranks, const int *cut,
+                                         arkcos_error *err);
 /* Tasks split into nparts contiguous ranges balanced by modelled cost
- * (arkcos_plan_task_cost; ARKCOS_MPI_BANDS=pixels: by output pixels):
- * part r computes tasks [first[r], first[r + 1]); first has nparts + 1. */
+ * (arkcos_plan_task_cost; ARKCOS_MPI_BANDS=pixels: by output pixels), or
+ * the plan's given bands (cut): part r computes tasks [first[r],
+ * first[r + 1]); first has nparts + 1. */
 void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first);
 /* Task t's modelled seconds per map at one thread: direct sums, Fourier
  * pairs, ring FFTs (plan.c, the band cost model) */

@@ -225,6 +225,66 @@ done:
   arkcos_geometry_destroy(g);
 }
 
+/* arkcos_plan_create_mpi_as: a spin-2 plan of another kernel with the
+ * bands of a scalar plan: the same output runs on every rank (the halos
+ * are each kernel's), Q and U bit for bit one process's; a plan that is
+ * not an MPI plan of the geometry is refused on every rank */
+static void bands_as(void) {
+  arkcos_geometry *g = arkcos_geometry_healpix(32, NULL);
+  const double pix = sqrt(4 * 3.14159265358979323846 / (double)g->npix);
+  arkcos_kernel_spec ks = {.type = ARKCOS_KERNEL_GAUSSIAN, .fwhm = 3.5 * pix, .cutoff_rel = 1e-13};
+  arkcos_kernel *k0 = arkcos_kernel_create(&ks, NULL);
+  ks.cutoff_rel = 1e-5;
+  arkcos_kernel *k2 = arkcos_kernel_create(&ks, NULL);
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  o.threads = 1;
+  arkcos_error err = {0, ""};
+  arkcos_plan *p0 = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k0, &o, &err);
+  o.spin = 2;
+  arkcos_plan *p2 = p0 ? arkcos_plan_create_mpi_as(MPI_COMM_WORLD, g, k2, &o, p0, &err) : NULL;
+  CHECK(p0 && p2, "bands as another plan's: %s", err.msg);
+  if (p0 && p2) {
+    const arkcos_mpi_segment *a = NULL, *b = NULL;
+    int na = 0, nb = 0, same = 1;
+    arkcos_plan_mpi_segments(p0, 1, &a, &na, NULL);
+    arkcos_plan_mpi_segments(p2, 1, &b, &nb, NULL);
+    same = na == nb;
+    for (int q = 0; same && q < na; q++) same = a[q].a == b[q].a && a[q].b == b[q].b;
+    CHECK(same, "rank %d of %d: the spin-2 plan's output runs are the scalar plan's", rank, nranks);
+    const int64_t n = g->npix;
+    double *q = NULL, *u = NULL, *rq = NULL, *ru = NULL, *oq = NULL, *ou = NULL;
+    if (rank == 0) {
+      rng_state = 99;
+      q = random_map(n);
+      u = random_map(n);
+      rq = malloc(sizeof(double) * (size_t)n), ru = malloc(sizeof(double) * (size_t)n);
+      oq = malloc(sizeof(double) * (size_t)n), ou = malloc(sizeof(double) * (size_t)n);
+      arkcos_plan *one = arkcos_plan_create(g, k2, &o, NULL);
+      CHECK(one && arkcos_execute_spin2(one, q, u, rq, ru, NULL) == 0, "bands as: one-process plan");
+      arkcos_plan_destroy(one);
+    }
+    CHECK(arkcos_execute2_mpi(p2, q, u, oq, ou, &err) == 0, "bands as: execute: %s", err.msg);
+    if (rank == 0) {
+      int64_t diff = 0;
+      for (int64_t x = 0; x < n; x++) diff += memcmp(&oq[x], &rq[x], 8) != 0 || memcmp(&ou[x], &ru[x], 8) != 0;
+      CHECK(diff == 0, "bands as: %lld of %lld pixels differ from one process (%d ranks)", (long long)diff,
+            (long long)n, nranks);
+    }
+    free(q), free(u), free(rq), free(ru), free(oq), free(ou);
+  }
+  arkcos_plan_destroy(p2);
+  err.code = 0;
+  arkcos_plan *bad = arkcos_plan_create_mpi_as(MPI_COMM_WORLD, g, k2, &o, NULL, &err);
+  CHECK(!bad && err.code == ARKCOS_EINVAL, "bands as no plan: refused on rank %d: %s", rank, err.msg);
+  arkcos_plan_destroy(bad);
+  arkcos_plan_destroy(p0);
+  arkcos_kernel_destroy(k0);
+  arkcos_kernel_destroy(k2);
+  arkcos_geometry_destroy(g);
+}
+
 /* A GPU plan split over ranks is refused on every rank */
 static void refusals(void) {
   arkcos_geometry *g = arkcos_geometry_healpix(8, NULL);
@@ -262,6 +322,7 @@ int main(int argc, char **argv) {
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) run_case(&cases[c]);
   refusals();
+  bands_as();
   int f = tl_failed, p = tl_passed, ftot = 0, ptot = 0;
   MPI_Reduce(&f, &ftot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
   MPI_Reduce(&p, &ptot, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);

@@ -9,8 +9,8 @@
 #  2. many maps: `mpirun -n N arkcos smooth a.fits b.fits ... OUT/` writes
 #     files identical (cmp) to those of the plain single-process binary;
 #  3. one map over ranks (a single input, or --mpi-split): RING, NESTED,
-#     float32, UNSEEN pixels (each rank reads and writes its own band), I Q U
-#     (rank 0 reads and writes the whole map), identical to one process for
+#     float32, UNSEEN pixels, I Q U (each rank reads and writes its own band;
+#     Q and U with the spin-2 plan), identical to one process for
 #     N = 2..4; missing pixels, --mask (0/1, fractional, NESTED, UNSEEN in
 #     it), --mask-mode zero, --min-weight, --write-weight, --normalize with
 #     point quadrature, band-wise over 2 and 3 ranks: the same bytes, the
@@ -110,6 +110,10 @@ hp.write_map(f"{k}/mask_partial.fits", np.where(pix % 5 == 0, hp.UNSEEN, 0.3 + 0
              partial=True, dtype=np.float64)
 hp.write_map(f"{k}/iqu.fits", [sky(32), sky(32) - 1, sky(32) - 1], dtype=np.float64,
              column_names=["I_STOKES", "Q_STOKES", "U_STOKES"])
+hp.write_map(f"{k}/qu.fits", [sky(32) - 1, sky(32) - 1], dtype=np.float64, column_names=["Q_STOKES", "U_STOKES"])
+hp.write_map(f"{k}/iqu_nest.fits", [hp.reorder(sky(32), r2n=True) for _ in range(3)], nest=True, dtype=np.float32)
+q = sky(32); q[rng.integers(0, npix, 50)] = hp.UNSEEN
+hp.write_map(f"{k}/iqu_holes.fits", [sky(32), q, sky(32)], dtype=np.float64)
 n = 256; npix = 12 * n * n
 th, ph = hp.pix2ang(n, np.arange(npix))
 m = sky(256); m[rng.integers(0, npix, 5000)] = hp.UNSEEN
@@ -193,6 +197,14 @@ masked point_norm_zero 2 1 three.fits "${K[@]}" --quadrature point --normalize -
 masked partial 2 0 partial.fits "${K[@]}"
 masked mask_partial 3 0 holes.fits "${K[@]}" --mask "$MK/mask_partial.fits" --write-weight
 masked iqu_mask 2 0 iqu.fits "${K[@]}" --mask "$MK/mask_frac_nest.fits"
+# Q and U as spin 2 band-wise (complete maps): the spin-2 plan has the
+# scalar plan's bands (arkcos_plan_create_mpi_as), its own halo
+masked iqu "2 3 4" 1 iqu.fits "${K[@]}"
+masked iqu_wide 2 1 iqu.fits --fwhm-arcmin 1000 --threads 1 # 9 pixels per FWHM: no A(W) divisor
+masked iqu_point_norm 3 1 iqu.fits "${K[@]}" --quadrature point --normalize
+masked qu_pol "2 3" 1 qu.fits "${K[@]}" --pol
+masked iqu_nest_f32 "2 3" 1 iqu_nest.fits "${K[@]}"
+masked iqu_holes 2 0 iqu_holes.fits "${K[@]}" # Q's holes make P's: the whole-map path
 masked accuracy 2 0 holes.fits "${K[@]}" --accuracy 1e-6 --mask "$MK/mask01.fits"
 masked accuracy_wide 2 1 holes.fits --fwhm-arcmin 1000 --threads 1 --accuracy 1e-6 --write-weight # no A(1): bands
 # masked at nside 256 over 3 ranks: rank 0 holds neither the whole map nor the whole mask

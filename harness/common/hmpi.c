@@ -178,9 +178,15 @@ typedef struct {
   int normalize;    /* OP_FILE: out divided by the smoothing of 1 (A(W) with weighted rings) */
   int masked, zero, share, write_weight; /* OP_FILE: hmpi_mask (the mask's file follows) */
   double min_weight;
+  int pol_q, pol_u; /* OP_FILE: the Q and U columns smoothed as spin 2 (-1: none) */
+  int like0;        /* OP_PLAN, spin 2: with the bands of the scalar plan of the same nside */
 } split_cmd;
 
-static arkcos_plan *split_plan; /* rank 0's current split plan (hmpi_split_file) */
+/* rank 0's current split plans (hmpi_split_file), scalar and spin 2, and
+ * their nside */
+static arkcos_plan *split_plan[2];
+static int64_t split_nside[2];
+static int slot(int spin) { return spin == 2; }
 
 static void send_cmd(split_cmd *c) { MPI_Bcast(c, (int)sizeof *c, MPI_BYTE, 0, MPI_COMM_WORLD); }
 
@@ -190,9 +196,15 @@ arkcos_plan *hmpi_split_plan(const arkcos_geometry *g, const arkcos_kernel *k, c
   /* the smoother's ring quadrature weights the rings (arkcos_smoother_spec):
    * the other ranks weight theirs alike */
   c.weighted = g->nrings > 0 && fabs(g->rings[0].weight * (double)g->npix / (4 * M_PI) - 1) > 1e-6;
+  /* a spin-2 plan takes the scalar plan's bands: a file's Q, U and its
+   * other columns then have the same output pixels on every rank */
+  c.like0 = o->spin == 2 && split_plan[0] && split_nside[0] == g->nside;
   send_cmd(&c);
-  split_plan = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, o, err);
-  return split_plan;
+  const int k2 = slot(o->spin);
+  split_plan[k2] = c.like0 ? arkcos_plan_create_mpi_as(MPI_COMM_WORLD, g, k, o, split_plan[0], err)
+                           : arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, o, err);
+  split_nside[k2] = split_plan[k2] ? g->nside : 0;
+  return split_plan[k2];
 }
 
 int hmpi_split_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
@@ -201,11 +213,20 @@ int hmpi_split_execute(arkcos_plan *p, const double *in, double *out, arkcos_err
   return arkcos_execute_mpi(p, in, out, err);
 }
 
+int hmpi_split_execute2(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
+                        arkcos_error *err) {
+  split_cmd c = {.op = OP_EXEC};
+  c.o.spin = 2;
+  send_cmd(&c);
+  return arkcos_execute2_mpi(p, q, u, q_out, u_out, err);
+}
+
 void hmpi_split_destroy(arkcos_plan *p) {
   if (!p) return;
   split_cmd c = {.op = OP_DESTROY};
+  c.o.spin = arkcos_plan_spin(p);
   send_cmd(&c);
-  if (p == split_plan) split_plan = NULL;
+  if (p == split_plan[slot(c.o.spin)]) split_plan[slot(c.o.spin)] = NULL;
   arkcos_plan_destroy(p);
 }
 
@@ -246,13 +267,74 @@ static const char *band_column_name(const hpx_header *h, int c, char *buf, size_
   return hpx_standard_column_name(h->ncols, c, buf, len);
 }
 
+/* The output runs' local positions in a band-local map of the input runs */
+static void local_offsets(const arkcos_mpi_segment *si, int ni, const arkcos_mpi_segment *so, int no, int64_t *lofs) {
+  for (int q = 0; q < no; q++) {
+    int64_t base = 0;
+    int k = 0;
+    while (k < ni && si[k].b <= so[q].a) base += si[k].b - si[k].a, k++;
+    lofs[q] = base + (so[q].a - si[k].a);
+  }
+}
+
+/* Whether the spin-2 plan p2 has the output runs so[0..no) of the scalar
+ * plan (arkcos_plan_create_mpi_as made it so) */
+static int same_outputs(const arkcos_plan *p2, const arkcos_mpi_segment *so, int no) {
+  const arkcos_mpi_segment *s2 = NULL;
+  int n2 = 0;
+  if (!p2 || arkcos_plan_mpi_segments(p2, 1, &s2, &n2, NULL) || n2 != no) return 0;
+  for (int q = 0; q < no; q++)
+    if (s2[q].a != so[q].a || s2[q].b != so[q].b) return 0;
+  return 1;
+}
+
+/* The Q, U pair (columns cq, cu) of a file without weights: read at the
+ * spin-2 plan's band and halo (its kernel's), smoothed by it, divided by
+ * the scalar plan's A(1) where the engine divides (smoother_mask.c's
+ * normalize_map; nrm at the scalar band's positions lofs0, the same output
+ * pixels), both columns written. */
+static int band_pair(arkcos_plan *p2, const hpx_header *h, int cq, int cu, const double *nrm, const int64_t *lofs0,
+                     const char *tmp, const char *out, const hpx_band_layout *L, arkcos_error *err) {
+  const arkcos_mpi_segment *si = NULL, *so = NULL;
+  int ni = 0, no = 0;
+  int rc = arkcos_plan_mpi_segments(p2, 0, &si, &ni, err);
+  if (!rc) rc = arkcos_plan_mpi_segments(p2, 1, &so, &no, err);
+  if (rc) return rc;
+  int64_t len = 0, nb = 0;
+  for (int k = 0; k < ni; k++) len += si[k].b - si[k].a;
+  double *buf = malloc(sizeof *buf * 4 * (size_t)(len + 1));
+  int64_t *lofs = malloc(sizeof *lofs * (size_t)(no + 1));
+  if (!buf || !lofs) rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the band of Q and U", out);
+  double *q = buf, *u = q + len + 1, *yq = u + len + 1, *yu = yq + len + 1;
+  if (!rc) rc = hpx_read_column_runs(h, cq, (const int64_t *)si, ni, q, &nb, err);
+  if (!rc) rc = hpx_read_column_runs(h, cu, (const int64_t *)si, ni, u, &nb, err);
+  if (!rc) {
+    local_offsets(si, ni, so, no, lofs);
+    rc = arkcos_execute2_mpi_local(p2, q, u, yq, yu, err);
+  }
+  for (int k = 0; !rc && nrm && k < no; k++)
+    for (int64_t j = 0; j < so[k].b - so[k].a; j++) {
+      const double a = nrm[lofs0[k] + j];
+      if (yq[lofs[k] + j] != ARKCOS_UNSEEN) yq[lofs[k] + j] /= a;
+      if (yu[lofs[k] + j] != ARKCOS_UNSEEN) yu[lofs[k] + j] /= a;
+    }
+  if (!rc) rc = hpx_band_write_column(tmp, out, L, cq, (const int64_t *)so, lofs, no, yq, err);
+  if (!rc) rc = hpx_band_write_column(tmp, out, L, cu, (const int64_t *)so, lofs, no, yu, err);
+  free(buf);
+  free(lofs);
+  return rc;
+}
+
 /* One file, every rank its own band (hmpi_split_file): the band and halo
  * of each column read from in, smoothed with band-local maps, the band's
  * pixels written in place into the output's temporary file, which rank 0
  * created (the header) and renames once every rank succeeded. Missing
- * pixels, the mask and the weights as smoother_mask.c does them (hmpi.h). */
-static int band_file(arkcos_plan *p, const char *in, const char *out, int force, int normalize,
-                     const hmpi_mask *mk, hmpi_file_stats *st, arkcos_error *err) {
+ * pixels, the mask and the weights as smoother_mask.c does them (hmpi.h);
+ * a Q, U pair (columns pq, pu; -1: none) with the spin-2 plan p2 where no
+ * weights are in play. Long: the steps share the band's buffers and every
+ * rank must take each collective step in the same order. */
+static int band_file(arkcos_plan *p, arkcos_plan *p2, int pq, int pu, const char *in, const char *out, int force,
+                     int normalize, const hmpi_mask *mk, hmpi_file_stats *st, arkcos_error *err) {
   const int r = world_rank();
   hpx_header h = {0}, mh = {0};
   const arkcos_mpi_segment *si = NULL, *so = NULL;
@@ -280,12 +362,7 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
     if (!maps || !y || !lofs) rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory for its band", in, r);
   }
   /* an output run's local position: inside one input run */
-  for (int q = 0; !rc && q < no; q++) {
-    int64_t base = 0;
-    int k = 0;
-    while (k < ni && si[k].b <= so[q].a) base += si[k].b - si[k].a, k++;
-    lofs[q] = base + (so[q].a - si[k].a);
-  }
+  if (!rc) local_offsets(si, ni, so, no, lofs);
   /* the mask's band and halo: UNSEEN and NaN weigh 0 (its values were
    * checked by the command: in [0, 1]) */
   if (!rc && masked) {
@@ -328,6 +405,10 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
   for (int c = 0; !rc && c < ncols; c++) weighted |= nmiss[c] > 0;
   const double t1 = MPI_Wtime();
   if (!rc && (anyrange || (weighted && ncols > HMPI_MAX_COLS))) rc = HMPI_WHOLE_MAP;
+  /* Q and U with weights (their union of missing pixels, S0(w) for both)
+   * take the whole-map path */
+  if (!rc && pq >= 0 && (weighted || pq >= ncols || pu >= ncols || pq == pu || hmpi_max(!same_outputs(p2, so, no))))
+    rc = HMPI_WHOLE_MAP;
   /* the distinct sets of missing pixels over the sphere (find_set): the
    * columns compared on every rank's own pixels */
   int *set_of = NULL, *eq = NULL, nsets = 0, nwcols = 0;
@@ -432,6 +513,24 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
   int64_t *unseen = calloc((size_t)ncols + 1, sizeof *unseen);
   if (!rc && !wrc && !unseen) wrc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory", in, r);
   for (int c = 0; !rc && !wrc && c < ncols; c++) {
+    if (pq >= 0 && (c == pq || c == pu)) { /* the pair, at the later of its columns */
+      if (c != (pq > pu ? pq : pu)) continue;
+      free(maps[pq]); /* read again at the spin-2 plan's band and halo */
+      free(maps[pu]);
+      maps[pq] = maps[pu] = NULL;
+      const double a = MPI_Wtime();
+      wrc = band_pair(p2, &h, pq, pu, nrm, lofs, tmp, out, &L, err);
+      const double b = MPI_Wtime();
+      arkcos_stage_times t;
+      arkcos_plan_stages(p2, &t);
+      sum.map_fft += t.map_fft, sum.kernel_eval += t.kernel_eval, sum.kernel_fft += t.kernel_fft;
+      sum.reduction += t.reduction, sum.map_ifft += t.map_ifft, sum.other += t.other, sum.total += t.total;
+      if (st) /* half the pair's time each, as the whole-map path counts them */
+        st->map_time[pq < HMPI_MAX_COLS ? pq : HMPI_MAX_COLS - 1] =
+            st->map_time[pu < HMPI_MAX_COLS ? pu : HMPI_MAX_COLS - 1] = (b - a) / 2;
+      t_exec += b - a;
+      continue;
+    }
     band_set *w = sets ? &sets[set_of[c]] : NULL;
     double *x = maps[c];
     /* A(w) of the column's set, once (smooth_weight) */
@@ -541,18 +640,18 @@ static int band_file(arkcos_plan *p, const char *in, const char *out, int force,
   return rc;
 }
 
-int hmpi_split_file(const char *in, const char *out, int force, int normalize, const hmpi_mask *mask,
-                    hmpi_file_stats *st, arkcos_error *err) {
+int hmpi_split_file(const char *in, const char *out, int pol_q, int pol_u, int force, int normalize,
+                    const hmpi_mask *mask, hmpi_file_stats *st, arkcos_error *err) {
   if (!mpi_on || hmpi_size() < 2) return HMPI_WHOLE_MAP;
   const hmpi_mask none = {0};
   if (!mask) mask = &none;
   split_cmd c = {.op = OP_FILE, .force = force, .normalize = normalize, .masked = mask->file != NULL,
                  .zero = mask->zero, .min_weight = mask->min_weight, .share = mask->share,
-                 .write_weight = mask->write_weight};
+                 .write_weight = mask->write_weight, .pol_q = pol_q, .pol_u = pol_u};
   send_cmd(&c);
   char *a = hmpi_bcast_string(in, 0), *b = hmpi_bcast_string(out, 0);
   char *m = hmpi_bcast_string(mask->file ? mask->file : "", 0);
-  const int rc = a && b && m ? band_file(split_plan, a, b, force, normalize, mask, st, err)
+  const int rc = a && b && m ? band_file(split_plan[0], split_plan[1], pol_q, pol_u, a, b, force, normalize, mask, st, err)
                              : arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
   free(a);
   free(b);
@@ -561,41 +660,47 @@ int hmpi_split_file(const char *in, const char *out, int force, int normalize, c
 }
 
 int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
-  arkcos_plan *p = NULL;
-  arkcos_geometry *g = NULL;
+  arkcos_plan *p[2] = {NULL, NULL}; /* scalar, spin 2 (slot) */
   int status = 0;
   for (;;) {
     split_cmd c;
     send_cmd(&c);
     arkcos_error err = {0, ""};
+    const int k2 = slot(c.o.spin);
     if (c.op == OP_STOP) break;
     if (c.op == OP_PLAN) {
-      arkcos_plan_destroy(p); /* a failed plan's retry (no DESTROY came) */
-      arkcos_geometry_destroy(g);
-      g = arkcos_geometry_healpix(c.nside, &err);
+      arkcos_plan_destroy(p[k2]); /* a failed plan's retry (no DESTROY came) */
+      arkcos_geometry *g = arkcos_geometry_healpix(c.nside, &err);
       double *w = g && c.weighted ? malloc(sizeof *w * (size_t)g->nrings) : NULL;
       if (w && !arkcos_healpix_ring_weights(c.nside, w))
         for (int i = 0; i < g->nrings; i++) g->rings[i].weight *= w[i];
       free(w);
-      const arkcos_kernel *k = kernel_for(ctx, c.nside); /* NULL fails in the collective create too */
-      p = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &c.o, &err); /* collective: g NULL fails in it */
+      const arkcos_kernel *k = kernel_for(ctx, c.nside, c.o.spin); /* NULL fails in the collective create too */
+      /* collective: g NULL fails in it */
+      p[k2] = c.like0 ? arkcos_plan_create_mpi_as(MPI_COMM_WORLD, g, k, &c.o, p[0], &err)
+                      : arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &c.o, &err);
+      arkcos_geometry_destroy(g); /* the plan keeps a copy */
     } else if (c.op == OP_EXEC) {
-      if (arkcos_execute_mpi(p, NULL, NULL, &err)) status = 1; /* rank 0 reports it */
+      const int rc = k2 ? arkcos_execute2_mpi(p[1], NULL, NULL, NULL, NULL, &err)
+                        : arkcos_execute_mpi(p[0], NULL, NULL, &err);
+      if (rc) status = 1; /* rank 0 reports it */
     } else if (c.op == OP_DESTROY) {
-      arkcos_plan_destroy(p);
-      p = NULL;
+      arkcos_plan_destroy(p[k2]);
+      p[k2] = NULL;
     } else if (c.op == OP_FILE) {
       char *in = hmpi_bcast_string("", 0), *out = hmpi_bcast_string("", 0), *m = hmpi_bcast_string("", 0);
       const hmpi_mask mk = {m && m[0] ? m : NULL, c.zero, c.min_weight, c.share, c.write_weight};
-      const int rc = in && out && m ? band_file(p, in, out, c.force, c.normalize, &mk, NULL, &err) : ARKCOS_ENOMEM;
+      const int rc = in && out && m ? band_file(p[0], p[1], c.pol_q, c.pol_u, in, out, c.force, c.normalize, &mk,
+                                                NULL, &err)
+                                    : ARKCOS_ENOMEM;
       if (rc && rc != HMPI_WHOLE_MAP) status = 1; /* rank 0 reports it */
       free(in);
       free(out);
       free(m);
     }
   }
-  arkcos_plan_destroy(p);
-  arkcos_geometry_destroy(g);
+  arkcos_plan_destroy(p[0]);
+  arkcos_plan_destroy(p[1]);
   return status;
 }
 
@@ -638,10 +743,16 @@ int hmpi_split_execute(arkcos_plan *p, const double *in, double *out, arkcos_err
   no_mpi(err);
   return ARKCOS_EINVAL;
 }
+int hmpi_split_execute2(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
+                        arkcos_error *err) {
+  (void)p, (void)q, (void)u, (void)q_out, (void)u_out;
+  no_mpi(err);
+  return ARKCOS_EINVAL;
+}
 void hmpi_split_destroy(arkcos_plan *p) { arkcos_plan_destroy(p); }
-int hmpi_split_file(const char *in, const char *out, int force, int normalize, const hmpi_mask *mask,
-                    hmpi_file_stats *st, arkcos_error *err) {
-  (void)in, (void)out, (void)force, (void)normalize, (void)mask, (void)st, (void)err;
+int hmpi_split_file(const char *in, const char *out, int pol_q, int pol_u, int force, int normalize,
+                    const hmpi_mask *mask, hmpi_file_stats *st, arkcos_error *err) {
+  (void)in, (void)out, (void)pol_q, (void)pol_u, (void)force, (void)normalize, (void)mask, (void)st, (void)err;
   return HMPI_WHOLE_MAP;
 }
 void hmpi_split_stop(void) {}

@@ -59,6 +59,9 @@ int hmpi_share_wisdom(arkcos_error *err);
 arkcos_plan *hmpi_split_plan(const arkcos_geometry *g, const arkcos_kernel *k,
                              const arkcos_options *o, arkcos_error *err);
 int hmpi_split_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err);
+/* A spin-2 split plan's Q and U (arkcos_execute2_mpi: whole maps on rank 0) */
+int hmpi_split_execute2(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
+                        arkcos_error *err);
 void hmpi_split_destroy(arkcos_plan *p);
 void hmpi_split_stop(void);
 /* One file over all ranks, each rank its own band (parallel I/O, docs/MPI.md):
@@ -73,8 +76,10 @@ void hmpi_split_stop(void);
  * rank's message), or HMPI_WHOLE_MAP where the file needs the whole-map
  * path (a partial-sky map or --mask; a value beyond float range; more
  * than HMPI_MAX_COLS columns with missing pixels, --mask or --write-weight;
- * not under mpirun): nothing was written then. The caller keeps to scalar
- * columns (no Q, U pair).
+ * not under mpirun; a Q, U pair with weights in play): nothing was written
+ * then. Columns pol_q and pol_u (-1: none) are Stokes Q and U, smoothed as
+ * one spin-2 field with rank 0's spin-2 split plan (made before, as the
+ * scalar one, which every file needs: A(1) is the scalar plan's).
  *
  * Missing pixels (UNSEEN, NaN, inf), a --mask and --write-weight are
  * smoothed band-wise as the engine's smoother does a whole map
@@ -104,12 +109,13 @@ typedef struct hmpi_file_stats {
   arkcos_smoother_map_report rep[HMPI_MAX_COLS]; /* per column, over the sphere */
   arkcos_smoother_report last;    /* nweight_maps, weights_smoothed, weight_time (rank 0's) */
 } hmpi_file_stats;
-int hmpi_split_file(const char *in, const char *out, int force, int normalize, const hmpi_mask *mask,
-                    hmpi_file_stats *st, arkcos_error *err);
+int hmpi_split_file(const char *in, const char *out, int pol_q, int pol_u, int force, int normalize,
+                    const hmpi_mask *mask, hmpi_file_stats *st, arkcos_error *err);
 /* Ranks > 0: serve rank 0's plans and executes until rank 0 stops; the
- * kernel of a plan of nside is kernel_for(ctx, nside), which every rank
- * makes from the same arguments; 0 or an exit status. */
-typedef const arkcos_kernel *(*hmpi_kernel_fn)(void *ctx, int64_t nside);
+ * kernel of a plan of nside and spin (0, 2) is kernel_for(ctx, nside,
+ * spin), which every rank makes from the same arguments; 0 or an exit
+ * status. */
+typedef const arkcos_kernel *(*hmpi_kernel_fn)(void *ctx, int64_t nside, int spin);
 int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx);
 
 #endif

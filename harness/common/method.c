@@ -180,7 +180,8 @@ int smoother_apply_spin2(smoother *sm, const double *q, const double *u, double 
     return arkcos_fail(err, ARKCOS_EINVAL, "smoother: this smoother is scalar (made without spin 2)");
   switch (s->kind) {
   case METHOD_ARKCOS:
-    return arkcos_execute_spin2(sm->plan, q, u, q_out, u_out, err);
+    return s->mpi_split ? hmpi_split_execute2(sm->plan, q, u, q_out, u_out, err)
+                        : arkcos_execute_spin2(sm->plan, q, u, q_out, u_out, err);
   case METHOD_DIRECT:
     return ref_direct_sum_spin2(sm->g, sm->k, q, u, q_out, u_out, NULL, 0, s->threads, err);
   case METHOD_FSHT:

@@ -40,7 +40,7 @@ typedef struct method_spec {
   int threads;                 /* every method: OpenMP threads (<= 0: the default) */
   int lmax, iter;              /* METHOD_FSHT: band limit and Jacobi iterations */
   const double *ring_weights;  /* METHOD_FSHT: per-ring factors or NULL (borrowed) */
-  int mpi_split;               /* METHOD_ARKCOS, spin 0: one map over the MPI ranks
+  int mpi_split;               /* METHOD_ARKCOS, spin 0 or 2: one map over the MPI ranks
                                 * (hmpi.h; rank 0 calls, the others serve) */
 } method_spec;
 

@@ -452,7 +452,7 @@ static void method_spec_for(const smooth_state *s, int64_t nside, int spin, meth
   m->threads = (int)a->threads;
   m->lmax = a->has_lmax ? (int)a->lmax : (int)(3 * nside - 1);
   m->iter = (int)a->iter;
-  m->mpi_split = s->split && spin == 0 && a->method == METHOD_ARKCOS;
+  m->mpi_split = s->split && a->method == METHOD_ARKCOS;
 }
 
 /* -v: a smoother's a-priori bound against the direct sum, on its own
@@ -794,10 +794,10 @@ static void pol_union_note(const file_job *job, const arkcos_smoother *lib) {
 static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   file_job job = {.idx = i, .in = s->a->pos[i], .out = s->outs[i], .h = &s->inputs[i], .pol = s->pol[i]};
   const hpx_header *h = job.h;
-  if (s->split && s->a->method == METHOD_ARKCOS && job.pol.q < 0) { /* MPI: each rank its own band (hmpi.h) */
+  if (s->split && s->a->method == METHOD_ARKCOS) { /* MPI: each rank its own band (hmpi.h) */
     double p0 = s->plan_time, f0 = s->plan_fftw, t0 = s->plan_tables;
     hmpi_file_stats st;
-    int rc = ensure_smoothers(s, h->nside, 1, 0, err);
+    int rc = ensure_smoothers(s, h->nside, 1, job.pol.q >= 0, err);
     const int normalize = rc == 0 && arkcos_smoother_divides(s->lib);
     /* the engine's A(1) under --accuracy is an exact plan's, not the split
      * plan's; the identity (fwhm 0) makes no plan: both whole */
@@ -805,7 +805,8 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
     const mask_opts *mo = &s->a->mask;
     const hmpi_mask mk = {mo->has_file ? mo->file : NULL, mo->mode == MASK_MODE_ZERO, mo->min_weight,
                           s->a->quadrature == ARKCOS_QUADRATURE_RING, mo->write_weight};
-    if (bands && (rc = hmpi_split_file(job.in, job.out, s->a->force, normalize, &mk, &st, err)) != HMPI_WHOLE_MAP) {
+    if (bands && (rc = hmpi_split_file(job.in, job.out, job.pol.q, job.pol.u, s->a->force, normalize, &mk, &st,
+                                       err)) != HMPI_WHOLE_MAP) {
       if (rc) return rc;
       job.ncols = st.ncols, job.t_read = st.t_read, job.t_exec = st.t_exec, job.t_write = st.t_write;
       job.sum = st.stages, job.plan_time = s->plan_time - p0, job.plan_fftw = s->plan_fftw - f0;
@@ -926,10 +927,10 @@ static int check_input(smooth_state *s, int i, const char *last, int to_dir,
   return rc ? rc : check_existing_output(s, i);
 }
 
-/* The serving ranks' kernel of a split plan of nside (scalar) */
-static const arkcos_kernel *split_kernel(void *ctx, int64_t nside) {
+/* The serving ranks' kernel of a split plan of nside and spin */
+static const arkcos_kernel *split_kernel(void *ctx, int64_t nside, int spin) {
   arkcos_error err = {0, ""};
-  return kernel_for((smooth_state *)ctx, nside, 0, &err);
+  return kernel_for((smooth_state *)ctx, nside, spin, &err);
 }
 
 /* The engine smoother's spec of the run (arkcos_smoother_spec, its nside set

@@ -6,11 +6,13 @@
  *         outputs, (ncols + 1) x 8 npix bytes at the peak (each input column
  *         is freed once smoothed), 2 x 8 npix more with --mask (the weights
  *         and their smoothing); a rank that serves a band holds its band and
- *         halo (arkcos_estimate.maps), and with --mask the mask's band and
- *         A(w) there;
+ *         halo (arkcos_estimate.maps), with --mask the mask's band and
+ *         A(w) there, and with Q and U their band and halo at the spin-2
+ *         plan's kernel, in and out;
  *   plan: arkcos_plan_estimate_rank (the band's tables, spectra, cached
- *         kernel spectra and workspace), plus the whole spin-2 plan where Q
- *         and U are smoothed (by one process, rank 0 in a split run).
+ *         kernel spectra and workspace), plus the spin-2 plan's where Q and
+ *         U are smoothed (the whole plan in one process, a band's over
+ *         ranks).
  *
  * and the process itself (PROCESS_BYTES). A rank's need is its largest over the nsides (plans are made per nside
  * and freed before the next). The ranks of a host are summed and compared
@@ -59,9 +61,9 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
   arkcos_estimate e;
   int rc = arkcos_plan_estimate_rank(g, w->k0 ? w->k0 : k, &w->o0, bands ? rank : 0, bands ? nranks : 1, &e, err);
   /* whole files: one process, or rank 0 where a file takes the whole-map
-   * path (Q, U as spin 2; --mask with an accuracy, whose A(1) is an exact
-   * plan's); else each rank reads its band (hmpi.h) */
-  const int reads = !bands || (rank == 0 && (w->spin2 || (w->masked && w->normalize && w->o0.accuracy > 0)));
+   * path (Q, U as spin 2 with a --mask; --mask with an accuracy, whose A(1)
+   * is an exact plan's); else each rank reads its band (hmpi.h) */
+  const int reads = !bands || (rank == 0 && ((w->spin2 && w->masked) || (w->masked && w->normalize && w->o0.accuracy > 0)));
   if (!rc) {
     row->band = bands ? e.band : -1;
     row->rings = e.rings_out;
@@ -76,10 +78,14 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
     row->other = e.kernel_spectra + e.workspace + e.fft;
     row->plan = e.total;
   }
-  if (!rc && w->spin2 && reads) {
-    const double b2 = arkcos_plan_estimate(g, w->k2 ? w->k2 : k, &w->o2, err);
-    if (b2 <= 0) rc = err->code ? err->code : ARKCOS_EINVAL;
-    row->plan += b2;
+  /* the spin-2 plan: a band plan over ranks (with the scalar plan's bands,
+   * estimated here with its own), the whole plan in one process; band-wise,
+   * Q and U are read again at its band and halo with two outputs */
+  if (!rc && w->spin2) {
+    arkcos_estimate e2;
+    rc = arkcos_plan_estimate_rank(g, w->k2 ? w->k2 : k, &w->o2, bands ? rank : 0, bands ? nranks : 1, &e2, err);
+    if (!rc) row->plan += e2.total;
+    if (!rc && !reads) row->maps += 8 * 4 * (double)e2.pixels_in;
   }
   row->total = PROCESS_BYTES + row->maps + row->plan;
   arkcos_geometry_destroy(g);
