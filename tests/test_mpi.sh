@@ -15,7 +15,8 @@
 #     it), --mask-mode zero, --min-weight, --write-weight, --normalize with
 #     point quadrature, band-wise over 2 and 3 ranks: the same bytes, the
 #     same report on stderr, the band path taken (ARKCOS_MPI_TIMES); partial
-#     sky, a masked Q, U pair and --accuracy with A(1) whole, the same bytes;
+#     sky and --accuracy with A(1) whole, the same bytes; Q, U with holes
+#     and masks band-wise (P missing where either is);
 #  4. failures: a bad input (exit 2) and a truncated one that fails while
 #     being read on one rank (exit 1): every rank stops, the message once;
 #  5. sweeps: `mpirun -n N arkcos run configs/ci/mpi.json` for N = 1..3 records
@@ -113,7 +114,9 @@ hp.write_map(f"{k}/iqu.fits", [sky(32), sky(32) - 1, sky(32) - 1], dtype=np.floa
 hp.write_map(f"{k}/qu.fits", [sky(32) - 1, sky(32) - 1], dtype=np.float64, column_names=["Q_STOKES", "U_STOKES"])
 hp.write_map(f"{k}/iqu_nest.fits", [hp.reorder(sky(32), r2n=True) for _ in range(3)], nest=True, dtype=np.float32)
 q = sky(32); q[rng.integers(0, npix, 50)] = hp.UNSEEN
+u = sky(32); u[rng.integers(0, npix, 30)] = np.nan
 hp.write_map(f"{k}/iqu_holes.fits", [sky(32), q, sky(32)], dtype=np.float64)
+hp.write_map(f"{k}/qu_holes.fits", [q, u], dtype=np.float64, column_names=["Q_STOKES", "U_STOKES"])
 n = 256; npix = 12 * n * n
 th, ph = hp.pix2ang(n, np.arange(npix))
 m = sky(256); m[rng.integers(0, npix, 5000)] = hp.UNSEEN
@@ -196,7 +199,7 @@ masked point_norm 3 1 three.fits "${K[@]}" --quadrature point --normalize --mask
 masked point_norm_zero 2 1 three.fits "${K[@]}" --quadrature point --normalize --mask-mode zero --mask "$MK/mask01.fits"
 masked partial 2 0 partial.fits "${K[@]}"
 masked mask_partial 3 0 holes.fits "${K[@]}" --mask "$MK/mask_partial.fits" --write-weight
-masked iqu_mask 2 0 iqu.fits "${K[@]}" --mask "$MK/mask_frac_nest.fits"
+masked iqu_mask "2 3" 1 iqu.fits "${K[@]}" --mask "$MK/mask_frac_nest.fits"
 # Q and U as spin 2 band-wise (complete maps): the spin-2 plan has the
 # scalar plan's bands (arkcos_plan_create_mpi_as), its own halo
 masked iqu "2 3 4" 1 iqu.fits "${K[@]}"
@@ -204,7 +207,13 @@ masked iqu_wide 2 1 iqu.fits --fwhm-arcmin 1000 --threads 1 # 9 pixels per FWHM:
 masked iqu_point_norm 3 1 iqu.fits "${K[@]}" --quadrature point --normalize
 masked qu_pol "2 3" 1 qu.fits "${K[@]}" --pol
 masked iqu_nest_f32 "2 3" 1 iqu_nest.fits "${K[@]}"
-masked iqu_holes 2 0 iqu_holes.fits "${K[@]}" # Q's holes make P's: the whole-map path
+# with holes (Q's make P's: the union, its note) and masks, as one process's smooth_pair
+masked iqu_holes "2 3" 1 iqu_holes.fits "${K[@]}"
+masked iqu_holes_zero 2 1 iqu_holes.fits "${K[@]}" --mask-mode zero --write-weight
+masked iqu_holes_minw 3 1 iqu_holes.fits "${K[@]}" --min-weight 0.8 --write-weight --mask "$MK/mask01.fits"
+masked iqu_holes_wide 2 1 iqu_holes.fits --fwhm-arcmin 1000 --threads 1 --write-weight
+masked qu_holes_pol "2 3" 1 qu_holes.fits "${K[@]}" --pol --write-weight
+masked iqu_holes_point 2 1 iqu_holes.fits "${K[@]}" --quadrature point --normalize --mask "$MK/mask_frac_nest.fits"
 masked accuracy 2 0 holes.fits "${K[@]}" --accuracy 1e-6 --mask "$MK/mask01.fits"
 masked accuracy_wide 2 1 holes.fits --fwhm-arcmin 1000 --threads 1 --accuracy 1e-6 --write-weight # no A(1): bands
 # masked at nside 256 over 3 ranks: rank 0 holds neither the whole map nor the whole mask

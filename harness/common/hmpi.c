@@ -288,41 +288,97 @@ static int same_outputs(const arkcos_plan *p2, const arkcos_mpi_segment *so, int
   return 1;
 }
 
-/* The Q, U pair (columns cq, cu) of a file without weights: read at the
- * spin-2 plan's band and halo (its kernel's), smoothed by it, divided by
- * the scalar plan's A(1) where the engine divides (smoother_mask.c's
- * normalize_map; nrm at the scalar band's positions lofs0, the same output
- * pixels), both columns written. */
-static int band_pair(arkcos_plan *p2, const hpx_header *h, int cq, int cu, const double *nrm, const int64_t *lofs0,
+/* What the pair's missing pixels and mask make of it (smoother_mask.c's
+ * smooth_pair), at the scalar band's positions lofs0 (the same output
+ * pixels as the spin-2 band's) */
+typedef struct pair_weights {
+  const double *aw;    /* A(w) of the pair's weight map (NULL: complete, no mask) */
+  const double *share; /* A(W): the threshold holds A(w) / A(W) (ring quadrature), or NULL */
+  double minw;         /* the threshold (0: none) */
+  int norm_mode;       /* normalize: divide by A(w); zero: keep A(w P) */
+  const hpx_header *mh; /* the mask's file (NULL: none) */
+  const double *nrm;   /* A(1) to divide by (normalize_map), or NULL */
+  int64_t unseen;      /* out: output pixels set UNSEEN (in Q and in U) */
+} pair_weights;
+
+/* The pair's band and halo (the spin-2 kernel's) from the file: Q and U
+ * missing where either is (NaN), the mask's weights (NULL without) */
+static int pair_read(const hpx_header *h, int cq, int cu, const hpx_header *mh, const arkcos_mpi_segment *si,
+                     int ni, int64_t len, double *q, double *u, double *mw, arkcos_error *err) {
+  int64_t nb = 0;
+  int rc = hpx_read_column_runs(h, cq, (const int64_t *)si, ni, q, &nb, err);
+  if (!rc) rc = hpx_read_column_runs(h, cu, (const int64_t *)si, ni, u, &nb, err);
+  if (!rc && mh) rc = hpx_read_column_runs(mh, 0, (const int64_t *)si, ni, mw, &nb, err);
+  for (int64_t i = 0; !rc && i < len; i++) {
+    if (band_missing(q[i]) || band_missing(u[i])) q[i] = u[i] = NAN;
+    if (mh && band_missing(mw[i])) mw[i] = 0;
+  }
+  return rc;
+}
+
+/* The Q, U pair (columns cq, cu): read at the spin-2 plan's band and halo
+ * (its kernel's), w P loaded where weights are in play, smoothed by the
+ * spin-2 band plan, then as smoother_mask.c finishes a pair: UNSEEN where
+ * the share of A(w) is below the threshold (or A(w) not above the floor in
+ * normalize mode), divided by A(w) in normalize mode, by A(1) where the
+ * engine divides; both columns written. */
+static int band_pair(arkcos_plan *p2, const hpx_header *h, int cq, int cu, pair_weights *pw, const int64_t *lofs0,
                      const char *tmp, const char *out, const hpx_band_layout *L, arkcos_error *err) {
   const arkcos_mpi_segment *si = NULL, *so = NULL;
   int ni = 0, no = 0;
   int rc = arkcos_plan_mpi_segments(p2, 0, &si, &ni, err);
   if (!rc) rc = arkcos_plan_mpi_segments(p2, 1, &so, &no, err);
   if (rc) return rc;
-  int64_t len = 0, nb = 0;
+  int64_t len = 0;
   for (int k = 0; k < ni; k++) len += si[k].b - si[k].a;
-  double *buf = malloc(sizeof *buf * 4 * (size_t)(len + 1));
+  double *buf = malloc(sizeof *buf * 5 * (size_t)(len + 1));
   int64_t *lofs = malloc(sizeof *lofs * (size_t)(no + 1));
   if (!buf || !lofs) rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the band of Q and U", out);
-  double *q = buf, *u = q + len + 1, *yq = u + len + 1, *yu = yq + len + 1;
-  if (!rc) rc = hpx_read_column_runs(h, cq, (const int64_t *)si, ni, q, &nb, err);
-  if (!rc) rc = hpx_read_column_runs(h, cu, (const int64_t *)si, ni, u, &nb, err);
+  double *q = buf, *u = q + len + 1, *yq = u + len + 1, *yu = yq + len + 1, *mw = pw->mh ? yu + len + 1 : NULL;
+  if (!rc) rc = pair_read(h, cq, cu, pw->mh, si, ni, len, q, u, mw, err);
+  if (!rc && pw->aw) /* w P (load_map) */
+    for (int64_t i = 0; i < len; i++) {
+      const int out0 = band_missing(q[i]) || (mw && mw[i] == 0);
+      q[i] = out0 ? 0.0 : mw ? mw[i] * q[i] : q[i];
+      u[i] = out0 ? 0.0 : mw ? mw[i] * u[i] : u[i];
+    }
   if (!rc) {
     local_offsets(si, ni, so, no, lofs);
     rc = arkcos_execute2_mpi_local(p2, q, u, yq, yu, err);
   }
-  for (int k = 0; !rc && nrm && k < no; k++)
+  for (int k = 0; !rc && k < no; k++)
     for (int64_t j = 0; j < so[k].b - so[k].a; j++) {
-      const double a = nrm[lofs0[k] + j];
-      if (yq[lofs[k] + j] != ARKCOS_UNSEEN) yq[lofs[k] + j] /= a;
-      if (yu[lofs[k] + j] != ARKCOS_UNSEEN) yu[lofs[k] + j] /= a;
+      const int64_t i0 = lofs0[k] + j, i2 = lofs[k] + j;
+      if (pw->aw) { /* finish */
+        const double v = pw->aw[i0], sh = pw->share ? v / pw->share[i0] : v;
+        if ((pw->minw > 0 && sh < pw->minw) || (pw->norm_mode && !(v > BAND_WEIGHT_FLOOR))) {
+          yq[i2] = yu[i2] = ARKCOS_UNSEEN;
+          pw->unseen++;
+        } else if (pw->norm_mode) {
+          yq[i2] /= v;
+          yu[i2] /= v;
+        }
+      }
+      if (pw->nrm) { /* normalize_map */
+        if (yq[i2] != ARKCOS_UNSEEN) yq[i2] /= pw->nrm[i0];
+        if (yu[i2] != ARKCOS_UNSEEN) yu[i2] /= pw->nrm[i0];
+      }
     }
   if (!rc) rc = hpx_band_write_column(tmp, out, L, cq, (const int64_t *)so, lofs, no, yq, err);
   if (!rc) rc = hpx_band_write_column(tmp, out, L, cu, (const int64_t *)so, lofs, no, yu, err);
   free(buf);
   free(lofs);
   return rc;
+}
+
+/* A(w) of a set, w = 0 at the missing pixels of x (NaN) and where the mask
+ * is 0, the mask (or 1) elsewhere (smooth_weight); y is scratch */
+static int set_weight(arkcos_plan *p, const double *x, const double *mw, int64_t len, double *y, double **aw,
+                      arkcos_error *err) {
+  if (!(*aw = malloc(sizeof **aw * (size_t)(len + 1))))
+    return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the weight map");
+  for (int64_t i = 0; i < len; i++) y[i] = band_missing(x[i]) ? 0.0 : mw ? mw[i] : 1.0;
+  return arkcos_execute_mpi_local(p, y, *aw, err);
 }
 
 /* One file, every rank its own band (hmpi_split_file): the band and halo
@@ -394,20 +450,36 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, int pq, int pu, const char
       }
     }
   }
+  /* Q and U are one field: missing where either is (smoother_mask.c's
+   * pol_union), their counts taken again on the own pixels */
+  int64_t npolu = 0;
+  if (!rc && pq >= 0 && pq < ncols && pu >= 0 && pu < ncols && pq != pu) {
+    nmiss[pq] = nmiss[pu] = nexcl[pq] = nexcl[pu] = 0;
+    FOR_OWN(i, so, lofs, no) {
+      const int a = band_missing(maps[pq][i]), b = band_missing(maps[pu][i]);
+      npolu += a != b;
+      nmiss[pq] += a || b;
+      nexcl[pq] += a || b || (mw && mw[i] == 0);
+    }
+    nmiss[pu] = nmiss[pq];
+    nexcl[pu] = nexcl[pq];
+    for (int64_t i = 0; i < len; i++)
+      if (band_missing(maps[pq][i]) || band_missing(maps[pu][i])) maps[pq][i] = maps[pu][i] = NAN;
+  }
   if (rc != HMPI_WHOLE_MAP) rc = agree_all(rc, err);
   int64_t anyrange = 0;
   MPI_Allreduce(&nrange, &anyrange, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
   if (!rc) {
     MPI_Allreduce(MPI_IN_PLACE, nmiss, ncols, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, nexcl, ncols, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &npolu, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   }
   int weighted = masked || mk->write_weight;
   for (int c = 0; !rc && c < ncols; c++) weighted |= nmiss[c] > 0;
   const double t1 = MPI_Wtime();
   if (!rc && (anyrange || (weighted && ncols > HMPI_MAX_COLS))) rc = HMPI_WHOLE_MAP;
-  /* Q and U with weights (their union of missing pixels, S0(w) for both)
-   * take the whole-map path */
-  if (!rc && pq >= 0 && (weighted || pq >= ncols || pu >= ncols || pq == pu || hmpi_max(!same_outputs(p2, so, no))))
+  /* a Q, U pair needs the spin-2 plan on the scalar plan's output pixels */
+  if (!rc && pq >= 0 && (pq >= ncols || pu < 0 || pu >= ncols || pq == pu || hmpi_max(!same_outputs(p2, so, no))))
     rc = HMPI_WHOLE_MAP;
   /* the distinct sets of missing pixels over the sphere (find_set): the
    * columns compared on every rank's own pixels */
@@ -515,12 +587,24 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, int pq, int pu, const char
   for (int c = 0; !rc && !wrc && c < ncols; c++) {
     if (pq >= 0 && (c == pq || c == pu)) { /* the pair, at the later of its columns */
       if (c != (pq > pu ? pq : pu)) continue;
+      band_set *w = sets ? &sets[set_of[pq]] : NULL;
+      if (w && w->need && !w->aw) { /* A(w) of the pair's set (S0(w)) */
+        const double a = MPI_Wtime();
+        wrc = set_weight(p, maps[pq], mw, len, y, &w->aw, err);
+        t_weight += MPI_Wtime() - a;
+        nweights++;
+        if (wrc) break;
+      }
       free(maps[pq]); /* read again at the spin-2 plan's band and halo */
       free(maps[pu]);
       maps[pq] = maps[pu] = NULL;
+      pair_weights pw = {.aw = w && !w->trivial ? w->aw : NULL, .share = share, .minw = minw, .norm_mode = norm_mode,
+                         .mh = masked ? &mh : NULL};
+      pw.nrm = nrm && !(norm_mode && pw.aw) ? nrm : NULL;
       const double a = MPI_Wtime();
-      wrc = band_pair(p2, &h, pq, pu, nrm, lofs, tmp, out, &L, err);
+      wrc = band_pair(p2, &h, pq, pu, &pw, lofs, tmp, out, &L, err);
       const double b = MPI_Wtime();
+      unseen[pq] = unseen[pu] = pw.unseen;
       arkcos_stage_times t;
       arkcos_plan_stages(p2, &t);
       sum.map_fft += t.map_fft, sum.kernel_eval += t.kernel_eval, sum.kernel_fft += t.kernel_fft;
@@ -528,7 +612,21 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, int pq, int pu, const char
       if (st) /* half the pair's time each, as the whole-map path counts them */
         st->map_time[pq < HMPI_MAX_COLS ? pq : HMPI_MAX_COLS - 1] =
             st->map_time[pu < HMPI_MAX_COLS ? pu : HMPI_MAX_COLS - 1] = (b - a) / 2;
+      /* store_weight: the pair's columns, or the one WEIGHT column when it
+       * is column 0's */
+      for (int k = 0; !wrc && nwcols && k < 2; k++) {
+        const int cc = k ? pu : pq;
+        if (nwcols == 1 && cc != 0) continue;
+        FOR_OWN(i, so, lofs, no) { wbuf[i] = share ? w->aw[i] / share[i] : w->aw[i]; }
+        wrc = hpx_band_write_column(tmp, out, &L, ncols + (nwcols > 1 ? cc : 0), (const int64_t *)so, lofs, no,
+                                    wbuf, err);
+      }
+      if (w && (pq > pu ? pq : pu) == w->last) {
+        free(w->aw);
+        w->aw = NULL;
+      }
       t_exec += b - a;
+      t_write += MPI_Wtime() - b;
       continue;
     }
     band_set *w = sets ? &sets[set_of[c]] : NULL;
@@ -536,12 +634,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, int pq, int pu, const char
     /* A(w) of the column's set, once (smooth_weight) */
     if (w && w->need && !w->aw) {
       const double a = MPI_Wtime();
-      if (!(w->aw = malloc(sizeof *w->aw * (size_t)(len + 1)))) {
-        wrc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory for the weight map", in, r);
-        break;
-      }
-      for (int64_t i = 0; i < len; i++) y[i] = band_missing(x[i]) ? 0.0 : mw ? mw[i] : 1.0;
-      wrc = arkcos_execute_mpi_local(p, y, w->aw, err);
+      wrc = set_weight(p, x, mw, len, y, &w->aw, err);
       t_weight += MPI_Wtime() - a;
       nweights++;
       if (wrc) break;
@@ -616,6 +709,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, int pq, int pu, const char
       st->last.nweight_maps = nsets;
       st->last.weights_smoothed = nweights;
       st->last.weight_time = t_weight;
+      st->last.pol_union = npolu;
       for (int c = 0; c < ncols; c++)
         st->rep[c] = (arkcos_smoother_map_report){.missing = nmiss[c], .excluded = nexcl[c], .unseen = unseen[c],
                                                   .weighted = !sets[set_of[c]].trivial, .weight_map = set_of[c]};

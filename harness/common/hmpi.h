@@ -76,10 +76,11 @@ void hmpi_split_stop(void);
  * rank's message), or HMPI_WHOLE_MAP where the file needs the whole-map
  * path (a partial-sky map or --mask; a value beyond float range; more
  * than HMPI_MAX_COLS columns with missing pixels, --mask or --write-weight;
- * not under mpirun; a Q, U pair with weights in play): nothing was written
- * then. Columns pol_q and pol_u (-1: none) are Stokes Q and U, smoothed as
- * one spin-2 field with rank 0's spin-2 split plan (made before, as the
- * scalar one, which every file needs: A(1) is the scalar plan's).
+ * not under mpirun; a spin-2 plan whose bands are not the scalar plan's):
+ * nothing was written then. Columns pol_q and pol_u (-1: none) are Stokes
+ * Q and U, smoothed as one spin-2 field with rank 0's spin-2 split plan
+ * (made after the scalar one, which every file needs: A(1) and S0(w) are
+ * the scalar plan's), missing where either is.
  *
  * Missing pixels (UNSEEN, NaN, inf), a --mask and --write-weight are
  * smoothed band-wise as the engine's smoother does a whole map

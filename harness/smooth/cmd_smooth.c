@@ -775,11 +775,11 @@ static int write_output(const smooth_state *s, file_job *job, arkcos_error *err)
 }
 
 /* Q and U are one field: P is missing where either is. A note says how
- * many pixels that took from one of them. */
-static void pol_union_note(const file_job *job, const arkcos_smoother *lib) {
+ * many pixels that took from one of them (r: the smoother's report of the
+ * file, or the bands'). */
+static void pol_union_note(const file_job *job, const arkcos_smoother_report *rp) {
   const pol_columns *p = &job->pol;
-  arkcos_smoother_report r;
-  arkcos_smoother_last(lib, &r);
+  const arkcos_smoother_report r = *rp;
   if (p->q < 0 || !r.pol_union) return;
   char qb[HPX_NAME_LEN], ub[HPX_NAME_LEN];
   fprintf(stderr,
@@ -815,7 +815,8 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
       if (st.reported) {
         job.nbad = 0;
         for (int c = 0; c < st.ncols; c++) job.nbad += st.rep[c].excluded; /* --mask's zeros too */
-        mask_file_report_of(mo, mo->has_file, job.in, h, &st.last, st.rep, -1, -1);
+        pol_union_note(&job, &st.last);
+        mask_file_report_of(mo, mo->has_file, job.in, h, &st.last, st.rep, job.pol.q, job.pol.u);
       }
       if (!rc) print_summary(s, &job);
       return rc ? arkcos_fail(err, rc, "out of memory") : ARKCOS_OK;
@@ -831,7 +832,9 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   rc = smooth_columns(s, &job, err);
   print_warnings(s);
   if (!rc) {
-    pol_union_note(&job, s->lib);
+    arkcos_smoother_report r;
+    arkcos_smoother_last(s->lib, &r);
+    pol_union_note(&job, &r);
     job.nbad = mask_file_excluded(s->lib, job.ncols); /* --mask's zeros too */
     rc = write_output(s, &job, err);
   }

@@ -61,9 +61,9 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
   arkcos_estimate e;
   int rc = arkcos_plan_estimate_rank(g, w->k0 ? w->k0 : k, &w->o0, bands ? rank : 0, bands ? nranks : 1, &e, err);
   /* whole files: one process, or rank 0 where a file takes the whole-map
-   * path (Q, U as spin 2 with a --mask; --mask with an accuracy, whose A(1)
-   * is an exact plan's); else each rank reads its band (hmpi.h) */
-  const int reads = !bands || (rank == 0 && ((w->spin2 && w->masked) || (w->masked && w->normalize && w->o0.accuracy > 0)));
+   * path (--mask with an accuracy, whose A(1) is an exact plan's); else
+   * each rank reads its band (hmpi.h) */
+  const int reads = !bands || (rank == 0 && w->masked && w->normalize && w->o0.accuracy > 0);
   if (!rc) {
     row->band = bands ? e.band : -1;
     row->rings = e.rings_out;
@@ -85,7 +85,7 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
     arkcos_estimate e2;
     rc = arkcos_plan_estimate_rank(g, w->k2 ? w->k2 : k, &w->o2, bands ? rank : 0, bands ? nranks : 1, &e2, err);
     if (!rc) row->plan += e2.total;
-    if (!rc && !reads) row->maps += 8 * 4 * (double)e2.pixels_in;
+    if (!rc && !reads) row->maps += 8 * (4 + w->masked) * (double)e2.pixels_in;
   }
   row->total = PROCESS_BYTES + row->maps + row->plan;
   arkcos_geometry_destroy(g);
