@@ -234,10 +234,9 @@ expect_rc 3 "another host 10x slower, +50 %: regression" -- compare "$tmp/burst_
 # one machine whose state sped the yardstick up and not the case: FSHT iter 0
 # 25 % faster in the new run, ARKCoS unchanged, so its ratio grew by a third
 # while its own time did not grow at all (as measured for the same binary
-# on a loaded machine), more than the yardstick's fall alone was measured
-# to move it (27 %), and the group's other method (FSHT iter 3) did not get
-# faster: too noisy, not a REGRESSION; from another host the raw times say
-# nothing and the ratio is judged
+# on a loaded machine), more than the yardstick's fall alone mostly moves
+# it (27 %): too noisy, not a REGRESSION; from another host the raw times
+# say nothing and the ratio is judged
 gen "$tmp/yfast_n.json" --seed 1 --scale-case fsht0-256=0.75
 expect_rc 4 "one machine, yardstick 25 % faster, case unchanged: too noisy" -- compare "$tmp/burst_b.json" "$tmp/yfast_n.json"
 has "^arkcos-256 .* too-noisy .*its own median did not grow \(\+0\.0%\); the yardstick's changed -25\.0%" "$tmp/out" "the reason names both changes"
@@ -245,30 +244,27 @@ hasnt "REGRESSION:" "$tmp/out" "yardstick faster: no regression listed"
 gen "$tmp/yfast_other.json" --seed 1 --scale-case fsht0-256=0.75 --host beta
 expect_rc 3 "another host, yardstick 25 % faster: the ratio judged, regression" -- compare "$tmp/burst_b.json" "$tmp/yfast_other.json"
 # FSHT iter 0 20 % faster, ARKCoS unchanged: its ratio grew by 25 %, what
-# the yardstick's fall alone does (up to 27 %): judged on its own time, the
-# same -- a clean bill, not "too noisy"
+# the yardstick's fall alone mostly does (up to 27 %): judged on its own
+# time, the same -- a clean bill, not "too noisy"; 23 % faster (ratio +29.9 %)
+# is beyond: too noisy
 gen "$tmp/yfast20_n.json" --seed 1 --scale-case fsht0-256=0.8
 expect_rc 0 "one machine, yardstick 20 % faster, case unchanged: same" -- compare "$tmp/burst_b.json" "$tmp/yfast20_n.json"
 has "^arkcos-256 .* \+25\.0% .* same .*its own median did not grow \(\+0\.0%\); the yardstick's changed -20\.0%, which explains a ratio up to \+27%" "$tmp/out" "same: the row says the yardstick's fall explains the ratio"
+gen "$tmp/yfast23_n.json" --seed 1 --scale-case fsht0-256=0.77
+expect_rc 4 "one machine, yardstick 23 % faster, case unchanged: too noisy" -- compare "$tmp/burst_b.json" "$tmp/yfast23_n.json"
 # not in runs that did not interleave (no ratio repeat by repeat): too noisy
 gen "$tmp/plain_yfast20.json" --seed 1 --plain --scale-case fsht0-256=0.8
 expect_rc 4 "not interleaved, yardstick 20 % faster, case unchanged: too noisy" -- compare "$tmp/plain_b.json" "$tmp/plain_yfast20.json"
 # the whole group 30 % faster (both FSHT methods), ARKCoS's own time
-# unchanged: the machine sped the others up and not it, a slowdown that the
-# faster machine hid (its ratio +43 % to each): a REGRESSION
+# unchanged (+43 % to each): a slowdown that a faster machine hid, or a
+# method that the machine's state speeds up less than the others (measured:
+# the single-precision ARKCoS method): too noisy either way, not a REGRESSION
 gen "$tmp/gfast_n.json" --seed 1 --scale-case fsht0-256=0.7 --scale-case fsht3-256=0.7
-expect_rc 3 "one machine, group 30 % faster, case unchanged: regression" -- compare "$tmp/burst_b.json" "$tmp/gfast_n.json"
-has "^arkcos-256 .* REGRESSION .*slower than the group's 1 other method by \+42\.9% or more" "$tmp/out" "the row names the group's evidence"
-has "1 REGRESSION, 0 too-noisy" "$tmp/out" "group faster: only that case"
-# ... but with the group's other method as fast as before, too noisy; and a
-# case whose own time fell with the group's is the same
-gen "$tmp/gfast1_n.json" --seed 1 --scale-case fsht0-256=0.7 --scale-case fsht3-256=0.95
-expect_rc 4 "one machine, yardstick 30 % faster, the group's other method 5 %: too noisy" -- compare "$tmp/burst_b.json" "$tmp/gfast1_n.json"
+expect_rc 4 "one machine, group 30 % faster, case unchanged: too noisy" -- compare "$tmp/burst_b.json" "$tmp/gfast_n.json"
+has "^arkcos-256 .* \+42\.9% .* too-noisy .*which explains a ratio up to \+27% only" "$tmp/out" "too noisy: the row says the ratio grew beyond what the yardstick explains"
+# a case whose own time fell with the yardstick's is the same
 gen "$tmp/gfast_all.json" --seed 1 --scale-case fsht0-256=0.7 --scale-case fsht3-256=0.7 --scale-case arkcos-256=0.7
 expect_rc 0 "one machine, everything 30 % faster at one nside: same" -- compare "$tmp/burst_b.json" "$tmp/gfast_all.json"
-# not interleaved: the group's evidence is not used either
-gen "$tmp/plain_gfast.json" --seed 1 --plain --scale-case fsht0-256=0.7 --scale-case fsht3-256=0.7
-expect_rc 4 "not interleaved, group 30 % faster, case unchanged: too noisy" -- compare "$tmp/plain_b.json" "$tmp/plain_gfast.json"
 # a real slowdown on one machine grows the case's own time too: judged
 gen "$tmp/yfast_slow.json" --seed 1 --scale-case fsht0-256=0.9 --scale-case arkcos-256=1.3
 expect_rc 3 "one machine, yardstick 10 % faster, case 30 % slower: regression" -- compare "$tmp/burst_b.json" "$tmp/yfast_slow.json"
