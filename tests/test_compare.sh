@@ -262,6 +262,19 @@ expect_rc 4 "not interleaved, yardstick 20 % faster, case unchanged: too noisy" 
 gen "$tmp/gfast_n.json" --seed 1 --scale-case fsht0-256=0.7 --scale-case fsht3-256=0.7
 expect_rc 4 "one machine, group 30 % faster, case unchanged: too noisy" -- compare "$tmp/burst_b.json" "$tmp/gfast_n.json"
 has "^arkcos-256 .* \+42\.9% .* too-noisy .*which explains a ratio up to \+27% only" "$tmp/out" "too noisy: the row says the ratio grew beyond what the yardstick explains"
+# both FSHT methods 30 % faster at every nside, ARKCoS's own times unchanged: its
+# ratio regressed at each nside, which a state that favours the yardstick
+# at one nside does not do (measured), so a slowdown that the faster
+# machine hid: REGRESSION at each
+gen "$tmp/yfast_all_n.json" --seed 1 --scale-case fsht0-128=0.7 --scale-case fsht0-256=0.7 --scale-case fsht0-512=0.7 --scale-case fsht3-128=0.7 --scale-case fsht3-256=0.7 --scale-case fsht3-512=0.7
+expect_rc 3 "one machine, yardstick 30 % faster at every nside, case unchanged: regression" -- compare "$tmp/burst_b.json" "$tmp/yfast_all_n.json"
+has "^arkcos-256 .* REGRESSION .*its own median did not grow \(\+0\.0%\), the yardstick's changed -30\.0%; the method's ratio regressed at the other nsides too" "$tmp/out" "the row names the other nsides as the evidence"
+has "3 REGRESSION, 0 too-noisy" "$tmp/out" "every nside of the method regressed"
+# ... but not where the method's ratio did not regress at one of them (its
+# own time fell with the yardstick's at 512): too noisy at 128 and 256
+gen "$tmp/yfast_most_n.json" --seed 1 --scale-case fsht0-128=0.7 --scale-case fsht0-256=0.7 --scale-case fsht0-512=0.7 --scale-case fsht3-128=0.7 --scale-case fsht3-256=0.7 --scale-case fsht3-512=0.7 --scale-case arkcos-512=0.7
+expect_rc 4 "one machine, yardstick 30 % faster at every nside, case too at one: too noisy" -- compare "$tmp/burst_b.json" "$tmp/yfast_most_n.json"
+has "0 REGRESSION, 2 too-noisy" "$tmp/out" "too noisy at the two nsides"
 # a case whose own time fell with the yardstick's is the same
 gen "$tmp/gfast_all.json" --seed 1 --scale-case fsht0-256=0.7 --scale-case fsht3-256=0.7 --scale-case arkcos-256=0.7
 expect_rc 0 "one machine, everything 30 % faster at one nside: same" -- compare "$tmp/burst_b.json" "$tmp/gfast_all.json"
