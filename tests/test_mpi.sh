@@ -15,8 +15,8 @@
 #     it), --mask-mode zero, --min-weight, --write-weight, --normalize with
 #     point quadrature, band-wise over 2 and 3 ranks: the same bytes, the
 #     same report on stderr, the band path taken (ARKCOS_MPI_TIMES); partial
-#     sky and --accuracy with A(1) whole, the same bytes; Q, U with holes
-#     and masks band-wise (P missing where either is);
+#     sky whole, the same bytes; Q, U with holes and masks band-wise (P
+#     missing where either is); --accuracy with its exact A(1) band-wise;
 #  4. failures: a bad input (exit 2) and a truncated one that fails while
 #     being read on one rank (exit 1): every rank stops, the message once;
 #  5. sweeps: `mpirun -n N arkcos run configs/ci/mpi.json` for N = 1..3 records
@@ -214,7 +214,10 @@ masked iqu_holes_minw 3 1 iqu_holes.fits "${K[@]}" --min-weight 0.8 --write-weig
 masked iqu_holes_wide 2 1 iqu_holes.fits --fwhm-arcmin 1000 --threads 1 --write-weight
 masked qu_holes_pol "2 3" 1 qu_holes.fits "${K[@]}" --pol --write-weight
 masked iqu_holes_point 2 1 iqu_holes.fits "${K[@]}" --quadrature point --normalize --mask "$MK/mask_frac_nest.fits"
-masked accuracy 2 0 holes.fits "${K[@]}" --accuracy 1e-6 --mask "$MK/mask01.fits"
+# --accuracy where the smoother divides by A(1): A(1) from an exact plan with the scalar plan's bands
+masked accuracy "2 3" 1 holes.fits "${K[@]}" --accuracy 1e-6 --mask "$MK/mask01.fits"
+masked accuracy_full 3 1 full.fits "${K[@]}" --accuracy 1e-6
+masked accuracy_iqu 2 1 iqu_holes.fits "${K[@]}" --accuracy 1e-6 --write-weight
 masked accuracy_wide 2 1 holes.fits --fwhm-arcmin 1000 --threads 1 --accuracy 1e-6 --write-weight # no A(1): bands
 # masked at nside 256 over 3 ranks: rank 0 holds neither the whole map nor the whole mask
 "$PLAIN" smooth "$MK/h256.fits" "$T/h256_one.fits" --fwhm-arcmin 40 --threads 1 -q --mask "$MK/mask256.fits" --write-weight \

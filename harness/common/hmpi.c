@@ -179,14 +179,17 @@ typedef struct {
   int masked, zero, share, write_weight; /* OP_FILE: hmpi_mask (the mask's file follows) */
   double min_weight;
   int pol_q, pol_u; /* OP_FILE: the Q and U columns smoothed as spin 2 (-1: none) */
-  int like0;        /* OP_PLAN, spin 2: with the bands of the scalar plan of the same nside */
+  int like0;        /* OP_PLAN: with the bands of the scalar plan of the same nside */
+  int norm;         /* OP_PLAN, OP_DESTROY: the exact plan of A(1) (hmpi_split_norm_plan) */
 } split_cmd;
 
-/* rank 0's current split plans (hmpi_split_file), scalar and spin 2, and
- * their nside */
-static arkcos_plan *split_plan[2];
-static int64_t split_nside[2];
+/* rank 0's current split plans (hmpi_split_file): scalar, spin 2 and the
+ * exact scalar plan of A(1) (slot), and their nside */
+static arkcos_plan *split_plan[3];
+static int64_t split_nside[3];
+enum { SLOT_NORM = 2 };
 static int slot(int spin) { return spin == 2; }
+static int slot_of(const split_cmd *c) { return c->norm ? SLOT_NORM : slot(c->o.spin); }
 
 static void send_cmd(split_cmd *c) { MPI_Bcast(c, (int)sizeof *c, MPI_BYTE, 0, MPI_COMM_WORLD); }
 
@@ -200,11 +203,27 @@ arkcos_plan *hmpi_split_plan(const arkcos_geometry *g, const arkcos_kernel *k, c
    * other columns then have the same output pixels on every rank */
   c.like0 = o->spin == 2 && split_plan[0] && split_nside[0] == g->nside;
   send_cmd(&c);
-  const int k2 = slot(o->spin);
+  const int k2 = slot_of(&c);
   split_plan[k2] = c.like0 ? arkcos_plan_create_mpi_as(MPI_COMM_WORLD, g, k, o, split_plan[0], err)
                            : arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, o, err);
   split_nside[k2] = split_plan[k2] ? g->nside : 0;
   return split_plan[k2];
+}
+
+int hmpi_split_norm_plan(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                         arkcos_error *err) {
+  if (split_plan[SLOT_NORM] && split_nside[SLOT_NORM] == g->nside) return ARKCOS_OK;
+  if (!split_plan[0] || split_nside[0] != g->nside)
+    return arkcos_fail(err, ARKCOS_EINVAL, "no scalar split plan of nside %lld to take the bands of",
+                       (long long)g->nside);
+  split_cmd c = {.op = OP_PLAN, .nside = g->nside, .o = *o, .like0 = 1, .norm = 1};
+  c.o.accuracy = 0;
+  c.o.spin = 0;
+  c.weighted = g->nrings > 0 && fabs(g->rings[0].weight * (double)g->npix / (4 * M_PI) - 1) > 1e-6;
+  send_cmd(&c);
+  split_plan[SLOT_NORM] = arkcos_plan_create_mpi_as(MPI_COMM_WORLD, g, k, &c.o, split_plan[0], err);
+  split_nside[SLOT_NORM] = split_plan[SLOT_NORM] ? g->nside : 0;
+  return split_plan[SLOT_NORM] ? ARKCOS_OK : (err && err->code ? err->code : ARKCOS_ERUNTIME);
 }
 
 int hmpi_split_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
@@ -223,6 +242,12 @@ int hmpi_split_execute2(arkcos_plan *p, const double *q, const double *u, double
 
 void hmpi_split_destroy(arkcos_plan *p) {
   if (!p) return;
+  if (p == split_plan[0] && split_plan[SLOT_NORM]) { /* A(1)'s plan goes with the scalar one's bands */
+    split_cmd n = {.op = OP_DESTROY, .norm = 1};
+    send_cmd(&n);
+    arkcos_plan_destroy(split_plan[SLOT_NORM]);
+    split_plan[SLOT_NORM] = NULL;
+  }
   split_cmd c = {.op = OP_DESTROY};
   c.o.spin = arkcos_plan_spin(p);
   send_cmd(&c);
@@ -371,6 +396,35 @@ static int band_pair(arkcos_plan *p2, const hpx_header *h, int cq, int cu, pair_
   return rc;
 }
 
+/* A(1) at the output runs so[0..no) (local positions lofs of the caller's
+ * band) by plan pn: the scalar band plan itself, or the exact plan of A(1)
+ * with its bands (hmpi_split_norm_plan), whose own halo is laid out here */
+static int band_ones(arkcos_plan *pn, const arkcos_mpi_segment *so, int no, const int64_t *lofs, double *nrm,
+                     arkcos_error *err) {
+  const arkcos_mpi_segment *si = NULL, *s2 = NULL;
+  int ni = 0, n2 = 0;
+  int rc = arkcos_plan_mpi_segments(pn, 0, &si, &ni, err);
+  if (!rc) rc = arkcos_plan_mpi_segments(pn, 1, &s2, &n2, err);
+  if (!rc && n2 != no) rc = arkcos_fail(err, ARKCOS_EINVAL, "the plan of A(1) has other bands");
+  if (rc) return rc;
+  int64_t len = 0;
+  for (int k = 0; k < ni; k++) len += si[k].b - si[k].a;
+  double *one = malloc(sizeof *one * (size_t)(len + 1)), *y = malloc(sizeof *y * (size_t)(len + 1));
+  int64_t *lo = malloc(sizeof *lo * (size_t)(no + 1));
+  if (!one || !y || !lo) rc = arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for A(1) of the band");
+  for (int64_t i = 0; !rc && i < len; i++) one[i] = 1;
+  if (!rc) {
+    local_offsets(si, ni, s2, n2, lo);
+    rc = arkcos_execute_mpi_local(pn, one, y, err);
+  }
+  for (int k = 0; !rc && k < no; k++)
+    for (int64_t j = 0; j < so[k].b - so[k].a; j++) nrm[lofs[k] + j] = y[lo[k] + j];
+  free(one);
+  free(y);
+  free(lo);
+  return rc;
+}
+
 /* A(w) of a set, w = 0 at the missing pixels of x (NaN) and where the mask
  * is 0, the mask (or 1) elsewhere (smooth_weight); y is scratch */
 static int set_weight(arkcos_plan *p, const double *x, const double *mw, int64_t len, double *y, double **aw,
@@ -389,8 +443,8 @@ static int set_weight(arkcos_plan *p, const double *x, const double *mw, int64_t
  * a Q, U pair (columns pq, pu; -1: none) with the spin-2 plan p2 where no
  * weights are in play. Long: the steps share the band's buffers and every
  * rank must take each collective step in the same order. */
-static int band_file(arkcos_plan *p, arkcos_plan *p2, int pq, int pu, const char *in, const char *out, int force,
-                     int normalize, const hmpi_mask *mk, hmpi_file_stats *st, arkcos_error *err) {
+static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int pq, int pu, const char *in, const char *out,
+                     int force, int normalize, const hmpi_mask *mk, hmpi_file_stats *st, arkcos_error *err) {
   const int r = world_rank();
   hpx_header h = {0}, mh = {0};
   const arkcos_mpi_segment *si = NULL, *so = NULL;
@@ -568,14 +622,9 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, int pq, int pu, const char
   /* normalize: the band's share of the single process's A(1) (A(W) under
    * ring quadrature), smoother_mask.c's norm_w */
   double *nrm = NULL, *wbuf = NULL;
-  if (!rc && normalize) {
-    double *one = malloc(sizeof *one * (size_t)(len + 1));
-    nrm = malloc(sizeof *nrm * (size_t)(len + 1));
-    if (!one || !nrm) wrc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory for its band", in, r);
-    for (int64_t i = 0; !wrc && i < len; i++) one[i] = 1;
-    if (!wrc) wrc = arkcos_execute_mpi_local(p, one, nrm, err);
-    free(one);
-  }
+  if (!rc && normalize && !(nrm = malloc(sizeof *nrm * (size_t)(len + 1))))
+    wrc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory for its band", in, r);
+  if (!rc && normalize && !wrc) wrc = band_ones(pn ? pn : p, so, no, lofs, nrm, err);
   /* the threshold and the weights: A(w) / A(W) under ring quadrature */
   const double *share = mk->share ? nrm : NULL;
   const double minw = mk->zero ? 0 : mk->min_weight;
@@ -745,7 +794,9 @@ int hmpi_split_file(const char *in, const char *out, int pol_q, int pol_u, int f
   send_cmd(&c);
   char *a = hmpi_bcast_string(in, 0), *b = hmpi_bcast_string(out, 0);
   char *m = hmpi_bcast_string(mask->file ? mask->file : "", 0);
-  const int rc = a && b && m ? band_file(split_plan[0], split_plan[1], pol_q, pol_u, a, b, force, normalize, mask, st, err)
+  arkcos_plan *pn = split_plan[SLOT_NORM] && split_nside[SLOT_NORM] == split_nside[0] ? split_plan[SLOT_NORM] : NULL;
+  const int rc = a && b && m ? band_file(split_plan[0], split_plan[1], pn, pol_q, pol_u, a, b, force, normalize, mask,
+                                         st, err)
                              : arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
   free(a);
   free(b);
@@ -754,13 +805,13 @@ int hmpi_split_file(const char *in, const char *out, int pol_q, int pol_u, int f
 }
 
 int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
-  arkcos_plan *p[2] = {NULL, NULL}; /* scalar, spin 2 (slot) */
+  arkcos_plan *p[3] = {NULL, NULL, NULL}; /* scalar, spin 2, A(1)'s (slot_of) */
   int status = 0;
   for (;;) {
     split_cmd c;
     send_cmd(&c);
     arkcos_error err = {0, ""};
-    const int k2 = slot(c.o.spin);
+    const int k2 = slot_of(&c);
     if (c.op == OP_STOP) break;
     if (c.op == OP_PLAN) {
       arkcos_plan_destroy(p[k2]); /* a failed plan's retry (no DESTROY came) */
@@ -784,8 +835,8 @@ int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
     } else if (c.op == OP_FILE) {
       char *in = hmpi_bcast_string("", 0), *out = hmpi_bcast_string("", 0), *m = hmpi_bcast_string("", 0);
       const hmpi_mask mk = {m && m[0] ? m : NULL, c.zero, c.min_weight, c.share, c.write_weight};
-      const int rc = in && out && m ? band_file(p[0], p[1], c.pol_q, c.pol_u, in, out, c.force, c.normalize, &mk,
-                                                NULL, &err)
+      const int rc = in && out && m ? band_file(p[0], p[1], p[2], c.pol_q, c.pol_u, in, out, c.force, c.normalize,
+                                                &mk, NULL, &err)
                                     : ARKCOS_ENOMEM;
       if (rc && rc != HMPI_WHOLE_MAP) status = 1; /* rank 0 reports it */
       free(in);
@@ -793,8 +844,7 @@ int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
       free(m);
     }
   }
-  arkcos_plan_destroy(p[0]);
-  arkcos_plan_destroy(p[1]);
+  for (int k = 0; k < 3; k++) arkcos_plan_destroy(p[k]);
   return status;
 }
 
@@ -844,6 +894,12 @@ int hmpi_split_execute2(arkcos_plan *p, const double *q, const double *u, double
   return ARKCOS_EINVAL;
 }
 void hmpi_split_destroy(arkcos_plan *p) { arkcos_plan_destroy(p); }
+int hmpi_split_norm_plan(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                         arkcos_error *err) {
+  (void)g, (void)k, (void)o;
+  no_mpi(err);
+  return ARKCOS_EINVAL;
+}
 int hmpi_split_file(const char *in, const char *out, int pol_q, int pol_u, int force, int normalize,
                     const hmpi_mask *mask, hmpi_file_stats *st, arkcos_error *err) {
   (void)in, (void)out, (void)pol_q, (void)pol_u, (void)force, (void)normalize, (void)mask, (void)st, (void)err;

@@ -63,6 +63,14 @@ int hmpi_split_execute(arkcos_plan *p, const double *in, double *out, arkcos_err
 int hmpi_split_execute2(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
                         arkcos_error *err);
 void hmpi_split_destroy(arkcos_plan *p);
+/* The exact scalar plan of A(1) over the ranks (options o with accuracy 0,
+ * spin 0), with the bands of the scalar split plan of g's nside (made
+ * before): where an accuracy lets the scalar plan trade exactness, the
+ * engine divides by an exact plan's A(1) (smoother_mask.c's ensure_norm),
+ * and hmpi_split_file does too. Kept until that scalar plan is destroyed.
+ * 0 or an ARKCOS_E* code. */
+int hmpi_split_norm_plan(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                         arkcos_error *err);
 void hmpi_split_stop(void);
 /* One file over all ranks, each rank its own band (parallel I/O, docs/MPI.md):
  * every rank reads its band and halo of each column from in itself
@@ -93,7 +101,7 @@ void hmpi_split_stop(void);
  * out. Columns with the same missing pixels (over the sphere) share A(w).
  * st->rep and st->last hold the engine's report of the file (rank 0). */
 #define HMPI_WHOLE_MAP (-1)
-#define HMPI_MAX_COLS 64
+#define HMPI_MAX_COLS 999 /* a FITS binary table holds at most 999 columns (TFIELDS) */
 typedef struct hmpi_mask {
   const char *file;  /* --mask (column 1, any ORDERING; values checked), NULL: none */
   int zero;          /* --mask-mode zero: out = A(w m) */

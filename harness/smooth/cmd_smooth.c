@@ -497,6 +497,7 @@ static int op_prepare(void *ctx, int spin, const arkcos_geometry *g, const arkco
     return err->code ? err->code : ARKCOS_ERUNTIME;
   }
   *(spin == 2 ? &s->sm2 : &s->sm) = sm;
+  if (spin == 0) s->geom = g; /* the smoother's (its ring weights): hmpi_split_norm_plan's */
   const char *note = smoother_note(sm);
   if (hmpi_rank() > 0) return ARKCOS_OK; /* MPI: rank 0 says it once */
   if (note[0]) fprintf(stderr, "arkcos smooth: note: %s\n", note);
@@ -799,9 +800,12 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
     hmpi_file_stats st;
     int rc = ensure_smoothers(s, h->nside, 1, job.pol.q >= 0, err);
     const int normalize = rc == 0 && arkcos_smoother_divides(s->lib);
-    /* the engine's A(1) under --accuracy is an exact plan's, not the split
-     * plan's; the identity (fwhm 0) makes no plan: both whole */
-    const int bands = !rc && arkcos_smoother_kernel(s->lib, 0) && !(normalize && s->a->accuracy > 0);
+    /* the identity (fwhm 0) makes no plan: whole; the engine's A(1) under
+     * --accuracy is an exact plan's: made over the ranks too */
+    const int bands = !rc && arkcos_smoother_kernel(s->lib, 0);
+    if (bands && normalize && s->a->accuracy > 0)
+      rc = hmpi_split_norm_plan(s->geom, arkcos_smoother_kernel(s->lib, 0), &s->spec.options, err);
+    if (rc) return rc;
     const mask_opts *mo = &s->a->mask;
     const hmpi_mask mk = {mo->has_file ? mo->file : NULL, mo->mode == MASK_MODE_ZERO, mo->min_weight,
                           s->a->quadrature == ARKCOS_QUADRATURE_RING, mo->write_weight};

@@ -60,10 +60,8 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
   const int bands = split && nranks > 1;
   arkcos_estimate e;
   int rc = arkcos_plan_estimate_rank(g, w->k0 ? w->k0 : k, &w->o0, bands ? rank : 0, bands ? nranks : 1, &e, err);
-  /* whole files: one process, or rank 0 where a file takes the whole-map
-   * path (--mask with an accuracy, whose A(1) is an exact plan's); else
-   * each rank reads its band (hmpi.h) */
-  const int reads = !bands || (rank == 0 && w->masked && w->normalize && w->o0.accuracy > 0);
+  /* whole files: one process; else each rank reads its band (hmpi.h) */
+  const int reads = !bands;
   if (!rc) {
     row->band = bands ? e.band : -1;
     row->rings = e.rings_out;
@@ -86,6 +84,15 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
     rc = arkcos_plan_estimate_rank(g, w->k2 ? w->k2 : k, &w->o2, bands ? rank : 0, bands ? nranks : 1, &e2, err);
     if (!rc) row->plan += e2.total;
     if (!rc && !reads) row->maps += 8 * (4 + w->masked) * (double)e2.pixels_in;
+  }
+  /* an accuracy where the smoother divides by A(1): an exact plan makes it
+   * (held with the others over ranks, made and freed in one process) */
+  if (!rc && w->normalize && w->o0.accuracy > 0) {
+    arkcos_options oe = w->o0;
+    oe.accuracy = 0;
+    arkcos_estimate en;
+    rc = arkcos_plan_estimate_rank(g, w->k0 ? w->k0 : k, &oe, bands ? rank : 0, bands ? nranks : 1, &en, err);
+    if (!rc) row->plan += en.total;
   }
   row->total = PROCESS_BYTES + row->maps + row->plan;
   arkcos_geometry_destroy(g);
