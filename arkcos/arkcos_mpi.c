@@ -337,6 +337,9 @@ static int execute_maps(arkcos_plan *p, int nmaps, const double *const *in, doub
       if (out[c] == in[d] || (d != c && out[c] == out[d]))
         rc = arkcos_fail(err, ARKCOS_EINVAL, "execute: in and out must differ");
   }
+  /* the values one process's execute takes (arkcos_execute's check) */
+  for (int c = 0; c < nmaps && !rc && m->rank == 0; c++)
+    rc = arkcos_plan_check_input(p, in[c], nmaps == 2 ? (c ? "U" : "Q") : "input", err);
   if (!rc && alloc_maps(p, m, nmaps))
     rc = arkcos_fail(err, ARKCOS_ENOMEM, "execute: rank %d: out of memory for its band's maps", m->rank);
   if ((rc = agree(m->comm, rc, err))) return rc;

@@ -63,7 +63,9 @@ arkcos_plan *arkcos_plan_create_mpi_as(MPI_Comm comm, const arkcos_geometry *g,
                                        const arkcos_plan *like, arkcos_error *err);
 
 /* Collective. in and out: whole maps (g->npix values) on rank 0, ignored
- * (may be NULL) elsewhere. Rank 0's out receives every band. Stage times
+ * (may be NULL) elsewhere; rank 0's input is checked as arkcos_execute
+ * checks it (finite, within float's range for single precision: EINVAL on
+ * every rank, naming the first such pixel). Rank 0's out receives every band. Stage times
  * (arkcos_plan_stages) are the rank's own, with the sends and receives in
  * `other`. */
 int arkcos_execute_mpi(arkcos_plan *p, const double *in, double *out,

@@ -834,8 +834,7 @@ arkcos_plan *arkcos_plan_create(const arkcos_geometry *g, const arkcos_kernel *k
  * beyond the kernel's reach of that pixel), and within float's range in a
  * single precision plan (else it becomes inf there). The first offending
  * pixel is named. One pass over the map, small beside the execution. */
-static int check_input_values(const arkcos_plan *p, const double *in, const char *name,
-                              arkcos_error *err) {
+int arkcos_plan_check_input(const arkcos_plan *p, const double *in, const char *name, arkcos_error *err) {
   const int64_t n = p->geom->npix;
   const double lim = p->opt.precision == ARKCOS_SINGLE ? 3.4028234663852886e38 : HUGE_VAL;
   int64_t bad = n;
@@ -859,7 +858,7 @@ int arkcos_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *
   if (p->mpi) return arkcos_fail(err, ARKCOS_EINVAL, "execute: this plan is split over MPI ranks; use arkcos_execute_mpi");
   if (p->opt.spin == 2)
     return arkcos_fail(err, ARKCOS_EINVAL, "execute: this is a spin-2 plan; use arkcos_execute_spin2");
-  const int rc = check_input_values(p, in, "input", err);
+  const int rc = arkcos_plan_check_input(p, in, "input", err);
   return rc ? rc : p->execute(p, in, out, err);
 }
 
@@ -872,8 +871,8 @@ int arkcos_execute_spin2(arkcos_plan *p, const double *q, const double *u, doubl
     return arkcos_fail(err, ARKCOS_EINVAL, "execute: this plan is split over MPI ranks; use arkcos_execute2_mpi");
   if (q_out == u_out || q_out == q || q_out == u || u_out == q || u_out == u)
     return arkcos_fail(err, ARKCOS_EINVAL, "execute: outputs must differ from the inputs and each other");
-  int rc = check_input_values(p, q, "Q", err);
-  if (!rc) rc = check_input_values(p, u, "U", err);
+  int rc = arkcos_plan_check_input(p, q, "Q", err);
+  if (!rc) rc = arkcos_plan_check_input(p, u, "U", err);
   return rc ? rc : p->execute2(p, q, u, q_out, u_out, err);
 }
 

@@ -72,6 +72,10 @@ arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kern
 arkcos_plan *arkcos_plan_create_part_cut(const arkcos_geometry *g, const arkcos_kernel *k,
                                          const arkcos_options *o, int rank, int nranks, const int *cut,
                                          arkcos_error *err);
+/* plan.c: the input values a plan can carry (finite; within float's
+ * range in single precision), the first offending pixel named; what
+ * arkcos_execute checks, and arkcos_execute_mpi on rank 0's whole maps */
+int arkcos_plan_check_input(const arkcos_plan *p, const double *in, const char *name, arkcos_error *err);
 /* Tasks split into nparts contiguous ranges balanced by modelled cost
  * (arkcos_plan_task_cost; ARKCOS_MPI_BANDS=pixels: by output pixels), or
  * the plan's given bands (cut): part r computes tasks [first[r],

@@ -285,13 +285,35 @@ static void bands_as(void) {
   arkcos_geometry_destroy(g);
 }
 
-/* A GPU plan split over ranks is refused on every rank */
+/* A NaN input and a GPU plan split over ranks are refused on every rank */
 static void refusals(void) {
   arkcos_geometry *g = arkcos_geometry_healpix(8, NULL);
   arkcos_kernel_spec ks = {.type = ARKCOS_KERNEL_TOPHAT, .cutoff = 10 * DEG};
   arkcos_kernel *k = arkcos_kernel_create(&ks, NULL);
   arkcos_options o;
   arkcos_options_default(&o);
+  /* a value the plan cannot carry (NaN) on rank 0: refused on every rank
+   * in arkcos_execute's words, as in one process */
+  {
+    arkcos_error e1 = {0, ""}, e2 = {0, ""};
+    arkcos_plan *pm = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &o, NULL);
+    double *x = NULL, *y = NULL;
+    if (rank == 0) {
+      x = calloc((size_t)g->npix, sizeof *x);
+      y = calloc((size_t)g->npix, sizeof *y);
+      x[5] = NAN;
+      arkcos_plan *one = arkcos_plan_create(g, k, &o, NULL);
+      arkcos_execute(one, x, y, &e1);
+      arkcos_plan_destroy(one);
+    }
+    MPI_Bcast(&e1, (int)sizeof e1, MPI_BYTE, 0, MPI_COMM_WORLD);
+    const int rc = pm ? arkcos_execute_mpi(pm, x, y, &e2) : -1;
+    CHECK(rc == ARKCOS_EINVAL && e1.code == ARKCOS_EINVAL && !strcmp(e1.msg, e2.msg),
+          "a NaN input over %d ranks: rank %d: %d '%s' against one process's '%s'", nranks, rank, rc, e2.msg, e1.msg);
+    arkcos_plan_destroy(pm);
+    free(x);
+    free(y);
+  }
   o.backend = ARKCOS_BACKEND_GPU;
   arkcos_error err = {0, ""};
   arkcos_plan *p = arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &o, &err);

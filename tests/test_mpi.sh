@@ -101,6 +101,8 @@ hp.write_map(f"{k}/holes_nest.fits", hp.reorder(m, r2n=True), nest=True, dtype=n
 b = sky(32); b[rng.integers(0, npix, 200)] = hp.UNSEEN
 hp.write_map(f"{k}/three.fits", [sky(32), b, sky(32)], dtype=np.float32, column_names=["A", "B", "C"])
 hp.write_map(f"{k}/full.fits", sky(32), dtype=np.float64)
+big = sky(32); big[100] = 3e39; big[9000] = -1e300
+hp.write_map(f"{k}/big.fits", big, dtype=np.float64)
 mk = np.ones(npix); mk[th < 0.5] = 0; mk[rng.integers(0, npix, 500)] = 0
 hp.write_map(f"{k}/mask01.fits", mk, dtype=np.float64)
 fr = np.clip(0.5 + 0.5 * np.cos(3 * th) * np.sin(2 * ph), 0, 1); fr[rng.integers(0, npix, 100)] = hp.UNSEEN
@@ -214,6 +216,17 @@ masked iqu_holes_minw 3 1 iqu_holes.fits "${K[@]}" --min-weight 0.8 --write-weig
 masked iqu_holes_wide 2 1 iqu_holes.fits --fwhm-arcmin 1000 --threads 1 --write-weight
 masked qu_holes_pol "2 3" 1 qu_holes.fits "${K[@]}" --pol --write-weight
 masked iqu_holes_point 2 1 iqu_holes.fits "${K[@]}" --quadrature point --normalize --mask "$MK/mask_frac_nest.fits"
+# values beyond float's range: a double plan takes them band-wise; a
+# single-precision plan refuses them, over ranks as in one process (the
+# whole-map path names the map's first such pixel)
+masked big_double "2 3" 1 big.fits "${K[@]}"
+"$PLAIN" smooth "$MK/big.fits" "$T/big_one.fits" "${K[@]}" --precision single >/dev/null 2>"$T/big_one.err"
+rc1=$?
+run 2 "$MPIBIN" smooth "$MK/big.fits" "$T/big_2.fits" "${K[@]}" --precision single >/dev/null 2>"$T/big_2.err"
+rc2=$?
+[ $rc1 -ne 0 ] && [ $rc1 = $rc2 ] && [ ! -e "$T/big_2.fits" ] &&
+  [ "$(grep "^arkcos smooth" "$T/big_one.err" | head -1)" = "$(grep "^arkcos smooth" "$T/big_2.err" | head -1)" ] && ok ||
+  bad "single precision, a value beyond float range: exit $rc1 / $rc2: $(head -1 "$T/big_one.err") / $(head -1 "$T/big_2.err")"
 # --accuracy where the smoother divides by A(1): A(1) from an exact plan with the scalar plan's bands
 masked accuracy "2 3" 1 holes.fits "${K[@]}" --accuracy 1e-6 --mask "$MK/mask01.fits"
 masked accuracy_full 3 1 full.fits "${K[@]}" --accuracy 1e-6

@@ -187,6 +187,7 @@ typedef struct {
  * exact scalar plan of A(1) (slot), and their nside */
 static arkcos_plan *split_plan[3];
 static int64_t split_nside[3];
+static int split_single; /* the scalar split plan is single precision */
 enum { SLOT_NORM = 2 };
 static int slot(int spin) { return spin == 2; }
 static int slot_of(const split_cmd *c) { return c->norm ? SLOT_NORM : slot(c->o.spin); }
@@ -206,6 +207,7 @@ arkcos_plan *hmpi_split_plan(const arkcos_geometry *g, const arkcos_kernel *k, c
   const int k2 = slot_of(&c);
   split_plan[k2] = c.like0 ? arkcos_plan_create_mpi_as(MPI_COMM_WORLD, g, k, o, split_plan[0], err)
                            : arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, o, err);
+  if (k2 == 0) split_single = o->precision == ARKCOS_SINGLE;
   split_nside[k2] = split_plan[k2] ? g->nside : 0;
   return split_plan[k2];
 }
@@ -443,8 +445,9 @@ static int set_weight(arkcos_plan *p, const double *x, const double *mw, int64_t
  * a Q, U pair (columns pq, pu; -1: none) with the spin-2 plan p2 where no
  * weights are in play. Long: the steps share the band's buffers and every
  * rank must take each collective step in the same order. */
-static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int pq, int pu, const char *in, const char *out,
-                     int force, int normalize, const hmpi_mask *mk, hmpi_file_stats *st, arkcos_error *err) {
+static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int single, int pq, int pu, const char *in,
+                     const char *out, int force, int normalize, const hmpi_mask *mk, hmpi_file_stats *st,
+                     arkcos_error *err) {
   const int r = world_rank();
   hpx_header h = {0}, mh = {0};
   const arkcos_mpi_segment *si = NULL, *so = NULL;
@@ -485,7 +488,8 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int pq, i
   }
   /* every column's band and halo; its missing pixels (NaN as read) counted
    * on the band's own pixels; a value beyond float range anywhere sends
-   * the file to the whole-map path */
+   * the file of a single-precision plan to the whole-map path (where the
+   * engine refuses it, naming the first such pixel of the map) */
   int64_t *nmiss = calloc((size_t)ncols + 1, sizeof *nmiss), *nexcl = calloc((size_t)ncols + 1, sizeof *nexcl);
   if (!rc && (!nmiss || !nexcl)) rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory", in, r);
   int64_t nrange = 0;
@@ -531,7 +535,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int pq, i
   int weighted = masked || mk->write_weight;
   for (int c = 0; !rc && c < ncols; c++) weighted |= nmiss[c] > 0;
   const double t1 = MPI_Wtime();
-  if (!rc && (anyrange || (weighted && ncols > HMPI_MAX_COLS))) rc = HMPI_WHOLE_MAP;
+  if (!rc && ((anyrange && single) || (weighted && ncols > HMPI_MAX_COLS))) rc = HMPI_WHOLE_MAP;
   /* a Q, U pair needs the spin-2 plan on the scalar plan's output pixels */
   if (!rc && pq >= 0 && (pq >= ncols || pu < 0 || pu >= ncols || pq == pu || hmpi_max(!same_outputs(p2, so, no))))
     rc = HMPI_WHOLE_MAP;
@@ -795,8 +799,8 @@ int hmpi_split_file(const char *in, const char *out, int pol_q, int pol_u, int f
   char *a = hmpi_bcast_string(in, 0), *b = hmpi_bcast_string(out, 0);
   char *m = hmpi_bcast_string(mask->file ? mask->file : "", 0);
   arkcos_plan *pn = split_plan[SLOT_NORM] && split_nside[SLOT_NORM] == split_nside[0] ? split_plan[SLOT_NORM] : NULL;
-  const int rc = a && b && m ? band_file(split_plan[0], split_plan[1], pn, pol_q, pol_u, a, b, force, normalize, mask,
-                                         st, err)
+  const int rc = a && b && m ? band_file(split_plan[0], split_plan[1], pn, split_single, pol_q, pol_u, a, b, force,
+                                         normalize, mask, st, err)
                              : arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
   free(a);
   free(b);
@@ -806,7 +810,7 @@ int hmpi_split_file(const char *in, const char *out, int pol_q, int pol_u, int f
 
 int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
   arkcos_plan *p[3] = {NULL, NULL, NULL}; /* scalar, spin 2, A(1)'s (slot_of) */
-  int status = 0;
+  int status = 0, single = 0;
   for (;;) {
     split_cmd c;
     send_cmd(&c);
@@ -824,6 +828,7 @@ int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
       /* collective: g NULL fails in it */
       p[k2] = c.like0 ? arkcos_plan_create_mpi_as(MPI_COMM_WORLD, g, k, &c.o, p[0], &err)
                       : arkcos_plan_create_mpi(MPI_COMM_WORLD, g, k, &c.o, &err);
+      if (k2 == 0) single = c.o.precision == ARKCOS_SINGLE;
       arkcos_geometry_destroy(g); /* the plan keeps a copy */
     } else if (c.op == OP_EXEC) {
       const int rc = k2 ? arkcos_execute2_mpi(p[1], NULL, NULL, NULL, NULL, &err)
@@ -835,8 +840,8 @@ int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
     } else if (c.op == OP_FILE) {
       char *in = hmpi_bcast_string("", 0), *out = hmpi_bcast_string("", 0), *m = hmpi_bcast_string("", 0);
       const hmpi_mask mk = {m && m[0] ? m : NULL, c.zero, c.min_weight, c.share, c.write_weight};
-      const int rc = in && out && m ? band_file(p[0], p[1], p[2], c.pol_q, c.pol_u, in, out, c.force, c.normalize,
-                                                &mk, NULL, &err)
+      const int rc = in && out && m ? band_file(p[0], p[1], p[2], single, c.pol_q, c.pol_u, in, out, c.force,
+                                                c.normalize, &mk, NULL, &err)
                                     : ARKCOS_ENOMEM;
       if (rc && rc != HMPI_WHOLE_MAP) status = 1; /* rank 0 reports it */
       free(in);
