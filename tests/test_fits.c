@@ -266,6 +266,114 @@ TEST_GROUP(partial_sky) {
   free(m);
 }
 
+/* A partial-sky table of nside 4 listing pix[0..n) (in the file's
+ * ORDERING) with values val. */
+static void write_partial(const char *path, int nested, const long long *pix, const double *val, long n) {
+  fitsfile *fp;
+  int status = 0;
+  char *ttype[] = {"PIXEL", "T"}, *tform[] = {"1K", "1D"}, *tunit[] = {"", ""};
+  long long nside = 4;
+  unlink(path);
+  fits_create_diskfile(&fp, path, &status);
+  fits_create_tbl(fp, BINARY_TBL, n, 2, ttype, tform, tunit, "xtension", &status);
+  fits_write_key(fp, TSTRING, "PIXTYPE", "HEALPIX", NULL, &status);
+  fits_write_key(fp, TSTRING, "ORDERING", nested ? "NESTED" : "RING", NULL, &status);
+  fits_write_key(fp, TLONGLONG, "NSIDE", &nside, NULL, &status);
+  fits_write_key(fp, TSTRING, "INDXSCHM", "EXPLICIT", NULL, &status);
+  fits_write_key(fp, TSTRING, "OBJECT", "PARTIAL", NULL, &status);
+  fits_write_col(fp, TLONGLONG, 1, 1, 1, n, (void *)pix, &status);
+  fits_write_col(fp, TDOUBLE, 2, 1, 1, n, (void *)val, &status);
+  fits_close_file(fp, &status);
+  if (status) fprintf(stderr, "fixture %s: CFITSIO status %d\n", path, status);
+}
+
+/* hpx_read_column_runs of a partial-sky table (RING and NESTED, pixels in
+ * a shuffled order, some unlisted, UNSEEN and NaN among the values) against
+ * the whole-map read at the same pixels, bit for bit, and its nbad the
+ * missing pixels of the runs; a pixel listed twice or out of range: the
+ * whole-map reader's message from every set of runs that holds it, runs
+ * that do not hold a pixel listed twice read. */
+TEST_GROUP(partial_runs) {
+  enum { NPIX = 192, N = 150 };
+  long long perm[NPIX], pix[N];
+  double val[N];
+  for (int i = 0; i < NPIX; i++) perm[i] = i;
+  unsigned u = 12345;
+  for (int i = NPIX - 1; i > 0; i--) { /* a fixed shuffle */
+    u = u * 1103515245u + 12345u;
+    const int j = (int)((u >> 8) % (unsigned)(i + 1));
+    long long t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  for (int i = 0; i < N; i++) {
+    pix[i] = perm[i];
+    val[i] = i % 17 == 3 ? HPX_UNSEEN : i % 29 == 5 ? NAN : 0.5 * i - 20;
+  }
+  const int64_t runs[][6] = {{0, 20, 50, 51, 100, 192}, {0, 192, 0, 0, 0, 0}, {7, 9, 180, 181, 0, 0}};
+  const int nruns[] = {3, 1, 2};
+  for (int nested = 0; nested < 2; nested++) {
+    const char *path = tpath("partial_runs.fits");
+    write_partial(path, nested, pix, val, N);
+    hpx_header h;
+    arkcos_error err = {0};
+    if (hpx_read_header(path, &h, &err)) {
+      CHECK(0, "%s", err.msg);
+      continue;
+    }
+    double **maps = NULL;
+    int ncols = 1;
+    int64_t nbad = 0;
+    CHECK(hpx_read_columns_missing(&h, &maps, &ncols, &nbad, &err) == 0, "%s", err.msg);
+    for (int k = 0; maps && k < 3; k++) {
+      double dst[NPIX];
+      int64_t nb = -1, len = 0, want = 0;
+      CHECK(hpx_read_column_runs(&h, 0, runs[k], nruns[k], dst, &nb, &err) == 0, "%s", err.msg);
+      for (int s = 0; s < nruns[k]; s++)
+        for (int64_t p = runs[k][2 * s]; p < runs[k][2 * s + 1]; p++, len++) {
+          want += isnan(maps[0][p]);
+          CHECK(memcmp(&dst[len], &maps[0][p], sizeof *dst) == 0, "nested %d runs %d: pixel %lld = %g, whole %g",
+                nested, k, (long long)p, dst[len], maps[0][p]);
+        }
+      CHECK(nb == want, "nested %d runs %d: nbad %lld, want %lld", nested, k, (long long)nb, (long long)want);
+      if (k == 1) CHECK(nb == nbad, "whole sphere: nbad %lld, whole map %lld", (long long)nb, (long long)nbad);
+    }
+    hpx_free_maps(maps, ncols);
+    hpx_header_free(&h);
+  }
+  /* defects: rows 41 and 121 list one pixel; row 91 a pixel outside */
+  for (int defect = 0; defect < 2; defect++) {
+    const char *path = tpath("partial_bad.fits");
+    long long bad[N];
+    memcpy(bad, pix, sizeof bad);
+    if (defect == 0) bad[120] = bad[40];
+    else bad[90] = NPIX + 3;
+    write_partial(path, 0, bad, val, N);
+    hpx_header h;
+    arkcos_error e1 = {0}, e2 = {0};
+    if (hpx_read_header(path, &h, &e1)) {
+      CHECK(0, "%s", e1.msg);
+      continue;
+    }
+    double **maps = NULL, dst[NPIX];
+    int ncols = 1;
+    int64_t nbad = 0, nb = 0;
+    CHECK(hpx_read_columns_missing(&h, &maps, &ncols, &nbad, &e1) == ARKCOS_EINVAL, "defect %d read whole", defect);
+    const int64_t at[2] = {bad[40], bad[40] + 1}, all[2] = {0, NPIX};
+    CHECK(hpx_read_column_runs(&h, 0, defect ? all : at, 1, dst, &nb, &e2) == ARKCOS_EINVAL, "defect %d read by runs",
+          defect);
+    CHECK(!strcmp(e1.msg, e2.msg), "defect %d: '%s' by runs, '%s' whole", defect, e2.msg, e1.msg);
+    CHECK(strstr(e1.msg, defect ? "row 91 lists pixel 195" : "rows 41 and 121") != NULL, "defect %d: %s", defect,
+          e1.msg);
+    if (defect == 0) { /* runs without the pixel listed twice: read */
+      const int64_t other[2] = {bad[40] + 1, NPIX};
+      CHECK(hpx_read_column_runs(&h, 0, other, 1, dst, &nb, &e2) == 0, "runs without the pixel: %s", e2.msg);
+    }
+    hpx_free_maps(maps, ncols);
+    hpx_header_free(&h);
+  }
+}
+
 /* Writes a HEALPix-like table with chosen defects using CFITSIO directly. */
 static void write_fixture(const char *path, long long nrows, const char *nside,
                           const char *ordering, const char *pixtype) {
@@ -414,4 +522,4 @@ static void setup(void) {
 __attribute__((constructor)) static void init(void) { setup(); }
 
 TEST_MAIN(TG(roundtrip), TG(header), TG(columns), TG(bad_pixels),
-          TG(partial_sky), TG(read_errors), TG(write_errors))
+          TG(partial_sky), TG(partial_runs), TG(read_errors), TG(write_errors))

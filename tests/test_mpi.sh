@@ -15,8 +15,10 @@
 #     it), --mask-mode zero, --min-weight, --write-weight, --normalize with
 #     point quadrature, band-wise over 2 and 3 ranks: the same bytes, the
 #     same report on stderr, the band path taken (ARKCOS_MPI_TIMES); partial
-#     sky whole, the same bytes; Q, U with holes and masks band-wise (P
-#     missing where either is); --accuracy with its exact A(1) band-wise;
+#     sky (RING, NESTED, pixels in any order; maps and masks) band-wise too,
+#     a pixel listed twice refused as one process refuses it; Q, U with
+#     holes and masks band-wise (P missing where either is); --accuracy
+#     with its exact A(1) band-wise;
 #  4. failures: a bad input (exit 2) and a truncated one that fails while
 #     being read on one rank (exit 1): every rank stops, the message once;
 #  5. sweeps: `mpirun -n N arkcos run configs/ci/mpi.json` for N = 1..3 records
@@ -119,6 +121,30 @@ q = sky(32); q[rng.integers(0, npix, 50)] = hp.UNSEEN
 u = sky(32); u[rng.integers(0, npix, 30)] = np.nan
 hp.write_map(f"{k}/iqu_holes.fits", [sky(32), q, sky(32)], dtype=np.float64)
 hp.write_map(f"{k}/qu_holes.fits", [q, u], dtype=np.float64, column_names=["Q_STOKES", "U_STOKES"])
+# partial sky read band by band: NESTED (healpy), and tables written here
+# as healpy writes them, pixels in a shuffled order, a quarter unlisted
+r2 = np.random.default_rng(29)
+hp.write_map(f"{k}/partial_nest.fits", hp.reorder(np.where(pix % 7 == 0, hp.UNSEEN, sky(32)), r2n=True), nest=True,
+             partial=True, dtype=np.float64)
+from astropy.io import fits
+def explicit(path, p, v, nest=False):
+    t = fits.BinTableHDU.from_columns([fits.Column(name="PIXEL", format="K", array=p),
+                                       fits.Column(name="T", format="D", array=v)])
+    for key, val in [("PIXTYPE", "HEALPIX"), ("ORDERING", "NESTED" if nest else "RING"), ("EXTNAME", "xtension"),
+                     ("NSIDE", 32), ("INDXSCHM", "EXPLICIT"), ("OBJECT", "PARTIAL")]:
+        t.header[key] = val
+    fits.HDUList([fits.PrimaryHDU(), t]).writeto(path, overwrite=True)
+s = sky(32); s[r2.integers(0, npix, 100)] = hp.UNSEEN
+keep = r2.permutation(npix)[: npix * 3 // 4]
+explicit(f"{k}/partial_shuffled.fits", keep, s[keep])
+fr = np.clip(0.5 + 0.5 * np.sin(2 * th) * np.cos(ph), 0, 1)
+explicit(f"{k}/mask_shuffled_nest.fits", keep, hp.reorder(fr, r2n=True)[keep], nest=True)
+# two pixels listed twice: a southern one first (a later rank's band), then
+# a northern one (rank 0's); the message names the first pair
+dup = keep.copy()
+dup[3000] = dup[[i for i in range(2000) if dup[i] > npix * 4 // 5][0]]
+dup[7000] = dup[[i for i in range(2000) if dup[i] < npix // 5][0]]
+explicit(f"{k}/partial_dup.fits", dup, s[dup])
 n = 256; npix = 12 * n * n
 th, ph = hp.pix2ang(n, np.arange(npix))
 m = sky(256); m[rng.integers(0, npix, 5000)] = hp.UNSEEN
@@ -199,8 +225,29 @@ masked full_mask 3 1 full.fits "${K[@]}" --mask "$MK/mask01.fits"
 masked full_weight 2 1 full.fits "${K[@]}" --write-weight
 masked point_norm 3 1 three.fits "${K[@]}" --quadrature point --normalize --mask "$MK/mask_frac_nest.fits" --write-weight
 masked point_norm_zero 2 1 three.fits "${K[@]}" --quadrature point --normalize --mask-mode zero --mask "$MK/mask01.fits"
-masked partial 2 0 partial.fits "${K[@]}"
-masked mask_partial 3 0 holes.fits "${K[@]}" --mask "$MK/mask_partial.fits" --write-weight
+masked partial "2 3" 1 partial.fits "${K[@]}"
+masked mask_partial 3 1 holes.fits "${K[@]}" --mask "$MK/mask_partial.fits" --write-weight
+masked partial_nest "2 3" 1 partial_nest.fits "${K[@]}" --write-weight
+masked partial_shuffled "2 3" 1 partial_shuffled.fits "${K[@]}"
+masked mask_shuffled "2 3" 1 holes_nest.fits "${K[@]}" --mask "$MK/mask_shuffled_nest.fits" --write-weight
+# a pixel listed twice: refused as one process refuses it (exit 2, the
+# message once), whichever rank's band holds it, nothing written
+"$PLAIN" smooth "$MK/partial_dup.fits" "$T/dup_1.fits" "${K[@]}" >"$T/dup1.log" 2>&1
+rc1=$? msg1=$(grep "both list pixel" "$T/dup1.log")
+[ $rc1 -eq 2 ] && [ -n "$msg1" ] && [ ! -e "$T/dup_1.fits" ] && ok || bad "a pixel listed twice, one process: exit $rc1: $(tail -2 "$T/dup1.log")"
+"$PLAIN" smooth "$MK/holes.fits" "$T/dupm_1.fits" "${K[@]}" --mask "$MK/partial_dup.fits" >"$T/dup1.log" 2>&1
+rc1=$? msgm1=$(grep "both list pixel" "$T/dup1.log")
+[ $rc1 -eq 2 ] && [ -n "$msgm1" ] && ok || bad "a mask listing a pixel twice, one process: exit $rc1: $(tail -2 "$T/dup1.log")"
+for n in 2 3; do
+  run "$n" "$MPIBIN" smooth "$MK/partial_dup.fits" "$T/dup_$n.fits" "${K[@]}" >"$T/dup.log" 2>&1
+  rc=$?
+  [ $rc -eq 2 ] && [ "$(grep "both list pixel" "$T/dup.log")" = "$msg1" ] && [ ! -e "$T/dup_$n.fits" ] && ok ||
+    bad "a pixel listed twice over $n ranks: exit $rc: $(grep arkcos "$T/dup.log" | tail -2) (one process: $msg1)"
+  run "$n" "$MPIBIN" smooth "$MK/holes.fits" "$T/dupm_$n.fits" "${K[@]}" --mask "$MK/partial_dup.fits" >"$T/dup.log" 2>&1
+  rc=$?
+  [ $rc -eq 2 ] && [ "$(grep "both list pixel" "$T/dup.log")" = "$msgm1" ] && [ ! -e "$T/dupm_$n.fits" ] && ok ||
+    bad "a mask listing a pixel twice over $n ranks: exit $rc: $(grep arkcos "$T/dup.log" | tail -2)"
+done
 masked iqu_mask "2 3" 1 iqu.fits "${K[@]}" --mask "$MK/mask_frac_nest.fits"
 # Q and U as spin 2 band-wise (complete maps): the spin-2 plan has the
 # scalar plan's bands (arkcos_plan_create_mpi_as), its own halo

@@ -461,9 +461,8 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
   if (!rc && masked) rc = hpx_read_header(mk->file, &mh, err);
   if (!rc) rc = arkcos_plan_mpi_segments(p, 0, &si, &ni, err);
   if (!rc) rc = arkcos_plan_mpi_segments(p, 1, &so, &no, err);
-  /* partial-sky maps are read whole (mapio.h) */
-  if (!rc) whole = h.explicit_index || (masked && mh.explicit_index) ||
-                   (h.ncols > HMPI_MAX_COLS && (masked || mk->write_weight));
+  /* partial-sky maps and masks are read by runs too (mapio.h) */
+  if (!rc) whole = h.ncols > HMPI_MAX_COLS && (masked || mk->write_weight);
   rc = agree_all(rc, err);
   if (!rc && hmpi_max(whole)) rc = HMPI_WHOLE_MAP;
   if (!rc) {

@@ -82,7 +82,7 @@ void hmpi_split_stop(void);
  * plan was made (hmpi_split_plan, for the file's nside); the serving ranks
  * follow. Returns 0, an ARKCOS_E* code (every rank's: the first failing
  * rank's message), or HMPI_WHOLE_MAP where the file needs the whole-map
- * path (a partial-sky map or --mask; a value beyond float range; more
+ * path (a value beyond float range; more
  * than HMPI_MAX_COLS columns with missing pixels, --mask or --write-weight;
  * not under mpirun; a spin-2 plan whose bands are not the scalar plan's):
  * nothing was written then. Columns pol_q and pol_u (-1: none) are Stokes

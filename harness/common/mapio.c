@@ -1110,17 +1110,147 @@ static int read_stretch(void *ctx, long long q, long long n, const int64_t *loc)
   return ARKCOS_OK;
 }
 
+/* ---- partial sky by runs: the PIXEL column streamed in chunks */
+
+/* File indices [first, first + n) of the PIXEL column (column 1) as
+ * read_pixel_index reads them (undefined values 0) */
+static int read_index_flat(fitsfile *fp, long long first, long long n, long long *dst, int *status) {
+  int type = 0;
+  long repeat = 1, width = 0;
+  long long nul = 0;
+  int anynul = 0;
+  if (fits_get_coltype(fp, 1, &type, &repeat, &width, status)) return *status;
+  return fits_read_col(fp, TLONGLONG, 1, first / repeat + 1, first % repeat + 1, n, &nul, dst, &anynul, status);
+}
+
+/* The local position of RING pixel p in runs seg (increasing; local base
+ * lofs[k] of run k), or -1: a binary search, one per listed pixel. */
+static int64_t run_search(const int64_t *seg, const int64_t *lofs, int nseg, int64_t p) {
+  int lo = 0, hi = nseg; /* the run holding p is in [lo, hi) */
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (p < seg[2 * mid]) hi = mid;
+    else if (p >= seg[2 * mid + 1]) lo = mid + 1;
+    else return lofs[mid] + (p - seg[2 * mid]);
+  }
+  return -1;
+}
+
+/* read_pixel_index's checks and messages, the PIXEL column streamed in
+ * chunks (idx: HPX_CHUNK values) with one bit per pixel: every row in
+ * range first, then the first row listing a pixel listed before. The band
+ * reader's path for a pixel listed twice in its runs, so that the message
+ * is the whole-map reader's whichever band found it. */
+static int check_index_stream(col_reader *r, long long *idx, arkcos_error *err) {
+  const hpx_header *h = r->h;
+  for (long long q0 = 0; q0 < h->nvalues; q0 += HPX_CHUNK) {
+    const long long n = h->nvalues - q0 < HPX_CHUNK ? h->nvalues - q0 : HPX_CHUNK;
+    if (read_index_flat(r->fp, q0, n, idx, &r->status))
+      return fits_fail(err, ARKCOS_EINVAL, h->path, r->status, "cannot read the PIXEL column");
+    for (long long i = 0; i < n; i++)
+      if (idx[i] < 0 || idx[i] >= h->npix)
+        return arkcos_fail(err, ARKCOS_EINVAL, "%s: partial-sky row %lld lists pixel %lld outside [0, %lld)",
+                           h->path, q0 + i + 1, idx[i], (long long)h->npix);
+  }
+  unsigned char *seen = calloc((size_t)(h->npix / 8 + 1), 1);
+  if (!seen) return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory", h->path);
+  long long twice = -1, q = -1;
+  for (long long q0 = 0; q0 < h->nvalues && twice < 0; q0 += HPX_CHUNK) {
+    const long long n = h->nvalues - q0 < HPX_CHUNK ? h->nvalues - q0 : HPX_CHUNK;
+    if (read_index_flat(r->fp, q0, n, idx, &r->status)) {
+      free(seen);
+      return fits_fail(err, ARKCOS_EINVAL, h->path, r->status, "cannot read the PIXEL column");
+    }
+    for (long long i = 0; i < n && twice < 0; i++) {
+      const long long v = idx[i];
+      if (seen[v >> 3] & (1u << (v & 7))) twice = q0 + i, q = v;
+      seen[v >> 3] |= (unsigned char)(1u << (v & 7));
+    }
+  }
+  free(seen);
+  if (twice < 0) return ARKCOS_OK;
+  long long first = -1;
+  for (long long q0 = 0; q0 < twice && first < 0; q0 += HPX_CHUNK) {
+    const long long n = twice - q0 < HPX_CHUNK ? twice - q0 : HPX_CHUNK;
+    if (read_index_flat(r->fp, q0, n, idx, &r->status))
+      return fits_fail(err, ARKCOS_EINVAL, h->path, r->status, "cannot read the PIXEL column");
+    for (long long i = 0; i < n && first < 0; i++)
+      if (idx[i] == q) first = q0 + i;
+  }
+  return arkcos_fail(err, ARKCOS_EINVAL, "%s: partial-sky rows %lld and %lld both list pixel %lld", h->path,
+                     first + 1, twice + 1, q);
+}
+
+/* A partial-sky column at the runs (lofs: their local bases; len pixels
+ * in all): dst all NaN (unlisted: missing, as read_one_column leaves
+ * them), then the PIXEL column and the value column read chunk by chunk,
+ * the rows whose RING pixel is in the runs stored at its local position.
+ * Every row's pixel is checked against the map's range as it passes; a
+ * pixel listed twice within the runs (one bit per pixel of the runs)
+ * sends the file to check_index_stream for the whole-map reader's
+ * message. Since the bands of the ranks cover the sphere, a pixel listed
+ * twice anywhere is in some rank's runs. */
+static int read_partial_runs(band_reader *b, const int64_t *seg, const int64_t *lofs, int nseg, int64_t len,
+                             arkcos_error *err) {
+  const hpx_header *h = b->r.h;
+  for (int64_t i = 0; i < len; i++) b->dst[i] = NAN;
+  long long *idx = malloc(sizeof *idx * (size_t)HPX_CHUNK);
+  int64_t *loc = malloc(sizeof *loc * (size_t)HPX_CHUNK);
+  unsigned char *seen = calloc((size_t)(len / 8 + 1), 1);
+  int rc = idx && loc && seen ? ARKCOS_OK : reader_oom(h, 1, err), twice = 0;
+  for (long long q0 = 0; !rc && !twice && q0 < h->nvalues; q0 += HPX_CHUNK) {
+    const long long n = h->nvalues - q0 < HPX_CHUNK ? h->nvalues - q0 : HPX_CHUNK;
+    if (read_index_flat(b->r.fp, q0, n, idx, &b->r.status)) {
+      rc = fits_fail(err, ARKCOS_EINVAL, h->path, b->r.status, "cannot read the PIXEL column");
+      break;
+    }
+    long long kept = 0;
+    for (long long i = 0; i < n; i++) {
+      if (idx[i] < 0 || idx[i] >= h->npix) {
+        rc = arkcos_fail(err, ARKCOS_EINVAL, "%s: partial-sky row %lld lists pixel %lld outside [0, %lld)",
+                         h->path, q0 + i + 1, idx[i], (long long)h->npix);
+        break;
+      }
+      loc[i] = run_search(seg, lofs, nseg, file_to_ring(h->nested, h->nside, idx[i]));
+      kept += loc[i] >= 0;
+    }
+    if (rc || !kept) continue;
+    if (read_flat(b->r.fp, b->col, q0, n, b->buf, &b->r.status)) {
+      rc = fits_fail(err, ARKCOS_EINVAL, h->path, b->r.status, "cannot read map data (truncated file?)");
+      break;
+    }
+    for (long long i = 0; i < n && !twice; i++) {
+      const int64_t l = loc[i];
+      if (l < 0) continue;
+      if (seen[l >> 3] & (1u << (l & 7))) twice = 1;
+      seen[l >> 3] |= (unsigned char)(1u << (l & 7));
+      b->dst[l] = b->buf[i];
+    }
+  }
+  free(seen);
+  free(loc);
+  if (!rc && twice) {
+    rc = check_index_stream(&b->r, idx, err);
+    if (!rc) rc = arkcos_fail(err, ARKCOS_ERUNTIME, "%s: a pixel listed twice was not found again", h->path);
+  }
+  free(idx);
+  if (!rc) b->nbad = replace_bad(b->dst, len, NAN);
+  return rc;
+}
+
 int hpx_read_column_runs(const hpx_header *h, int c, const int64_t *seg, int nseg, double *dst,
                          int64_t *nbad, arkcos_error *err) {
   *nbad = 0;
   if (c < 0 || c >= h->ncols) return arkcos_fail(err, ARKCOS_EINVAL, "%s: no map column %d", h->path, c + 1);
-  if (h->explicit_index)
-    return arkcos_fail(err, ARKCOS_EINVAL, "%s: a partial-sky map is read whole, not by pixel runs", h->path);
   band_reader b = {.r = {.h = h, .bad_value = NAN}, .col = h->first_col + c, .dst = dst};
   int64_t *lofs = runs_back_to_back(seg, nseg);
   b.buf = malloc(sizeof *b.buf * (size_t)HPX_CHUNK);
   int rc = lofs && b.buf ? reopen_table(&b.r, err) : reader_oom(h, 1, err);
-  if (!rc) {
+  if (!rc && h->explicit_index) {
+    int64_t len = 0;
+    for (int k = 0; k < nseg; k++) len += seg[2 * k + 1] - seg[2 * k];
+    rc = read_partial_runs(&b, seg, lofs, nseg, len, err);
+  } else if (!rc) {
     rc = for_stretches(h->nested, h->nside, seg, lofs, nseg, read_stretch, &b);
     if (rc == ARKCOS_ENOMEM) reader_oom(h, 1, err);
     else if (rc) fits_fail(err, ARKCOS_EINVAL, h->path, b.r.status, "cannot read map data (truncated file?)");

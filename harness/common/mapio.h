@@ -117,7 +117,15 @@ int hpx_write_maps_ex(const char *path, const double *const *maps, int nmaps,
  * A RING file is read at the runs only; in a NESTED file the blocks of
  * 32 x 32 pixels whose rings meet the runs' are walked, and only the
  * stretches holding the runs' pixels are read. Memory: two
- * chunks (16 MB) besides dst. Partial-sky maps are refused (EINVAL). */
+ * chunks (16 MB) besides dst. A partial-sky map is read in chunks of
+ * the PIXEL column and the value column, all of them (three chunks, 24 MB,
+ * and one bit per pixel of the runs besides dst; never the whole index):
+ * the rows whose RING pixel is in the runs are stored, the runs' pixels
+ * not listed are missing (NaN, counted), as the whole-map reader leaves
+ * them. A pixel outside the map, or listed twice within the runs, fails
+ * with the whole-map reader's message (a pixel listed twice is looked for
+ * again over the whole index then, with one bit per map pixel): runs that
+ * cover the sphere together catch every pixel listed twice. */
 int hpx_read_column_runs(const hpx_header *h, int c, const int64_t *seg, int nseg, double *dst,
                          int64_t *nbad, arkcos_error *err);
 /* Where each pixel of a table made by hpx_band_create lies: byte

@@ -46,15 +46,19 @@ int mask_opts_finish(mask_opts *o) {
 /* ---------------------------------------------------------------- --mask */
 
 /* The mask's values v[0, n), RING pixels p0 ..: NaN (UNSEEN as read) made
- * 0, in [0, 1]; counted into nzero, nfrac. Returns 0 or 2 (message). */
-static int check_mask_run(const char *path, double *v, int64_t n, int64_t p0, int64_t *nzero, int64_t *nfrac) {
+ * 0, in [0, 1]; counted into nzero, nfrac. Returns 0 or 2 (message, on
+ * stderr or, given msg, into it). */
+static int check_mask_run(const char *path, double *v, int64_t n, int64_t p0, int64_t *nzero, int64_t *nfrac,
+                          char *msg, size_t msglen) {
   for (int64_t i = 0; i < n; i++) {
     if (isnan(v[i])) v[i] = 0;
     if (!(v[i] >= 0 && v[i] <= 1)) {
-      fprintf(stderr,
-              "arkcos smooth: --mask %s: pixel %lld (RING) = %g is outside [0, 1] "
-              "(a mask is 0/1 or a weight in [0, 1])\n",
-              path, (long long)(p0 + i), v[i]);
+      char buf[8192]; /* PATH_MAX and the words */
+      snprintf(msg ? msg : buf, msg ? msglen : sizeof buf,
+               "arkcos smooth: --mask %s: pixel %lld (RING) = %g is outside [0, 1] "
+               "(a mask is 0/1 or a weight in [0, 1])\n",
+               path, (long long)(p0 + i), v[i]);
+      if (!msg) fputs(buf, stderr);
       return 2;
     }
     *nzero += v[i] == 0;
@@ -84,7 +88,7 @@ static int read_whole_mask(mask_weights *mw, const hpx_header *h, int loud) {
   mw->w = maps[0];
   for (int c = 1; c < ncols; c++) free(maps[c]);
   free(maps);
-  int status = check_mask_run(mw->path, mw->w, mw->npix, 0, &nzero, &nfrac);
+  int status = check_mask_run(mw->path, mw->w, mw->npix, 0, &nzero, &nfrac, NULL, 0);
   if (!status && loud) mask_values_line(mw->path, nzero, mw->npix, nbad, nfrac);
   if (status) {
     free(mw->w);
@@ -93,9 +97,15 @@ static int read_whole_mask(mask_weights *mw, const hpx_header *h, int loud) {
   return status;
 }
 
-/* The mask checked run by run of RING pixels, never whole in memory. */
+/* The mask checked run by run of RING pixels, never whole in memory. A
+ * partial-sky mask's runs are read by streaming its whole PIXEL column
+ * each (mapio.h): runs of a sixteenth of the sphere, at most 16 passes;
+ * its runs are all read before a value outside [0, 1] is reported, since
+ * a pixel listed twice, found by the run holding it, is the whole-map
+ * reader's error first. */
 static int check_mask_runs(mask_weights *mw, const hpx_header *h) {
-  const int64_t chunk = (int64_t)1 << 20;
+  int64_t chunk = (int64_t)1 << 20;
+  if (h->explicit_index && chunk < (h->npix + 15) / 16) chunk = (h->npix + 15) / 16;
   double *v = malloc(sizeof *v * (size_t)chunk);
   if (!v) {
     fprintf(stderr, "arkcos smooth: --mask %s: out of memory\n", mw->path);
@@ -103,18 +113,23 @@ static int check_mask_runs(mask_weights *mw, const hpx_header *h) {
   }
   int64_t nbad = 0, nzero = 0, nfrac = 0;
   int status = 0;
-  for (int64_t p0 = 0; p0 < h->npix && !status; p0 += chunk) {
+  char msg[8192] = "";
+  for (int64_t p0 = 0; p0 < h->npix && (!status || msg[0]); p0 += chunk) {
     const int64_t run[2] = {p0, p0 + chunk < h->npix ? p0 + chunk : h->npix};
     int64_t nb = 0;
     arkcos_error err = {0};
     if (hpx_read_column_runs(h, 0, run, 1, v, &nb, &err)) {
       fprintf(stderr, "arkcos smooth: --mask: %s\n", err.msg);
       status = exit_status_of(err.code);
+      msg[0] = 0;
       break;
     }
     nbad += nb;
-    status = check_mask_run(mw->path, v, run[1] - run[0], p0, &nzero, &nfrac);
+    if (!status)
+      status = check_mask_run(mw->path, v, run[1] - run[0], p0, &nzero, &nfrac, h->explicit_index ? msg : NULL,
+                              sizeof msg);
   }
+  if (msg[0]) fputs(msg, stderr);
   free(v);
   if (!status) mask_values_line(mw->path, nzero, mw->npix, nbad, nfrac);
   return status;
@@ -146,8 +161,7 @@ int mask_load(mask_weights *mw, const mask_opts *o, const hpx_header *inputs,
     mw->path = o->file;
     mw->nside = h.nside;
     mw->npix = h.npix;
-    /* a partial-sky mask is read whole (it lists its pixels) */
-    status = keep || h.explicit_index ? read_whole_mask(mw, &h, 1) : check_mask_runs(mw, &h);
+    status = keep ? read_whole_mask(mw, &h, 1) : check_mask_runs(mw, &h);
     if (status) mask_weights_free(mw);
   }
   hpx_header_free(&h);

@@ -73,7 +73,8 @@ typedef struct mask_weights {
  * keep: mw->w holds the weights; else (one map over MPI ranks, whose ranks
  * read their bands of the mask themselves) the mask is checked in runs of
  * pixels and mw->w stays NULL until mask_weights_need (a partial-sky mask
- * is held all the same). Returns 0 or an exit status (message printed). */
+ * too, in runs of a sixteenth of the sphere at most: each streams its
+ * PIXEL column). Returns 0 or an exit status (message printed). */
 int mask_load(mask_weights *mw, const mask_opts *o, const hpx_header *inputs,
               int ninputs, int keep);
 /* mw->w read when a mask was given and is not held (mask_load's keep 0):
