@@ -800,7 +800,8 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
     hmpi_file_stats st;
     int rc = ensure_smoothers(s, h->nside, 1, job.pol.q >= 0, err);
     const int normalize = rc == 0 && arkcos_smoother_divides(s->lib);
-    /* the identity (fwhm 0) makes no plan: whole; the engine's A(1) under
+    /* the identity (fwhm 0, which the command line refuses; the engine's
+     * smoother allows it) makes no plan: whole; the engine's A(1) under
      * --accuracy is an exact plan's: made over the ranks too */
     const int bands = !rc && arkcos_smoother_kernel(s->lib, 0);
     if (bands && normalize && s->a->accuracy > 0)
