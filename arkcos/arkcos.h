@@ -386,6 +386,12 @@ typedef struct arkcos_estimate {
 
 int arkcos_plan_estimate_rank(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
                               int rank, int nranks, arkcos_estimate *e, arkcos_error *err);
+/* The same for a band plan cut as the plan of kernel k_like and options
+ * o_like over the same geometry and ranks would be (an MPI plan made with
+ * arkcos_plan_create_mpi_as: a spin-2 plan with the scalar plan's bands). */
+int arkcos_plan_estimate_rank_as(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                                 const arkcos_kernel *k_like, const arkcos_options *o_like, int rank, int nranks,
+                                 arkcos_estimate *e, arkcos_error *err);
 /* The band cost model (plan.c) that cuts the bands over ranks: rank's
  * modelled seconds per map at one thread, parts[0] direct sums, parts[1]
  * Fourier pairs (kernel spectra and reduction), parts[2] ring FFTs. */

@@ -728,6 +728,25 @@ int arkcos_plan_estimate_rank(const arkcos_geometry *g, const arkcos_kernel *k, 
   return ARKCOS_OK;
 }
 
+int arkcos_plan_estimate_rank_as(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                                 const arkcos_kernel *k_like, const arkcos_options *o_like, int rank, int nranks,
+                                 arkcos_estimate *e, arkcos_error *err) {
+  if (!e) return arkcos_fail(err, ARKCOS_EINVAL, "estimate: no place for the result");
+  memset(e, 0, sizeof *e);
+  int *cut = malloc(sizeof *cut * (size_t)(nranks > 0 ? nranks + 1 : 1));
+  if (!cut) return arkcos_fail(err, ARKCOS_ENOMEM, "estimate: out of memory");
+  arkcos_plan *like = plan_prepare(g, k_like, o_like, 0, nranks, err);
+  if (like) arkcos_plan_split(like, nranks, cut);
+  arkcos_plan *p = like ? plan_prepare_cut(g, k, o, rank, nranks, cut, err) : NULL;
+  arkcos_plan_destroy(like);
+  free(cut);
+  if (!p) return err && err->code ? err->code : ARKCOS_EINVAL;
+  plan_estimate_parts(p, nranks > 1 && rank > 0, e);
+  e->band = arkcos_band_of_rank(rank, nranks);
+  arkcos_plan_destroy(p);
+  return ARKCOS_OK;
+}
+
 int arkcos_plan_estimate_cost(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
                               int rank, int nranks, double parts[3], arkcos_error *err) {
   if (!parts) return arkcos_fail(err, ARKCOS_EINVAL, "estimate: no place for the result");

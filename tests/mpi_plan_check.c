@@ -253,6 +253,17 @@ static void bands_as(void) {
     same = na == nb;
     for (int q = 0; same && q < na; q++) same = a[q].a == b[q].a && a[q].b == b[q].b;
     CHECK(same, "rank %d of %d: the spin-2 plan's output runs are the scalar plan's", rank, nranks);
+    /* its estimate (what --dry-run prints) has its band exactly */
+    arkcos_estimate est;
+    arkcos_mpi_band band;
+    arkcos_options o0 = o;
+    o0.spin = 0;
+    CHECK(arkcos_plan_estimate_rank_as(g, k2, &o, k0, &o0, rank, nranks, &est, &err) == 0 &&
+              arkcos_plan_mpi_band(p2, &band, NULL) == 0 && est.pixels_out == band.pixels_out &&
+              est.pixels_in == band.pixels_in && est.rings_out == band.nrings_out,
+          "rank %d of %d: the estimate of a plan with another's bands: out %lld in %lld, the plan's %lld %lld (%s)",
+          rank, nranks, (long long)est.pixels_out, (long long)est.pixels_in, (long long)band.pixels_out,
+          (long long)band.pixels_in, err.msg);
     const int64_t n = g->npix;
     double *q = NULL, *u = NULL, *rq = NULL, *ru = NULL, *oq = NULL, *ou = NULL;
     if (rank == 0) {

@@ -76,12 +76,14 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
     row->other = e.kernel_spectra + e.workspace + e.fft;
     row->plan = e.total;
   }
-  /* the spin-2 plan: a band plan over ranks (with the scalar plan's bands,
-   * estimated here with its own), the whole plan in one process; band-wise,
+  /* the spin-2 plan: a band plan over ranks with the scalar plan's bands
+   * (arkcos_plan_create_mpi_as), the whole plan in one process; band-wise,
    * Q and U are read again at its band and halo with two outputs */
   if (!rc && w->spin2) {
     arkcos_estimate e2;
-    rc = arkcos_plan_estimate_rank(g, w->k2 ? w->k2 : k, &w->o2, bands ? rank : 0, bands ? nranks : 1, &e2, err);
+    rc = bands ? arkcos_plan_estimate_rank_as(g, w->k2 ? w->k2 : k, &w->o2, w->k0 ? w->k0 : k, &w->o0, rank, nranks,
+                                              &e2, err)
+               : arkcos_plan_estimate_rank(g, w->k2 ? w->k2 : k, &w->o2, 0, 1, &e2, err);
     if (!rc) row->plan += e2.total;
     if (!rc && !reads) row->maps += 8 * (4 + w->masked) * (double)e2.pixels_in;
   }
@@ -91,7 +93,9 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
     arkcos_options oe = w->o0;
     oe.accuracy = 0;
     arkcos_estimate en;
-    rc = arkcos_plan_estimate_rank(g, w->k0 ? w->k0 : k, &oe, bands ? rank : 0, bands ? nranks : 1, &en, err);
+    rc = bands ? arkcos_plan_estimate_rank_as(g, w->k0 ? w->k0 : k, &oe, w->k0 ? w->k0 : k, &w->o0, rank, nranks, &en,
+                                              err)
+               : arkcos_plan_estimate_rank(g, w->k0 ? w->k0 : k, &oe, 0, 1, &en, err);
     if (!rc) row->plan += en.total;
   }
   row->total = PROCESS_BYTES + row->maps + row->plan;
