@@ -314,21 +314,21 @@ static int run_plan(arkcos_plan *p, int nmaps, const double *const *in, double *
 
 /* A spin-2 plan takes Q and U (arkcos_execute2_mpi...), a scalar plan one
  * map: EINVAL when the call does not match the plan. */
-static int check_kind(const arkcos_plan *p, int nmaps, const char *fn, arkcos_error *err) {
+static int check_kind(const arkcos_plan *p, int nmaps, int local, arkcos_error *err) {
+  static const char *const names[2][2] = {{"arkcos_execute_mpi", "arkcos_execute2_mpi"},
+                                          {"arkcos_execute_mpi_local", "arkcos_execute2_mpi_local"}};
   if (!p || !p->mpi) return arkcos_fail(err, ARKCOS_EINVAL, "execute: not a plan of arkcos_plan_create_mpi");
-  if ((p->opt.spin == 2) != (nmaps == 2))
-    return arkcos_fail(err, ARKCOS_EINVAL, "execute: %s on a %s plan; use %s", fn,
-                       p->opt.spin == 2 ? "spin-2" : "scalar",
-                       p->opt.spin == 2 ? (strstr(fn, "local") ? "arkcos_execute2_mpi_local" : "arkcos_execute2_mpi")
-                                        : (strstr(fn, "local") ? "arkcos_execute_mpi_local" : "arkcos_execute_mpi"));
+  const int spin2 = p->opt.spin == 2;
+  if (spin2 != (nmaps == 2))
+    return arkcos_fail(err, ARKCOS_EINVAL, "execute: %s on a %s plan; use %s", names[local][nmaps == 2],
+                       spin2 ? "spin-2" : "scalar", names[local][spin2]);
   return ARKCOS_OK;
 }
 
 /* Collective: rank 0 sends each rank its band's inputs (every map), each
  * rank runs its band, rank 0 gathers every band's outputs. */
-static int execute_maps(arkcos_plan *p, int nmaps, const double *const *in, double *const *out, const char *fn,
-                        arkcos_error *err) {
-  int rc = check_kind(p, nmaps, fn, err);
+static int execute_maps(arkcos_plan *p, int nmaps, const double *const *in, double *const *out, arkcos_error *err) {
+  int rc = check_kind(p, nmaps, 0, err);
   if (rc) return rc;
   mpi_state *m = (mpi_state *)p->mpi;
   for (int c = 0; c < nmaps && !rc && m->rank == 0; c++) {
@@ -374,14 +374,14 @@ static int execute_maps(arkcos_plan *p, int nmaps, const double *const *in, doub
 int arkcos_execute_mpi(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
   const double *x[1] = {in};
   double *y[1] = {out};
-  return execute_maps(p, 1, x, y, "arkcos_execute_mpi", err);
+  return execute_maps(p, 1, x, y, err);
 }
 
 int arkcos_execute2_mpi(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
                         arkcos_error *err) {
   const double *x[2] = {q, u};
   double *y[2] = {q_out, u_out};
-  return execute_maps(p, 2, x, y, "arkcos_execute2_mpi", err);
+  return execute_maps(p, 2, x, y, err);
 }
 
 int arkcos_plan_mpi_segments(const arkcos_plan *p, int output, const arkcos_mpi_segment **seg, int *n,
@@ -396,9 +396,8 @@ int arkcos_plan_mpi_segments(const arkcos_plan *p, int output, const arkcos_mpi_
 
 /* Not collective: the band-local maps, the plan's ring offsets moved to
  * their local positions while it runs. */
-static int execute_local(arkcos_plan *p, int nmaps, const double *const *in, double *const *out, const char *fn,
-                         arkcos_error *err) {
-  int rc = check_kind(p, nmaps, fn, err);
+static int execute_local(arkcos_plan *p, int nmaps, const double *const *in, double *const *out, arkcos_error *err) {
+  int rc = check_kind(p, nmaps, 1, err);
   if (rc) return rc;
   for (int c = 0; c < nmaps; c++)
     for (int d = 0; d < nmaps; d++)
@@ -414,14 +413,14 @@ static int execute_local(arkcos_plan *p, int nmaps, const double *const *in, dou
 int arkcos_execute_mpi_local(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
   const double *x[1] = {in};
   double *y[1] = {out};
-  return execute_local(p, 1, x, y, "arkcos_execute_mpi_local", err);
+  return execute_local(p, 1, x, y, err);
 }
 
 int arkcos_execute2_mpi_local(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
                               arkcos_error *err) {
   const double *x[2] = {q, u};
   double *y[2] = {q_out, u_out};
-  return execute_local(p, 2, x, y, "arkcos_execute2_mpi_local", err);
+  return execute_local(p, 2, x, y, err);
 }
 
 int arkcos_plan_mpi_band(const arkcos_plan *p, arkcos_mpi_band *b, arkcos_error *err) {

@@ -716,16 +716,21 @@ double arkcos_plan_estimate(const arkcos_geometry *g, const arkcos_kernel *k, co
   return b;
 }
 
-int arkcos_plan_estimate_rank(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
-                              int rank, int nranks, arkcos_estimate *e, arkcos_error *err) {
-  if (!e) return arkcos_fail(err, ARKCOS_EINVAL, "estimate: no place for the result");
-  memset(e, 0, sizeof *e);
-  arkcos_plan *p = plan_prepare(g, k, o, rank, nranks, err);
+/* The estimate of band plan p (prepared, NULL after an error in err),
+ * which it then destroys */
+static int estimate_band(arkcos_plan *p, int rank, int nranks, arkcos_estimate *e, arkcos_error *err) {
   if (!p) return err && err->code ? err->code : ARKCOS_EINVAL;
   plan_estimate_parts(p, nranks > 1 && rank > 0, e);
   e->band = arkcos_band_of_rank(rank, nranks);
   arkcos_plan_destroy(p);
   return ARKCOS_OK;
+}
+
+int arkcos_plan_estimate_rank(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
+                              int rank, int nranks, arkcos_estimate *e, arkcos_error *err) {
+  if (!e) return arkcos_fail(err, ARKCOS_EINVAL, "estimate: no place for the result");
+  memset(e, 0, sizeof *e);
+  return estimate_band(plan_prepare(g, k, o, rank, nranks, err), rank, nranks, e, err);
 }
 
 int arkcos_plan_estimate_rank_as(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,
@@ -740,11 +745,7 @@ int arkcos_plan_estimate_rank_as(const arkcos_geometry *g, const arkcos_kernel *
   arkcos_plan *p = like ? plan_prepare_cut(g, k, o, rank, nranks, cut, err) : NULL;
   arkcos_plan_destroy(like);
   free(cut);
-  if (!p) return err && err->code ? err->code : ARKCOS_EINVAL;
-  plan_estimate_parts(p, nranks > 1 && rank > 0, e);
-  e->band = arkcos_band_of_rank(rank, nranks);
-  arkcos_plan_destroy(p);
-  return ARKCOS_OK;
+  return estimate_band(p, rank, nranks, e, err);
 }
 
 int arkcos_plan_estimate_cost(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,

@@ -659,8 +659,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
       unseen[pq] = unseen[pu] = pw.unseen;
       arkcos_stage_times t;
       arkcos_plan_stages(p2, &t);
-      sum.map_fft += t.map_fft, sum.kernel_eval += t.kernel_eval, sum.kernel_fft += t.kernel_fft;
-      sum.reduction += t.reduction, sum.map_ifft += t.map_ifft, sum.other += t.other, sum.total += t.total;
+      stage_times_add(&sum, &t);
       if (st) /* half the pair's time each, as the whole-map path counts them */
         st->map_time[pq < HMPI_MAX_COLS ? pq : HMPI_MAX_COLS - 1] =
             st->map_time[pu < HMPI_MAX_COLS ? pu : HMPI_MAX_COLS - 1] = (b - a) / 2;
@@ -701,8 +700,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
     if (!wrc) {
       arkcos_stage_times t;
       arkcos_plan_stages(p, &t);
-      sum.map_fft += t.map_fft, sum.kernel_eval += t.kernel_eval, sum.kernel_fft += t.kernel_fft;
-      sum.reduction += t.reduction, sum.map_ifft += t.map_ifft, sum.other += t.other, sum.total += t.total;
+      stage_times_add(&sum, &t);
       if (st) st->map_time[c < HMPI_MAX_COLS ? c : HMPI_MAX_COLS - 1] = b - a;
       if (w && !w->trivial) { /* finish */
         const double *aw = w->aw;

@@ -62,11 +62,11 @@ typedef struct smooth_args {
   mask_opts mask; /* --mask, --mask-mode, --min-weight, --write-weight */
   narrow_opts narrow; /* --normalize, --allow-subpixel, --kernel-unit, --allow-negative */
   beam_opts beam;     /* --beam-file, --beam-column, --beam-tolerance */
-  /* which options were given: for the "both / neither" and "does not apply
-   * to this method" checks */
-  int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_method,
-      has_mode, has_precision, has_backend, has_threads, has_lmax, has_iter, has_oversample,
-      has_accuracy, has_max_memory, has_ranks, has_quadrature, has_gaussian;
+  /* which options were given: for the "both / neither" checks, the
+   * --accuracy and --ranks rules and the defaults that depend on them (the
+   * "applies only to" checks read the parsed table, opts) */
+  int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_lmax, has_oversample,
+      has_accuracy, has_ranks;
   int quadrature;        /* --quadrature: ARKCOS_QUADRATURE_RING (default) or _POINT */
   json_t *opts;          /* the parsed options (options.h); strings above point into it or argv */
   int gaussian_harmonic; /* --gaussian harmonic: healpy's Gaussian beam for --fwhm-arcmin */
@@ -263,7 +263,6 @@ static int args_from_options(const json_t *v, smooth_args *a) {
   method_spec m;
   if (method_spec_from_json(v, 0, &m, &err)) return smooth_usage_error("--method: %s", err.msg);
   a->method = m.kind;
-  a->has_method = opt_given(v, OPT_METHOD);
   a->mode = m.kind == METHOD_ARKCOS ? m.arkcos.mode : ARKCOS_MODE_ENHANCED;
   a->precision = m.kind == METHOD_ARKCOS ? m.arkcos.precision : ARKCOS_DOUBLE;
   a->backend = m.kind == METHOD_ARKCOS ? m.arkcos.backend : ARKCOS_BACKEND_AUTO;
@@ -291,18 +290,10 @@ static int args_from_options(const json_t *v, smooth_args *a) {
   a->has_tophat = opt_given(v, OPT_TOPHAT_RADIUS);
   a->has_cutoff_deg = opt_given(v, OPT_CUTOFF_DEG);
   a->has_cutoff_rel = opt_given(v, OPT_CUTOFF_REL);
-  a->has_mode = opt_given(v, OPT_MODE);
-  a->has_precision = opt_given(v, OPT_PRECISION);
-  a->has_backend = opt_given(v, OPT_BACKEND);
-  a->has_threads = opt_given(v, OPT_THREADS);
   a->has_lmax = opt_given(v, OPT_LMAX);
-  a->has_iter = opt_given(v, OPT_ITER);
   a->has_oversample = opt_given(v, OPT_OVERSAMPLE);
   a->has_accuracy = opt_given(v, OPT_ACCURACY);
-  a->has_max_memory = opt_given(v, OPT_MAX_MEMORY);
   a->has_ranks = opt_given(v, OPT_RANKS);
-  a->has_quadrature = opt_given(v, OPT_QUADRATURE);
-  a->has_gaussian = opt_given(v, OPT_GAUSSIAN);
   mask_opts_read(&a->mask, v);
   smooth_beam_read(&a->beam, v);
   smooth_checks_read(&a->narrow, v);
