@@ -157,6 +157,101 @@ static int64_t row_weights(const arkcos_plan *p, int i, int j, double hw, int64_
   return e - f + 1;
 }
 
+/* The kernel's values at cnt candidate offsets of a ring pair (a batch of
+ * rows): out[l] = w_j K(chord2) with dphi_l = d0 + step num[l] (num[l] the
+ * exact integer a n_j - b n_i), the haversine form of arkcos_kfun_d2, in
+ * loops the compiler vectorises (the weights of the direct tables are most
+ * of an exact plan's making; a row alone is too short to vectorise):
+ *  - sin(dphi / 2) by its Taylor series on [0, pi / 2] (sin^2 is
+ *    symmetric about pi / 2), to x^23: below 1e-20 relative;
+ *  - a Gaussian's alpha^2 = 4 asin^2(chord / 2) by the series of asin^2 in
+ *    h^2 = chord^2 / 4, 11 terms, where the cutoff has h^2 <= 0.01 (about
+ *    11 degrees; below 1e-22 relative), else by arkcos_alpha_of_chord2;
+ *  - exp(-y) as 2^-n exp(-r), |r| <= ln 2 / 2, exp(-r) to r^13 (below 1e-17).
+ * Each agrees with the scalar functions to a few units of rounding. A
+ * candidate within 1e-9 (relative) of the cutoff's chord is evaluated by
+ * the scalar functions themselves, so that which pixels lie inside is
+ * decided exactly as arkcos_kfun_d2 decides it; a kernel table's spline
+ * is evaluated by the scalar function at the vectorised angle. tmp: 2 cnt
+ * doubles of scratch. */
+static void batch_values(const arkcos_kfun *kf, double wj, double sdt2, double ss, double d0, double step,
+                         const double *num, int64_t cnt, double *out, double *tmp) {
+  static const double sinc[12] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800,
+                                  1.0 / 6227020800.0, -1.0 / 1307674368000.0, 1.0 / 355687428096000.0,
+                                  -1.0 / 121645100408832000.0, 1.0 / 51090942171709440000.0,
+                                  -1.0 / 25852016738884976640000.0, 1.0 / 15511210043330985984000000.0};
+  /* d2 = chord^2 */
+  for (int64_t l = 0; l < cnt; l++) {
+    const double dphi = d0 + step * num[l];
+    const double ax = fabs(0.5 * dphi), r = ARKCOS_PI - ax;
+    const double x = ax < r ? ax : r, x2 = x * x;
+    double pl = sinc[11];
+    for (int c = 10; c >= 0; c--) pl = pl * x2 + sinc[c];
+    const double sh = x + x * x2 * pl;
+    tmp[l] = 4.0 * (sdt2 + ss * sh * sh);
+  }
+  const double cut = kf->cut_d2;
+  if (kf->type == ARKCOS_KERNEL_GAUSSIAN) {
+    if (0.25 * cut <= 0.01) { /* alpha^2 = 4 h^2 sum_n c_n h^(2n - 2) */
+      static const double ac[11] = {1.0, 1.0 / 3, 8.0 / 45, 4.0 / 35, 128.0 / 1575, 0.06156806156806157,
+                                    0.04871319157033443, 0.03978243978243978, 0.03328204112517838,
+                                    0.028377319275152094, 0.02456910759753428};
+      for (int64_t l = 0; l < cnt; l++) {
+        const double h2 = 0.25 * tmp[l];
+        double pa = ac[10];
+        for (int c = 9; c >= 0; c--) pa = pa * h2 + ac[c];
+        out[l] = 4.0 * h2 * pa;
+      }
+    } else {
+      for (int64_t l = 0; l < cnt; l++) {
+        const double al = arkcos_alpha_of_chord2(tmp[l] < cut ? tmp[l] : cut);
+        out[l] = al * al;
+      }
+    }
+    static const double ec[14] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040,
+                                  1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800,
+                                  1.0 / 479001600, 1.0 / 6227020800.0};
+    const double magic = 0x1.8p52, scale = kf->norm * wj, s2 = kf->poly_s;
+    int64_t mbits;
+    memcpy(&mbits, &magic, sizeof mbits);
+    for (int64_t l = 0; l < cnt; l++) {
+      const double a2 = out[l];
+      tmp[cnt + l] = a2;
+      double y = a2 * kf->inv2s2;
+      y = y < 700 ? y : 700;
+      const double t = y * 0x1.71547652b82fep0 + magic; /* n + magic: n = round(y / ln 2) */
+      const double n = t - magic;
+      const double z = -((y - n * 0x1.62e42fefa39efp-1) - n * 0x1.abc9e3b39803fp-56); /* -r */
+      double e = ec[13];
+      for (int c = 12; c >= 0; c--) e = e * z + ec[c];
+      int64_t tb;
+      memcpy(&tb, &t, sizeof tb);
+      const int64_t sb = (1023 - (tb - mbits)) << 52; /* 2^-n */
+      double p2;
+      memcpy(&p2, &sb, sizeof p2);
+      out[l] = scale * (e * p2);
+    }
+    if (kf->npoly) /* healpy's Gaussian beam: the smooth factor in alpha^2 */
+      for (int64_t l = 0; l < cnt; l++) {
+        const double x = 2 * tmp[cnt + l] * s2 - 1;
+        out[l] *= arkcos_cheb(kf->poly, kf->npoly, x < 1 ? x : 1);
+      }
+  } else if (kf->type == ARKCOS_KERNEL_TOPHAT) {
+    for (int64_t l = 0; l < cnt; l++) out[l] = kf->norm * wj;
+  } else {
+    for (int64_t l = 0; l < cnt; l++)
+      out[l] = tmp[l] <= cut ? wj * arkcos_kfun_alpha(kf, arkcos_alpha_of_chord2(tmp[l])) : 0.0;
+  }
+  for (int64_t l = 0; l < cnt; l++) out[l] = tmp[l] <= cut ? out[l] : 0.0;
+  /* the cutoff decided by the scalar functions */
+  const double band = 1e-9 * cut;
+  for (int64_t l = 0; l < cnt; l++)
+    if (fabs(tmp[l] - cut) <= band) {
+      const double sh = sin(0.5 * (d0 + step * num[l]));
+      out[l] = wj * arkcos_kfun_d2(kf, 4.0 * (sdt2 + ss * sh * sh));
+    }
+}
+
 /* Azimuth reflection: a ring whose first pixel sits at 0 or half a pixel
  * (e = 2 phi0 n / 2 pi = 0 or 1; every HEALPix ring) maps onto itself under
  * phi -> -phi, pixel a onto (-a - e) mod n. Returns e, or -1. */
@@ -176,6 +271,70 @@ static int64_t row_partner(const dpair *d, int64_t ni, int ei, int64_t a, int64_
   const int64_t ar = wrap64(-a - ei, ni);
   *q = ar / d->P;
   return ar % d->P;
+}
+
+/* The rows of a scalar pair that come before their reflection partner
+ * (pair_setup): their candidates in batches of at least ROW_BATCH, each
+ * batch's kernel values at once (batch_values), then each row trimmed to
+ * its non-zero weights as row_weights trims it. Sets d's rows, wsum and
+ * maxlen, *nw the weights stored. */
+enum { ROW_BATCH = 1024 };
+static int scalar_rows(const arkcos_plan *p, int i, int j, double hw, int refl, int ei, int64_t cmax, dpair *d,
+                       int64_t *nw) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int64_t ni = rg[i].nph, nj = rg[j].nph;
+  const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+  const double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
+  const double d0 = rg[i].phi0 - rg[j].phi0, step = 2 * ARKCOS_PI / ((double)ni * (double)nj);
+  const size_t cap = (size_t)(ROW_BATCH + cmax);
+  double *num = malloc(sizeof(double) * 4 * cap);
+  int64_t *rows = malloc(sizeof(int64_t) * 3 * (size_t)(ROW_BATCH + 1));
+  if (!num || !rows) {
+    free(num);
+    free(rows);
+    return ARKCOS_ENOMEM;
+  }
+  double *val = num + cap, *tmp = num + 2 * cap;
+  int64_t n = 0;
+  for (int64_t a = 0; a < d->P;) {
+    int64_t nr = 0, nc = 0;
+    for (; a < d->P && nc < ROW_BATCH; a++) { /* row a: rows[3 r ..] = a, lo, cnt */
+      int64_t q, lo, cnt;
+      if (refl && row_partner(d, ni, ei, a, &q) < a) continue;
+      pixel_window(p, i, j, hw, a, &lo, &cnt);
+      for (int64_t l = 0; l < cnt; l++) num[nc + l] = (double)(a * nj - (lo + l) * ni); /* exact */
+      rows[3 * nr] = a;
+      rows[3 * nr + 1] = lo;
+      rows[3 * nr + 2] = cnt;
+      nr++;
+      nc += cnt;
+    }
+    batch_values(&p->kf, rg[j].weight, sdt2, ss, d0, step, num, nc, val, tmp);
+    const double *v = val;
+    for (int64_t r = 0; r < nr; v += rows[3 * r + 2], r++) { /* trimmed as row_weights trims */
+      const int64_t ar = rows[3 * r], lo = rows[3 * r + 1], cnt = rows[3 * r + 2];
+      int64_t f = -1, e = -1;
+      double sum = 0;
+      for (int64_t l = 0; l < cnt; l++)
+        if (v[l] != 0) {
+          if (f < 0) f = l;
+          e = l;
+          sum += fabs(v[l]);
+        }
+      const int64_t len = f < 0 ? 0 : e - f + 1;
+      d->wofs[ar] = n;
+      d->wlen[ar] = len;
+      d->b0[ar] = f < 0 ? lo : lo + f;
+      if (len) memcpy(d->w + n, v + f, sizeof(double) * (size_t)len);
+      n += len;
+      if (sum > d->wsum) d->wsum = sum;
+      if (len > d->maxlen) d->maxlen = len;
+    }
+  }
+  free(num);
+  free(rows);
+  *nw = n;
+  return ARKCOS_OK;
 }
 
 /* Sets up pair (i, j) of a task: lanes, period, the trimmed rows; a row
@@ -209,16 +368,19 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
   int64_t n = 0;
   d->wsum = 0;
   d->maxlen = 0;
-  for (int64_t a = 0; a < d->P; a++) { /* rows that come before their partner */
-    int64_t q;
-    if (refl && row_partner(d, ni, ei, a, &q) < a) continue;
-    double sum;
-    d->wofs[a] = n;
-    d->wlen[a] = row_weights(p, i, j, hw, a, d->w + n, d->wi ? d->wi + n : NULL, &d->b0[a], &sum);
-    n += d->wlen[a];
-    if (sum > d->wsum) d->wsum = sum;
-    if (d->wlen[a] > d->maxlen) d->maxlen = d->wlen[a];
-  }
+  if (p->opt.spin == 2) {
+    for (int64_t a = 0; a < d->P; a++) { /* rows that come before their partner */
+      int64_t q;
+      if (refl && row_partner(d, ni, ei, a, &q) < a) continue;
+      double sum;
+      d->wofs[a] = n;
+      d->wlen[a] = row_weights(p, i, j, hw, a, d->w + n, d->wi + n, &d->b0[a], &sum);
+      n += d->wlen[a];
+      if (sum > d->wsum) d->wsum = sum;
+      if (d->wlen[a] > d->maxlen) d->maxlen = d->wlen[a];
+    }
+  } else if (scalar_rows(p, i, j, hw, refl, ei, cmax, d, &n) != ARKCOS_OK)
+    return ARKCOS_ENOMEM;
   for (int64_t a = 0; refl && a < d->P; a++) { /* their partners, read backwards */
     int64_t q;
     const int64_t c = row_partner(d, ni, ei, a, &q);
