@@ -114,12 +114,10 @@ static void pixel_window(const arkcos_plan *p, int i, int j, double hw, int64_t 
   *cnt = h - l + 1 < nj ? h - l + 1 : nj;
 }
 
-/* Row a of pair (i, j): the kernel at every candidate offset, then the
- * zeros beyond the cutoff trimmed from both ends. Writes the row at w (and,
- * for spin-2 plans, the transported weights' imaginary parts at wi),
- * returns its length and sets *b0 and *sum (sum of |W|). */
-static int64_t row_weights(const arkcos_plan *p, int i, int j, double hw, int64_t a, double *w, double *wi,
-                           int64_t *b0, double *sum) {
+/* Row a of pair (i, j) as the tables would hold it, by the scalar
+ * functions: returns its length once trimmed to the kernel's support and
+ * sets *sum (sum of |W|). For the bound of plans without tables. */
+static int64_t row_extent(const arkcos_plan *p, int i, int j, double hw, int64_t a, double *sum) {
   const arkcos_ring *rg = p->geom->rings;
   const int64_t ni = rg[i].nph, nj = rg[j].nph;
   const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
@@ -134,27 +132,13 @@ static int64_t row_weights(const arkcos_plan *p, int i, int j, double hw, int64_
     const double dphi = d0 + step * (double)(a * nj - b * ni); /* exact numerator */
     const double sh = sin(0.5 * dphi);
     const double v = rg[j].weight * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh));
-    w[l] = v;
-    if (wi) { /* input pixel q on ring j, output p on ring i: phi_q - phi_p = -dphi */
-      double tr, ti;
-      arkcos_spin2_transport(rg[i].theta, rg[j].theta, -dphi, &tr, &ti);
-      w[l] = v * tr;
-      wi[l] = v * ti;
-    }
     if (v != 0) {
       if (f < 0) f = l;
       e = l;
       *sum += fabs(v);
     }
   }
-  if (f < 0) {
-    *b0 = lo;
-    return 0;
-  }
-  if (f > 0) memmove(w, w + f, sizeof(double) * (size_t)(e - f + 1));
-  if (f > 0 && wi) memmove(wi, wi + f, sizeof(double) * (size_t)(e - f + 1));
-  *b0 = lo + f;
-  return e - f + 1;
+  return f < 0 ? 0 : e - f + 1;
 }
 
 /* The kernel's values at cnt candidate offsets of a ring pair (a batch of
@@ -273,13 +257,55 @@ static int64_t row_partner(const dpair *d, int64_t ni, int ei, int64_t a, int64_
   return ar % d->P;
 }
 
-/* The rows of a scalar pair that come before their reflection partner
+/* Spin-2 plans: the transport factor of each candidate (the weight's
+ * phase, arkcos_spin2_transport with the offset -dphi), in loops the
+ * compiler vectorises: sin and cos of dphi / 2 by their Taylor series on
+ * [0, pi / 2] (to x^23 and x^24: below 1e-20), the ring pair's
+ * trigonometry once. w = v wr, wi = v wi. */
+static void batch_transport(double tp, double tq, double d0, double step, const double *num, int64_t cnt,
+                            const double *v, double *w, double *wi) {
+  static const double sinc[12] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800,
+                                  1.0 / 6227020800.0, -1.0 / 1307674368000.0, 1.0 / 355687428096000.0,
+                                  -1.0 / 121645100408832000.0, 1.0 / 51090942171709440000.0,
+                                  -1.0 / 25852016738884976640000.0, 1.0 / 15511210043330985984000000.0};
+  static const double cosc[12] = {-1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800,
+                                  1.0 / 479001600, -1.0 / 87178291200.0, 1.0 / 20922789888000.0,
+                                  -1.0 / 6402373705728000.0, 1.0 / 2432902008176640000.0,
+                                  -1.0 / 1124000727777607680000.0, 1.0 / 620448401733239439360000.0};
+  const double stp = sin(tp), ctp = cos(tp), stq = sin(tq), ctq = cos(tq), sqp = sin(tq - tp);
+  for (int64_t l = 0; l < cnt; l++) {
+    const double x = -0.5 * (d0 + step * num[l]); /* half the offset -dphi */
+    const double ax = fabs(x), r = ARKCOS_PI - ax;
+    const int far = ax > r; /* beyond pi / 2: sin(pi - y) = sin y, cos(pi - y) = -cos y */
+    const double y = far ? r : ax, y2 = y * y;
+    double ps = sinc[11], pc = cosc[11];
+    for (int c = 10; c >= 0; c--) {
+      ps = ps * y2 + sinc[c];
+      pc = pc * y2 + cosc[c];
+    }
+    const double sy = y + y * y2 * ps, cy = 1.0 + y2 * pc;
+    const double sh = x < 0 ? -sy : sy, ch = far ? -cy : cy;
+    const double s2 = 2.0 * sh * sh, sd = 2.0 * sh * ch;
+    const double ar = sqp - ctp * stq * s2, ai = stq * sd;
+    const double br = -sqp - stp * ctq * s2, bi = -stp * sd;
+    const double zr = ar * br + ai * bi, zi = ai * br - ar * bi;
+    const double n2 = zr * zr + zi * zi;
+    const int ok = n2 > 0;
+    const double inv = 1.0 / (ok ? n2 : 1.0);
+    const double tr = ok ? (zr * zr - zi * zi) * inv : 1.0, ti = ok ? 2.0 * zr * zi * inv : 0.0;
+    w[l] = v[l] * tr;
+    wi[l] = v[l] * ti;
+  }
+}
+
+/* The rows of a pair that come before their reflection partner
  * (pair_setup): their candidates in batches of at least ROW_BATCH, each
- * batch's kernel values at once (batch_values), then each row trimmed to
- * its non-zero weights as row_weights trims it. Sets d's rows, wsum and
- * maxlen, *nw the weights stored. */
+ * batch's kernel values at once (batch_values; spin 2: and the transport,
+ * batch_transport), then each row trimmed to the kernel's non-zero values
+ * as row_extent trims it. Sets d's rows, wsum and maxlen, *nw the weights
+ * stored. */
 enum { ROW_BATCH = 1024 };
-static int scalar_rows(const arkcos_plan *p, int i, int j, double hw, int refl, int ei, int64_t cmax, dpair *d,
+static int batched_rows(const arkcos_plan *p, int i, int j, double hw, int refl, int ei, int64_t cmax, dpair *d,
                        int64_t *nw) {
   const arkcos_ring *rg = p->geom->rings;
   const int64_t ni = rg[i].nph, nj = rg[j].nph;
@@ -287,14 +313,14 @@ static int scalar_rows(const arkcos_plan *p, int i, int j, double hw, int refl, 
   const double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
   const double d0 = rg[i].phi0 - rg[j].phi0, step = 2 * ARKCOS_PI / ((double)ni * (double)nj);
   const size_t cap = (size_t)(ROW_BATCH + cmax);
-  double *num = malloc(sizeof(double) * 4 * cap);
+  double *num = malloc(sizeof(double) * 6 * cap);
   int64_t *rows = malloc(sizeof(int64_t) * 3 * (size_t)(ROW_BATCH + 1));
   if (!num || !rows) {
     free(num);
     free(rows);
     return ARKCOS_ENOMEM;
   }
-  double *val = num + cap, *tmp = num + 2 * cap;
+  double *val = num + cap, *tmp = num + 2 * cap, *tw = num + 4 * cap, *twi = num + 5 * cap;
   int64_t n = 0;
   for (int64_t a = 0; a < d->P;) {
     int64_t nr = 0, nc = 0;
@@ -310,8 +336,9 @@ static int scalar_rows(const arkcos_plan *p, int i, int j, double hw, int refl, 
       nc += cnt;
     }
     batch_values(&p->kf, rg[j].weight, sdt2, ss, d0, step, num, nc, val, tmp);
+    if (d->wi) batch_transport(rg[i].theta, rg[j].theta, d0, step, num, nc, val, tw, twi);
     const double *v = val;
-    for (int64_t r = 0; r < nr; v += rows[3 * r + 2], r++) { /* trimmed as row_weights trims */
+    for (int64_t r = 0; r < nr; v += rows[3 * r + 2], r++) { /* trimmed as row_extent trims */
       const int64_t ar = rows[3 * r], lo = rows[3 * r + 1], cnt = rows[3 * r + 2];
       int64_t f = -1, e = -1;
       double sum = 0;
@@ -325,7 +352,12 @@ static int scalar_rows(const arkcos_plan *p, int i, int j, double hw, int refl, 
       d->wofs[ar] = n;
       d->wlen[ar] = len;
       d->b0[ar] = f < 0 ? lo : lo + f;
-      if (len) memcpy(d->w + n, v + f, sizeof(double) * (size_t)len);
+      if (len && !d->wi) memcpy(d->w + n, v + f, sizeof(double) * (size_t)len);
+      if (len && d->wi) {
+        const int64_t o = (v - val) + f;
+        memcpy(d->w + n, tw + o, sizeof(double) * (size_t)len);
+        memcpy(d->wi + n, twi + o, sizeof(double) * (size_t)len);
+      }
       n += len;
       if (sum > d->wsum) d->wsum = sum;
       if (len > d->maxlen) d->maxlen = len;
@@ -368,19 +400,7 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
   int64_t n = 0;
   d->wsum = 0;
   d->maxlen = 0;
-  if (p->opt.spin == 2) {
-    for (int64_t a = 0; a < d->P; a++) { /* rows that come before their partner */
-      int64_t q;
-      if (refl && row_partner(d, ni, ei, a, &q) < a) continue;
-      double sum;
-      d->wofs[a] = n;
-      d->wlen[a] = row_weights(p, i, j, hw, a, d->w + n, d->wi + n, &d->b0[a], &sum);
-      n += d->wlen[a];
-      if (sum > d->wsum) d->wsum = sum;
-      if (d->wlen[a] > d->maxlen) d->maxlen = d->wlen[a];
-    }
-  } else if (scalar_rows(p, i, j, hw, refl, ei, cmax, d, &n) != ARKCOS_OK)
-    return ARKCOS_ENOMEM;
+  if (batched_rows(p, i, j, hw, refl, ei, cmax, d, &n) != ARKCOS_OK) return ARKCOS_ENOMEM;
   for (int64_t a = 0; refl && a < d->P; a++) { /* their partners, read backwards */
     int64_t q;
     const int64_t c = row_partner(d, ni, ei, a, &q);
@@ -459,36 +479,22 @@ void arkcos_direct_task_sums(const arkcos_plan *p, int t, double *dsum, double *
   const arkcos_ring *rg = p->geom->rings;
   const int i = p->task[t];
   *dsum = *dterms = 0;
-  double *w = NULL;
-  size_t wcap = 0;
   for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
     if (!arkcos_pair_is_direct(p, i, j)) continue;
     const double hw = pair_halfwidth(p, i, j);
     if (hw < 0) continue;
     const int64_t ni = rg[i].nph, nj = rg[j].nph, P = ni / (gcd64(ni, nj) % 4 == 0 ? 4 : 1);
-    const size_t need = (size_t)nj + 8;
-    if (need > wcap) {
-      double *nw = realloc(w, sizeof(double) * need);
-      if (!nw) { /* no memory for the estimate: the window's worst case */
-        *dsum = INFINITY;
-        break;
-      }
-      w = nw;
-      wcap = need;
-    }
     double best = 0;
     int64_t longest = 0;
     for (int k = 0; k < 4; k++) {
-      int64_t b0;
       double sum;
-      const int64_t len = row_weights(p, i, j, hw, k * P / 4, w, NULL, &b0, &sum);
+      const int64_t len = row_extent(p, i, j, hw, k * P / 4, &sum);
       if (sum > best) best = sum;
       if (len > longest) longest = len;
     }
     *dsum += 1.25 * best;
     *dterms += (double)longest + 3;
   }
-  free(w);
 }
 
 /* Lists the direct pairs of every task (those the kernel reaches). */
