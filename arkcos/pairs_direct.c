@@ -229,7 +229,9 @@ static void batch_values(const arkcos_kfun *kf, double wj, double sdt2, double s
   for (int64_t l = 0; l < cnt; l++) out[l] = tmp[l] <= cut ? out[l] : 0.0;
   /* the cutoff decided by the scalar functions */
   const double band = 1e-9 * cut;
-  for (int64_t l = 0; l < cnt; l++)
+  int64_t near = 0;
+  for (int64_t l = 0; l < cnt; l++) near += fabs(tmp[l] - cut) <= band; /* vectorised: most have none */
+  for (int64_t l = 0; near && l < cnt; l++)
     if (fabs(tmp[l] - cut) <= band) {
       const double sh = sin(0.5 * (d0 + step * num[l]));
       out[l] = wj * arkcos_kfun_d2(kf, 4.0 * (sdt2 + ss * sh * sh));
@@ -252,7 +254,7 @@ static int ring_reflection(const arkcos_ring *r) {
  * first input pixel differs. Sets *q: the lane (period) of row a that maps
  * onto the partner's first. */
 static int64_t row_partner(const dpair *d, int64_t ni, int ei, int64_t a, int64_t *q) {
-  const int64_t ar = wrap64(-a - ei, ni);
+  const int64_t ar = a + ei > 0 ? ni - a - ei : 0; /* (-a - ei) mod ni, 0 <= a < ni */
   *q = ar / d->P;
   return ar % d->P;
 }
@@ -340,14 +342,12 @@ static int batched_rows(const arkcos_plan *p, int i, int j, double hw, int refl,
     const double *v = val;
     for (int64_t r = 0; r < nr; v += rows[3 * r + 2], r++) { /* trimmed as row_extent trims */
       const int64_t ar = rows[3 * r], lo = rows[3 * r + 1], cnt = rows[3 * r + 2];
-      int64_t f = -1, e = -1;
+      int64_t f = 0, e = cnt - 1;
+      while (f < cnt && v[f] == 0) f++;
+      while (e > f && v[e] == 0) e--;
       double sum = 0;
-      for (int64_t l = 0; l < cnt; l++)
-        if (v[l] != 0) {
-          if (f < 0) f = l;
-          e = l;
-          sum += fabs(v[l]);
-        }
+      for (int64_t l = f; l <= e; l++) sum += fabs(v[l]);
+      if (f == cnt) f = -1;
       const int64_t len = f < 0 ? 0 : e - f + 1;
       d->wofs[ar] = n;
       d->wlen[ar] = len;
