@@ -178,6 +178,9 @@ static void SFX(record_times)(arkcos_plan *p, const SFX(cpu_state) *s, double t_
 static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
   (void)err;
   SFX(cpu_state) *s = (SFX(cpu_state) *)p->impl;
+  /* 0. a constant map (A(1)), where the plan allows: the direct sum without
+   * FFTs (pairs_direct.c) */
+  if (arkcos_direct_execute_constant(p, in, out, s->nthreads)) return ARKCOS_OK;
   double t_start = omp_get_wtime();
   /* 1. ring FFTs, spectra extended to the kernel grid's L/2 + 1 modes */
   SFX(ring_ffts_in)(p, s, in);

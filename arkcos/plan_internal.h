@@ -112,6 +112,10 @@ int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j);
 int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err);
 double arkcos_direct_estimate_bytes(const arkcos_plan *p, int lo, int hi); /* tasks [lo, hi) */
 double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out);
+/* The execute of a constant map where every Fourier pair joins two rings of
+ * the grid's length (the smoother's A(1)): 1 when done (out written, stage
+ * times recorded), 0 when the plan or the map is of another kind */
+int arkcos_direct_execute_constant(arkcos_plan *p, const double *in, double *out, int nthreads);
 /* the bound's direct terms of task t without tables (the GPU sums the
  * direct pairs with weights computed where they are used): sum over its
  * pairs of max_a sum_b |W_ab|, and of the longest row + 1 */

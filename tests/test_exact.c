@@ -66,6 +66,9 @@
 /* Constant map: per pixel, relative to 7 * sum_q w_q K(alpha_pq).
  * Measured 1.3e-14 (nside 48, gauss 2.8 px per FWHM). */
 #define TOL_CONSTANT 1e-13
+/* constant_map_shortcut: measured 3.4e-16 .. 2.3e-15 (double), 8e-8 .. 1.9e-7 (single) */
+#define TOL_SHORTCUT 5e-15
+#define TOL_SHORTCUT_SINGLE 5e-7
 /* The looser accuracy asked of a plan in accuracy_loose. Measured bound
  * 6.0e-8 .. 6.8e-8 (float direct weights) against errors per max |x| of
  * 7e-9 .. 1.5e-8. */
@@ -557,6 +560,76 @@ TEST_GROUP(constant_map) {
   }
 }
 
+/* A constant map takes a shortcut where every Fourier pair joins rings of
+ * the grid's length (arkcos_direct_execute_constant: no ring FFTs, no
+ * kernel spectra, so the stage times say which path ran). Its result is the
+ * Fourier path's to rounding: against the same map with one pixel a unit of
+ * rounding above 7, which the Fourier path takes (that pixel's own share of
+ * the difference is below 2e-16). Returns max |A - B| / max |A|, or -1;
+ * *shortcut: whether the constant took it. */
+static double constant_shortcut_diff(const arkcos_geometry *g, const arkcos_kernel *k, arkcos_precision prec,
+                                     int *shortcut) {
+  const int64_t n = g->npix;
+  double *x = malloc(sizeof(double) * (size_t)n);
+  arkcos_plan *p = x && k ? make_plan(g, k, ARKCOS_MODE_ENHANCED, prec, 0) : NULL;
+  for (int64_t i = 0; x && i < n; i++) x[i] = 7;
+  double *a = p ? apply_plan(p, g, x) : NULL, *b = NULL, worst = -1;
+  arkcos_stage_times ta, tb;
+  if (a) arkcos_plan_stages(p, &ta);
+  if (a) {
+    x[n / 3] = nextafter(7.0, 8.0);
+    b = apply_plan(p, g, x);
+  }
+  if (b) {
+    arkcos_plan_stages(p, &tb);
+    *shortcut = ta.map_fft == 0 && ta.kernel_eval == 0 && ta.reduction > 0 && tb.map_fft > 0;
+    double amax = 0, d = 0;
+    for (int64_t i = 0; i < n; i++) {
+      amax = fmax(amax, fabs(a[i]));
+      d = fmax(d, fabs(a[i] - b[i]));
+    }
+    worst = d / amax;
+  }
+  free(x);
+  free(a);
+  free(b);
+  arkcos_plan_destroy(p);
+  return worst;
+}
+
+/* HEALPix (direct caps) and ECP (equal rings), double and single: the
+ * shortcut is taken and agrees with the Fourier path (TOL_SHORTCUT*). */
+TEST_GROUP(constant_map_shortcut) {
+  arkcos_geometry *gs[2] = {arkcos_geometry_healpix(32, NULL), arkcos_geometry_ecp(48, 96, 0.5, NULL)};
+  const family f[] = {FAM_GAUSS, FAM_TOPHAT, FAM_TABLE};
+  for (int gi = 0; gi < 2; gi++)
+    for (int i = 0; gs[gi] && i < 3; i++)
+      for (int single = 0; single < 2; single++) {
+        arkcos_kernel *k = family_kernel(f[i], gi ? M_PI / 48 : healpix_pixel(gs[gi]));
+        int took = 0;
+        const double d = constant_shortcut_diff(gs[gi], k, single ? ARKCOS_SINGLE : ARKCOS_DOUBLE, &took);
+        const double tol = single ? TOL_SHORTCUT_SINGLE : TOL_SHORTCUT;
+        printf("  %s %-24s %s: shortcut %s, max |A(7) - Fourier| / max %.2e\n", gi ? "ECP 48x96" : "nside 32",
+               family_name[f[i]], single ? "single" : "double", took ? "taken" : "NOT taken", d);
+        CHECK(took, "%s %s: the constant map did not take the shortcut", gi ? "ECP" : "HEALPix", family_name[f[i]]);
+        CHECK(d >= 0 && d <= tol, "%s %s %s: shortcut differs from the Fourier path by %.3e > %.1e",
+              gi ? "ECP" : "HEALPix", family_name[f[i]], single ? "single" : "double", d, tol);
+        arkcos_kernel_destroy(k);
+      }
+  /* the smooth caps' Fourier pairs join rings of unequal length: no
+   * shortcut there, and the result is still the direct sum */
+  arkcos_kernel *k = gs[0] ? gaussian(4.5 * healpix_pixel(gs[0]), 1e-13) : NULL;
+  int took = 1;
+  const double d = k ? constant_shortcut_diff(gs[0], k, ARKCOS_DOUBLE, &took) : -1;
+  CHECK(!took && d >= 0 && d <= TOL_SHORTCUT, "smooth caps: shortcut %s, difference %.3e", took ? "taken" : "not taken", d);
+  if (k) printf("  nside 32 gauss 4.5px cut 1e-13 (smooth caps): shortcut %s\n", took ? "TAKEN" : "not taken");
+  double worst = k ? constant_map_error(gs[0], k) : -1;
+  CHECK(worst >= 0 && worst <= TOL_CONSTANT, "smooth caps: constant map off by %.3e", worst);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(gs[0]);
+  arkcos_geometry_destroy(gs[1]);
+}
+
 /* The direct sums grow with the kernel's area in pixels: a kernel beyond
  * the limits (here forced by ARKCOS_DIRECT_MAX_PIXELS) keeps the Fourier
  * path in the caps, and the plan says so: not exact, no bound; within the
@@ -703,7 +776,7 @@ TEST_GROUP(smooth_caps_band_limit) {
   }
 }
 
-TEST_MAIN(TG(exact_is_default), TG(kernel_families_healpix), TG(healpix_nside_128), TG(ecp_geometry),
+TEST_MAIN(TG(exact_is_default), TG(constant_map_shortcut), TG(kernel_families_healpix), TG(healpix_nside_128), TG(ecp_geometry),
           TG(single_precision), TG(accuracy_loose), TG(paper_mode_bound), TG(operator_symmetry),
           TG(constant_map), TG(direct_limits), TG(smooth_caps),
           TG(smooth_caps_band_limit), TG(smooth_caps_harmonic))
