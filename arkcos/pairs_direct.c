@@ -52,6 +52,9 @@ typedef struct {
   double *w;        /* the weights, or NULL when held in float (wf) */
   double *wi;       /* spin-2 plans: the weights' imaginary parts (w the real) */
   float *wf;        /* weights rounded to float, where --accuracy allows */
+  int konst;        /* a top-hat's scalar pair: every weight inside the support
+                     * is wconst; none stored (w, wf NULL), rows only */
+  double wconst;
   double wsum;      /* max over a of sum |W_ab| */
 } dpair;
 
@@ -300,6 +303,70 @@ static void batch_transport(double tp, double tq, double d0, double step, const 
   }
 }
 
+static inline double konst_sin2(double x) {
+  const double sh = sin(x);
+  return sh * sh;
+}
+
+/* konst pairs (a top-hat's, scalar plans): the rows that come before
+ * their reflection partner as extents. The support on a row is one run of
+ * candidates (chord^2 <= the cutoff's is an interval of offsets), so each
+ * row's first and last non-zero weights are found from the window's
+ * geometric edges (two candidates outside them), walking inward with the
+ * scalar functions: a few evaluations a row, the decisions at the cutoff
+ * exactly arkcos_kfun_d2's. Returns ARKCOS_EINVAL when two rows' weights
+ * differ or a row's window is the whole ring without the whole ring inside
+ * (pair_setup then stores the weights). */
+static int konst_rows(const arkcos_plan *p, int i, int j, double hw, int refl, int ei, dpair *d) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int64_t ni = rg[i].nph, nj = rg[j].nph;
+  const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+  const double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
+  const double d0 = rg[i].phi0 - rg[j].phi0, step = 2 * ARKCOS_PI / ((double)ni * (double)nj);
+  const double wj = rg[j].weight;
+  for (int64_t a = 0; a < d->P; a++) {
+    int64_t q, lo, cnt;
+    if (refl && row_partner(d, ni, ei, a, &q) < a) continue;
+    pixel_window(p, i, j, hw, a, &lo, &cnt);
+    /* a window cut to the whole ring may hold the support's two ends with a
+     * gap between them: not one run (pair_setup stores the weights) */
+    if (cnt == nj && hw < (double)nj) return ARKCOS_EINVAL;
+    /* the weight of candidate l (input pixel lo + l), as row_extent has it */
+    const int64_t num0 = a * nj - lo * ni;
+#define KONST_VALUE(l)                                                                   \
+  (wj * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * konst_sin2(0.5 * (d0 + step * (double)(num0 - (l) * ni))))))
+    /* the window's centre and edges in candidates (pixel_window's c) */
+    const double c = (rg[i].phi0 - rg[j].phi0) * (double)nj / (2 * ARKCOS_PI) + (double)a * (double)nj / (double)ni -
+                     (double)lo;
+    int64_t f = 0, e = cnt - 1;
+    if (hw < (double)nj) {
+      f = (int64_t)ceil(c - hw) - 2;
+      e = (int64_t)floor(c + hw) + 2;
+      if (f < 0) f = 0;
+      if (e > cnt - 1) e = cnt - 1;
+    }
+    double v = 0;
+    if (f <= e && (v = KONST_VALUE(f)) != 0)
+      while (f > 0 && KONST_VALUE(f - 1) != 0) f--; /* inside already: the run starts further out */
+    else
+      while (f <= e && (v = KONST_VALUE(f)) == 0) f++;
+    if (f <= e && KONST_VALUE(e) != 0)
+      while (e < cnt - 1 && KONST_VALUE(e + 1) != 0) e++;
+    else
+      while (e > f && KONST_VALUE(e) == 0) e--;
+#undef KONST_VALUE
+    const int64_t len = f <= e ? e - f + 1 : 0;
+    if (len && d->wconst == 0) d->wconst = v;
+    if (len && v != d->wconst) return ARKCOS_EINVAL;
+    d->wofs[a] = 0;
+    d->wlen[a] = len;
+    d->b0[a] = len ? lo + f : lo;
+    if ((double)len * fabs(v) > d->wsum) d->wsum = (double)len * fabs(v);
+    if (len > d->maxlen) d->maxlen = len;
+  }
+  return ARKCOS_OK;
+}
+
 /* The rows of a pair that come before their reflection partner
  * (pair_setup): their candidates in batches of at least ROW_BATCH, each
  * batch's kernel values at once (batch_values; spin 2: and the transport,
@@ -393,14 +460,26 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
   d->wofs = malloc(sizeof(int64_t) * P);
   d->wlen = malloc(sizeof(int64_t) * P);
   d->rev = calloc(P, 1);
-  d->w = malloc(sizeof(double) * (P * (size_t)cmax + 1));
-  if (p->opt.spin == 2) d->wi = malloc(sizeof(double) * (P * (size_t)cmax + 1));
-  if (!d->b0 || !d->wofs || !d->wlen || !d->rev || !d->w || (p->opt.spin == 2 && !d->wi))
-    return ARKCOS_ENOMEM;
+  if (!d->b0 || !d->wofs || !d->wlen || !d->rev) return ARKCOS_ENOMEM;
   int64_t n = 0;
-  d->wsum = 0;
-  d->maxlen = 0;
-  if (batched_rows(p, i, j, hw, refl, ei, cmax, d, &n) != ARKCOS_OK) return ARKCOS_ENOMEM;
+  int rc = ARKCOS_EINVAL;
+  d->konst = p->kf.type == ARKCOS_KERNEL_TOPHAT && p->opt.spin == 0;
+  for (int pass = 0; pass < 2 && rc == ARKCOS_EINVAL; pass++) {
+    /* a top-hat's pair first as extents (konst); weights where that fails */
+    if (pass || !d->konst) {
+      d->konst = 0;
+      d->w = malloc(sizeof(double) * (P * (size_t)cmax + 1));
+      if (p->opt.spin == 2) d->wi = malloc(sizeof(double) * (P * (size_t)cmax + 1));
+      if (!d->w || (p->opt.spin == 2 && !d->wi)) return ARKCOS_ENOMEM;
+    }
+    n = 0;
+    d->wsum = 0;
+    d->wconst = 0;
+    d->maxlen = 0;
+    rc = d->konst ? konst_rows(p, i, j, hw, refl, ei, d) : batched_rows(p, i, j, hw, refl, ei, cmax, d, &n);
+    if (rc == ARKCOS_EINVAL && pass) rc = ARKCOS_ENOMEM; /* cannot happen: weights are stored */
+  }
+  if (rc != ARKCOS_OK) return ARKCOS_ENOMEM;
   for (int64_t a = 0; refl && a < d->P; a++) { /* their partners, read backwards */
     int64_t q;
     const int64_t c = row_partner(d, ni, ei, a, &q);
@@ -423,6 +502,7 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
     if (d->b0[a] > d->bmax) d->bmax = d->b0[a];
   }
   d->nw = n;
+  if (d->konst) return ARKCOS_OK;
   double *w = realloc(d->w, sizeof(double) * (size_t)(n + 1));
   if (w) d->w = w;
   if (d->wi && (w = realloc(d->wi, sizeof(double) * (size_t)(n + 1)))) d->wi = w;
@@ -466,7 +546,9 @@ double arkcos_direct_estimate_bytes(const arkcos_plan *p, int lo, int hi) {
       const double hw = pair_halfwidth(p, i, j);
       if (hw < 0) continue;
       const double w = 2 * hw + 1 < (double)rg[j].nph ? 2 * hw + 1 : (double)rg[j].nph;
-      vals += (double)rg[i].nph / 8 * w;
+      /* a top-hat's scalar pairs hold their rows' extents only (konst) */
+      vals += p->kf.type == ARKCOS_KERNEL_TOPHAT && p->opt.spin == 0 ? (double)rg[i].nph / 4 * 25 / 8
+                                                                       : (double)rg[i].nph / 8 * w;
     }
   }
   return (p->opt.spin == 2 ? 16 : 8) * vals;
@@ -604,6 +686,25 @@ LANES_APPLY(lanes_apply_d, double, w)
 LANES_APPLY(lanes_apply_f, float, wf)
 #undef LANES_APPLY
 
+/* Lanes 4, a konst pair: y[a + r P] += wconst sum_l x_j(b0_a + l + r sj) */
+static void lanes_apply_c(const dpair *d, const double *x, double *y, double *ym) {
+  for (int64_t a = 0; a < d->P; a++) {
+    const int64_t len = d->wlen[a];
+    const double *xa = x + 8 * (d->b0[a] - d->bmin);
+    v4d s = {0, 0, 0, 0}, t = {0, 0, 0, 0};
+    for (int64_t l = 0; l < len; l++) {
+      v4d u, v;
+      memcpy(&u, xa + 8 * l, sizeof u);
+      memcpy(&v, xa + 8 * l + 4, sizeof v);
+      s += u;
+      t += v;
+    }
+    for (int r = 0; r < 4; r++) y[a + r * d->P] += d->wconst * s[r];
+    if (ym)
+      for (int r = 0; r < 4; r++) ym[a + r * d->P] += d->wconst * t[r];
+  }
+}
+
 /* Lanes 1: ring j laid out three times (any window of <= n_j pixels that
  * starts in [0, 2 n_j) is contiguous); y[a + r P] += sum_l w_al x(b0_a + l + r sj). */
 static void loop_apply(const arkcos_ring *rj, const dpair *d, const double *in, double *x, double *y) {
@@ -615,7 +716,10 @@ static void loop_apply(const arkcos_ring *rj, const dpair *d, const double *in, 
     for (int64_t r = 0; r < d->reps; r++) {
       const double *xa = x + b + r * d->sj;
       double s = 0;
-      if (d->w)
+      if (d->konst) {
+        for (int64_t l = 0; l < len; l++) s += xa[l];
+        s *= d->wconst;
+      } else if (d->w)
         for (int64_t l = 0; l < len; l++) s += d->w[o + last + dir * l] * xa[l];
       else
         for (int64_t l = 0; l < len; l++) s += (double)d->wf[o + last + dir * l] * xa[l];
@@ -641,7 +745,8 @@ double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out) 
         const dpair *d = &D->pair[k];
         if (d->lanes == 4) {
           lanes_input(rg, d, in, x);
-          (d->w ? lanes_apply_d : lanes_apply_f)(d, x, out + rg[i].ofs, d->jm >= 0 ? out + rg[i2].ofs : NULL);
+          (d->konst ? lanes_apply_c : d->w ? lanes_apply_d : lanes_apply_f)(d, x, out + rg[i].ofs,
+                                                                        d->jm >= 0 ? out + rg[i2].ofs : NULL);
           continue;
         }
         loop_apply(&rg[d->j], d, in, x, out + rg[i].ofs);
@@ -914,6 +1019,7 @@ static size_t task_to_float(arkcos_direct *D, int t) {
   size_t freed = 0;
   for (int k = D->first[t]; k < D->first[t + 1]; k++) {
     dpair *d = &D->pair[k];
+    if (d->konst) continue; /* no weights stored */
     float *wf = malloc(sizeof(float) * (size_t)(d->nw + 1));
     if (!wf) return freed; /* keeps the double weights */
     for (int64_t q = 0; q < d->nw; q++) wf[q] = (float)d->w[q];

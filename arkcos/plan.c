@@ -525,8 +525,10 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
   /* The direct tables' weights, plus their window ends, pair records and
    * per-thread gather buffers (measured about 30 % more than the weights in
    * double; spin-2 weights are complex, counted in full); scalar single
-   * precision plans hold the weights in float. */
-  const double dscale = p->opt.spin == 2 ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 0.95 : 1.3;
+   * precision plans hold the weights in float. A top-hat's scalar pairs
+   * hold no weights, only their rows' extents, counted in full. */
+  const int konst = p->kf.type == ARKCOS_KERNEL_TOPHAT && p->opt.spin == 0;
+  const double dscale = p->opt.spin == 2 || konst ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 0.95 : 1.3;
   e->tables = p->direct_caps && p->opt.backend != ARKCOS_BACKEND_GPU ? dscale * arkcos_direct_estimate_bytes(p, lo, hi) : 0;
   unsigned char *need = malloc((size_t)g->nrings + 1);
   int64_t in = 0, out = 0;

@@ -374,6 +374,34 @@ TEST_GROUP(healpix_nside_128) {
   healpix_exact(128, f, 2);
 }
 
+/* Wide top-hats: a top-hat's direct pairs hold their rows' extents only
+ * (pairs_direct.c, konst pairs); near the poles a row's support covers
+ * most of a small ring, and rows whose window is the whole ring keep stored
+ * weights. Radii of 6 and 12 pixels at nside 32 and 64. */
+TEST_GROUP(tophat_wide) {
+  const int64_t nsides[] = {32, 64};
+  const double radii[] = {6.1, 12.2};
+  for (int n = 0; n < 2; n++) {
+    arkcos_geometry *g = arkcos_geometry_healpix(nsides[n], NULL);
+    double *x = g ? white_noise(g, 300 + (uint64_t)n) : NULL;
+    for (int r = 0; x && r < 2; r++) {
+      char label[96];
+      snprintf(label, sizeof label, "nside %lld top-hat %.1fpx", (long long)nsides[n], radii[r]);
+      arkcos_kernel *k = tophat(radii[r] * RADIUS_NUDGE * healpix_pixel(g));
+      double *ref;
+      exact_stats st;
+      if (direct_case(label, g, k, x, &ref, &st)) {
+        check_matches_direct(label, &st, TOL_RMS, TOL_MAX);
+        check_bound(label, &st, TOL_BOUND_DOUBLE);
+      }
+      free(ref);
+      arkcos_kernel_destroy(k);
+    }
+    free(x);
+    arkcos_geometry_destroy(g);
+  }
+}
+
 /* ECP: pixels of unequal area, a disc that covers the poles. */
 TEST_GROUP(ecp_geometry) {
   const int ntheta = 48;
@@ -776,7 +804,7 @@ TEST_GROUP(smooth_caps_band_limit) {
   }
 }
 
-TEST_MAIN(TG(exact_is_default), TG(constant_map_shortcut), TG(kernel_families_healpix), TG(healpix_nside_128), TG(ecp_geometry),
+TEST_MAIN(TG(exact_is_default), TG(constant_map_shortcut), TG(kernel_families_healpix), TG(healpix_nside_128), TG(tophat_wide), TG(ecp_geometry),
           TG(single_precision), TG(accuracy_loose), TG(paper_mode_bound), TG(operator_symmetry),
           TG(constant_map), TG(direct_limits), TG(smooth_caps),
           TG(smooth_caps_band_limit), TG(smooth_caps_harmonic))
