@@ -68,8 +68,6 @@ typedef struct SFX(kgrid_t) {
   double *cos_m, *sin_m;/* cos, sin(2 pi m / L), padded to nmp */
   double *ch_m;         /* cos(pi m / L): the real kernel spectrum of samples
                          * symmetric about a half step */
-  double *sh_k;         /* sin(pi k / (2 L)), k = 0 .. L: sin(dphi / 2) at the
-                         * samples of offsets 0 and +-pi / L */
   FFTWP(plan) kplan;    /* r2c of length L */
 } SFX(kgrid_t);
 
@@ -143,7 +141,6 @@ static void SFX(cpu_destroy)(arkcos_plan *p) {
     FFTWP(free)(s->grid[g].cos_m);
     FFTWP(free)(s->grid[g].sin_m);
     FFTWP(free)(s->grid[g].ch_m);
-    FFTWP(free)(s->grid[g].sh_k);
   }
   FFTWP(free)(s->spec_re);
   FFTWP(free)(s->spec_im);

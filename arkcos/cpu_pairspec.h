@@ -4,7 +4,7 @@
  * cpu_impl.h): included once per precision, R / FFTWP / SFX set by cpu.c.
  *
  * For output ring i and input ring j: the pair's kernel grid (pair_grid:
- * L, or a coarser cap level), the kernel sampled on it (ksample) over the
+ * L, or a coarser cap level), the kernel sampled on it (ksamples) over the
  * window it reaches, and the samples' spectrum H_ij (or the real G_ij in
  * the rotated frame, pair_real) by
  *   - Clenshaw sums of the short Chebyshev series (samples_spectrum,
@@ -135,21 +135,18 @@ static void SFX(samples_spectrum)(const SFX(kgrid_t) *G, const double *hs, int64
   SFX(kernel_clenshaw)(G, G->nm, kind, ca, cb, K, hr, hi);
 }
 
-/* Kernel sample at delta + 2 pi n / G->L; e: 0, +-1 when delta is 0 or
- * +-pi / L (then sin(dphi / 2) comes from the grid's table, symmetric in
- * n -> -n, e -> -e), else 2. */
-static inline double SFX(ksample)(const arkcos_plan *p, const SFX(kgrid_t) *G, double sdt2, double ss,
-                                  double delta, int e, int64_t n) {
-  double sh;
-  if (e != 2) {
-    int64_t k = 2 * n + e;
-    if (k < 0) k = -k;
-    if (k > G->L) k = 2 * G->L - k;
-    sh = G->sh_k[k];
-  } else {
-    sh = sin(0.5 * (delta + 2 * ARKCOS_PI / (double)G->L * (double)n));
+/* scale K at the samples delta + 2 pi n / G->L, n0 <= n <= n1, into
+ * out[n - n0]: in chunks by arkcos_kernel_batch (vectorised; arkcos_kfun_d2's
+ * values to a few units of rounding) */
+static void SFX(ksamples)(const arkcos_plan *p, const SFX(kgrid_t) *G, double sdt2, double ss, double delta,
+                          int64_t n0, int64_t n1, double scale, double *out) {
+  enum { C = 256 };
+  double num[C], tmp[2 * C];
+  for (int64_t b = n0; b <= n1; b += C) {
+    const int64_t cnt = n1 - b + 1 < C ? n1 - b + 1 : C;
+    for (int64_t l = 0; l < cnt; l++) num[l] = (double)(b + l);
+    arkcos_kernel_batch(&p->kf, scale, sdt2, ss, delta, 2 * ARKCOS_PI / (double)G->L, num, cnt, out + (b - n0), tmp);
   }
-  return arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh));
 }
 
 /* Kernel grid of ring pair (i, j): L for belt pairs (exact) and in paper
@@ -287,13 +284,16 @@ static void SFX(decim_spectrum)(const SFX(cpu_state) *s, const SFX(kgrid_t) *G, 
  * an FFTW r2c of the whole grid (wide windows); *t_eval: the time the
  * samples were ready. */
 static void SFX(fft_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, const SFX(kgrid_t) *G, double sdt2,
-                              double ss, double delta, int e, int64_t n0, int64_t n1, double scale, int re_only,
+                              double ss, double delta, int64_t n0, int64_t n1, double scale, int re_only,
                               R *ws, R *hr, R *hi, double *t_eval) {
   const int64_t L = G->L, nm = G->nm;
   R *kgrid = ws + WS(s, WS_KGRID), *kspec = ws + WS(s, WS_KSPEC);
-  for (int64_t n = n0; n <= n1; n++)
-    kgrid[arkcos_wrap(n, L)] =
-        (R)(scale * SFX(ksample)(p, G, sdt2, ss, delta, e, n));
+  for (int64_t b = n0; b <= n1; b += 256) {
+    double hs[256];
+    const int64_t cnt = n1 - b + 1 < 256 ? n1 - b + 1 : 256;
+    SFX(ksamples)(p, G, sdt2, ss, delta, b, b + cnt - 1, scale, hs);
+    for (int64_t l = 0; l < cnt; l++) kgrid[arkcos_wrap(b + l, L)] = (R)hs[l];
+  }
   *t_eval = omp_get_wtime();
   FFTWP(execute_dft_r2c)(G->kplan, kgrid, (FFTWP(complex) *)kspec);
   for (int64_t n = n0; n <= n1; n++) kgrid[arkcos_wrap(n, L)] = 0;
@@ -336,7 +336,6 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
   if (s->sym && SFX(pair_off_grid)(p, s, i, j)) delta = 0; /* symmetric samples */
   int64_t n0, n1, cnt = arkcos_sample_range(half, delta, L, &n0, &n1);
   if (cnt == 0) return 0;
-  const int kd = SFX(offset_kind)(delta, L), e = kd == 1 ? 0 : kd == 2 ? 1 : kd == -2 ? -1 : 2;
   int64_t nmax = n1 > -n0 ? n1 : -n0;
   /* an L-grid pair in a q L accumulation enters scaled by q (the 1/(q L)
    * normalisation); the factor goes into the samples, which is free */
@@ -347,8 +346,7 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
   const int decim = G->half >= 0 && gi != 0 && nmax <= 2 * s->grid[G->half].cheb_max;
   if (cnt < L && (decim || nmax <= G->cheb_max)) {
     double hs[4 * ARKCOS_CHEB_LIMIT + 8];
-    for (int64_t n = n0; n <= n1; n++)
-      hs[n - n0] = scale * SFX(ksample)(p, G, sdt2, ss, delta, e, n);
+    SFX(ksamples)(p, G, sdt2, ss, delta, n0, n1, scale, hs);
     *t_eval = omp_get_wtime();
     if (decim) {
       SFX(decim_spectrum)(s, G, hs, n0, n1, delta, re_only, ws, hr, hi);
@@ -357,7 +355,7 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
       if (!re_only && s->sym && delta != 0) SFX(rotate_rows)(hr, hi, nm, -delta);
     }
   } else {
-    SFX(fft_spectrum)(p, s, G, sdt2, ss, delta, e, n0, n1, scale, re_only, ws, hr, hi, t_eval);
+    SFX(fft_spectrum)(p, s, G, sdt2, ss, delta, n0, n1, scale, re_only, ws, hr, hi, t_eval);
   }
   if (L != s->Lacc && L % 2 == 0) { /* the L grid's Nyquist mode is +L/2 and -L/2 */
     hr[L / 2] *= (R)0.5;

@@ -75,10 +75,7 @@ static int SFX(grid_add)(SFX(cpu_state) *s, int64_t L, size_t *bytes) {
   G->cos_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
   G->sin_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
   G->ch_m = (double *)FFTWP(malloc)(sizeof(double) * (size_t)G->rowlen);
-  G->sh_k = (double *)FFTWP(malloc)(sizeof(double) * (size_t)(L + 1));
-  if (!G->cos_m || !G->sin_m || !G->ch_m || !G->sh_k) return -1;
-  for (int64_t k = 0; k <= L; k++) G->sh_k[k] = sin(ARKCOS_PI * (double)k / (2.0 * (double)L));
-  *bytes += sizeof(double) * (size_t)(L + 1);
+  if (!G->cos_m || !G->sin_m || !G->ch_m) return -1;
   for (int64_t m = 0; m < G->rowlen; m++) {
     G->cos_m[m] = m < G->nm ? cos(2 * ARKCOS_PI * (double)m / (double)L) : 0;
     G->sin_m[m] = m < G->nm ? sin(2 * ARKCOS_PI * (double)m / (double)L) : 0;

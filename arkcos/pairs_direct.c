@@ -161,7 +161,7 @@ static int64_t row_extent(const arkcos_plan *p, int i, int j, double hw, int64_t
  * decided exactly as arkcos_kfun_d2 decides it; a kernel table's spline
  * is evaluated by the scalar function at the vectorised angle. tmp: 2 cnt
  * doubles of scratch. */
-static void batch_values(const arkcos_kfun *kf, double wj, double sdt2, double ss, double d0, double step,
+void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double ss, double d0, double step,
                          const double *num, int64_t cnt, double *out, double *tmp) {
   static const double sinc[12] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800,
                                   1.0 / 6227020800.0, -1.0 / 1307674368000.0, 1.0 / 355687428096000.0,
@@ -369,7 +369,7 @@ static int konst_rows(const arkcos_plan *p, int i, int j, double hw, int refl, i
 
 /* The rows of a pair that come before their reflection partner
  * (pair_setup): their candidates in batches of at least ROW_BATCH, each
- * batch's kernel values at once (batch_values; spin 2: and the transport,
+ * batch's kernel values at once (arkcos_kernel_batch; spin 2: and the transport,
  * batch_transport), then each row trimmed to the kernel's non-zero values
  * as row_extent trims it. Sets d's rows, wsum and maxlen, *nw the weights
  * stored. */
@@ -404,7 +404,7 @@ static int batched_rows(const arkcos_plan *p, int i, int j, double hw, int refl,
       nr++;
       nc += cnt;
     }
-    batch_values(&p->kf, rg[j].weight, sdt2, ss, d0, step, num, nc, val, tmp);
+    arkcos_kernel_batch(&p->kf, rg[j].weight, sdt2, ss, d0, step, num, nc, val, tmp);
     if (d->wi) batch_transport(rg[i].theta, rg[j].theta, d0, step, num, nc, val, tw, twi);
     const double *v = val;
     for (int64_t r = 0; r < nr; v += rows[3 * r + 2], r++) { /* trimmed as row_extent trims */
@@ -976,9 +976,11 @@ static double fourier_pair_abs(const arkcos_plan *p, int i, int j, int *nsamp) {
     enum { NI = 16 };
     const double hstep = 2 * half / NI;
     double integ = 0, kmax = 0;
+    double num[NI + 1], val[NI + 1], tmp[2 * NI + 2];
+    for (int q = 0; q <= NI; q++) num[q] = q;
+    arkcos_kernel_batch(&p->kf, rg[j].weight, sdt2, ss, -half, hstep, num, NI + 1, val, tmp);
     for (int q = 0; q <= NI; q++) {
-      const double sh = sin(0.5 * (-half + hstep * q));
-      const double v = fabs(rg[j].weight * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh)));
+      const double v = fabs(val[q]);
       integ += (q == 0 || q == NI ? 1 : q % 2 ? 4 : 2) * v;
       if (v > kmax) kmax = v;
     }
@@ -989,9 +991,13 @@ static double fourier_pair_abs(const arkcos_plan *p, int i, int j, int *nsamp) {
     integ *= hstep / 3;
     return 1.05 * integ * (double)p->L / (2 * ARKCOS_PI) + (kmax > edge ? kmax : edge);
   }
-  for (int64_t n = n0; n <= n1; n++) {
-    const double sh = sin(0.5 * (delta + 2 * ARKCOS_PI / (double)p->L * (double)n));
-    s += fabs(rg[j].weight * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh)));
+  enum { C = 256 };
+  double num[C], val[C], tmp[2 * C];
+  for (int64_t b = n0; b <= n1; b += C) { /* in chunks, vectorised */
+    const int64_t cnt = n1 - b + 1 < C ? n1 - b + 1 : C;
+    for (int64_t l = 0; l < cnt; l++) num[l] = (double)(b + l);
+    arkcos_kernel_batch(&p->kf, rg[j].weight, sdt2, ss, delta, 2 * ARKCOS_PI / (double)p->L, num, cnt, val, tmp);
+    for (int64_t l = 0; l < cnt; l++) s += fabs(val[l]);
   }
   return s;
 }

@@ -110,6 +110,12 @@ int arkcos_spin2_ring_on_grid(const arkcos_plan *p, int i);
 /* pairs_direct.c: the exact path of ring pairs off the kernel grid */
 int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j);
 int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err);
+/* out[l] = wj K(chord^2) at the offsets dphi_l = d0 + step num[l] of a ring
+ * pair (sdt2 = sin^2(dtheta / 2), ss = sin th_i sin th_j), l < cnt, by loops
+ * the compiler vectorises, to a few units of rounding of arkcos_kfun_d2
+ * (whose decisions at the cutoff it keeps); tmp: 2 cnt doubles */
+void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double ss, double d0, double step,
+                         const double *num, int64_t cnt, double *out, double *tmp);
 double arkcos_direct_estimate_bytes(const arkcos_plan *p, int lo, int hi); /* tasks [lo, hi) */
 double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out);
 /* The execute of a constant map where every Fourier pair joins two rings of
