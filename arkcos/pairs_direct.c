@@ -312,9 +312,9 @@ static inline double konst_sin2(double x) {
  * their reflection partner as extents. The support on a row is one run of
  * candidates (chord^2 <= the cutoff's is an interval of offsets), so each
  * row's first and last non-zero weights are found from the window's
- * geometric edges (two candidates outside them), walking inward with the
- * scalar functions: a few evaluations a row, the decisions at the cutoff
- * exactly arkcos_kfun_d2's. Returns ARKCOS_EINVAL when two rows' weights
+ * geometric edges (one candidate outside them): four evaluations a row,
+ * vectorised over rows, a scalar walk where they do not settle it, the
+ * decisions at the cutoff arkcos_kfun_d2's. Returns ARKCOS_EINVAL when two rows' weights
  * differ or a row's window is the whole ring without the whole ring inside
  * (pair_setup then stores the weights). */
 static int konst_rows(const arkcos_plan *p, int i, int j, double hw, int refl, int ei, dpair *d) {
@@ -324,45 +324,71 @@ static int konst_rows(const arkcos_plan *p, int i, int j, double hw, int refl, i
   const double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
   const double d0 = rg[i].phi0 - rg[j].phi0, step = 2 * ARKCOS_PI / ((double)ni * (double)nj);
   const double wj = rg[j].weight;
-  for (int64_t a = 0; a < d->P; a++) {
-    int64_t q, lo, cnt;
-    if (refl && row_partner(d, ni, ei, a, &q) < a) continue;
-    pixel_window(p, i, j, hw, a, &lo, &cnt);
-    /* a window cut to the whole ring may hold the support's two ends with a
-     * gap between them: not one run (pair_setup stores the weights) */
-    if (cnt == nj && hw < (double)nj) return ARKCOS_EINVAL;
-    /* the weight of candidate l (input pixel lo + l), as row_extent has it */
-    const int64_t num0 = a * nj - lo * ni;
+  /* rows in chunks of R: the two candidates at each geometric edge of a
+   * row (outside, inside) evaluated together (arkcos_kernel_batch); a row
+   * whose four do not read zero, value, value, zero is walked one
+   * candidate at a time by the scalar functions */
+  enum { R = 256 };
+  int64_t ra[R], rlo[R], rcnt[R], rf[R], re[R];
+  double num[4 * R], val[4 * R], tmp[8 * R];
+  for (int64_t a0 = 0; a0 < d->P;) {
+    int nr = 0;
+    for (; a0 < d->P && nr < R; a0++) {
+      int64_t q, lo, cnt;
+      if (refl && row_partner(d, ni, ei, a0, &q) < a0) continue;
+      pixel_window(p, i, j, hw, a0, &lo, &cnt);
+      /* a window cut to the whole ring may hold the support's two ends
+       * with a gap between them: not one run (pair_setup stores weights) */
+      if (cnt == nj && hw < (double)nj) return ARKCOS_EINVAL;
+      /* the window's centre and edges in candidates (pixel_window's c) */
+      const double c = (rg[i].phi0 - rg[j].phi0) * (double)nj / (2 * ARKCOS_PI) +
+                       (double)a0 * (double)nj / (double)ni - (double)lo;
+      int64_t f = 0, e = cnt - 1;
+      if (hw < (double)nj) {
+        f = (int64_t)ceil(c - hw) - 1;
+        e = (int64_t)floor(c + hw) + 1;
+        if (f < 0) f = 0;
+        if (e > cnt - 1) e = cnt - 1;
+      }
+      const int64_t num0 = a0 * nj - lo * ni, at[4] = {f, f + 1, e - 1, e};
+      for (int k = 0; k < 4; k++) num[4 * nr + k] = (double)(num0 - (at[k] < e ? at[k] : e) * ni);
+      ra[nr] = a0;
+      rlo[nr] = lo;
+      rcnt[nr] = cnt;
+      rf[nr] = f;
+      re[nr++] = e;
+    }
+    arkcos_kernel_batch(&p->kf, wj, sdt2, ss, d0, step, num, 4 * (int64_t)nr, val, tmp);
+    for (int r = 0; r < nr; r++) {
+      const int64_t a = ra[r], lo = rlo[r], cnt = rcnt[r], num0 = a * nj - lo * ni;
+      int64_t f = rf[r], e = re[r];
+      const double *v4 = val + 4 * r;
+      double v = v4[1];
+      if (!(e - f >= 3 && v4[0] == 0 && v4[1] != 0 && v4[2] == v4[1] && v4[3] == 0)) {
 #define KONST_VALUE(l)                                                                   \
   (wj * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * konst_sin2(0.5 * (d0 + step * (double)(num0 - (l) * ni))))))
-    /* the window's centre and edges in candidates (pixel_window's c) */
-    const double c = (rg[i].phi0 - rg[j].phi0) * (double)nj / (2 * ARKCOS_PI) + (double)a * (double)nj / (double)ni -
-                     (double)lo;
-    int64_t f = 0, e = cnt - 1;
-    if (hw < (double)nj) {
-      f = (int64_t)ceil(c - hw) - 2;
-      e = (int64_t)floor(c + hw) + 2;
-      if (f < 0) f = 0;
-      if (e > cnt - 1) e = cnt - 1;
-    }
-    double v = 0;
-    if (f <= e && (v = KONST_VALUE(f)) != 0)
-      while (f > 0 && KONST_VALUE(f - 1) != 0) f--; /* inside already: the run starts further out */
-    else
-      while (f <= e && (v = KONST_VALUE(f)) == 0) f++;
-    if (f <= e && KONST_VALUE(e) != 0)
-      while (e < cnt - 1 && KONST_VALUE(e + 1) != 0) e++;
-    else
-      while (e > f && KONST_VALUE(e) == 0) e--;
+        if (f <= e && (v = KONST_VALUE(f)) != 0)
+          while (f > 0 && KONST_VALUE(f - 1) != 0) f--; /* inside already: the run starts further out */
+        else
+          while (f <= e && (v = KONST_VALUE(f)) == 0) f++;
+        if (f <= e && KONST_VALUE(e) != 0)
+          while (e < cnt - 1 && KONST_VALUE(e + 1) != 0) e++;
+        else
+          while (e > f && KONST_VALUE(e) == 0) e--;
 #undef KONST_VALUE
-    const int64_t len = f <= e ? e - f + 1 : 0;
-    if (len && d->wconst == 0) d->wconst = v;
-    if (len && v != d->wconst) return ARKCOS_EINVAL;
-    d->wofs[a] = 0;
-    d->wlen[a] = len;
-    d->b0[a] = len ? lo + f : lo;
-    if ((double)len * fabs(v) > d->wsum) d->wsum = (double)len * fabs(v);
-    if (len > d->maxlen) d->maxlen = len;
+      } else {
+        f++;
+        e--;
+      }
+      const int64_t len = f <= e ? e - f + 1 : 0;
+      if (len && d->wconst == 0) d->wconst = v;
+      if (len && v != d->wconst) return ARKCOS_EINVAL;
+      d->wofs[a] = 0;
+      d->wlen[a] = len;
+      d->b0[a] = len ? lo + f : lo;
+      if ((double)len * fabs(v) > d->wsum) d->wsum = (double)len * fabs(v);
+      if (len > d->maxlen) d->maxlen = len;
+    }
   }
   return ARKCOS_OK;
 }
