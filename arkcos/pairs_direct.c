@@ -314,9 +314,9 @@ static inline double konst_sin2(double x) {
  * row's first and last non-zero weights are found from the window's
  * geometric edges (one candidate outside them): four evaluations a row,
  * vectorised over rows, a scalar walk where they do not settle it, the
- * decisions at the cutoff arkcos_kfun_d2's. Returns ARKCOS_EINVAL when two rows' weights
- * differ or a row's window is the whole ring without the whole ring inside
- * (pair_setup then stores the weights). */
+ * decisions at the cutoff arkcos_kfun_d2's. Returns ARKCOS_EINVAL when two
+ * rows' weights differ or a row's window is the whole ring without the
+ * whole ring inside (pair_setup then stores the weights). */
 static int konst_rows(const arkcos_plan *p, int i, int j, double hw, int refl, int ei, dpair *d) {
   const arkcos_ring *rg = p->geom->rings;
   const int64_t ni = rg[i].nph, nj = rg[j].nph;
@@ -395,9 +395,9 @@ static int konst_rows(const arkcos_plan *p, int i, int j, double hw, int refl, i
 
 /* The rows of a pair that come before their reflection partner
  * (pair_setup): their candidates in batches of at least ROW_BATCH, each
- * batch's kernel values at once (arkcos_kernel_batch; spin 2: and the transport,
- * batch_transport), then each row trimmed to the kernel's non-zero values
- * as row_extent trims it. Sets d's rows, wsum and maxlen, *nw the weights
+ * batch's kernel values at once (arkcos_kernel_batch; spin 2: and the
+ * transport, batch_transport), then each row trimmed to the kernel's
+ * non-zero values as row_extent trims it. Sets d's rows, wsum and maxlen, *nw the weights
  * stored. */
 enum { ROW_BATCH = 1024 };
 static int batched_rows(const arkcos_plan *p, int i, int j, double hw, int refl, int ei, int64_t cmax, dpair *d,

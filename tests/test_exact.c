@@ -649,7 +649,8 @@ TEST_GROUP(constant_map_shortcut) {
   arkcos_kernel *k = gs[0] ? gaussian(4.5 * healpix_pixel(gs[0]), 1e-13) : NULL;
   int took = 1;
   const double d = k ? constant_shortcut_diff(gs[0], k, ARKCOS_DOUBLE, &took) : -1;
-  CHECK(!took && d >= 0 && d <= TOL_SHORTCUT, "smooth caps: shortcut %s, difference %.3e", took ? "taken" : "not taken", d);
+  CHECK(!took && d >= 0 && d <= TOL_SHORTCUT, "smooth caps: shortcut %s, difference %.3e",
+        took ? "taken" : "not taken", d);
   if (k) printf("  nside 32 gauss 4.5px cut 1e-13 (smooth caps): shortcut %s\n", took ? "TAKEN" : "not taken");
   double worst = k ? constant_map_error(gs[0], k) : -1;
   CHECK(worst >= 0 && worst <= TOL_CONSTANT, "smooth caps: constant map off by %.3e", worst);
@@ -804,7 +805,8 @@ TEST_GROUP(smooth_caps_band_limit) {
   }
 }
 
-TEST_MAIN(TG(exact_is_default), TG(constant_map_shortcut), TG(kernel_families_healpix), TG(healpix_nside_128), TG(tophat_wide), TG(ecp_geometry),
+TEST_MAIN(TG(exact_is_default), TG(constant_map_shortcut), TG(kernel_families_healpix), TG(healpix_nside_128),
+          TG(tophat_wide), TG(ecp_geometry),
           TG(single_precision), TG(accuracy_loose), TG(paper_mode_bound), TG(operator_symmetry),
           TG(constant_map), TG(direct_limits), TG(smooth_caps),
           TG(smooth_caps_band_limit), TG(smooth_caps_harmonic))
