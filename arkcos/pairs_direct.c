@@ -896,6 +896,42 @@ double arkcos_direct_apply_spin2(const arkcos_plan *p, const double *q, const do
 
 /* ------------------------------------------------------- constant maps */
 
+/* The direct pairs on a constant map c: each row's weights summed once
+ * and c times the sum added to every output pixel the row serves (its
+ * lanes or periods, and the mirror ring's); no input gathered, one add per
+ * weight. Returns the seconds. */
+static double direct_apply_constant(const arkcos_plan *p, double c, double *out) {
+  const arkcos_direct *D = p->direct;
+  if (!D || D->first[D->ntasks] == 0) return 0;
+  const arkcos_ring *rg = p->geom->rings;
+  const double t0 = omp_get_wtime();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(D->nthreads)
+  for (int t = 0; t < D->ntasks; t++) {
+    const int i = p->task[t], i2 = p->mirror[i];
+    for (int k = D->first[t]; k < D->first[t + 1]; k++) {
+      const dpair *d = &D->pair[k];
+      double *y = out + rg[i].ofs, *ym = d->jm >= 0 ? out + rg[i2].ofs : NULL;
+      const int64_t per = d->lanes * d->reps; /* row a serves pixels a + r P, r < per */
+      for (int64_t a = 0; a < d->P; a++) {
+        const int64_t len = d->wlen[a], o = d->wofs[a];
+        double s = 0;
+        if (d->konst)
+          s = (double)len * d->wconst;
+        else if (d->w)
+          for (int64_t l = 0; l < len; l++) s += d->w[o + l];
+        else
+          for (int64_t l = 0; l < len; l++) s += (double)d->wf[o + l];
+        s *= c;
+        for (int64_t r = 0; r < per; r++) {
+          y[a + r * d->P] += s;
+          if (ym) ym[a + r * d->P] += s;
+        }
+      }
+    }
+  }
+  return omp_get_wtime() - t0;
+}
+
 /* sum_b W_ab of Fourier pair (i, j), both rings of the grid's length L:
  * w_j sum_n K(delta + 2 pi n / L), the same for every output pixel a */
 static double grid_pair_sum(const arkcos_plan *p, int i, int j) {
@@ -930,9 +966,9 @@ static double grid_ring_sum(const arkcos_plan *p, int i, int i0, int mir) {
  * pixel; where every Fourier pair is such a pair (exact plans, with direct
  * caps or on a grid of equal rings; not the smooth caps' Fourier pairs of
  * unequal rings, nor the inexact caps, nor paper mode or spin 2), the plan's
- * output is those constants plus the direct pairs' sums
- * (arkcos_direct_apply): the direct sum to rounding, without ring FFTs or
- * kernel spectra. This is the smoother's A(1) (ring quadrature divides by
+ * output is those constants plus the direct pairs' row sums times c
+ * (direct_apply_constant): the direct sum to rounding, without ring FFTs,
+ * kernel spectra or gathered input. This is the smoother's A(1) (ring quadrature divides by
  * it below 8 pixels per FWHM; arkcos smooth --normalize), under MPI each
  * band's. Every ring the plan's tasks read must hold c at every pixel (a
  * scan that stops at the first other value); else returns 0, out untouched. */
@@ -970,7 +1006,7 @@ int arkcos_direct_execute_constant(arkcos_plan *p, const double *in, double *out
       for (int64_t a = 0; a < rg[i2].nph; a++) out[rg[i2].ofs + a] = v2;
     }
   }
-  const double t_direct = arkcos_direct_apply(p, in, out);
+  const double t_direct = direct_apply_constant(p, c, out);
   arkcos_stage_times *T = &p->last;
   memset(T, 0, sizeof *T);
   T->total = omp_get_wtime() - t0;
