@@ -4,7 +4,7 @@
  * cpu_impl.h): included once per precision, R / FFTWP / SFX set by cpu.c.
  *
  * For output ring i and input ring j: the pair's kernel grid (pair_grid:
- * L, or a coarser cap level), the kernel sampled on it (ksamples) over the
+ * L, or a coarser cap level), the kernel sampled on it (arkcos_kernel_samples) over the
  * window it reaches, and the samples' spectrum H_ij (or the real G_ij in
  * the rotated frame, pair_real) by
  *   - Clenshaw sums of the short Chebyshev series (samples_spectrum,
@@ -133,20 +133,6 @@ static void SFX(samples_spectrum)(const SFX(kgrid_t) *G, const double *hs, int64
   }
 #undef HS
   SFX(kernel_clenshaw)(G, G->nm, kind, ca, cb, K, hr, hi);
-}
-
-/* scale K at the samples delta + 2 pi n / G->L, n0 <= n <= n1, into
- * out[n - n0]: in chunks by arkcos_kernel_batch (vectorised; arkcos_kfun_d2's
- * values to a few units of rounding) */
-static void SFX(ksamples)(const arkcos_plan *p, const SFX(kgrid_t) *G, double sdt2, double ss, double delta,
-                          int64_t n0, int64_t n1, double scale, double *out) {
-  enum { C = 256 };
-  double num[C], tmp[2 * C];
-  for (int64_t b = n0; b <= n1; b += C) {
-    const int64_t cnt = n1 - b + 1 < C ? n1 - b + 1 : C;
-    for (int64_t l = 0; l < cnt; l++) num[l] = (double)(b + l);
-    arkcos_kernel_batch(&p->kf, scale, sdt2, ss, delta, 2 * ARKCOS_PI / (double)G->L, num, cnt, out + (b - n0), tmp);
-  }
 }
 
 /* Kernel grid of ring pair (i, j): L for belt pairs (exact) and in paper
@@ -288,10 +274,10 @@ static void SFX(fft_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, con
                               R *ws, R *hr, R *hi, double *t_eval) {
   const int64_t L = G->L, nm = G->nm;
   R *kgrid = ws + WS(s, WS_KGRID), *kspec = ws + WS(s, WS_KSPEC);
-  for (int64_t b = n0; b <= n1; b += 256) {
-    double hs[256];
-    const int64_t cnt = n1 - b + 1 < 256 ? n1 - b + 1 : 256;
-    SFX(ksamples)(p, G, sdt2, ss, delta, b, b + cnt - 1, scale, hs);
+  for (int64_t b = n0; b <= n1; b += ARKCOS_SAMPLES_CHUNK) {
+    double hs[ARKCOS_SAMPLES_CHUNK];
+    const int64_t cnt = n1 - b + 1 < ARKCOS_SAMPLES_CHUNK ? n1 - b + 1 : ARKCOS_SAMPLES_CHUNK;
+    arkcos_kernel_samples(&p->kf, scale, sdt2, ss, delta, L, b, b + cnt - 1, hs);
     for (int64_t l = 0; l < cnt; l++) kgrid[arkcos_wrap(b + l, L)] = (R)hs[l];
   }
   *t_eval = omp_get_wtime();
@@ -346,7 +332,7 @@ static int SFX(pair_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, int
   const int decim = G->half >= 0 && gi != 0 && nmax <= 2 * s->grid[G->half].cheb_max;
   if (cnt < L && (decim || nmax <= G->cheb_max)) {
     double hs[4 * ARKCOS_CHEB_LIMIT + 8];
-    SFX(ksamples)(p, G, sdt2, ss, delta, n0, n1, scale, hs);
+    arkcos_kernel_samples(&p->kf, scale, sdt2, ss, delta, G->L, n0, n1, hs);
     *t_eval = omp_get_wtime();
     if (decim) {
       SFX(decim_spectrum)(s, G, hs, n0, n1, delta, re_only, ws, hr, hi);

@@ -144,6 +144,12 @@ static int64_t row_extent(const arkcos_plan *p, int i, int j, double hw, int64_t
   return f < 0 ? 0 : e - f + 1;
 }
 
+/* sin x = x + x sum_k sinc[k] x^(2k + 2) on [0, pi / 2] (Taylor, to x^23) */
+static const double sinc[12] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800,
+                                1.0 / 6227020800.0, -1.0 / 1307674368000.0, 1.0 / 355687428096000.0,
+                                -1.0 / 121645100408832000.0, 1.0 / 51090942171709440000.0,
+                                -1.0 / 25852016738884976640000.0, 1.0 / 15511210043330985984000000.0};
+
 /* The kernel's values at cnt candidate offsets of a ring pair (a batch of
  * rows): out[l] = w_j K(chord2) with dphi_l = d0 + step num[l] (num[l] the
  * exact integer a n_j - b n_i), the haversine form of arkcos_kfun_d2, in
@@ -163,10 +169,6 @@ static int64_t row_extent(const arkcos_plan *p, int i, int j, double hw, int64_t
  * doubles of scratch. */
 void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double ss, double d0, double step,
                          const double *num, int64_t cnt, double *out, double *tmp) {
-  static const double sinc[12] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800,
-                                  1.0 / 6227020800.0, -1.0 / 1307674368000.0, 1.0 / 355687428096000.0,
-                                  -1.0 / 121645100408832000.0, 1.0 / 51090942171709440000.0,
-                                  -1.0 / 25852016738884976640000.0, 1.0 / 15511210043330985984000000.0};
   /* d2 = chord^2 */
   for (int64_t l = 0; l < cnt; l++) {
     const double dphi = d0 + step * num[l];
@@ -262,6 +264,17 @@ static int64_t row_partner(const dpair *d, int64_t ni, int ei, int64_t a, int64_
   return ar % d->P;
 }
 
+void arkcos_kernel_samples(const arkcos_kfun *kf, double wj, double sdt2, double ss, double delta, int64_t L,
+                           int64_t n0, int64_t n1, double *out) {
+  enum { C = 256 };
+  double num[C], tmp[2 * C];
+  for (int64_t b = n0; b <= n1; b += C) {
+    const int64_t cnt = n1 - b + 1 < C ? n1 - b + 1 : C;
+    for (int64_t l = 0; l < cnt; l++) num[l] = (double)(b + l);
+    arkcos_kernel_batch(kf, wj, sdt2, ss, delta, 2 * ARKCOS_PI / (double)L, num, cnt, out + (b - n0), tmp);
+  }
+}
+
 /* Spin-2 plans: the transport factor of each candidate (the weight's
  * phase, arkcos_spin2_transport with the offset -dphi), in loops the
  * compiler vectorises: sin and cos of dphi / 2 by their Taylor series on
@@ -269,10 +282,6 @@ static int64_t row_partner(const dpair *d, int64_t ni, int ei, int64_t a, int64_
  * trigonometry once. w = v wr, wi = v wi. */
 static void batch_transport(double tp, double tq, double d0, double step, const double *num, int64_t cnt,
                             const double *v, double *w, double *wi) {
-  static const double sinc[12] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800,
-                                  1.0 / 6227020800.0, -1.0 / 1307674368000.0, 1.0 / 355687428096000.0,
-                                  -1.0 / 121645100408832000.0, 1.0 / 51090942171709440000.0,
-                                  -1.0 / 25852016738884976640000.0, 1.0 / 15511210043330985984000000.0};
   static const double cosc[12] = {-1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800,
                                   1.0 / 479001600, -1.0 / 87178291200.0, 1.0 / 20922789888000.0,
                                   -1.0 / 6402373705728000.0, 1.0 / 2432902008176640000.0,
@@ -301,11 +310,6 @@ static void batch_transport(double tp, double tq, double d0, double step, const 
     w[l] = v[l] * tr;
     wi[l] = v[l] * ti;
   }
-}
-
-static inline double konst_sin2(double x) {
-  const double sh = sin(x);
-  return sh * sh;
 }
 
 /* konst pairs (a top-hat's, scalar plans): the rows that come before
@@ -366,7 +370,7 @@ static int konst_rows(const arkcos_plan *p, int i, int j, double hw, int refl, i
       double v = v4[1];
       if (!(e - f >= 3 && v4[0] == 0 && v4[1] != 0 && v4[2] == v4[1] && v4[3] == 0)) {
 #define KONST_VALUE(l)                                                                   \
-  (wj * arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * konst_sin2(0.5 * (d0 + step * (double)(num0 - (l) * ni))))))
+  (wj * arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, d0 + step * (double)(num0 - (l) * ni))))
         if (f <= e && (v = KONST_VALUE(f)) != 0)
           while (f > 0 && KONST_VALUE(f - 1) != 0) f--; /* inside already: the run starts further out */
         else
@@ -1053,13 +1057,11 @@ static double fourier_pair_abs(const arkcos_plan *p, int i, int j, int *nsamp) {
     integ *= hstep / 3;
     return 1.05 * integ * (double)p->L / (2 * ARKCOS_PI) + (kmax > edge ? kmax : edge);
   }
-  enum { C = 256 };
-  double num[C], val[C], tmp[2 * C];
-  for (int64_t b = n0; b <= n1; b += C) { /* in chunks, vectorised */
-    const int64_t cnt = n1 - b + 1 < C ? n1 - b + 1 : C;
-    for (int64_t l = 0; l < cnt; l++) num[l] = (double)(b + l);
-    arkcos_kernel_batch(&p->kf, rg[j].weight, sdt2, ss, delta, 2 * ARKCOS_PI / (double)p->L, num, cnt, val, tmp);
-    for (int64_t l = 0; l < cnt; l++) s += fabs(val[l]);
+  double val[ARKCOS_SAMPLES_CHUNK];
+  for (int64_t b = n0; b <= n1; b += ARKCOS_SAMPLES_CHUNK) {
+    const int64_t e = b + ARKCOS_SAMPLES_CHUNK - 1 < n1 ? b + ARKCOS_SAMPLES_CHUNK - 1 : n1;
+    arkcos_kernel_samples(&p->kf, rg[j].weight, sdt2, ss, delta, p->L, b, e, val);
+    for (int64_t l = 0; l <= e - b; l++) s += fabs(val[l]);
   }
   return s;
 }

@@ -116,6 +116,11 @@ int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err);
  * (whose decisions at the cutoff it keeps); tmp: 2 cnt doubles */
 void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double ss, double d0, double step,
                          const double *num, int64_t cnt, double *out, double *tmp);
+/* The same at the kernel-grid samples delta + 2 pi n / L, n0 <= n <= n1,
+ * into out[n - n0] (chunks of 256: no caller's scratch) */
+#define ARKCOS_SAMPLES_CHUNK 256
+void arkcos_kernel_samples(const arkcos_kfun *kf, double wj, double sdt2, double ss, double delta, int64_t L,
+                           int64_t n0, int64_t n1, double *out);
 double arkcos_direct_estimate_bytes(const arkcos_plan *p, int lo, int hi); /* tasks [lo, hi) */
 double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out);
 /* The execute of a constant map where every Fourier pair joins two rings of
