@@ -936,52 +936,24 @@ static double direct_apply_constant(const arkcos_plan *p, double c, double *out)
   return omp_get_wtime() - t0;
 }
 
-/* sum_b W_ab of Fourier pair (i, j), both rings of the grid's length L:
- * w_j sum_n K(delta + 2 pi n / L), the same for every output pixel a */
-static double grid_pair_sum(const arkcos_plan *p, int i, int j) {
-  const arkcos_ring *rg = p->geom->rings;
-  const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
-  const double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
-  const double half = arkcos_dphi_window(&p->kf, sdt2, ss), delta = rg[i].phi0 - rg[j].phi0;
-  int64_t n0, n1;
-  arkcos_sample_range(half, delta, p->L, &n0, &n1);
-  double s = 0;
-  for (int64_t n = n0; n <= n1; n++) {
-    const double sh = sin(0.5 * (delta + 2 * ARKCOS_PI / (double)p->L * (double)n));
-    s += arkcos_kfun_d2(&p->kf, 4.0 * (sdt2 + ss * sh * sh));
-  }
-  return rg[j].weight * s;
-}
-
-/* Output ring i's Fourier pairs (i, j), j of jlo[i] .. jhi[i] or their
- * mirrors (mir), on a constant map of 1: the sum of their grid_pair_sum */
-static double grid_ring_sum(const arkcos_plan *p, int i, int i0, int mir) {
-  double s = 0;
-  for (int j0 = p->jlo[i0]; j0 <= p->jhi[i0]; j0++) {
-    const int j = mir ? p->mirror[j0] : j0;
-    if (j >= 0 && !arkcos_pair_is_direct(p, i, j)) s += grid_pair_sum(p, i, j);
-  }
-  return s;
-}
-
-/* The execute of a constant map c: on two rings of the grid's length the
- * Fourier path is the exact circular convolution, so a constant input ring
- * gives the constant c w_j sum_n K(delta + 2 pi n / L) on every output
- * pixel; where every Fourier pair is such a pair (exact plans, with direct
- * caps or on a grid of equal rings; not the smooth caps' Fourier pairs of
- * unequal rings, nor the inexact caps, nor paper mode or spin 2), the plan's
- * output is those constants plus the direct pairs' row sums times c
- * (direct_apply_constant): the direct sum to rounding, without ring FFTs,
- * kernel spectra or gathered input. This is the smoother's A(1) (ring quadrature divides by
- * it below 8 pixels per FWHM; arkcos smooth --normalize), under MPI each
- * band's. Every ring the plan's tasks read must hold c at every pixel (a
- * scan that stops at the first other value); else returns 0, out untouched. */
+/* The execute of a constant map c, where the plan allows it: on two rings
+ * of the grid's length the Fourier path is the exact circular convolution,
+ * so a constant input ring gives the constant c w_j sum_n K(delta + 2 pi n
+ * / L) on every output pixel; the smooth caps' Fourier pairs of unequal
+ * rings give Poisson's sum of the kernel's azimuthal spectrum at the input
+ * ring's harmonics (constant_rings.c); the direct pairs add their row sums
+ * times c (direct_apply_constant). Exact plans with direct caps, on a grid
+ * of equal rings or with smooth caps; not the inexact caps, paper mode or
+ * spin 2. No ring FFTs, kernel spectra or gathered input. This is the
+ * smoother's A(1) (ring quadrature divides by it below 8 pixels per FWHM;
+ * arkcos smooth --normalize), under MPI each band's. Every ring the plan's
+ * tasks read must hold c at every pixel (a scan that stops at the first
+ * other value); else returns 0, out untouched. */
 int arkcos_direct_execute_constant(arkcos_plan *p, const double *in, double *out, int nthreads) {
   const arkcos_geometry *g = p->geom;
   const arkcos_ring *rg = g->rings;
-  if (p->opt.mode != ARKCOS_MODE_ENHANCED || p->opt.spin != 0 || p->smooth_caps || p->task_hi <= p->task_lo)
-    return 0;
-  if (!p->direct_caps)
+  if (p->opt.mode != ARKCOS_MODE_ENHANCED || p->opt.spin != 0 || p->task_hi <= p->task_lo) return 0;
+  if (!p->direct_caps && !p->smooth_caps)
     for (int j = 0; j < g->nrings; j++)
       if (rg[j].nph != p->L) return 0; /* unequal rings on the Fourier path */
   const double t0 = omp_get_wtime();
@@ -1000,16 +972,15 @@ int arkcos_direct_execute_constant(arkcos_plan *p, const double *in, double *out
       }
   free(need);
   if (other) return 0;
-#pragma omp parallel for schedule(dynamic, 4) num_threads(nthreads > 0 ? nthreads : omp_get_max_threads())
+  int failed = 0;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(nthreads > 0 ? nthreads : omp_get_max_threads()) \
+    reduction(| : failed)
   for (int t = p->task_lo; t < p->task_hi; t++) {
     const int i = p->task[t], i2 = p->mirror[i];
-    const double v = c * grid_ring_sum(p, i, i, 0);
-    for (int64_t a = 0; a < rg[i].nph; a++) out[rg[i].ofs + a] = v;
-    if (i2 >= 0 && i2 != i) {
-      const double v2 = c * grid_ring_sum(p, i2, i, 1);
-      for (int64_t a = 0; a < rg[i2].nph; a++) out[rg[i2].ofs + a] = v2;
-    }
+    failed |= arkcos_constant_ring(p, i, i, 0, c, out + rg[i].ofs) != 0;
+    if (i2 >= 0 && i2 != i) failed |= arkcos_constant_ring(p, i2, i, 1, c, out + rg[i2].ofs) != 0;
   }
+  if (failed) return 0; /* out of memory: the Fourier path writes every output ring */
   const double t_direct = direct_apply_constant(p, c, out);
   arkcos_stage_times *T = &p->last;
   memset(T, 0, sizeof *T);

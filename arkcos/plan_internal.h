@@ -123,10 +123,15 @@ void arkcos_kernel_samples(const arkcos_kfun *kf, double wj, double sdt2, double
                            int64_t n0, int64_t n1, double *out);
 double arkcos_direct_estimate_bytes(const arkcos_plan *p, int lo, int hi); /* tasks [lo, hi) */
 double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out);
-/* The execute of a constant map where every Fourier pair joins two rings of
- * the grid's length (the smoother's A(1)): 1 when done (out written, stage
- * times recorded), 0 when the plan or the map is of another kind */
+/* The execute of a constant map on exact plans whose Fourier pairs join two
+ * rings of the grid's length or are the smooth caps' (the smoother's A(1)):
+ * 1 when done (out written, stage times recorded), 0 when the plan or the
+ * map is of another kind */
 int arkcos_direct_execute_constant(arkcos_plan *p, const double *in, double *out, int nthreads);
+/* constant_rings.c: output ring i of that execute from its Fourier pairs
+ * (input rings jlo[i0] .. jhi[i0], or their mirrors when mir), c times
+ * their sums, into y[0 .. n_i); 0, or -1 out of memory */
+int arkcos_constant_ring(const arkcos_plan *p, int i, int i0, int mir, double c, double *y);
 /* the bound's direct terms of task t without tables (the GPU sums the
  * direct pairs with weights computed where they are used): sum over its
  * pairs of max_a sum_b |W_ab|, and of the longest row + 1 */
