@@ -8,7 +8,7 @@ ARCHFLAGS ?= -march=native
 OPTFLAGS ?= -O3
 CFLAGS  ?= $(OPTFLAGS) $(ARCHFLAGS)
 CFLAGS  += -std=c11 -Wall -Wextra -fopenmp -I. -D_GNU_SOURCE
-LDLIBS  += -lfftw3 -lfftw3f -lpthread -lsharp -lcfitsio -ljansson -lm -fopenmp
+LDLIBS  += -lfftw3 -lfftw3f -lpthread -lsharp -lcfitsio -ljansson -lm -ldl -fopenmp
 CXXFLAGS ?= $(OPTFLAGS) $(ARCHFLAGS)
 CXXFLAGS += -std=c++17 -Wall -Wextra -fopenmp -I. -D_GNU_SOURCE
 # instrumentation for every object and link (make sanitize sets it)
@@ -42,7 +42,7 @@ ifeq ($(GPU),1)
   GPU_OBJ  := $(BUILD)/obj/arkcos/gpu.o
   GPU_MOD  := $(BUILD)/libarkcos_gpu.so.1
   CFLAGS   += -DARKCOS_WITH_CUDA
-  LDLIBS   += -ldl
+
   ENGINE_SRC := $(filter-out arkcos/gpu_none.c,$(ENGINE_SRC))
 else
   GPU_OBJ  :=
@@ -217,10 +217,8 @@ SHLIB      := $(BUILD)/libarkcos.so.$(SOVERSION_FULL)
 SHLIB_LINKS := $(BUILD)/libarkcos.so.$(SOVERSION) $(BUILD)/libarkcos.so
 PIC_OBJ    := $(ENGINE_SRC:%.c=$(BUILD)/pic/obj/%.o)
 # what the shared library needs besides itself: also Libs.private in arkcos.pc
-SHLIB_LIBS := -lfftw3 -lfftw3f -lpthread -lm -fopenmp
-ifeq ($(GPU),1)
-  SHLIB_LIBS += -ldl
-endif
+# (-ldl: libsharp and the GPU module are opened at run time)
+SHLIB_LIBS := -lfftw3 -lfftw3f -lpthread -lm -fopenmp -ldl
 
 $(BUILD)/pic/obj/%.o: %.c $(wildcard arkcos/*.h)
 	@mkdir -p $(dir $@)
@@ -315,7 +313,7 @@ else
   PORTABLE_FFTW := -lfftw3 -lfftw3f
   PORTABLE_COPIED := libgomp.so.1 libfftw3.so.3 libfftw3f.so.3
 endif
-PORTABLE_LIBS := $(PORTABLE_FFTW) -lpthread -lm -fopenmp $(if $(filter 1,$(GPU)),-ldl)
+PORTABLE_LIBS := $(PORTABLE_FFTW) -lpthread -lm -fopenmp -ldl
 
 # the copies are compiled again when the flags (GPU among them) change
 $(PORTABLE)/cflags: FORCE

@@ -607,6 +607,8 @@ static int legendre(const arkcos_kfun *f, int lmax, double *kl) {
   return ARKCOS_OK;
 }
 
+int arkcos_kfun_legendre(const arkcos_kfun *kf, int lmax, double *kl) { return legendre(kf, lmax, kl); }
+
 int arkcos_kernel_legendre(const arkcos_kernel *k, int lmax, double *kl, arkcos_error *err) {
   if (lmax < 0) return arkcos_fail(err, ARKCOS_EINVAL, "kernel: lmax must be >= 0");
   if (legendre(&k->f, lmax, kl)) return arkcos_fail(err, ARKCOS_ENOMEM, "kernel: out of memory");

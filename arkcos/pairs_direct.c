@@ -1054,6 +1054,20 @@ static double smooth_caps_level(const arkcos_plan *p) {
   return 8 * (arkcos_kfun_cut_level(&p->kf) + exp(-0.25 * ql * ql));
 }
 
+/* The harmonic path (harmonic.c): the series cut at l_K differs from the
+ * cut kernel by its jump at the cutoff, spread as Gibbs's oscillation (at
+ * most about 1.09 times the jump, a term of 8 per unit of sum |W| as the
+ * smooth caps'), and by the Gaussian's tail beyond l_K (below 1e-19 of
+ * K(0)); the transforms' rounding grows with the terms of their sums,
+ * modelled as (16 (l_K + 10 log2 L)) u. Per unit of sum_p w_p |K|, which
+ * is the kernel's unit integral by a quadrature good to far better than
+ * the 10 % added. A model, held against the direct sum by
+ * tests/test_exact.c (harmonic). */
+static double harmonic_bound(const arkcos_plan *p, double u, double lg) {
+  const double level = arkcos_kfun_cut_level(&p->kf) + 1e-19;
+  return 1.1 * (8 * level + 16 * ((double)p->harmonic_lmax + 10 * lg) * u);
+}
+
 /* Rounds task t's direct weights to float (half the memory and the
  * memory traffic); returns the bytes freed. */
 static size_t task_to_float(arkcos_direct *D, int t) {
@@ -1094,6 +1108,10 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
   }
   const double ud = 0x1p-53, u = single ? 0x1p-24 : ud;
   const double lg = log2((double)(p->L > 2 ? p->L : 2)), sq = sqrt((double)p->L);
+  if (p->harmonic) {
+    p->bound = harmonic_bound(p, u, lg);
+    return;
+  }
   const double caps_term = p->smooth_caps ? smooth_caps_level(p) : 0;
   const arkcos_ring *rg = p->geom->rings;
   arkcos_direct *D = p->direct;

@@ -106,6 +106,7 @@ static int create_backend(arkcos_plan *p, arkcos_error *err) {
     }
   }
   p->backend = ARKCOS_BACKEND_CPU;
+  if (p->harmonic) return arkcos_harmonic_create(p, err);
   return p->opt.precision == ARKCOS_DOUBLE ? arkcos_cpu_create_double(p, err)
                                            : arkcos_cpu_create_float(p, err);
 }
@@ -253,12 +254,41 @@ static int smooth_caps_exact(const arkcos_plan *p) {
   return 1;
 }
 
+/* The harmonic path (harmonic.c) for the whole plan: a Gaussian cut where
+ * it is negligible (as the smooth caps'), scalar, double precision, on the
+ * CPU, one process (its transforms span every ring), libsharp at hand, and
+ * a band limit l_K of at most 0.4 L (1.6 nside on HEALPix): there the two
+ * transforms cost less than ARKCoS's kernel spectra and reduction
+ * (measured with 2 threads: nside 2048 at 30' (l_K = 1.2 nside) 3.8 s
+ * against 5.9 s, at 1 and 2 deg 2.2 and 1.7 s against 5.0 and 6.2 s;
+ * nside 512 at 1 deg (2.4 nside) 0.27 s against 0.29 s, nside 1024 at 30'
+ * (2.4 nside) 1.5 s against 1.0 s). ARKCOS_HARMONIC=0 never takes it, =1
+ * whatever l_K. */
+#define ARKCOS_HARMONIC_RATIO 0.4
+static int harmonic_exact(const arkcos_plan *p, int nparts) {
+  const char *env = getenv("ARKCOS_HARMONIC");
+  if (env && !strcmp(env, "0")) return 0;
+  if (p->opt.mode != ARKCOS_MODE_ENHANCED || p->opt.spin != 0 || p->opt.precision != ARKCOS_DOUBLE || nparts != 1)
+    return 0;
+  const int lk = arkcos_harmonic_lmax(&p->kf);
+  if (lk < 0 || arkcos_kfun_cut_level(&p->kf) > ARKCOS_SMOOTH_CAPS_LEVEL) return 0;
+  if (!(env && !strcmp(env, "1")) && lk > ARKCOS_HARMONIC_RATIO * (double)p->L) return 0;
+  if (p->opt.backend == ARKCOS_BACKEND_GPU) return 0;
+  char why[256];
+  if (p->opt.backend == ARKCOS_BACKEND_AUTO && arkcos_gpu_available(why, sizeof why)) return 0;
+  return arkcos_harmonic_available() ? lk : 0;
+}
+
 /* Which path the ring pairs take: in enhanced mode, pairs of rings off the
  * kernel grid (length L) are summed directly and exactly (pairs_direct.c),
  * or, for a smooth kernel (smooth_caps_exact), by the oversampled Fourier
  * path, exact for it; the others by the Fourier path, exact for them;
  * paper mode keeps the paper's algorithm everywhere. */
 static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error *err) {
+  if ((p->harmonic_lmax = harmonic_exact(p, nparts)) > 0) {
+    p->harmonic = 1;
+    return ARKCOS_OK;
+  }
   int uniform = 1;
   for (int j = 0; j < p->geom->nrings; j++) uniform &= p->geom->rings[j].nph == p->L;
   /* spin-2 plans also sum directly the pairs whose rings are off the
@@ -522,6 +552,14 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
   const int nt = p->opt.threads > 0 ? p->opt.threads : omp_threads();
   const int lo = p->task_lo, hi = p->task_hi;
   memset(e, 0, sizeof *e);
+  if (p->harmonic) { /* a_lm, K_l, libsharp's buffers; every ring in and out */
+    e->workspace = arkcos_harmonic_bytes(p->harmonic_lmax, g->nrings, nt);
+    e->pixels_in = e->pixels_out = g->npix;
+    e->rings_out = g->nrings;
+    e->total = 1.15 * e->workspace + 0.5e6;
+    e->maps = own_maps ? 16 * (double)g->npix : 0;
+    return;
+  }
   /* The direct tables' weights, plus their window ends, pair records and
    * per-thread gather buffers (measured about 30 % more than the weights in
    * double; spin-2 weights are complex, counted in full); scalar single

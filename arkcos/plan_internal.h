@@ -47,6 +47,10 @@ struct arkcos_plan {
   int smooth_caps;           /* ... or, exactly, by the oversampled Fourier
                               * path: a smooth, resolved kernel cut where it
                               * is negligible (plan.c, smooth_caps_exact) */
+  int harmonic;              /* the whole plan through the kernel's Legendre
+                              * series (harmonic.c): a smooth kernel of a low
+                              * band limit (plan.c, harmonic_exact) */
+  int harmonic_lmax;         /* its band limit l_K */
   arkcos_direct *direct;     /* their tables, or NULL */
   char exactness[400];       /* why an enhanced plan is not exact ("" if it is) */
   void *impl;                /* backend state */
@@ -107,6 +111,15 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err);
 /* grid.c, spin-2 plans: whether ring i takes part in the Fourier path
  * (length L, first pixel on the half-step grid pi / L) */
 int arkcos_spin2_ring_on_grid(const arkcos_plan *p, int i);
+/* harmonic.c: the harmonic path (libsharp opened at run time): whether it
+ * can be had, the band limit l_K of a kernel (-1: not a Gaussian), the
+ * backend, and its memory */
+int arkcos_harmonic_available(void);
+int arkcos_harmonic_lmax(const arkcos_kfun *kf);
+int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err);
+double arkcos_harmonic_bytes(int lmax, int nrings, int nthreads);
+/* kernel.c: K_l = 2 pi int K P_l, l <= lmax, of a profile (ARKCOS_ENOMEM) */
+int arkcos_kfun_legendre(const arkcos_kfun *kf, int lmax, double *kl);
 /* pairs_direct.c: the exact path of ring pairs off the kernel grid */
 int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j);
 int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "arkcos/arkcos.h"
+#include "arkcos/plan_internal.h" /* arkcos_harmonic_available */
 #include "reference/reference.h"
 #include "tests/testlib.h"
 #include "tests/testmaps.h"
@@ -738,6 +739,7 @@ static void smooth_caps_case(const char *label, const arkcos_geometry *g, const 
 }
 
 TEST_GROUP(smooth_caps) {
+  setenv("ARKCOS_HARMONIC", "0", 1); /* ARKCoS's smooth caps, not the harmonic path */
   const int64_t nsides[] = {32, 64};
   const double pxs[] = {4.5, 8.0, 16.0}; /* 16 px: every pair band-limited (cpu_pairspec.h, pair_len) */
   for (int n = 0; n < 2; n++) {
@@ -758,11 +760,13 @@ TEST_GROUP(smooth_caps) {
     free(x);
     arkcos_geometry_destroy(g);
   }
+  unsetenv("ARKCOS_HARMONIC");
 }
 
 /* healpy's Gaussian beam (arkcos_kernel_gaussian_harmonic: a Gaussian times
  * a fitted smooth factor) takes the smooth caps too, as exact */
 TEST_GROUP(smooth_caps_harmonic) {
+  setenv("ARKCOS_HARMONIC", "0", 1); /* ARKCoS's smooth caps, not the harmonic path */
   const int64_t nsides[] = {32, 64};
   const double pxs[] = {4.5, 8.0};
   for (int n = 0; n < 2; n++) {
@@ -781,6 +785,7 @@ TEST_GROUP(smooth_caps_harmonic) {
     free(x);
     arkcos_geometry_destroy(g);
   }
+  unsetenv("ARKCOS_HARMONIC");
 }
 
 /* The band limit of smooth caps (cpu_pairspec.h, pair_len and pair_grid:
@@ -791,6 +796,7 @@ TEST_GROUP(smooth_caps_harmonic) {
  * pairs on L / 2) and 2.0e-15 (nside 128, 20 px). */
 #define TOL_BAND_LIMIT 3e-14
 TEST_GROUP(smooth_caps_band_limit) {
+  setenv("ARKCOS_HARMONIC", "0", 1); /* ARKCoS's smooth caps, not the harmonic path */
   const int64_t nsides[] = {64, 128};
   const double pxs[] = {36.0, 20.0};
   for (int n = 0; n < 2; n++) {
@@ -820,10 +826,72 @@ TEST_GROUP(smooth_caps_band_limit) {
     free(x);
     arkcos_geometry_destroy(g);
   }
+  unsetenv("ARKCOS_HARMONIC");
+}
+
+/* The harmonic path (harmonic.c): the whole plan through the kernel's
+ * Legendre series, against the direct sum (error and bound), forced by
+ * ARKCOS_HARMONIC=1 where ARKCoS would be cheaper; taken by default when
+ * the band limit is at most 0.4 L (nside 64, 16 px: l_K = 95 <= 102.4),
+ * not at 8 px (l_K = 181). Measured err/max|x| 1.1e-15 .. 4.2e-15
+ * (bound 1.0e-12 .. 1.2e-12). */
+#define TOL_HARMONIC_MAX 2e-14
+static int took_harmonic(const arkcos_geometry *g, const arkcos_kernel *k) {
+  arkcos_plan *p = make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0);
+  double *x = p ? white_noise(g, 5) : NULL, *y = x ? apply_plan(p, g, x) : NULL;
+  arkcos_stage_times t;
+  if (y) arkcos_plan_stages(p, &t);
+  /* the transforms alone: no kernel samples, no reduction over pairs */
+  const int h = y && t.map_fft > 0 && t.kernel_eval == 0 && t.reduction == 0;
+  free(x);
+  free(y);
+  arkcos_plan_destroy(p);
+  return h;
+}
+
+TEST_GROUP(harmonic) {
+  if (!arkcos_harmonic_available()) {
+    printf("  libsharp.so.0 did not load: the harmonic path is not tested\n");
+    CHECK(0, "the harmonic path needs libsharp (libsharp-dev, as make test installs it)");
+    return;
+  }
+  const int64_t nsides[] = {32, 64};
+  for (int n = 0; n < 2; n++) {
+    arkcos_geometry *g = arkcos_geometry_healpix(nsides[n], NULL);
+    double *x = g ? white_noise(g, 301 + (uint64_t)n) : NULL;
+    for (int q = 0; x && q < 3; q++) {
+      const double px = q == 1 ? 16.0 : 8.0;
+      char label[96];
+      snprintf(label, sizeof label, "nside %lld %sgauss %.0fpx cut 1e-13 (harmonic)", (long long)nsides[n],
+               q == 2 ? "harmonic " : "", px);
+      arkcos_error e;
+      arkcos_kernel *k = q == 2 ? arkcos_kernel_gaussian_harmonic(px * healpix_pixel(g), 1e-13, &e)
+                                : gaussian(px * healpix_pixel(g), 1e-13);
+      setenv("ARKCOS_HARMONIC", "1", 1);
+      CHECK(k && took_harmonic(g, k), "%s: the plan did not take the harmonic path", label);
+      double *ref;
+      exact_stats st;
+      if (k && direct_case(label, g, k, x, &ref, &st)) {
+        CHECK(st.err_per_maxin <= TOL_HARMONIC_MAX, "%s: err/max|x| %.3e > %.1e", label, st.err_per_maxin,
+              TOL_HARMONIC_MAX);
+        check_bound(label, &st, TOL_SMOOTH_CAPS_BOUND);
+        free(ref);
+      }
+      unsetenv("ARKCOS_HARMONIC");
+      if (k && nsides[n] == 64 && q < 2) {
+        const int h = took_harmonic(g, k);
+        printf("  %s: by default %s\n", label, h ? "harmonic" : "ARKCoS");
+        CHECK(h == (q == 1), "%s: the default path should be %s", label, q == 1 ? "harmonic" : "ARKCoS");
+      }
+      arkcos_kernel_destroy(k);
+    }
+    free(x);
+    arkcos_geometry_destroy(g);
+  }
 }
 
 TEST_MAIN(TG(exact_is_default), TG(constant_map_shortcut), TG(kernel_families_healpix), TG(healpix_nside_128),
           TG(tophat_wide), TG(ecp_geometry),
           TG(single_precision), TG(accuracy_loose), TG(paper_mode_bound), TG(operator_symmetry),
           TG(constant_map), TG(direct_limits), TG(smooth_caps),
-          TG(smooth_caps_band_limit), TG(smooth_caps_harmonic))
+          TG(smooth_caps_band_limit), TG(smooth_caps_harmonic), TG(harmonic))

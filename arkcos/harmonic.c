@@ -1,0 +1,182 @@
+/*
+ * harmonic.c -- the harmonic path of wide, smooth kernels: the same
+ * pixel-space operator as the direct sum,
+ *   y(x) = sum_p w_p K(x . y_p) f_p,
+ * computed through the kernel's Legendre series K = sum_l (2l+1)/(4 pi)
+ * K_l P_l and the addition theorem: a_lm = sum_p w_p Y*_lm(p) f_p (an
+ * analysis with the rings' own weights, no quadrature assumed), times K_l,
+ * then y = sum_lm K_l a_lm Y_lm (a synthesis at the pixel centres). Every
+ * ring keeps its own pixels, short polar rings included (their spectra
+ * alias onto their few modes, as the pixel sum does), so the result is
+ * the direct sum of the kernel cut at l_K, whatever the pixelisation.
+ *
+ * Taken by plans of Gaussians cut where they are negligible (the smooth
+ * caps' kernels, plan.c, harmonic_exact) whose band limit l_K is small
+ * beside the rings' length: the transforms then cost about nrings l_K^2,
+ * against ARKCoS's kernel spectra and reduction, which grow with the
+ * kernel's width. l_K is where the Gaussian's B_l = exp(-l(l+1) sigma^2/2)
+ * falls below 1e-19 (9.4 / sigma, plus 8); K_l are the cut kernel's own
+ * (arkcos_kernel_legendre's quadrature), so the series differs from the
+ * cut kernel by its jump at the cutoff (1e-13 of the peak, spread as
+ * Gibbs's oscillation) and by the tail beyond l_K: the plan's bound
+ * counts both, as for the smooth caps (pairs_direct.c).
+ *
+ * The transforms are libsharp's (1.0, as Debian packages it), opened at
+ * the first plan that could use them (dlopen of libsharp.so.0); without it
+ * the plans keep ARKCoS. ARKCOS_HARMONIC=0 turns the path off, =1 takes it
+ * for every kernel it is exact for (tests), whatever the cost.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arkcos/plan_internal.h"
+
+/* libsharp 1.0's interface (libsharp/sharp.h), as its shared library
+ * exports it: opaque geometry and a_lm layouts, one call per transform */
+typedef struct sharp_geom sharp_geom;
+typedef struct sharp_alm sharp_alm;
+enum { SHARP_MAP2ALM_JOB = 0, SHARP_ALM2MAP_JOB = 1, SHARP_DP_FLAG = 1 << 4 };
+typedef void (*make_geom_fn)(int, const int *, const ptrdiff_t *, const int *, const double *, const double *,
+                             const double *, sharp_geom **);
+typedef void (*make_alm_fn)(int, int, int, sharp_alm **);
+typedef void (*destroy_geom_fn)(sharp_geom *);
+typedef void (*destroy_alm_fn)(sharp_alm *);
+typedef void (*execute_fn)(int, int, void *, void *, const sharp_geom *, const sharp_alm *, int, double *,
+                           unsigned long long *);
+
+static struct {
+  make_geom_fn make_geom;
+  make_alm_fn make_alm;
+  destroy_geom_fn destroy_geom;
+  destroy_alm_fn destroy_alm;
+  execute_fn execute;
+  int ok;
+} sharp;
+static pthread_once_t sharp_once = PTHREAD_ONCE_INIT;
+
+static void sharp_load(void) {
+  static const char *const names[] = {"libsharp.so.0", "libsharp.so"};
+  void *h = NULL;
+  for (size_t i = 0; !h && i < sizeof names / sizeof names[0]; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!h) return;
+  *(void **)&sharp.make_geom = dlsym(h, "sharp_make_geom_info");
+  *(void **)&sharp.make_alm = dlsym(h, "sharp_make_triangular_alm_info");
+  *(void **)&sharp.destroy_geom = dlsym(h, "sharp_destroy_geom_info");
+  *(void **)&sharp.destroy_alm = dlsym(h, "sharp_destroy_alm_info");
+  *(void **)&sharp.execute = dlsym(h, "sharp_execute");
+  sharp.ok = sharp.make_geom && sharp.make_alm && sharp.destroy_geom && sharp.destroy_alm && sharp.execute;
+}
+
+int arkcos_harmonic_available(void) {
+  pthread_once(&sharp_once, sharp_load);
+  return sharp.ok;
+}
+
+int arkcos_harmonic_lmax(const arkcos_kfun *kf) {
+  if (kf->type != ARKCOS_KERNEL_GAUSSIAN || !(kf->inv2s2 > 0)) return -1;
+  const double sigma = sqrt(0.5 / kf->inv2s2), l = 9.4 / sigma + 8;
+  return l < 1e8 ? (int)ceil(l) : -1;
+}
+
+typedef struct {
+  int lmax, nthreads;
+  sharp_geom *geom;
+  sharp_alm *alm;
+  double *kl;      /* K_l, l <= lmax */
+  double *a;       /* a_lm, complex, m-major: m (2 lmax + 1 - m) / 2 + l */
+  int64_t nalm;
+} harm_state;
+
+static void harm_destroy(arkcos_plan *p) {
+  harm_state *s = p->impl;
+  if (!s) return;
+  if (s->geom) sharp.destroy_geom(s->geom);
+  if (s->alm) sharp.destroy_alm(s->alm);
+  free(s->kl);
+  free(s->a);
+  free(s);
+  p->impl = NULL;
+}
+
+static int harm_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
+  (void)err;
+  harm_state *s = p->impl;
+  const double t0 = omp_get_wtime();
+  const int old = omp_get_max_threads();
+  omp_set_num_threads(s->nthreads); /* libsharp runs on the caller's OpenMP settings */
+  void *almp[1] = {s->a}, *inp[1] = {(void *)in}, *outp[1] = {out};
+  sharp.execute(SHARP_MAP2ALM_JOB, 0, almp, inp, s->geom, s->alm, SHARP_DP_FLAG, NULL, NULL);
+  const double t1 = omp_get_wtime();
+  for (int m = 0; m <= s->lmax; m++) {
+    double *am = s->a + 2 * ((int64_t)m * (2 * s->lmax + 1 - m) / 2);
+    for (int l = m; l <= s->lmax; l++) am[2 * l] *= s->kl[l], am[2 * l + 1] *= s->kl[l];
+  }
+  const double t2 = omp_get_wtime();
+  sharp.execute(SHARP_ALM2MAP_JOB, 0, almp, outp, s->geom, s->alm, SHARP_DP_FLAG, NULL, NULL);
+  omp_set_num_threads(old);
+  arkcos_stage_times *T = &p->last;
+  memset(T, 0, sizeof *T);
+  T->map_fft = t1 - t0;      /* the analysis */
+  T->kernel_fft = t2 - t1;   /* times K_l */
+  T->map_ifft = omp_get_wtime() - t2; /* the synthesis */
+  T->total = omp_get_wtime() - t0;
+  return ARKCOS_OK;
+}
+
+int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err) {
+  if (!arkcos_harmonic_available()) return arkcos_fail(err, ARKCOS_ERUNTIME, "plan: libsharp did not load");
+  harm_state *s = calloc(1, sizeof *s);
+  if (!s) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  p->impl = s;
+  p->execute = harm_execute;
+  p->destroy = harm_destroy;
+  s->nthreads = p->opt.threads > 0 ? p->opt.threads : omp_get_max_threads();
+  s->lmax = p->harmonic_lmax;
+  const arkcos_geometry *g = p->geom;
+  const int n = g->nrings;
+  s->nalm = (int64_t)(s->lmax + 1) * (s->lmax + 2) / 2;
+  s->kl = malloc(sizeof *s->kl * (size_t)(s->lmax + 1));
+  s->a = malloc(2 * sizeof *s->a * (size_t)s->nalm);
+  int *nph = malloc(sizeof *nph * (size_t)n), *stride = malloc(sizeof *stride * (size_t)n);
+  ptrdiff_t *ofs = malloc(sizeof *ofs * (size_t)n);
+  double *phi0 = malloc(sizeof *phi0 * (size_t)n), *theta = malloc(sizeof *theta * (size_t)n),
+         *wgt = malloc(sizeof *wgt * (size_t)n);
+  int rc = s->kl && s->a && nph && stride && ofs && phi0 && theta && wgt
+               ? ARKCOS_OK
+               : arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  for (int i = 0; !rc && i < n; i++) {
+    const arkcos_ring *r = &g->rings[i];
+    nph[i] = (int)r->nph, stride[i] = 1, ofs[i] = (ptrdiff_t)r->ofs;
+    phi0[i] = r->phi0, theta[i] = r->theta, wgt[i] = r->weight;
+  }
+  const double t0 = omp_get_wtime();
+  if (!rc) rc = arkcos_kfun_legendre(&p->kf, s->lmax, s->kl);
+  if (rc == ARKCOS_ENOMEM) arkcos_fail(err, rc, "plan: out of memory");
+  p->setup.kernel_spectra += omp_get_wtime() - t0;
+  if (!rc) {
+    sharp.make_geom(n, nph, ofs, stride, phi0, theta, wgt, &s->geom);
+    sharp.make_alm(s->lmax, s->lmax, 1, &s->alm);
+    if (!s->geom || !s->alm) rc = arkcos_fail(err, ARKCOS_ERUNTIME, "plan: libsharp's set-up failed");
+  }
+  free(nph);
+  free(stride);
+  free(ofs);
+  free(phi0);
+  free(theta);
+  free(wgt);
+  p->bytes = rc ? 0 : arkcos_harmonic_bytes(s->lmax, n, s->nthreads);
+  return rc;
+}
+
+/* a_lm and K_l, libsharp's geometry (about 80 bytes a ring) and its
+ * per-thread ring buffers (measured: about 40 bytes per ring and a_lm
+ * row; counted on the safe side as 64 (lmax + 1) per ring and thread) */
+double arkcos_harmonic_bytes(int lmax, int nrings, int nthreads) {
+  const double nalm = (double)(lmax + 1) * (lmax + 2) / 2;
+  return 16 * nalm + 8.0 * (lmax + 1) + 80.0 * nrings + 64.0 * (lmax + 1) * nthreads * 8;
+}
