@@ -173,10 +173,12 @@ int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err) {
   return rc;
 }
 
-/* a_lm and K_l, libsharp's geometry (about 80 bytes a ring) and its
- * per-thread ring buffers (measured: about 40 bytes per ring and a_lm
- * row; counted on the safe side as 64 (lmax + 1) per ring and thread) */
+/* a_lm and K_l, libsharp's geometry (about 80 bytes a ring) and its work
+ * arrays, which grow with l_K and hardly with the threads or the rings:
+ * measured 10 MB at l_K = 616 and 24 MB at 1216 beside a_lm (nside 1024,
+ * 1 and 2 threads within 1 MB; nside 2048 alike), counted as 20 kB per l
+ * and 1 kB more per l and thread */
 double arkcos_harmonic_bytes(int lmax, int nrings, int nthreads) {
   const double nalm = (double)(lmax + 1) * (lmax + 2) / 2;
-  return 16 * nalm + 8.0 * (lmax + 1) + 80.0 * nrings + 64.0 * (lmax + 1) * nthreads * 8;
+  return 16 * nalm + 8.0 * (lmax + 1) + 80.0 * nrings + (20e3 + 1e3 * nthreads) * (lmax + 1);
 }

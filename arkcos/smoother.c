@@ -380,9 +380,19 @@ double arkcos_smoother_estimate(const arkcos_smoother_spec *spec, int nmaps, int
   if (!g) return 0;
   const double npix = (double)g->npix;
   /* work maps: a map in (two for a pair, two more in NESTED order), the
-   * weights and A(w) and the mask when masked, A(1) with normalize, and
-   * the NESTED index */
-  const int normalize = spec->normalize || smoother_ring_quadrature(spec);
+   * weights and A(w) and the mask when masked, A(1) (A(W)) where the
+   * smoother divides by it (normalize; ring quadrature below
+   * ARKCOS_RING_DIVIDE_PPF pixels per FWHM, as arkcos_smoother_create
+   * decides), and the NESTED index */
+  int normalize = spec->normalize;
+  if (!normalize && smoother_ring_quadrature(spec)) {
+    arkcos_kernel *own = spec->user_kernel || is_gaussian(spec) ? NULL : arkcos_smoother_make_kernel(spec, 0, NULL);
+    const arkcos_kernel *kk = spec->user_kernel ? spec->user_kernel : own;
+    const double width = is_gaussian(spec) ? spec->kernel.fwhm : kk ? narrow_kernel_width(kk, 0) : 0;
+    /* no kernel (an error the loop below reports): counted, on the safe side */
+    normalize = !(width > 0) || narrow_pixels_per_fwhm(width, spec->nside) < ARKCOS_RING_DIVIDE_PPF;
+    arkcos_kernel_destroy(own);
+  }
   double bytes = 8 * npix * (2.0 + 2 * spec->nested + 3.0 * masked + normalize + spec->nested);
   if (is_identity(spec) || spec->op) {
     arkcos_geometry_destroy(g);

@@ -1146,7 +1146,15 @@ static int check_memory(smooth_state *s, int hard_only) {
       w[j].k0 = kernel_for(s, h->nside, 0, &kerr);
       w[j].k2 = kernel_for(s, h->nside, 2, &kerr);
       w[j].masked = a->mask.has_file;
-      w[j].normalize = a->method != METHOD_FSHT && (a->narrow.normalize || a->quadrature == ARKCOS_QUADRATURE_RING);
+      /* A(W) is held where the smoother divides by it (--normalize; ring
+       * quadrature below ARKCOS_RING_DIVIDE_PPF pixels per FWHM): a smoother
+       * of this nside says (no plan made); on the safe side without one */
+      arkcos_smoother_spec sp = s->spec;
+      sp.nside = h->nside;
+      arkcos_smoother *t = a->method != METHOD_FSHT ? arkcos_smoother_create(&sp, NULL) : NULL;
+      w[j].normalize = a->method != METHOD_FSHT &&
+                       (t ? arkcos_smoother_divides(t) : a->narrow.normalize || a->quadrature == ARKCOS_QUADRATURE_RING);
+      arkcos_smoother_destroy(t);
       nw++;
     }
     if (h->ncols > w[j].maxcols) w[j].maxcols = h->ncols;
