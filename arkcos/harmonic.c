@@ -88,7 +88,8 @@ typedef struct {
   sharp_geom *geom;
   sharp_alm *alm;
   double *kl;      /* K_l, l <= lmax */
-  double *a;       /* a_lm, complex, m-major: m (2 lmax + 1 - m) / 2 + l */
+  double *a;       /* a_lm, complex, m-major: m (2 lmax + 1 - m) / 2 + l;
+                    * spin 2: E_lm, then B_lm */
   int64_t nalm;
 } harm_state;
 
@@ -103,21 +104,27 @@ static void harm_destroy(arkcos_plan *p) {
   p->impl = NULL;
 }
 
-static int harm_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
-  (void)err;
+/* a_lm *= K_l */
+static void scale_alm(const harm_state *s, double *a) {
+  for (int m = 0; m <= s->lmax; m++) {
+    double *am = a + 2 * ((int64_t)m * (2 * s->lmax + 1 - m) / 2);
+    for (int l = m; l <= s->lmax; l++) am[2 * l] *= s->kl[l], am[2 * l + 1] *= s->kl[l];
+  }
+}
+
+/* spin 0: in -> out; spin 2: (in, in2) = (Q, U) -> (out, out2) */
+static void harm_run(arkcos_plan *p, int spin, const double *in, const double *in2, double *out, double *out2) {
   harm_state *s = p->impl;
   const double t0 = omp_get_wtime();
   const int old = omp_get_max_threads();
   omp_set_num_threads(s->nthreads); /* libsharp runs on the caller's OpenMP settings */
-  void *almp[1] = {s->a}, *inp[1] = {(void *)in}, *outp[1] = {out};
-  sharp.execute(SHARP_MAP2ALM_JOB, 0, almp, inp, s->geom, s->alm, SHARP_DP_FLAG, NULL, NULL);
+  void *almp[2] = {s->a, s->a + 2 * s->nalm}, *inp[2] = {(void *)in, (void *)in2}, *outp[2] = {out, out2};
+  sharp.execute(SHARP_MAP2ALM_JOB, spin, almp, inp, s->geom, s->alm, SHARP_DP_FLAG, NULL, NULL);
   const double t1 = omp_get_wtime();
-  for (int m = 0; m <= s->lmax; m++) {
-    double *am = s->a + 2 * ((int64_t)m * (2 * s->lmax + 1 - m) / 2);
-    for (int l = m; l <= s->lmax; l++) am[2 * l] *= s->kl[l], am[2 * l + 1] *= s->kl[l];
-  }
+  scale_alm(s, s->a);
+  if (spin) scale_alm(s, s->a + 2 * s->nalm);
   const double t2 = omp_get_wtime();
-  sharp.execute(SHARP_ALM2MAP_JOB, 0, almp, outp, s->geom, s->alm, SHARP_DP_FLAG, NULL, NULL);
+  sharp.execute(SHARP_ALM2MAP_JOB, spin, almp, outp, s->geom, s->alm, SHARP_DP_FLAG, NULL, NULL);
   omp_set_num_threads(old);
   arkcos_stage_times *T = &p->last;
   memset(T, 0, sizeof *T);
@@ -125,6 +132,18 @@ static int harm_execute(arkcos_plan *p, const double *in, double *out, arkcos_er
   T->kernel_fft = t2 - t1;   /* times K_l */
   T->map_ifft = omp_get_wtime() - t2; /* the synthesis */
   T->total = omp_get_wtime() - t0;
+}
+
+static int harm_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
+  (void)err;
+  harm_run(p, 0, in, NULL, out, NULL);
+  return ARKCOS_OK;
+}
+
+static int harm_execute2(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
+                         arkcos_error *err) {
+  (void)err;
+  harm_run(p, 2, q, u, q_out, u_out);
   return ARKCOS_OK;
 }
 
@@ -134,6 +153,7 @@ int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err) {
   if (!s) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
   p->impl = s;
   p->execute = harm_execute;
+  p->execute2 = harm_execute2;
   p->destroy = harm_destroy;
   s->nthreads = p->opt.threads > 0 ? p->opt.threads : omp_get_max_threads();
   s->lmax = p->harmonic_lmax;
@@ -141,7 +161,8 @@ int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err) {
   const int n = g->nrings;
   s->nalm = (int64_t)(s->lmax + 1) * (s->lmax + 2) / 2;
   s->kl = malloc(sizeof *s->kl * (size_t)(s->lmax + 1));
-  s->a = malloc(2 * sizeof *s->a * (size_t)s->nalm);
+  const int spin = p->opt.spin;
+  s->a = malloc((spin ? 4 : 2) * sizeof *s->a * (size_t)s->nalm);
   int *nph = malloc(sizeof *nph * (size_t)n), *stride = malloc(sizeof *stride * (size_t)n);
   ptrdiff_t *ofs = malloc(sizeof *ofs * (size_t)n);
   double *phi0 = malloc(sizeof *phi0 * (size_t)n), *theta = malloc(sizeof *theta * (size_t)n),
@@ -155,7 +176,7 @@ int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err) {
     phi0[i] = r->phi0, theta[i] = r->theta, wgt[i] = r->weight;
   }
   const double t0 = omp_get_wtime();
-  if (!rc) rc = arkcos_kfun_legendre(&p->kf, s->lmax, s->kl);
+  if (!rc) rc = spin ? arkcos_kfun_legendre_spin2(&p->kf, s->lmax, s->kl) : arkcos_kfun_legendre(&p->kf, s->lmax, s->kl);
   if (rc == ARKCOS_ENOMEM) arkcos_fail(err, rc, "plan: out of memory");
   p->setup.kernel_spectra += omp_get_wtime() - t0;
   if (!rc) {
@@ -169,7 +190,7 @@ int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err) {
   free(phi0);
   free(theta);
   free(wgt);
-  p->bytes = rc ? 0 : arkcos_harmonic_bytes(s->lmax, n, s->nthreads);
+  p->bytes = rc ? 0 : arkcos_harmonic_bytes(s->lmax, n, s->nthreads, spin);
   return rc;
 }
 
@@ -178,7 +199,7 @@ int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err) {
  * measured 10 MB at l_K = 616 and 24 MB at 1216 beside a_lm (nside 1024,
  * 1 and 2 threads within 1 MB; nside 2048 alike), counted as 20 kB per l
  * and 1 kB more per l and thread */
-double arkcos_harmonic_bytes(int lmax, int nrings, int nthreads) {
-  const double nalm = (double)(lmax + 1) * (lmax + 2) / 2;
-  return 16 * nalm + 8.0 * (lmax + 1) + 80.0 * nrings + (20e3 + 1e3 * nthreads) * (lmax + 1);
+double arkcos_harmonic_bytes(int lmax, int nrings, int nthreads, int spin) {
+  const double nalm = (double)(lmax + 1) * (lmax + 2) / 2, f = spin ? 2 : 1; /* spin 2: E and B */
+  return f * (16 * nalm + (20e3 + 1e3 * nthreads) * (lmax + 1)) + 8.0 * (lmax + 1) + 80.0 * nrings;
 }

@@ -1109,7 +1109,7 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
   const double ud = 0x1p-53, u = single ? 0x1p-24 : ud;
   const double lg = log2((double)(p->L > 2 ? p->L : 2)), sq = sqrt((double)p->L);
   if (p->harmonic) {
-    p->bound = harmonic_bound(p, u, lg);
+    p->bound = harmonic_bound(p, u, lg) * (p->opt.spin == 2 ? 2 : 1); /* complex products: twice */
     return;
   }
   const double caps_term = p->smooth_caps ? smooth_caps_level(p) : 0;

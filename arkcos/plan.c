@@ -85,7 +85,7 @@ static int create_backend(arkcos_plan *p, arkcos_error *err) {
     if (want == ARKCOS_BACKEND_AUTO && arkcos_gpu_available(why, sizeof why))
       snprintf(p->note, sizeof p->note, "spin-2 (polarization) plans run on the CPU only");
     p->backend = ARKCOS_BACKEND_CPU;
-    return arkcos_spin2_create(p, err);
+    return p->harmonic ? arkcos_harmonic_create(p, err) : arkcos_spin2_create(p, err);
   }
   if (want == ARKCOS_BACKEND_GPU) {
     p->backend = ARKCOS_BACKEND_GPU;
@@ -235,9 +235,13 @@ static double direct_support_pixels(const arkcos_plan *p) {
 #define ARKCOS_SMOOTH_CAPS_LEVEL 1e-12
 #define ARKCOS_SMOOTH_CAPS_PIXELS 4.0
 #define ARKCOS_SMOOTH_CAPS_CUT 1e-13
+#define ARKCOS_HARMONIC_RATIO 0.4
+static int harmonic_by_default(double fwhm, int64_t nside);
 double arkcos_gaussian_default_cutoff_rel(double fwhm, int64_t nside, int spin) {
   const double pix = nside > 0 ? sqrt(4 * M_PI / (12.0 * (double)nside * (double)nside)) : INFINITY;
-  return spin == 0 && fwhm >= ARKCOS_SMOOTH_CAPS_PIXELS * pix ? ARKCOS_SMOOTH_CAPS_CUT : 1e-5;
+  if (spin == 0 && fwhm >= ARKCOS_SMOOTH_CAPS_PIXELS * pix) return ARKCOS_SMOOTH_CAPS_CUT;
+  /* Q and U: cut where negligible when the harmonic path takes them */
+  return spin == 2 && harmonic_by_default(fwhm, nside) ? ARKCOS_SMOOTH_CAPS_CUT : 1e-5;
 }
 
 static int smooth_caps_exact(const arkcos_plan *p) {
@@ -255,8 +259,8 @@ static int smooth_caps_exact(const arkcos_plan *p) {
 }
 
 /* The harmonic path (harmonic.c) for the whole plan: a Gaussian cut where
- * it is negligible (as the smooth caps'), scalar, double precision, on the
- * CPU, one process (its transforms span every ring), libsharp at hand, and
+ * it is negligible (as the smooth caps'), scalar or Q, U (spin 2), double
+ * precision, on the CPU, one process (its transforms span every ring), libsharp at hand, and
  * a band limit l_K of at most 0.4 L (1.6 nside on HEALPix): there the two
  * transforms cost less than ARKCoS's kernel spectra and reduction
  * (measured with 2 threads: nside 2048 at 30' (l_K = 1.2 nside) 3.8 s
@@ -264,19 +268,27 @@ static int smooth_caps_exact(const arkcos_plan *p) {
  * nside 512 at 1 deg (2.4 nside) 0.27 s against 0.29 s, nside 1024 at 30'
  * (2.4 nside) 1.5 s against 1.0 s). ARKCOS_HARMONIC=0 never takes it, =1
  * whatever l_K. */
-#define ARKCOS_HARMONIC_RATIO 0.4
 static int harmonic_exact(const arkcos_plan *p, int nparts) {
   const char *env = getenv("ARKCOS_HARMONIC");
   if (env && !strcmp(env, "0")) return 0;
-  if (p->opt.mode != ARKCOS_MODE_ENHANCED || p->opt.spin != 0 || p->opt.precision != ARKCOS_DOUBLE || nparts != 1)
-    return 0;
+  if (p->opt.mode != ARKCOS_MODE_ENHANCED || p->opt.precision != ARKCOS_DOUBLE || nparts != 1) return 0;
   const int lk = arkcos_harmonic_lmax(&p->kf);
   if (lk < 0 || arkcos_kfun_cut_level(&p->kf) > ARKCOS_SMOOTH_CAPS_LEVEL) return 0;
   if (!(env && !strcmp(env, "1")) && lk > ARKCOS_HARMONIC_RATIO * (double)p->L) return 0;
-  if (p->opt.backend == ARKCOS_BACKEND_GPU) return 0;
-  char why[256];
-  if (p->opt.backend == ARKCOS_BACKEND_AUTO && arkcos_gpu_available(why, sizeof why)) return 0;
+  char why[256]; /* a scalar plan on a GPU keeps it (spin 2 runs on the CPU anyway) */
+  if (p->opt.spin == 0 && (p->opt.backend == ARKCOS_BACKEND_GPU ||
+                           (p->opt.backend == ARKCOS_BACKEND_AUTO && arkcos_gpu_available(why, sizeof why))))
+    return 0;
   return arkcos_harmonic_available() ? lk : 0;
+}
+
+/* Whether a Gaussian of this FWHM on HEALPix nside takes the harmonic path
+ * (for Q and U, whose default cut follows: arkcos_gaussian_default_cutoff_rel) */
+static int harmonic_by_default(double fwhm, int64_t nside) {
+  const char *env = getenv("ARKCOS_HARMONIC");
+  if ((env && !strcmp(env, "0")) || !(fwhm > 0) || nside < 1) return 0;
+  const double sigma = fwhm / sqrt(8 * log(2.0)), lk = 9.4 / sigma + 8;
+  return lk <= ARKCOS_HARMONIC_RATIO * 4.0 * (double)nside && arkcos_harmonic_available();
 }
 
 /* Which path the ring pairs take: in enhanced mode, pairs of rings off the
@@ -553,7 +565,7 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
   const int lo = p->task_lo, hi = p->task_hi;
   memset(e, 0, sizeof *e);
   if (p->harmonic) { /* a_lm, K_l, libsharp's buffers; every ring in and out */
-    e->workspace = arkcos_harmonic_bytes(p->harmonic_lmax, g->nrings, nt);
+    e->workspace = arkcos_harmonic_bytes(p->harmonic_lmax, g->nrings, nt, p->opt.spin);
     e->pixels_in = e->pixels_out = g->npix;
     e->rings_out = g->nrings;
     e->total = 1.15 * e->workspace + 0.5e6;

@@ -179,8 +179,8 @@ fi
 rm -f "$O"
 
 # ------------------------------------------------------- --force, --help
-"$ARKCOS" smooth --help >"$T/stdout" 2>&1 && grep -q -- "--cutoff-rel 1e-13 when every input is a scalar map" "$T/stdout" &&
-  grep -q -- "with no tables; else 1e-5" "$T/stdout" && ok ||
+"$ARKCOS" smooth --help >"$T/stdout" 2>&1 && grep -q -- "--cutoff-rel 1e-13 for scalar columns with at least" "$T/stdout" &&
+  grep -q -- "harmonic path, with libsharp); else 1e-5" "$T/stdout" && ok ||
   bad "--help: exit status or default cutoff not documented"
 "$ARKCOS" smooth "$C" "$O" "${G[@]}" >"$T/stdout" 2>"$T/stderr" && [ -s "$O" ] && ok ||
   bad "smooth: $(cat "$T/stderr")"
