@@ -236,6 +236,11 @@ static double direct_support_pixels(const arkcos_plan *p) {
 #define ARKCOS_SMOOTH_CAPS_PIXELS 4.0
 #define ARKCOS_SMOOTH_CAPS_CUT 1e-13
 #define ARKCOS_HARMONIC_RATIO 0.4
+/* Q and U: the direct spin-2 tables cost more than the scalar path, so the
+ * transforms win further (measured with 2 threads, I, Q, U at 0.6 L: nside
+ * 1024 at 30', 4.9 s and 0.74 GB against 6.0 s and 5.7 GB cut at 1e-5, 19 s
+ * and 12.7 GB cut at 1e-13; nside 512 at 1 deg, 0.79 s against 3.4 s) */
+#define ARKCOS_HARMONIC_RATIO_SPIN2 0.6
 static int harmonic_by_default(double fwhm, int64_t nside);
 double arkcos_gaussian_default_cutoff_rel(double fwhm, int64_t nside, int spin) {
   const double pix = nside > 0 ? sqrt(4 * M_PI / (12.0 * (double)nside * (double)nside)) : INFINITY;
@@ -261,7 +266,7 @@ static int smooth_caps_exact(const arkcos_plan *p) {
 /* The harmonic path (harmonic.c) for the whole plan: a Gaussian cut where
  * it is negligible (as the smooth caps'), scalar or Q, U (spin 2), double
  * precision, on the CPU, one process (its transforms span every ring), libsharp at hand, and
- * a band limit l_K of at most 0.4 L (1.6 nside on HEALPix): there the two
+ * a band limit l_K of at most 0.4 L (1.6 nside on HEALPix; Q and U 0.6 L): there the two
  * transforms cost less than ARKCoS's kernel spectra and reduction
  * (measured with 2 threads: nside 2048 at 30' (l_K = 1.2 nside) 3.8 s
  * against 5.9 s, at 1 and 2 deg 2.2 and 1.7 s against 5.0 and 6.2 s;
@@ -274,7 +279,8 @@ static int harmonic_exact(const arkcos_plan *p, int nparts) {
   if (p->opt.mode != ARKCOS_MODE_ENHANCED || p->opt.precision != ARKCOS_DOUBLE || nparts != 1) return 0;
   const int lk = arkcos_harmonic_lmax(&p->kf);
   if (lk < 0 || arkcos_kfun_cut_level(&p->kf) > ARKCOS_SMOOTH_CAPS_LEVEL) return 0;
-  if (!(env && !strcmp(env, "1")) && lk > ARKCOS_HARMONIC_RATIO * (double)p->L) return 0;
+  const double ratio = p->opt.spin == 2 ? ARKCOS_HARMONIC_RATIO_SPIN2 : ARKCOS_HARMONIC_RATIO;
+  if (!(env && !strcmp(env, "1")) && lk > ratio * (double)p->L) return 0;
   char why[256]; /* a scalar plan on a GPU keeps it (spin 2 runs on the CPU anyway) */
   if (p->opt.spin == 0 && (p->opt.backend == ARKCOS_BACKEND_GPU ||
                            (p->opt.backend == ARKCOS_BACKEND_AUTO && arkcos_gpu_available(why, sizeof why))))
@@ -282,13 +288,13 @@ static int harmonic_exact(const arkcos_plan *p, int nparts) {
   return arkcos_harmonic_available() ? lk : 0;
 }
 
-/* Whether a Gaussian of this FWHM on HEALPix nside takes the harmonic path
- * (for Q and U, whose default cut follows: arkcos_gaussian_default_cutoff_rel) */
+/* Whether Q and U smoothed by a Gaussian of this FWHM on HEALPix nside take
+ * the harmonic path (their default cut follows: arkcos_gaussian_default_cutoff_rel) */
 static int harmonic_by_default(double fwhm, int64_t nside) {
   const char *env = getenv("ARKCOS_HARMONIC");
   if ((env && !strcmp(env, "0")) || !(fwhm > 0) || nside < 1) return 0;
   const double sigma = fwhm / sqrt(8 * log(2.0)), lk = 9.4 / sigma + 8;
-  return lk <= ARKCOS_HARMONIC_RATIO * 4.0 * (double)nside && arkcos_harmonic_available();
+  return lk <= ARKCOS_HARMONIC_RATIO_SPIN2 * 4.0 * (double)nside && arkcos_harmonic_available();
 }
 
 /* Which path the ring pairs take: in enhanced mode, pairs of rings off the

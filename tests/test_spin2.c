@@ -747,7 +747,7 @@ TEST_GROUP(engine_vs_direct) {
  * through libsharp's spin-2 transforms) against the spin-2 direct sum with
  * parallel transport: forced by ARKCOS_HARMONIC=1 on Gaussians cut at 1e-13
  * (the cut the smoother gives Q and U where it takes this path), and taken
- * by default at nside 64, 16 px (band limit 95 <= 0.4 L). Measured (rms /
+ * by default at nside 64, 16 px (band limit 95 <= 0.6 L). Measured (rms /
  * max relative to the input's rms) 2.6e-15 .. 5.5e-15 / 8.0e-15 .. 2.1e-14. */
 TEST_GROUP(harmonic_spin2) {
   const struct {
@@ -756,7 +756,7 @@ TEST_GROUP(harmonic_spin2) {
     int forced;
   } cases[] = {{32, 8, 1}, {64, 8, 1}, {64, 16, 0}};
   /* the default cut of Q and U (arkcos smooth --help): 1e-13 where the
-   * harmonic path takes them (band limit <= 1.6 nside: 16 px at nside 64),
+   * harmonic path takes them (band limit <= 2.4 nside: 16 px at nside 64),
    * 1e-5 elsewhere (8 px) and with ARKCOS_HARMONIC=0 */
   const double pix64 = sqrt(4 * PI / (12.0 * 64 * 64));
   CHECK(arkcos_gaussian_default_cutoff_rel(16 * pix64, 64, 2) == 1e-13 &&

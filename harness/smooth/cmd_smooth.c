@@ -109,7 +109,7 @@ static void usage(FILE *f) {
 "Truncation (at most one; not with --tophat-deg; default for a Gaussian:\n"
 "--cutoff-rel 1e-13 for scalar columns with at least 4 pixels per FWHM, whose\n"
 "polar caps are then exact through the Fourier path with no tables, and for\n"
-"Q, U of a beam whose band limit 9.4 / sigma + 8 is at most 1.6 nside (the\n"
+"Q, U of a beam whose band limit 9.4 / sigma + 8 is at most 2.4 nside (the\n"
 "harmonic path, with libsharp); else 1e-5; for a kernel file the last\n"
 "tabulated angle):\n"
 "  --cutoff-deg R       cut at R degrees, 0 < R <= 180\n"
