@@ -235,12 +235,26 @@ static double direct_support_pixels(const arkcos_plan *p) {
 #define ARKCOS_SMOOTH_CAPS_LEVEL 1e-12
 #define ARKCOS_SMOOTH_CAPS_PIXELS 4.0
 #define ARKCOS_SMOOTH_CAPS_CUT 1e-13
-#define ARKCOS_HARMONIC_RATIO 0.4
-/* Q and U: the direct spin-2 tables cost more than the scalar path, so the
- * transforms win further (measured with 2 threads, I, Q, U at 0.6 L: nside
- * 1024 at 30', 4.9 s and 0.74 GB against 6.0 s and 5.7 GB cut at 1e-5, 19 s
- * and 12.7 GB cut at 1e-13; nside 512 at 1 deg, 0.79 s against 3.4 s) */
-#define ARKCOS_HARMONIC_RATIO_SPIN2 0.6
+/* The largest band limit, per unit of the rings' length L, at which the
+ * harmonic path (harmonic.c) is taken. The transforms cost about
+ * nrings l_K^2, ARKCoS about nrings (pairs per ring) (modes per pair), which
+ * at a given width in pixels grows more slowly with nside, so the ratio
+ * falls with nside: 0.48 at nside 1024 (L / 4), 0.1 less per doubling,
+ * within [0.2, 0.6]. Measured break-even (one call, 2 threads; harmonic
+ * against ARKCoS): nside 512 at 0.42 L 0.17 s against 0.33 s, at 0.62 L
+ * 0.24 against 0.22 s; nside 1024 at 0.47 L 0.80 against 1.03 s, at 0.53 L
+ * 1.27 against 0.96 s; nside 2048 at 0.31 L 3.8 against 5.9 s, at 0.47 L
+ * 5.0 against 3.6 s; nside 256 at 0.63 L 0.06 s either way. Q and U: 0.15
+ * more (within [0.2, 0.65]), the spin-2 tables costing more: I, Q, U at
+ * nside 1024 and 0.59 L, 4.9 s and 0.74 GB against 6.0 s and 5.7 GB with
+ * the tables cut at 1e-5 (19 s and 12.7 GB at 1e-13); nside 512 at 1 deg
+ * (0.62 L) 0.79 s against 1.5 s; at 0.72 L (nside 1024) 8.7 s against
+ * 6.1 s. */
+static double harmonic_ratio(int64_t L, int spin) {
+  const double r = 0.48 - 0.1 * log2((double)L / 4096.0) + (spin == 2 ? 0.15 : 0);
+  const double hi = spin == 2 ? 0.65 : 0.6;
+  return r < 0.2 ? 0.2 : r > hi ? hi : r;
+}
 static int harmonic_by_default(double fwhm, int64_t nside);
 double arkcos_gaussian_default_cutoff_rel(double fwhm, int64_t nside, int spin) {
   const double pix = nside > 0 ? sqrt(4 * M_PI / (12.0 * (double)nside * (double)nside)) : INFINITY;
@@ -266,21 +280,17 @@ static int smooth_caps_exact(const arkcos_plan *p) {
 /* The harmonic path (harmonic.c) for the whole plan: a Gaussian cut where
  * it is negligible (as the smooth caps'), scalar or Q, U (spin 2), double
  * precision, on the CPU, one process (its transforms span every ring), libsharp at hand, and
- * a band limit l_K of at most 0.4 L (1.6 nside on HEALPix; Q and U 0.6 L): there the two
- * transforms cost less than ARKCoS's kernel spectra and reduction
- * (measured with 2 threads: nside 2048 at 30' (l_K = 1.2 nside) 3.8 s
- * against 5.9 s, at 1 and 2 deg 2.2 and 1.7 s against 5.0 and 6.2 s;
- * nside 512 at 1 deg (2.4 nside) 0.27 s against 0.29 s, nside 1024 at 30'
- * (2.4 nside) 1.5 s against 1.0 s). ARKCOS_HARMONIC=0 never takes it, =1
- * whatever l_K. */
+ * a band limit l_K of at most harmonic_ratio L: there the two transforms
+ * cost less than ARKCoS's kernel spectra and reduction (at nside 2048, 1
+ * and 2 deg: 2.2 and 1.7 s against 5.0 and 6.2 s). ARKCOS_HARMONIC=0 never
+ * takes it, =1 whatever l_K. */
 static int harmonic_exact(const arkcos_plan *p, int nparts) {
   const char *env = getenv("ARKCOS_HARMONIC");
   if (env && !strcmp(env, "0")) return 0;
   if (p->opt.mode != ARKCOS_MODE_ENHANCED || p->opt.precision != ARKCOS_DOUBLE || nparts != 1) return 0;
   const int lk = arkcos_harmonic_lmax(&p->kf);
   if (lk < 0 || arkcos_kfun_cut_level(&p->kf) > ARKCOS_SMOOTH_CAPS_LEVEL) return 0;
-  const double ratio = p->opt.spin == 2 ? ARKCOS_HARMONIC_RATIO_SPIN2 : ARKCOS_HARMONIC_RATIO;
-  if (!(env && !strcmp(env, "1")) && lk > ratio * (double)p->L) return 0;
+  if (!(env && !strcmp(env, "1")) && lk > harmonic_ratio(p->L, p->opt.spin) * (double)p->L) return 0;
   char why[256]; /* a scalar plan on a GPU keeps it (spin 2 runs on the CPU anyway) */
   if (p->opt.spin == 0 && (p->opt.backend == ARKCOS_BACKEND_GPU ||
                            (p->opt.backend == ARKCOS_BACKEND_AUTO && arkcos_gpu_available(why, sizeof why))))
@@ -294,7 +304,7 @@ static int harmonic_by_default(double fwhm, int64_t nside) {
   const char *env = getenv("ARKCOS_HARMONIC");
   if ((env && !strcmp(env, "0")) || !(fwhm > 0) || nside < 1) return 0;
   const double sigma = fwhm / sqrt(8 * log(2.0)), lk = 9.4 / sigma + 8;
-  return lk <= ARKCOS_HARMONIC_RATIO_SPIN2 * 4.0 * (double)nside && arkcos_harmonic_available();
+  return lk <= harmonic_ratio(4 * nside, 2) * 4.0 * (double)nside && arkcos_harmonic_available();
 }
 
 /* Which path the ring pairs take: in enhanced mode, pairs of rings off the

@@ -180,7 +180,7 @@ rm -f "$O"
 
 # ------------------------------------------------------- --force, --help
 "$ARKCOS" smooth --help >"$T/stdout" 2>&1 && grep -q -- "--cutoff-rel 1e-13 for scalar columns with at least" "$T/stdout" &&
-  grep -q -- "harmonic path, with libsharp); else 1e-5" "$T/stdout" && ok ||
+  grep -q -- "harmonic path (with libsharp; 2.5 nside at nside 1024" "$T/stdout" && ok ||
   bad "--help: exit status or default cutoff not documented"
 "$ARKCOS" smooth "$C" "$O" "${G[@]}" >"$T/stdout" 2>"$T/stderr" && [ -s "$O" ] && ok ||
   bad "smooth: $(cat "$T/stderr")"

@@ -832,7 +832,7 @@ TEST_GROUP(smooth_caps_band_limit) {
 /* The harmonic path (harmonic.c): the whole plan through the kernel's
  * Legendre series, against the direct sum (error and bound), forced by
  * ARKCOS_HARMONIC=1 where ARKCoS would be cheaper; taken by default when
- * the band limit is at most 0.4 L (nside 64, 16 px: l_K = 95 <= 102.4),
+ * the band limit is at most 0.6 L at nside 64 (16 px: l_K = 95 <= 153.6),
  * not at 8 px (l_K = 181). Measured err/max|x| 1.1e-15 .. 4.2e-15
  * (bound 1.0e-12 .. 1.2e-12). */
 #define TOL_HARMONIC_MAX 2e-14

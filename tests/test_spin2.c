@@ -747,7 +747,7 @@ TEST_GROUP(engine_vs_direct) {
  * through libsharp's spin-2 transforms) against the spin-2 direct sum with
  * parallel transport: forced by ARKCOS_HARMONIC=1 on Gaussians cut at 1e-13
  * (the cut the smoother gives Q and U where it takes this path), and taken
- * by default at nside 64, 16 px (band limit 95 <= 0.6 L). Measured (rms /
+ * by default at nside 64, 16 px (band limit 95 <= 0.65 L). Measured (rms /
  * max relative to the input's rms) 2.6e-15 .. 5.5e-15 / 8.0e-15 .. 2.1e-14. */
 TEST_GROUP(harmonic_spin2) {
   const struct {
@@ -756,13 +756,20 @@ TEST_GROUP(harmonic_spin2) {
     int forced;
   } cases[] = {{32, 8, 1}, {64, 8, 1}, {64, 16, 0}};
   /* the default cut of Q and U (arkcos smooth --help): 1e-13 where the
-   * harmonic path takes them (band limit <= 2.4 nside: 16 px at nside 64),
-   * 1e-5 elsewhere (8 px) and with ARKCOS_HARMONIC=0 */
+   * harmonic path takes them (band limit <= 0.65 L at nside 64: 16 px, l_K
+   * = 95), 1e-5 elsewhere (6 px, l_K = 238) and with ARKCOS_HARMONIC=0 */
   const double pix64 = sqrt(4 * PI / (12.0 * 64 * 64));
   CHECK(arkcos_gaussian_default_cutoff_rel(16 * pix64, 64, 2) == 1e-13 &&
-            arkcos_gaussian_default_cutoff_rel(8 * pix64, 64, 2) == 1e-5,
-        "Q, U default cut: %g at 16 px, %g at 8 px", arkcos_gaussian_default_cutoff_rel(16 * pix64, 64, 2),
-        arkcos_gaussian_default_cutoff_rel(8 * pix64, 64, 2));
+            arkcos_gaussian_default_cutoff_rel(6 * pix64, 64, 2) == 1e-5,
+        "Q, U default cut: %g at 16 px, %g at 6 px", arkcos_gaussian_default_cutoff_rel(16 * pix64, 64, 2),
+        arkcos_gaussian_default_cutoff_rel(6 * pix64, 64, 2));
+  /* --help: "2.5 nside at nside 1024" (0.63 L = 2580): 31' (l_K = 2463)
+   * and 28' (l_K = 2726) on either side */
+  const double arcmin = PI / (180 * 60);
+  CHECK(arkcos_gaussian_default_cutoff_rel(31 * arcmin, 1024, 2) == 1e-13 &&
+            arkcos_gaussian_default_cutoff_rel(28 * arcmin, 1024, 2) == 1e-5,
+        "Q, U default cut at nside 1024: %g at 31', %g at 28'", arkcos_gaussian_default_cutoff_rel(31 * arcmin, 1024, 2),
+        arkcos_gaussian_default_cutoff_rel(28 * arcmin, 1024, 2));
   setenv("ARKCOS_HARMONIC", "0", 1);
   CHECK(arkcos_gaussian_default_cutoff_rel(16 * pix64, 64, 2) == 1e-5, "Q, U default cut without the harmonic path");
   unsetenv("ARKCOS_HARMONIC");
