@@ -77,10 +77,14 @@ int arkcos_harmonic_available(void) {
   return sharp.ok;
 }
 
+int arkcos_harmonic_lmax_sigma(double sigma) {
+  const double l = 9.4 / sigma + 8;
+  return sigma > 0 && l < 1e8 ? (int)ceil(l) : -1;
+}
+
 int arkcos_harmonic_lmax(const arkcos_kfun *kf) {
   if (kf->type != ARKCOS_KERNEL_GAUSSIAN || !(kf->inv2s2 > 0)) return -1;
-  const double sigma = sqrt(0.5 / kf->inv2s2), l = 9.4 / sigma + 8;
-  return l < 1e8 ? (int)ceil(l) : -1;
+  return arkcos_harmonic_lmax_sigma(sqrt(0.5 / kf->inv2s2));
 }
 
 typedef struct {
@@ -176,7 +180,7 @@ int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err) {
     phi0[i] = r->phi0, theta[i] = r->theta, wgt[i] = r->weight;
   }
   const double t0 = omp_get_wtime();
-  if (!rc) rc = spin ? arkcos_kfun_legendre_spin2(&p->kf, s->lmax, s->kl) : arkcos_kfun_legendre(&p->kf, s->lmax, s->kl);
+  if (!rc) rc = arkcos_kfun_legendre(&p->kf, s->lmax, spin, s->kl);
   if (rc == ARKCOS_ENOMEM) arkcos_fail(err, rc, "plan: out of memory");
   p->setup.kernel_spectra += omp_get_wtime() - t0;
   if (!rc) {

@@ -558,9 +558,18 @@ double arkcos_kernel_cutoff_level(const arkcos_kernel *k) { return k->cutoff_rel
 double arkcos_kernel_value(const arkcos_kernel *k, double alpha) { return arkcos_kfun_alpha(&k->f, alpha); }
 
 /* K_l = 2 pi int f(alpha) P_l(cos alpha) sin(alpha) dalpha, l = 0..lmax, for
- * profile f (normalised). Nodes at most a quarter of the shortest Legendre
- * wavelength apart so that 20-point rules integrate P_l to rounding. */
-static int legendre(const arkcos_kfun *f, int lmax, double *kl) {
+ * profile f (normalised); spin 2: K_l^(2) with d^l_22 in place of P_l, the
+ * multipliers of E and B for a transported spin-2 convolution
+ * (docs/POLARIZATION.md; K_0^(2) = K_1^(2) = 0), d^l_22 by its three-term
+ * recurrence in l from d^2_22 = ((1 + c) / 2)^2:
+ *   l (l - 1)(l + 3) d^{l+1} = (2l + 1)(l (l + 1) c - 4) d^l - (l + 1)(l^2 - 4) d^{l-1}.
+ * Nodes at most a quarter of the shortest wavelength apart so that 20-point
+ * rules integrate P_l (d^l_22) to rounding. */
+static int legendre(const arkcos_kfun *f, int lmax, int spin, double *kl) {
+  if (spin) {
+    for (int l = 0; l <= lmax; l++) kl[l] = 0;
+    if (lmax < 2) return ARKCOS_OK;
+  }
   double *x, *w;
   double step = fmin(M_PI / 64, M_PI / (2.0 * (lmax + 1)));
   int n = quad_nodes(f, f->cutoff, step, &x, &w);
@@ -585,6 +594,19 @@ static int legendre(const arkcos_kfun *f, int lmax, double *kl) {
 #pragma omp for schedule(static)
     for (int i = 0; i < n; i++) {
       double W = 2 * M_PI * w[i] * arkcos_kfun_alpha(f, x[i]) * sin(x[i]);
+      if (spin) {
+        const double c = cos(x[i]);
+        double dm = 0, d = 0.25 * (1 + c) * (1 + c);
+        a[2] += W * d;
+        for (int l = 2; l < lmax; l++) {
+          const double dn = ((2.0 * l + 1) * ((double)l * (l + 1) * c - 4) * d - (l + 1.0) * ((double)l * l - 4) * dm) /
+                            ((double)l * (l - 1) * (l + 3));
+          dm = d;
+          d = dn;
+          a[l + 1] += W * d;
+        }
+        continue;
+      }
       double z = cos(x[i]), p0 = 1, p1 = z;
       a[0] += W;
       if (lmax >= 1) a[1] += W * z;
@@ -607,66 +629,13 @@ static int legendre(const arkcos_kfun *f, int lmax, double *kl) {
   return ARKCOS_OK;
 }
 
-int arkcos_kfun_legendre(const arkcos_kfun *kf, int lmax, double *kl) { return legendre(kf, lmax, kl); }
-
-/* K_l^(2) = 2 pi int f(alpha) d^l_22(alpha) sin(alpha) dalpha, l = 0..lmax
- * (K_0^(2) = K_1^(2) = 0): the multipliers of E and B for a transported
- * spin-2 convolution (docs/POLARIZATION.md), on the nodes of legendre(), with
- * d^l_22 by its three-term recurrence in l from d^2_22 = ((1 + c) / 2)^2:
- *   l (l - 1)(l + 3) d^{l+1} = (2l + 1)(l (l + 1) c - 4) d^l - (l + 1)(l^2 - 4) d^{l-1} */
-int arkcos_kfun_legendre_spin2(const arkcos_kfun *f, int lmax, double *kl) {
-  for (int l = 0; l <= lmax; l++) kl[l] = 0;
-  if (lmax < 2) return ARKCOS_OK;
-  double *x, *w;
-  const double step = fmin(M_PI / 64, M_PI / (2.0 * (lmax + 1)));
-  const int n = quad_nodes(f, f->cutoff, step, &x, &w);
-  if (n < 0) return ARKCOS_ENOMEM;
-  int nt = 1;
-#ifdef _OPENMP
-  nt = omp_get_max_threads();
-#endif
-  double *acc = calloc((size_t)nt * (lmax + 1), sizeof(double));
-  if (!acc) {
-    free(x);
-    free(w);
-    return ARKCOS_ENOMEM;
-  }
-#pragma omp parallel num_threads(nt)
-  {
-    int t = 0;
-#ifdef _OPENMP
-    t = omp_get_thread_num();
-#endif
-    double *a = acc + (size_t)t * (lmax + 1);
-#pragma omp for schedule(static)
-    for (int i = 0; i < n; i++) {
-      const double W = 2 * M_PI * w[i] * arkcos_kfun_alpha(f, x[i]) * sin(x[i]);
-      const double c = cos(x[i]);
-      double dm = 0, d = 0.25 * (1 + c) * (1 + c);
-      a[2] += W * d;
-      for (int l = 2; l < lmax; l++) {
-        const double dn = ((2.0 * l + 1) * ((double)l * (l + 1) * c - 4) * d - (l + 1.0) * ((double)l * l - 4) * dm) /
-                          ((double)l * (l - 1) * (l + 3));
-        dm = d;
-        d = dn;
-        a[l + 1] += W * d;
-      }
-    }
-  }
-  for (int l = 0; l <= lmax; l++) {
-    double s = 0;
-    for (int t = 0; t < nt; t++) s += acc[(size_t)t * (lmax + 1) + l];
-    kl[l] = s;
-  }
-  free(acc);
-  free(x);
-  free(w);
-  return ARKCOS_OK;
+int arkcos_kfun_legendre(const arkcos_kfun *kf, int lmax, int spin, double *kl) {
+  return legendre(kf, lmax, spin, kl);
 }
 
 int arkcos_kernel_legendre(const arkcos_kernel *k, int lmax, double *kl, arkcos_error *err) {
   if (lmax < 0) return arkcos_fail(err, ARKCOS_EINVAL, "kernel: lmax must be >= 0");
-  if (legendre(&k->f, lmax, kl)) return arkcos_fail(err, ARKCOS_ENOMEM, "kernel: out of memory");
+  if (legendre(&k->f, lmax, 0, kl)) return arkcos_fail(err, ARKCOS_ENOMEM, "kernel: out of memory");
   return ARKCOS_OK;
 }
 
@@ -679,7 +648,7 @@ double arkcos_kernel_truncation_rms(const arkcos_kernel *k, const double *cl, in
   full.norm = 1 / integral(&full);
   double *a = malloc(sizeof(double) * (lmax + 1)), *b = malloc(sizeof(double) * (lmax + 1));
   double s2 = NAN;
-  if (a && b && !legendre(&k->f, lmax, a) && !legendre(&full, lmax, b)) {
+  if (a && b && !legendre(&k->f, lmax, 0, a) && !legendre(&full, lmax, 0, b)) {
     s2 = 0;
     for (int l = 0; l <= lmax; l++) s2 += (2 * l + 1) / (4 * M_PI) * pow(b[l] - a[l], 2) * cl[l];
   }

@@ -302,9 +302,9 @@ static int harmonic_exact(const arkcos_plan *p, int nparts) {
  * the harmonic path (their default cut follows: arkcos_gaussian_default_cutoff_rel) */
 static int harmonic_by_default(double fwhm, int64_t nside) {
   const char *env = getenv("ARKCOS_HARMONIC");
-  if ((env && !strcmp(env, "0")) || !(fwhm > 0) || nside < 1) return 0;
-  const double sigma = fwhm / sqrt(8 * log(2.0)), lk = 9.4 / sigma + 8;
-  return lk <= harmonic_ratio(4 * nside, 2) * 4.0 * (double)nside && arkcos_harmonic_available();
+  if ((env && !strcmp(env, "0")) || nside < 1) return 0;
+  const int lk = arkcos_harmonic_lmax_sigma(fwhm / sqrt(8 * log(2.0)));
+  return lk > 0 && lk <= harmonic_ratio(4 * nside, 2) * 4.0 * (double)nside && arkcos_harmonic_available();
 }
 
 /* Which path the ring pairs take: in enhanced mode, pairs of rings off the

@@ -116,12 +116,12 @@ int arkcos_spin2_ring_on_grid(const arkcos_plan *p, int i);
  * backend, and its memory */
 int arkcos_harmonic_available(void);
 int arkcos_harmonic_lmax(const arkcos_kfun *kf);
+int arkcos_harmonic_lmax_sigma(double sigma); /* the same from the Gaussian's sigma */
 int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err);
 double arkcos_harmonic_bytes(int lmax, int nrings, int nthreads, int spin);
-/* kernel.c: K_l = 2 pi int K P_l, l <= lmax, of a profile, and the spin-2
+/* kernel.c: K_l = 2 pi int K P_l, l <= lmax, of a profile, or (spin 2)
  * K_l^(2) = 2 pi int K d^l_22 (0 or ARKCOS_ENOMEM) */
-int arkcos_kfun_legendre(const arkcos_kfun *kf, int lmax, double *kl);
-int arkcos_kfun_legendre_spin2(const arkcos_kfun *kf, int lmax, double *kl);
+int arkcos_kfun_legendre(const arkcos_kfun *kf, int lmax, int spin, double *kl);
 /* pairs_direct.c: the exact path of ring pairs off the kernel grid */
 int arkcos_pair_is_direct(const arkcos_plan *p, int i, int j);
 int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err);

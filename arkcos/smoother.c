@@ -153,9 +153,15 @@ static int check_sampling(const arkcos_smoother_spec *s, const arkcos_kernel *k,
 
 /* check without the plain part: the kernel (k0: the scalar one, made or
  * borrowed) and its sampling. */
+/* The width pixels per FWHM are counted in: a Gaussian's FWHM, else the
+ * kernel's effective FWHM (smoother_narrow.c) */
+static double kernel_width(const arkcos_smoother_spec *s, const arkcos_kernel *k0) {
+  return is_gaussian(s) ? s->kernel.fwhm : narrow_kernel_width(k0, 0);
+}
+
 static int check_kernel(const arkcos_smoother_spec *s, const arkcos_kernel *k0, arkcos_warning *w,
                         int *nw, int room, double *width, arkcos_error *err) {
-  *width = is_gaussian(s) ? s->kernel.fwhm : narrow_kernel_width(k0, 0);
+  *width = kernel_width(s, k0);
   return check_sampling(s, k0, *width, w, nw, room, err);
 }
 
@@ -388,7 +394,7 @@ double arkcos_smoother_estimate(const arkcos_smoother_spec *spec, int nmaps, int
   if (!normalize && smoother_ring_quadrature(spec)) {
     arkcos_kernel *own = spec->user_kernel || is_gaussian(spec) ? NULL : arkcos_smoother_make_kernel(spec, 0, NULL);
     const arkcos_kernel *kk = spec->user_kernel ? spec->user_kernel : own;
-    const double width = is_gaussian(spec) ? spec->kernel.fwhm : kk ? narrow_kernel_width(kk, 0) : 0;
+    const double width = is_gaussian(spec) || kk ? kernel_width(spec, kk) : 0;
     /* no kernel (an error the loop below reports): counted, on the safe side */
     normalize = !(width > 0) || narrow_pixels_per_fwhm(width, spec->nside) < ARKCOS_RING_DIVIDE_PPF;
     arkcos_kernel_destroy(own);
