@@ -381,9 +381,13 @@ static int scan_header(FILE *f, const char *path, int hdu, long long *data_bytes
         *data_bytes = !ok ? -1 : naxis == 0 ? 0 : nb * gcount * (pcount + prod);
         return 0;
       }
-      if (card[8] != '=') continue; /* CFITSIO takes "=" without the blank too */
-      if (!memcmp(card, "TTYPE", 5) && isdigit((unsigned char)card[5])) {
-        int i = 9;
+      /* TTYPEn: CFITSIO finds a value after an "=" anywhere past the
+       * keyword, not only in column 9 (found by fuzz_fits: "TTYPE2 x!=..."
+       * with binary junk) */
+      const char *eq = !memcmp(card, "TTYPE", 5) && isdigit((unsigned char)card[5]) ? memchr(card + 6, '=', 74) : NULL;
+      if (card[8] != '=' && !eq) continue; /* CFITSIO takes "=" without the blank too */
+      if (eq) {
+        int i = (int)(eq - card) + 1;
         while (i < 80 && card[i] == ' ') i++;
         int klen = 5;
         while (klen < 8 && card[klen] != ' ') klen++;
