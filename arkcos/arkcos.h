@@ -311,7 +311,20 @@ typedef struct arkcos_options {
    * (arkcos_plan_estimate) exceeds it is refused up front with
    * ARKCOS_ENOMEM and both figures, before anything large is allocated. */
   double max_memory;
+  /* The polar caps' direct weights (exact CPU plans with direct caps):
+   * ARKCOS_WEIGHTS_AUTO (0, default) tabulates them at plan time where the
+   * tables fit the direct budget ($ARKCOS_DIRECT_MAX_GB, else half the
+   * machine's memory) and computes them in each execute where they do not;
+   * ARKCOS_WEIGHTS_TABLES always tabulates them (a plan whose tables do not
+   * fit sums the caps on the inexact Fourier path, as arkcos_plan_exactness
+   * says); ARKCOS_WEIGHTS_ON_THE_FLY never does: the plan holds no tables
+   * and each execute computes the weights it uses, taking about what the
+   * tables cost to build (the right choice for a plan executed once; the
+   * outputs are bit-identical). $ARKCOS_DIRECT_WEIGHTS=tables|fly overrides. */
+  int direct_weights;
 } arkcos_options;
+
+enum { ARKCOS_WEIGHTS_AUTO = 0, ARKCOS_WEIGHTS_TABLES = 1, ARKCOS_WEIGHTS_ON_THE_FLY = 2 };
 
 void arkcos_options_default(arkcos_options *o);
 
@@ -602,8 +615,9 @@ int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err);
  * after each map is smoothed (n = 1, map its index) and after the Q, U pair
  * (n = 2, map = pol_q), in the order they are smoothed; in[map] (in[pol_q]
  * and in[pol_u]) is not read after it, so it may be freed there.
- * overwrite_in = 1 lets a RING call write w m over an input that is not its
- * own output (in[i] must then be writable), sparing a work map. */
+ * overwrite_in = 1 lets a RING call use an input that is not its own
+ * output as work space (w m, then the map of ones of A(W)): in[i] must then
+ * be writable and its values are lost; it spares work maps. */
 typedef struct arkcos_smoother_maps {
   int nmaps;
   const double *const *in;

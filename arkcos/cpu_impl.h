@@ -188,7 +188,9 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
   if (s->pairsym) SFX(pairsym_stage)(p, s, out, st);
   else SFX(perring_stage)(p, s, out, st);
   /* 3. the ring pairs off the kernel grid, summed directly (exact plans) */
-  const double t_direct = arkcos_direct_apply(p, in, out);
+  double t_direct;
+  if (arkcos_direct_apply(p, in, out, &t_direct))
+    return arkcos_fail(err, ARKCOS_ENOMEM, "execute: out of memory for a ring pair's direct weights");
   st[2] += s->nthreads * t_direct;
   SFX(record_times)(p, s, t_start, t_mapfft, st);
   p->last.direct = t_direct;

@@ -307,7 +307,9 @@ static int s2_execute(arkcos_plan *p, const double *q, const double *u, double *
     }
   }
   /* 3. the direct pairs */
-  const double t_direct = arkcos_direct_apply_spin2(p, q, u, q_out, u_out);
+  double t_direct;
+  if (arkcos_direct_apply_spin2(p, q, u, q_out, u_out, &t_direct))
+    return arkcos_fail(err, ARKCOS_ENOMEM, "execute: out of memory for a ring pair's direct weights");
   arkcos_stage_times *T = &p->last;
   memset(T, 0, sizeof *T);
   T->map_fft = t_mapfft;

@@ -58,6 +58,19 @@ typedef struct {
   double wsum;      /* max over a of sum |W_ab| */
 } dpair;
 
+/* A thread's scratch for pairs set up in an execute (weights on the fly):
+ * the rows' and weights' arrays and batched_rows' buffers, grown as
+ * needed and reused pair after pair (no allocation per pair) */
+typedef struct {
+  int64_t *b0, *wofs, *wlen;
+  unsigned char *rev;
+  double *w, *wi;
+  size_t rows, vals; /* capacities: rows (b0 .. rev), weights (w, wi) */
+  double *num;
+  int64_t *rws;
+  size_t nums;       /* capacity of num (doubles); rws holds 3 (ROW_BATCH + 1) */
+} dscratch;
+
 struct arkcos_direct {
   int ntasks;
   int *first;       /* pairs of task t: pair[first[t] .. first[t + 1]) */
@@ -65,6 +78,16 @@ struct arkcos_direct {
   int nthreads;
   size_t xlen;      /* per-thread input buffer (doubles) */
   double *xbuf;
+  /* weights on the fly (direct_fly): pair[] holds j and jm only, each
+   * execute sets a pair up (pair_setup, the tables' own code, so the sums
+   * are bit-identical), uses it and frees it. A scalar plan keeps, from its
+   * first execute, each task's row sums over its output ring (cofs[t], n_i
+   * values), A(1)'s direct part: the smoother's A(W) after a map then costs
+   * no weights again. */
+  int fly;
+  int cvalid;       /* csum filled */
+  int64_t *cofs;    /* task t's row sums at csum + cofs[t] (-1: no direct pairs) */
+  double *csum;
 };
 
 /* Whether pair (i, j) takes the direct path: both rings on the kernel grid
@@ -405,19 +428,33 @@ static int konst_rows(const arkcos_plan *p, int i, int j, double hw, int refl, i
  * stored. */
 enum { ROW_BATCH = 1024 };
 static int batched_rows(const arkcos_plan *p, int i, int j, double hw, int refl, int ei, int64_t cmax, dpair *d,
-                       int64_t *nw) {
+                       int64_t *nw, dscratch *sc) {
   const arkcos_ring *rg = p->geom->rings;
   const int64_t ni = rg[i].nph, nj = rg[j].nph;
   const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
   const double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
   const double d0 = rg[i].phi0 - rg[j].phi0, step = 2 * ARKCOS_PI / ((double)ni * (double)nj);
   const size_t cap = (size_t)(ROW_BATCH + cmax);
-  double *num = malloc(sizeof(double) * 6 * cap);
-  int64_t *rows = malloc(sizeof(int64_t) * 3 * (size_t)(ROW_BATCH + 1));
-  if (!num || !rows) {
-    free(num);
-    free(rows);
-    return ARKCOS_ENOMEM;
+  double *num;
+  int64_t *rows;
+  if (sc) { /* the thread's buffers, grown to fit */
+    if (!sc->rws && !(sc->rws = malloc(sizeof(int64_t) * 3 * (size_t)(ROW_BATCH + 1)))) return ARKCOS_ENOMEM;
+    if (sc->nums < 6 * cap) {
+      double *nn = realloc(sc->num, sizeof(double) * 6 * cap);
+      if (!nn) return ARKCOS_ENOMEM;
+      sc->num = nn;
+      sc->nums = 6 * cap;
+    }
+    num = sc->num;
+    rows = sc->rws;
+  } else {
+    num = malloc(sizeof(double) * 6 * cap);
+    rows = malloc(sizeof(int64_t) * 3 * (size_t)(ROW_BATCH + 1));
+    if (!num || !rows) {
+      free(num);
+      free(rows);
+      return ARKCOS_ENOMEM;
+    }
   }
   double *val = num + cap, *tmp = num + 2 * cap, *tw = num + 4 * cap, *twi = num + 5 * cap;
   int64_t n = 0;
@@ -460,15 +497,25 @@ static int batched_rows(const arkcos_plan *p, int i, int j, double hw, int refl,
       if (len > d->maxlen) d->maxlen = len;
     }
   }
-  free(num);
-  free(rows);
+  if (!sc) {
+    free(num);
+    free(rows);
+  }
   *nw = n;
   return ARKCOS_OK;
 }
 
+/* Grows *a to n elements of sz bytes (scratch); 0 or -1 */
+static int grow(void **a, size_t n, size_t sz) {
+  void *b = realloc(*a, n * sz + 1);
+  if (!b) return -1;
+  *a = b;
+  return 0;
+}
+
 /* Sets up pair (i, j) of a task: lanes, period, the trimmed rows; a row
  * whose reflection partner comes first is that row read backwards. */
-static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
+static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc) {
   const arkcos_ring *rg = p->geom->rings;
   const int64_t ni = rg[i].nph, nj = rg[j].nph;
   const double hw = pair_halfwidth(p, i, j);
@@ -486,17 +533,41 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
   }
   cmax = cmax + 2 < nj ? cmax + 2 : nj;
   const size_t P = (size_t)d->P;
-  d->b0 = malloc(sizeof(int64_t) * P);
-  d->wofs = malloc(sizeof(int64_t) * P);
-  d->wlen = malloc(sizeof(int64_t) * P);
-  d->rev = calloc(P, 1);
-  if (!d->b0 || !d->wofs || !d->wlen || !d->rev) return ARKCOS_ENOMEM;
+  if (sc) { /* an execute's pair (weights on the fly): the thread's arrays */
+    if (sc->rows < P) {
+      if (grow((void **)&sc->b0, P, sizeof(int64_t)) || grow((void **)&sc->wofs, P, sizeof(int64_t)) ||
+          grow((void **)&sc->wlen, P, sizeof(int64_t)) || grow((void **)&sc->rev, P, 1))
+        return ARKCOS_ENOMEM;
+      sc->rows = P;
+    }
+    d->b0 = sc->b0;
+    d->wofs = sc->wofs;
+    d->wlen = sc->wlen;
+    d->rev = sc->rev;
+    memset(d->rev, 0, P);
+  } else {
+    d->b0 = malloc(sizeof(int64_t) * P);
+    d->wofs = malloc(sizeof(int64_t) * P);
+    d->wlen = malloc(sizeof(int64_t) * P);
+    d->rev = calloc(P, 1);
+    if (!d->b0 || !d->wofs || !d->wlen || !d->rev) return ARKCOS_ENOMEM;
+  }
   int64_t n = 0;
   int rc = ARKCOS_EINVAL;
   d->konst = p->kf.type == ARKCOS_KERNEL_TOPHAT && p->opt.spin == 0;
   for (int pass = 0; pass < 2 && rc == ARKCOS_EINVAL; pass++) {
     /* a top-hat's pair first as extents (konst); weights where that fails */
-    if (pass || !d->konst) {
+    if ((pass || !d->konst) && sc) {
+      d->konst = 0;
+      const size_t nv = P * (size_t)cmax + 1;
+      if (sc->vals < nv) {
+        if (grow((void **)&sc->w, nv, sizeof(double)) || (p->opt.spin == 2 && grow((void **)&sc->wi, nv, sizeof(double))))
+          return ARKCOS_ENOMEM;
+        sc->vals = nv;
+      }
+      d->w = sc->w;
+      d->wi = p->opt.spin == 2 ? sc->wi : NULL;
+    } else if (pass || !d->konst) {
       d->konst = 0;
       d->w = malloc(sizeof(double) * (P * (size_t)cmax + 1));
       if (p->opt.spin == 2) d->wi = malloc(sizeof(double) * (P * (size_t)cmax + 1));
@@ -506,7 +577,7 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
     d->wsum = 0;
     d->wconst = 0;
     d->maxlen = 0;
-    rc = d->konst ? konst_rows(p, i, j, hw, refl, ei, d) : batched_rows(p, i, j, hw, refl, ei, cmax, d, &n);
+    rc = d->konst ? konst_rows(p, i, j, hw, refl, ei, d) : batched_rows(p, i, j, hw, refl, ei, cmax, d, &n, sc);
     if (rc == ARKCOS_EINVAL && pass) rc = ARKCOS_ENOMEM; /* cannot happen: weights are stored */
   }
   if (rc != ARKCOS_OK) return ARKCOS_ENOMEM;
@@ -532,7 +603,7 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d) {
     if (d->b0[a] > d->bmax) d->bmax = d->b0[a];
   }
   d->nw = n;
-  if (d->konst) return ARKCOS_OK;
+  if (d->konst || sc) return ARKCOS_OK;
   double *w = realloc(d->w, sizeof(double) * (size_t)(n + 1));
   if (w) d->w = w;
   if (d->wi && (w = realloc(d->wi, sizeof(double) * (size_t)(n + 1)))) d->wi = w;
@@ -545,22 +616,98 @@ static size_t pair_xlen(const arkcos_ring *rg, const dpair *d) {
   return 6 * (size_t)rg[d->j].nph;
 }
 
+static void pair_free(dpair *d) {
+  free(d->b0);
+  free(d->wofs);
+  free(d->wlen);
+  free(d->rev);
+  free(d->w);
+  free(d->wi);
+  free(d->wf);
+}
+
 void arkcos_direct_destroy(arkcos_direct *D) {
   if (!D) return;
   if (D->pair && D->first)
-    for (int k = 0; k < D->first[D->ntasks]; k++) {
-      free(D->pair[k].b0);
-      free(D->pair[k].wofs);
-      free(D->pair[k].wlen);
-      free(D->pair[k].rev);
-      free(D->pair[k].w);
-      free(D->pair[k].wi);
-      free(D->pair[k].wf);
-    }
+    for (int k = 0; k < D->first[D->ntasks]; k++) pair_free(&D->pair[k]);
   free(D->pair);
   free(D->first);
   free(D->xbuf);
+  free(D->cofs);
+  free(D->csum);
   free(D);
+}
+
+/* Weights on the fly: pair k of task t set up in *d (a copy of its record,
+ * then pair_setup into the thread's scratch sc), its input buffer in the
+ * thread's *x (grown to fit, *xcap doubles). 0, or ARKCOS_ENOMEM. */
+static int fly_setup(const arkcos_plan *p, const arkcos_direct *D, int t, int k, dpair *d, dscratch *sc,
+                     double **x, size_t *xcap) {
+  memset(d, 0, sizeof *d);
+  d->j = D->pair[k].j;
+  d->jm = D->pair[k].jm;
+  if (pair_setup(p, p->task[t], d->j, d, sc) != ARKCOS_OK) return ARKCOS_ENOMEM;
+  const size_t need = pair_xlen(p->geom->rings, d) + 8;
+  if (need > *xcap) {
+    double *nx = realloc(*x, sizeof(double) * need);
+    if (!nx) return ARKCOS_ENOMEM;
+    *x = nx;
+    *xcap = need;
+  }
+  return ARKCOS_OK;
+}
+
+static void scratch_free(dscratch *sc) {
+  free(sc->b0);
+  free(sc->wofs);
+  free(sc->wlen);
+  free(sc->rev);
+  free(sc->w);
+  free(sc->wi);
+  free(sc->num);
+  free(sc->rws);
+}
+
+/* Adds pair d's row sums to acc (ring i's n_i values): each row's weights
+ * summed once, added to every output pixel the row serves (its lanes or
+ * periods). */
+static void pair_row_sums(const dpair *d, double *acc) {
+  const int64_t per = d->lanes * d->reps; /* row a serves pixels a + r P, r < per */
+  for (int64_t a = 0; a < d->P; a++) {
+    const int64_t len = d->wlen[a], o = d->wofs[a];
+    double s = 0;
+    if (d->konst)
+      s = (double)len * d->wconst;
+    else if (d->w)
+      for (int64_t l = 0; l < len; l++) s += d->w[o + l];
+    else
+      for (int64_t l = 0; l < len; l++) s += (double)d->wf[o + l];
+    for (int64_t r = 0; r < per; r++) acc[a + r * d->P] += s;
+  }
+}
+
+double arkcos_direct_fly_bytes(const arkcos_plan *p, int lo, int hi, int nt) {
+  const arkcos_ring *rg = p->geom->rings;
+  double pairs = 0, sums = 0, row = 0;
+  for (int t = lo; t < hi; t++) {
+    const int i = p->task[t];
+    int n = 0;
+    for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+      if (!arkcos_pair_is_direct(p, i, j)) continue;
+      const double hw = pair_halfwidth(p, i, j);
+      if (hw < 0) continue;
+      n++;
+      /* one pair's rows and weights (n_i / 4 rows of the window's width,
+       * three int64 and a flag each) and its input buffer */
+      const double w = 2 * hw + 3 < (double)rg[j].nph ? 2 * hw + 3 : (double)rg[j].nph;
+      const double b = (double)rg[i].nph / 4 * (25 + (p->opt.spin == 2 ? 16 : 8) * w) +
+                       (p->opt.spin == 2 ? 16 : 8) * 8 * ((double)rg[j].nph / 4 + w);
+      if (b > row) row = b;
+    }
+    pairs += n;
+    if (n && p->opt.spin == 0) sums += (double)rg[i].nph;
+  }
+  return pairs * sizeof(dpair) + 8 * sums + 8.0 * (hi - lo + 1) + (double)nt * row;
 }
 
 /* Bytes the direct tables of plan p's tasks [lo, hi) will hold, estimated
@@ -646,6 +793,23 @@ int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err) {
   D->nthreads = nthreads;
   if (direct_list(p, D)) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
   const int npair = D->first[p->ntasks];
+  if (p->direct_fly) { /* no tables: the pair lists, and room for A(1)'s row sums */
+    D->fly = 1;
+    int64_t n = 0;
+    if (p->opt.spin == 0) {
+      D->cofs = malloc(sizeof(int64_t) * (size_t)(p->ntasks + 1));
+      if (!D->cofs) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+      for (int t = 0; t < p->ntasks; t++) {
+        D->cofs[t] = D->first[t + 1] > D->first[t] ? n : -1;
+        if (D->cofs[t] >= 0) n += p->geom->rings[p->task[t]].nph;
+      }
+      D->csum = malloc(sizeof(double) * (size_t)(n + 1));
+      if (!D->csum) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory (A(1)'s direct sums, %.1f MB)",
+                                      8.0 * (double)n / 1e6);
+    }
+    p->bytes += sizeof(dpair) * (size_t)npair + 8 * (size_t)n;
+    return ARKCOS_OK;
+  }
   int bad = 0;
   size_t vals = 0, xlen = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads) reduction(| : bad) reduction(+ : vals) \
@@ -653,7 +817,7 @@ int arkcos_direct_create(arkcos_plan *p, int nthreads, arkcos_error *err) {
   for (int t = 0; t < p->ntasks; t++)
     for (int k = D->first[t]; k < D->first[t + 1]; k++) {
       dpair *d = &D->pair[k];
-      if (pair_setup(p, p->task[t], d->j, d) != ARKCOS_OK) {
+      if (pair_setup(p, p->task[t], d->j, d, NULL) != ARKCOS_OK) {
         bad = 1;
         continue;
       }
@@ -758,33 +922,60 @@ static void loop_apply(const arkcos_ring *rj, const dpair *d, const double *in, 
   }
 }
 
-/* Stage "reduction", direct part: adds every direct pair's sums to out,
- * task by task (a task's output rings are its own). Returns the seconds. */
-double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out) {
-  const arkcos_direct *D = p->direct;
-  if (!D || D->first[D->ntasks] == 0) return 0;
+/* Pair d of task t (output ring i, mirror i2) on the map in, into out */
+static void pair_apply(const arkcos_plan *p, const dpair *d, int t, const double *in, double *x, double *out) {
   const arkcos_ring *rg = p->geom->rings;
+  const int i = p->task[t], i2 = p->mirror[i];
+  if (d->lanes == 4) {
+    lanes_input(rg, d, in, x);
+    (d->konst ? lanes_apply_c : d->w ? lanes_apply_d : lanes_apply_f)(d, x, out + rg[i].ofs,
+                                                                  d->jm >= 0 ? out + rg[i2].ofs : NULL);
+    return;
+  }
+  loop_apply(&rg[d->j], d, in, x, out + rg[i].ofs);
+  if (d->jm >= 0) loop_apply(&rg[d->jm], d, in, x, out + rg[i2].ofs);
+}
+
+/* Stage "reduction", direct part: adds every direct pair's sums to out,
+ * task by task (a task's output rings are its own). With the weights on
+ * the fly each pair is set up first, and a scalar plan's first execute
+ * keeps A(1)'s row sums (D->csum). */
+int arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out, double *secs) {
+  arkcos_direct *D = p->direct;
+  *secs = 0;
+  if (!D || D->first[D->ntasks] == 0) return ARKCOS_OK;
   const double t0 = omp_get_wtime();
-#pragma omp parallel num_threads(D->nthreads)
+  const int keep = D->fly && D->csum && !D->cvalid;
+  int bad = 0;
+#pragma omp parallel num_threads(D->nthreads) reduction(| : bad)
   {
-    double *x = D->xbuf + (size_t)omp_get_thread_num() * D->xlen;
+    double *x = D->fly ? NULL : D->xbuf + (size_t)omp_get_thread_num() * D->xlen;
+    size_t xcap = 0;
+    dscratch sc = {0};
 #pragma omp for schedule(dynamic, 1)
     for (int t = 0; t < D->ntasks; t++) {
-      const int i = p->task[t], i2 = p->mirror[i];
-      for (int k = D->first[t]; k < D->first[t + 1]; k++) {
-        const dpair *d = &D->pair[k];
-        if (d->lanes == 4) {
-          lanes_input(rg, d, in, x);
-          (d->konst ? lanes_apply_c : d->w ? lanes_apply_d : lanes_apply_f)(d, x, out + rg[i].ofs,
-                                                                        d->jm >= 0 ? out + rg[i2].ofs : NULL);
+      double *acc = keep && D->cofs[t] >= 0 ? D->csum + D->cofs[t] : NULL;
+      if (acc) memset(acc, 0, sizeof(double) * (size_t)p->geom->rings[p->task[t]].nph);
+      for (int k = D->first[t]; k < D->first[t + 1] && !bad; k++) {
+        if (!D->fly) {
+          pair_apply(p, &D->pair[k], t, in, x, out);
           continue;
         }
-        loop_apply(&rg[d->j], d, in, x, out + rg[i].ofs);
-        if (d->jm >= 0) loop_apply(&rg[d->jm], d, in, x, out + rg[i2].ofs);
+        dpair d;
+        if (fly_setup(p, D, t, k, &d, &sc, &x, &xcap)) {
+          bad = 1;
+          break;
+        }
+        pair_apply(p, &d, t, in, x, out);
+        if (acc) pair_row_sums(&d, acc);
       }
     }
+    if (D->fly) free(x);
+    scratch_free(&sc);
   }
-  return omp_get_wtime() - t0;
+  if (keep && !bad) D->cvalid = 1;
+  *secs = omp_get_wtime() - t0;
+  return bad ? ARKCOS_ENOMEM : ARKCOS_OK;
 }
 
 /* ------------------------------------------------------- spin-2 pairs */
@@ -869,70 +1060,113 @@ static void loop_apply2(const arkcos_ring *rj, const dpair *d, const double *q, 
   }
 }
 
-double arkcos_direct_apply_spin2(const arkcos_plan *p, const double *q, const double *u, double *q_out,
-                                 double *u_out) {
-  const arkcos_direct *D = p->direct;
-  if (!D || D->first[D->ntasks] == 0) return 0;
+static void pair_apply2(const arkcos_plan *p, const dpair *d, int t, const double *q, const double *u, double *x,
+                        double *q_out, double *u_out) {
   const arkcos_ring *rg = p->geom->rings;
+  const int i = p->task[t], i2 = p->mirror[i];
+  if (d->lanes == 4) {
+    lanes_input2(rg, d, q, u, x);
+    const int m = d->jm >= 0;
+    lanes_apply2(d, x, q_out + rg[i].ofs, u_out + rg[i].ofs, m ? q_out + rg[i2].ofs : NULL,
+                 m ? u_out + rg[i2].ofs : NULL);
+    return;
+  }
+  loop_apply2(&rg[d->j], d, q, u, x, 0, q_out + rg[i].ofs, u_out + rg[i].ofs);
+  if (d->jm >= 0) loop_apply2(&rg[d->jm], d, q, u, x, 1, q_out + rg[i2].ofs, u_out + rg[i2].ofs);
+}
+
+int arkcos_direct_apply_spin2(const arkcos_plan *p, const double *q, const double *u, double *q_out,
+                              double *u_out, double *secs) {
+  const arkcos_direct *D = p->direct;
+  *secs = 0;
+  if (!D || D->first[D->ntasks] == 0) return ARKCOS_OK;
   const double t0 = omp_get_wtime();
-#pragma omp parallel num_threads(D->nthreads)
+  int bad = 0;
+#pragma omp parallel num_threads(D->nthreads) reduction(| : bad)
   {
-    double *x = D->xbuf + (size_t)omp_get_thread_num() * D->xlen;
+    double *x = D->fly ? NULL : D->xbuf + (size_t)omp_get_thread_num() * D->xlen;
+    size_t xcap = 0;
+    dscratch sc = {0};
 #pragma omp for schedule(dynamic, 1)
-    for (int t = 0; t < D->ntasks; t++) {
-      const int i = p->task[t], i2 = p->mirror[i];
-      for (int k = D->first[t]; k < D->first[t + 1]; k++) {
-        const dpair *d = &D->pair[k];
-        if (d->lanes == 4) {
-          lanes_input2(rg, d, q, u, x);
-          const int m = d->jm >= 0;
-          lanes_apply2(d, x, q_out + rg[i].ofs, u_out + rg[i].ofs, m ? q_out + rg[i2].ofs : NULL,
-                       m ? u_out + rg[i2].ofs : NULL);
+    for (int t = 0; t < D->ntasks; t++)
+      for (int k = D->first[t]; k < D->first[t + 1] && !bad; k++) {
+        if (!D->fly) {
+          pair_apply2(p, &D->pair[k], t, q, u, x, q_out, u_out);
           continue;
         }
-        loop_apply2(&rg[d->j], d, q, u, x, 0, q_out + rg[i].ofs, u_out + rg[i].ofs);
-        if (d->jm >= 0) loop_apply2(&rg[d->jm], d, q, u, x, 1, q_out + rg[i2].ofs, u_out + rg[i2].ofs);
+        dpair d;
+        if (fly_setup(p, D, t, k, &d, &sc, &x, &xcap)) {
+          bad = 1;
+          break;
+        }
+        pair_apply2(p, &d, t, q, u, x, q_out, u_out);
       }
-    }
+    if (D->fly) free(x);
+    scratch_free(&sc);
   }
-  return omp_get_wtime() - t0;
+  *secs = omp_get_wtime() - t0;
+  return bad ? ARKCOS_ENOMEM : ARKCOS_OK;
 }
 
 /* ------------------------------------------------------- constant maps */
 
-/* The direct pairs on a constant map c: each row's weights summed once
- * and c times the sum added to every output pixel the row serves (its
- * lanes or periods, and the mirror ring's); no input gathered, one add per
- * weight. Returns the seconds. */
+/* The direct pairs on a constant map c: per task, the rows' weight sums
+ * over its output ring (pair_row_sums, pair by pair, from zero; with the
+ * weights on the fly those kept by the first execute, or set up now and
+ * kept), then c times them added to the ring and its mirror; no input
+ * gathered. Returns the seconds, or -1 out of memory. */
 static double direct_apply_constant(const arkcos_plan *p, double c, double *out) {
-  const arkcos_direct *D = p->direct;
+  arkcos_direct *D = p->direct;
   if (!D || D->first[D->ntasks] == 0) return 0;
   const arkcos_ring *rg = p->geom->rings;
   const double t0 = omp_get_wtime();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(D->nthreads)
-  for (int t = 0; t < D->ntasks; t++) {
-    const int i = p->task[t], i2 = p->mirror[i];
-    for (int k = D->first[t]; k < D->first[t + 1]; k++) {
-      const dpair *d = &D->pair[k];
-      double *y = out + rg[i].ofs, *ym = d->jm >= 0 ? out + rg[i2].ofs : NULL;
-      const int64_t per = d->lanes * d->reps; /* row a serves pixels a + r P, r < per */
-      for (int64_t a = 0; a < d->P; a++) {
-        const int64_t len = d->wlen[a], o = d->wofs[a];
-        double s = 0;
-        if (d->konst)
-          s = (double)len * d->wconst;
-        else if (d->w)
-          for (int64_t l = 0; l < len; l++) s += d->w[o + l];
-        else
-          for (int64_t l = 0; l < len; l++) s += (double)d->wf[o + l];
-        s *= c;
-        for (int64_t r = 0; r < per; r++) {
-          y[a + r * d->P] += s;
-          if (ym) ym[a + r * d->P] += s;
+  const int keep = D->fly && D->csum && !D->cvalid;
+  int bad = 0;
+#pragma omp parallel num_threads(D->nthreads) reduction(| : bad)
+  {
+    double *x = NULL, *own = NULL;
+    size_t xcap = 0;
+    dscratch sc = {0};
+#pragma omp for schedule(dynamic, 1)
+    for (int t = 0; t < D->ntasks; t++) {
+      if (D->first[t + 1] == D->first[t] || bad) continue;
+      const int i = p->task[t], i2 = p->mirror[i];
+      const int64_t ni = rg[i].nph;
+      double *acc = D->csum ? D->csum + D->cofs[t] : NULL;
+      if (!acc) { /* tables: a thread's buffer */
+        double *nb = realloc(own, sizeof(double) * (size_t)ni);
+        if (!nb) {
+          bad = 1;
+          continue;
+        }
+        own = acc = nb;
+      }
+      if (!D->cvalid) {
+        memset(acc, 0, sizeof(double) * (size_t)ni);
+        for (int k = D->first[t]; k < D->first[t + 1]; k++) {
+          if (!D->fly) {
+            pair_row_sums(&D->pair[k], acc);
+            continue;
+          }
+          dpair d;
+          if (fly_setup(p, D, t, k, &d, &sc, &x, &xcap)) {
+            bad = 1;
+            break;
+          }
+          pair_row_sums(&d, acc);
         }
       }
+      double *y = out + rg[i].ofs, *ym = i2 >= 0 && i2 != i ? out + rg[i2].ofs : NULL;
+      for (int64_t a = 0; a < ni; a++) y[a] += c * acc[a];
+      if (ym)
+        for (int64_t a = 0; a < ni; a++) ym[a] += c * acc[a];
     }
+    free(x);
+    free(own);
+    scratch_free(&sc);
   }
+  if (bad) return -1;
+  if (keep) D->cvalid = 1;
   return omp_get_wtime() - t0;
 }
 
@@ -949,14 +1183,22 @@ static double direct_apply_constant(const arkcos_plan *p, double c, double *out)
  * arkcos smooth --normalize), under MPI each band's. Every ring the plan's
  * tasks read must hold c at every pixel (a scan that stops at the first
  * other value); else returns 0, out untouched. */
+static int constant_execute(arkcos_plan *p, double c, double *out, int nthreads);
+static int constant_eligible(const arkcos_plan *p) {
+  const arkcos_geometry *g = p->geom;
+  if (p->opt.mode != ARKCOS_MODE_ENHANCED || p->opt.spin != 0 || p->task_hi <= p->task_lo || p->harmonic ||
+      p->backend != ARKCOS_BACKEND_CPU || !p->impl)
+    return 0;
+  if (!p->direct_caps && !p->smooth_caps)
+    for (int j = 0; j < g->nrings; j++)
+      if (g->rings[j].nph != p->L) return 0; /* unequal rings on the Fourier path */
+  return 1;
+}
+
 int arkcos_direct_execute_constant(arkcos_plan *p, const double *in, double *out, int nthreads) {
   const arkcos_geometry *g = p->geom;
   const arkcos_ring *rg = g->rings;
-  if (p->opt.mode != ARKCOS_MODE_ENHANCED || p->opt.spin != 0 || p->task_hi <= p->task_lo) return 0;
-  if (!p->direct_caps && !p->smooth_caps)
-    for (int j = 0; j < g->nrings; j++)
-      if (rg[j].nph != p->L) return 0; /* unequal rings on the Fourier path */
-  const double t0 = omp_get_wtime();
+  if (!constant_eligible(p)) return 0;
   unsigned char *need = calloc((size_t)g->nrings, 1);
   if (!need) return 0;
   arkcos_plan_rings_needed(p, p->task_lo, p->task_hi, need);
@@ -972,6 +1214,17 @@ int arkcos_direct_execute_constant(arkcos_plan *p, const double *in, double *out
       }
   free(need);
   if (other) return 0;
+  return constant_execute(p, c, out, nthreads);
+}
+
+int arkcos_plan_constant(arkcos_plan *p, double c, double *out, int nthreads) {
+  return constant_eligible(p) && !p->mpi ? constant_execute(p, c, out, nthreads) : 0;
+}
+
+/* The constant map c's execute on an eligible plan: its tasks' output rings */
+static int constant_execute(arkcos_plan *p, double c, double *out, int nthreads) {
+  const arkcos_ring *rg = p->geom->rings;
+  const double t0 = omp_get_wtime();
   int failed = 0;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(nthreads > 0 ? nthreads : omp_get_max_threads()) \
     reduction(| : failed)
@@ -982,6 +1235,7 @@ int arkcos_direct_execute_constant(arkcos_plan *p, const double *in, double *out
   }
   if (failed) return 0; /* out of memory: the Fourier path writes every output ring */
   const double t_direct = direct_apply_constant(p, c, out);
+  if (t_direct < 0) return 0; /* out of memory: the full execute writes every output ring */
   arkcos_stage_times *T = &p->last;
   memset(T, 0, sizeof *T);
   T->total = omp_get_wtime() - t0;
@@ -1122,8 +1376,9 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
   double *fs = calloc((size_t)(2 * nt + 1), sizeof(double)), *cs = fs ? fs + nt : NULL;
   int *np = calloc((size_t)(2 * nt + 1), sizeof(int)), *kmx = np ? np + nt : NULL;
   /* a plan whose direct pairs have no tables (GPU): their terms estimated */
-  double *gs = !D && p->direct_caps ? calloc((size_t)(2 * nt + 1), sizeof(double)) : NULL;
-  if (!fs || !np || (!D && p->direct_caps && !gs)) { /* no memory for the bound: say none */
+  const int estimated = p->direct_caps && (!D || D->fly); /* weights on the fly too */
+  double *gs = estimated ? calloc((size_t)(2 * nt + 1), sizeof(double)) : NULL;
+  if (!fs || !np || (estimated && !gs)) { /* no memory for the bound: say none */
     free(fs);
     free(np);
     free(gs);
@@ -1173,7 +1428,7 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
       dsum = gs[r];
       dterms = gs[nt + r];
     }
-    if (D)
+    if (D && !D->fly)
       for (int k = D->first[t]; k < D->first[t + 1]; k++) {
         dsum += D->pair[k].wsum;
         dterms += (double)D->pair[k].maxlen + 1;
@@ -1186,7 +1441,7 @@ void arkcos_plan_set_bound(arkcos_plan *p, int single) {
      * precision plans, whose Fourier part rounds at the float level anyway */
     int to_float = p->opt.accuracy > 0 ? b + 0x1p-24 * dsum <= p->opt.accuracy : single;
     if (p->opt.spin == 2) to_float = 0; /* spin-2 weights stay double */
-    if (D && dsum > 0 && to_float) {
+    if (D && !D->fly && dsum > 0 && to_float) {
       const size_t freed = task_to_float(D, t);
       p->bytes -= freed < p->bytes ? freed : 0;
       if (freed) b += 0x1p-24 * dsum;

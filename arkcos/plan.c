@@ -121,6 +121,10 @@ static int plan_options(arkcos_plan *p, const arkcos_options *o, arkcos_error *e
   if (!(p->opt.accuracy >= 0) || isinf(p->opt.accuracy))
     return arkcos_fail(err, ARKCOS_EINVAL, "plan: accuracy must be a finite number >= 0 (got %g)",
                        p->opt.accuracy);
+  if (p->opt.direct_weights < ARKCOS_WEIGHTS_AUTO || p->opt.direct_weights > ARKCOS_WEIGHTS_ON_THE_FLY)
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "plan: direct_weights must be 0 (auto), 1 (tables) or 2 (on the fly), got %d",
+                       p->opt.direct_weights);
   if (p->opt.spin != 0 && p->opt.spin != 2)
     return arkcos_fail(err, ARKCOS_EINVAL, "plan: spin must be 0 (scalar) or 2 (Q, U), got %d",
                        p->opt.spin);
@@ -212,6 +216,15 @@ static double direct_budget_bytes(void) {
   if (gb > 0) return gb * 1e9;
   const long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGE_SIZE);
   return pages > 0 && psz > 0 ? 0.5 * (double)pages * (double)psz : 8e9;
+}
+
+/* The direct weights' mode: $ARKCOS_DIRECT_WEIGHTS (tables, fly) over
+ * the options' */
+static int direct_weights_mode(const arkcos_options *o) {
+  const char *v = getenv("ARKCOS_DIRECT_WEIGHTS");
+  if (v && !strcmp(v, "tables")) return ARKCOS_WEIGHTS_TABLES;
+  if (v && !strcmp(v, "fly")) return ARKCOS_WEIGHTS_ON_THE_FLY;
+  return o->direct_weights;
 }
 
 /* Pixels within the kernel's cutoff around a pixel (disc area / pixel area) */
@@ -350,6 +363,12 @@ static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error
   const double gpu_px = fmax(4000, 1.2e12 / (double)p->geom->npix);
   const double px = direct_support_pixels(p),
                pxmax = env_double("ARKCOS_DIRECT_MAX_PIXELS", p->opt.backend == ARKCOS_BACKEND_GPU ? gpu_px : 4000);
+  /* the weights on the fly where asked, or where the tables do not fit
+   * and the caller did not insist on tables (direct_weights) */
+  const int dw = direct_weights_mode(&p->opt);
+  p->direct_fly = p->opt.backend != ARKCOS_BACKEND_GPU &&
+                  (dw == ARKCOS_WEIGHTS_ON_THE_FLY || (dw == ARKCOS_WEIGHTS_AUTO && need > have));
+  if (p->direct_fly) need = 0;
   if ((need > have || px > pxmax) && p->opt.spin == 2)
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "plan: this kernel is too wide for the exact spin-2 path: its support covers about "
@@ -357,7 +376,7 @@ static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error
                        "hold %.2g GB%s (limit %.2g GB, ARKCOS_DIRECT_MAX_GB)",
                        px, pxmax, need / 1e9, nparts > 1 ? " on one rank" : "", have / 1e9);
   if (need > have || px > pxmax) {
-    p->direct_caps = 0;
+    p->direct_caps = p->direct_fly = 0;
     snprintf(p->exactness, sizeof p->exactness,
              "the polar caps are not exact: the kernel's support covers about %.0f pixels (limit %.0f, "
              "ARKCOS_DIRECT_MAX_PIXELS) and the exact path's tables would hold %.2g GB%s (limit %.2g GB, "
@@ -595,7 +614,9 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
    * hold no weights, only their rows' extents, counted in full. */
   const int konst = p->kf.type == ARKCOS_KERNEL_TOPHAT && p->opt.spin == 0;
   const double dscale = p->opt.spin == 2 || konst ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 0.95 : 1.3;
-  e->tables = p->direct_caps && p->opt.backend != ARKCOS_BACKEND_GPU ? dscale * arkcos_direct_estimate_bytes(p, lo, hi) : 0;
+  e->tables = !p->direct_caps || p->opt.backend == ARKCOS_BACKEND_GPU ? 0
+              : p->direct_fly ? arkcos_direct_fly_bytes(p, lo, hi, nt)
+                              : dscale * arkcos_direct_estimate_bytes(p, lo, hi);
   unsigned char *need = malloc((size_t)g->nrings + 1);
   int64_t in = 0, out = 0;
   for (int t = lo; t < hi; t++) {

@@ -51,7 +51,9 @@ struct arkcos_plan {
                               * series (harmonic.c): a smooth kernel of a low
                               * band limit (plan.c, harmonic_exact) */
   int harmonic_lmax;         /* its band limit l_K */
-  arkcos_direct *direct;     /* their tables, or NULL */
+  int direct_fly;            /* ... with their weights computed in each
+                              * execute, not tabulated (direct_weights) */
+  arkcos_direct *direct;     /* their tables (or pair lists), or NULL */
   char exactness[400];       /* why an enhanced plan is not exact ("" if it is) */
   void *impl;                /* backend state */
   int (*execute)(arkcos_plan *, const double *, double *, arkcos_error *);
@@ -137,12 +139,21 @@ void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double s
 void arkcos_kernel_samples(const arkcos_kfun *kf, double wj, double sdt2, double ss, double delta, int64_t L,
                            int64_t n0, int64_t n1, double *out);
 double arkcos_direct_estimate_bytes(const arkcos_plan *p, int lo, int hi); /* tasks [lo, hi) */
-double arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out);
+/* ... and without tables (direct_fly): the pair lists, A(1)'s direct part
+ * kept from the first execute (scalar plans), nt threads' scratch */
+double arkcos_direct_fly_bytes(const arkcos_plan *p, int lo, int hi, int nt);
+/* adds the direct pairs' sums to out; 0, or ARKCOS_ENOMEM (weights on the
+ * fly without memory for one pair's); *secs the seconds */
+int arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out, double *secs);
 /* The execute of a constant map on exact plans whose Fourier pairs join two
  * rings of the grid's length or are the smooth caps' (the smoother's A(1)):
  * 1 when done (out written, stage times recorded), 0 when the plan or the
  * map is of another kind */
 int arkcos_direct_execute_constant(arkcos_plan *p, const double *in, double *out, int nthreads);
+/* The same on the constant map c without the map: 1 when done (every
+ * output pixel written), 0 when the plan is of another kind (a band plan
+ * of several included) */
+int arkcos_plan_constant(arkcos_plan *p, double c, double *out, int nthreads);
 /* constant_rings.c: output ring i of that execute from its Fourier pairs
  * (input rings jlo[i0] .. jhi[i0], or their mirrors when mir), c times
  * their sums, into y[0 .. n_i); 0, or -1 out of memory */
@@ -152,8 +163,8 @@ int arkcos_constant_ring(const arkcos_plan *p, int i, int i0, int mir, double c,
  * pairs of max_a sum_b |W_ab|, and of the longest row + 1 */
 void arkcos_direct_task_sums(const arkcos_plan *p, int t, double *dsum, double *dterms);
 /* spin-2 plans: (q_out, u_out) += the direct pairs' complex sums */
-double arkcos_direct_apply_spin2(const arkcos_plan *p, const double *q, const double *u, double *q_out,
-                                 double *u_out);
+int arkcos_direct_apply_spin2(const arkcos_plan *p, const double *q, const double *u, double *q_out,
+                              double *u_out, double *secs);
 void arkcos_direct_destroy(arkcos_direct *D);
 void arkcos_plan_set_bound(arkcos_plan *p, int single);
 /* fftw_plans.c: the lock every FFTW planner call holds */

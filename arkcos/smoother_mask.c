@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "arkcos/arkcos.h"
+#include "arkcos/plan_internal.h"
 #include "arkcos/smoother_internal.h"
 
 /* In normalize mode a pixel needs A(w) above this to be divided by it: A(w)
@@ -186,20 +187,30 @@ static int smooth_weight(call *c, wset *w, arkcos_error *err) {
   return rc;
 }
 
-/* A(1) of normalize, once per smoother: positive everywhere or EINVAL. */
-static int ensure_norm(call *c, arkcos_error *err) {
+/* A(1) of normalize, once per smoother: positive everywhere or EINVAL.
+ * scratch (or NULL): a map no longer needed, for the map of ones. */
+static int ensure_norm(call *c, double *scratch, arkcos_error *err) {
   arkcos_smoother *s = c->s;
   if (s->norm_w || !s->normalize) return ARKCOS_OK;
   const int64_t npix = c->npix;
-  double *one = calloc((size_t)npix, sizeof *one), *w = malloc(sizeof *w * (size_t)npix);
-  if (!one || !w) {
-    free(one);
-    free(w);
-    return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight map");
+  double *w = malloc(sizeof *w * (size_t)npix), *one = NULL;
+  if (!w) return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight map");
+  const int exact = !(s->spec.options.accuracy > 0 && !(s->has_op && s->op.harmonic) && !s->identity);
+  int rc = exact ? arkcos_smoother_prepare(s, 0, err) : ARKCOS_OK;
+  if (!rc && exact && !s->has_op && !s->identity && arkcos_plan_constant(s->plan[0], 1.0, w, c->nthreads)) {
+    /* the plan's constant map: no map of ones (and, with the direct weights
+     * on the fly, A(1)'s direct part kept by the map's execute) */
+    arkcos_stage_times t;
+    arkcos_plan_stages(s->plan[0], &t);
+    smoother_stages_add(&s->last.stages, &t);
+    goto check;
   }
-  for (int64_t p = 0; p < npix; p++) one[p] = 1;
-  int rc;
-  if (s->spec.options.accuracy > 0 && !(s->has_op && s->op.harmonic) && !s->identity) {
+  if (!rc && !(one = scratch ? scratch : malloc(sizeof *one * (size_t)npix)))
+    rc = arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight map");
+  for (int64_t p = 0; !rc && p < npix; p++) one[p] = 1;
+  if (rc) {
+    /* failed above */
+  } else if (!exact) {
     /* the divisor of every map, Q and U included, which stay exact
      * whatever accuracy lets the scalar plan do: an exact plan makes it */
     arkcos_options o = s->spec.options;
@@ -211,7 +222,8 @@ static int ensure_norm(call *c, arkcos_error *err) {
   } else {
     rc = smoother_apply0(s, one, w, err);
   }
-  free(one);
+  if (one != scratch) free(one);
+check:;
   int64_t bad = 0;
   for (int64_t p = 0; !rc && p < npix; p++) bad += !(w[p] > 0);
   if (!rc && bad)
@@ -311,7 +323,6 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
   wset *w = &c->sets[c->set_of[i]];
   arkcos_smoother_map_report *r = &c->s->reports[i];
   int rc = ensure_weight(c, w, err);
-  if (!rc) rc = ensure_norm(c, err);
   if (rc) return rc;
   double *dst = c->s->n2r ? c->tmp[0] : c->m->out[i];
   if (!c->s->n2r && w->trivial && c->m->in[i] != c->m->out[i]) {
@@ -328,6 +339,12 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
     load_map(c, w, c->m->in[i], c->work[0]);
     rc = smoother_apply0(c->s, c->work[0], dst, err);
   }
+  /* A(1) after the map (a plan with the direct weights on the fly keeps
+   * their row sums from the map's execute), its map of ones in the input
+   * or work map where the call may overwrite it */
+  double *spent = c->m->overwrite_in && c->m->in[i] != c->m->out[i] && !c->s->n2r ? (double *)c->m->in[i]
+                  : c->work[0] && c->m->in[i] != c->work[0] && dst != c->work[0] ? c->work[0] : NULL;
+  if (!rc) rc = ensure_norm(c, spent, err);
   if (rc) return rc;
   if (!w->trivial) r->unseen = finish(c, w->aw, dst);
   normalize_map(c, w, dst);
@@ -341,7 +358,7 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
 static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   wset *w = &c->sets[c->set_of[q]];
   int rc = ensure_weight(c, w, err);
-  if (!rc) rc = ensure_norm(c, err);
+  if (!rc) rc = ensure_norm(c, NULL, err);
   if (rc) return rc;
   const double *const *in = c->m->in;
   double *const *out = c->m->out;

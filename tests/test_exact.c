@@ -890,8 +890,133 @@ TEST_GROUP(harmonic) {
   }
 }
 
+/* The polar caps' direct weights computed in each execute, not tabulated
+ * (options.direct_weights, pairs_direct.c): the same code sets each pair
+ * up, so the outputs are bit-identical to the tables' plan, for a map and
+ * for the constant map (A(1)) whether it comes before the first map (its
+ * row sums computed then) or after (kept from the map's execute); exact
+ * against the direct sum within the plan's bound; a smaller estimate; the
+ * spin-2 sums alike. AUTO computes them on the fly where the tables do not
+ * fit the budget (ARKCOS_DIRECT_MAX_GB), exact, where TABLES falls back to
+ * the inexact caps. */
+static arkcos_plan *plan_weights(const arkcos_geometry *g, const arkcos_kernel *k, int spin, int dw, double *est) {
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  o.spin = spin;
+  o.direct_weights = dw;
+  arkcos_error e;
+  if (est) *est = arkcos_plan_estimate(g, k, &o, &e);
+  arkcos_plan *p = arkcos_plan_create(g, k, &o, &e);
+  if (!p) fprintf(stderr, "plan: %s\n", e.msg);
+  return p;
+}
+
+static int same(const double *a, const double *b, int64_t n) {
+  return a && b && memcmp(a, b, sizeof(double) * (size_t)n) == 0;
+}
+
+TEST_GROUP(direct_weights_on_the_fly) {
+  const int64_t nsides[] = {32, 48};
+  const family fams[] = {FAM_GAUSS, FAM_GAUSS_NARROW, FAM_TOPHAT, FAM_TABLE};
+  for (int n = 0; n < 2; n++) {
+    arkcos_geometry *g = arkcos_geometry_healpix(nsides[n], NULL);
+    double *x = g ? white_noise(g, 400 + (uint64_t)n) : NULL, *one = x ? malloc(sizeof(double) * (size_t)g->npix) : NULL;
+    for (int64_t q = 0; one && q < g->npix; q++) one[q] = 1;
+    for (int f = 0; one && f < 4; f++) {
+      char label[96];
+      snprintf(label, sizeof label, "nside %lld %s, weights on the fly", (long long)nsides[n], family_name[fams[f]]);
+      arkcos_kernel *k = family_kernel(fams[f], healpix_pixel(g));
+      double et = 0, ef = 0;
+      arkcos_plan *pt = k ? plan_weights(g, k, 0, ARKCOS_WEIGHTS_TABLES, &et) : NULL;
+      arkcos_plan *pf = k ? plan_weights(g, k, 0, ARKCOS_WEIGHTS_ON_THE_FLY, &ef) : NULL;
+      arkcos_plan *pc = k ? plan_weights(g, k, 0, ARKCOS_WEIGHTS_ON_THE_FLY, NULL) : NULL;
+      CHECK(pt && pf && pc, "%s: plans", label);
+      if (pt && pf && pc) {
+        double *yt = apply_plan(pt, g, x), *yf = apply_plan(pf, g, x);
+        double *ct = apply_plan(pt, g, one), *cf = apply_plan(pf, g, one); /* A(1) after a map */
+        double *cc = apply_plan(pc, g, one), *yc = apply_plan(pc, g, x);   /* A(1) first */
+        CHECK(same(yt, yf, g->npix), "%s: the map differs from the tables' plan", label);
+        CHECK(same(ct, cf, g->npix), "%s: A(1) after a map differs from the tables' plan", label);
+        CHECK(same(ct, cc, g->npix) && same(yt, yc, g->npix), "%s: A(1) first (then the map) differs", label);
+        double *ref = direct_sum(g, k, x);
+        if (ref && yf) {
+          exact_stats st;
+          measure(g, k, x, yf, ref, &st);
+          st.bound = arkcos_plan_bound(pf);
+          print_stats(label, &st);
+          check_matches_direct(label, &st, TOL_RMS, TOL_MAX);
+          check_bound(label, &st, TOL_BOUND_DOUBLE);
+        }
+        printf("  %-40s estimate %.3g MB with tables, %.3g MB on the fly\n", label, et / 1e6, ef / 1e6);
+        CHECK(ef > 0 && ef < et, "%s: estimate on the fly %.3g MB, with tables %.3g MB", label, ef / 1e6, et / 1e6);
+        free(ref);
+        free(yt);
+        free(yf);
+        free(ct);
+        free(cf);
+        free(cc);
+        free(yc);
+      }
+      arkcos_plan_destroy(pt);
+      arkcos_plan_destroy(pf);
+      arkcos_plan_destroy(pc);
+      arkcos_kernel_destroy(k);
+    }
+    if (one && n == 0) { /* spin 2: Q, U */
+      arkcos_kernel *k = family_kernel(FAM_GAUSS, healpix_pixel(g));
+      arkcos_plan *pt = k ? plan_weights(g, k, 2, ARKCOS_WEIGHTS_TABLES, NULL) : NULL;
+      arkcos_plan *pf = k ? plan_weights(g, k, 2, ARKCOS_WEIGHTS_ON_THE_FLY, NULL) : NULL;
+      const size_t sz = sizeof(double) * (size_t)g->npix;
+      double *u = white_noise(g, 499), *o = malloc(4 * sz);
+      arkcos_error e;
+      const int ok = pt && pf && u && o && !arkcos_execute_spin2(pt, x, u, o, o + g->npix, &e) &&
+                     !arkcos_execute_spin2(pf, x, u, o + 2 * g->npix, o + 3 * g->npix, &e);
+      CHECK(ok, "spin 2: plans or executes");
+      CHECK(ok && same(o, o + 2 * g->npix, 2 * g->npix), "spin 2, weights on the fly: Q, U differ from the tables'");
+      free(u);
+      free(o);
+      arkcos_plan_destroy(pt);
+      arkcos_plan_destroy(pf);
+      arkcos_kernel_destroy(k);
+    }
+    if (one && n == 0) { /* a budget the tables do not fit */
+      arkcos_kernel *k = family_kernel(FAM_GAUSS, healpix_pixel(g));
+      setenv("ARKCOS_DIRECT_MAX_GB", "1e-9", 1);
+      arkcos_plan *pa = k ? plan_weights(g, k, 0, ARKCOS_WEIGHTS_AUTO, NULL) : NULL;
+      arkcos_plan *pt = k ? plan_weights(g, k, 0, ARKCOS_WEIGHTS_TABLES, NULL) : NULL;
+      unsetenv("ARKCOS_DIRECT_MAX_GB");
+      arkcos_plan *pr = k ? plan_weights(g, k, 0, ARKCOS_WEIGHTS_TABLES, NULL) : NULL;
+      CHECK(pa && pt && pr, "tiny budget: plans");
+      if (pa && pt && pr) {
+        double *ya = apply_plan(pa, g, x), *yr = apply_plan(pr, g, x);
+        printf("  tiny budget: auto %s; tables: %.60s...\n", arkcos_plan_exactness(pa)[0] ? "inexact" : "exact",
+               arkcos_plan_exactness(pt));
+        CHECK(!arkcos_plan_exactness(pa)[0] && same(ya, yr, g->npix),
+              "tiny budget: auto should compute the weights on the fly, exactly (%s)", arkcos_plan_exactness(pa));
+        CHECK(arkcos_plan_exactness(pt)[0], "tiny budget: tables asked should fall back to the inexact caps");
+        free(ya);
+        free(yr);
+      }
+      arkcos_plan_destroy(pa);
+      arkcos_plan_destroy(pt);
+      arkcos_plan_destroy(pr);
+      arkcos_options o;
+      arkcos_options_default(&o);
+      o.direct_weights = 3;
+      arkcos_error e = {0, ""};
+      CHECK(arkcos_options_check(&o, &e) == ARKCOS_EINVAL && strstr(e.msg, "direct_weights"),
+            "direct_weights 3 should be refused naming it (got '%s')", e.msg);
+      arkcos_kernel_destroy(k);
+    }
+    free(x);
+    free(one);
+    arkcos_geometry_destroy(g);
+  }
+}
+
 TEST_MAIN(TG(exact_is_default), TG(constant_map_shortcut), TG(kernel_families_healpix), TG(healpix_nside_128),
           TG(tophat_wide), TG(ecp_geometry),
           TG(single_precision), TG(accuracy_loose), TG(paper_mode_bound), TG(operator_symmetry),
           TG(constant_map), TG(direct_limits), TG(smooth_caps),
-          TG(smooth_caps_band_limit), TG(smooth_caps_harmonic), TG(harmonic))
+          TG(smooth_caps_band_limit), TG(smooth_caps_harmonic), TG(harmonic), TG(direct_weights_on_the_fly))

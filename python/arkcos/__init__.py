@@ -287,7 +287,7 @@ class Plan:
                  cutoff=None, cutoff_rel=None, nest=False, pol=True, threads=0,
                  precision="double", backend="auto", accuracy=0.0, min_weight=None,
                  mask_mode="normalize", normalize=False, gaussian="harmonic", quadrature="ring",
-                 _cache=True):
+                 _cache=True, _once=False):
         # the library's arkcos_smoother (arkcos.h) holds every rule: missing
         # data, the narrow-kernel rule, the default cut, Q and U, NESTED order;
         # here the arguments are translated and the results wrapped
@@ -355,6 +355,9 @@ class Plan:
         o.threads = int(threads)
         o.accuracy = float(accuracy)
         o.cache_kernel_spectra = int(bool(_cache))
+        # one execute per plan (smoothing() of one map, or of I, Q, U, without
+        # a mask): the polar caps' direct weights computed in it, no tables
+        o.direct_weights = _lib.WEIGHTS_ON_THE_FLY if _once else _lib.WEIGHTS_AUTO
         spec.mask_mode = _lib.MASK_ZERO if mask_mode == "zero" else _lib.MASK_NORMALIZE
         if min_weight is not None and not 0 <= min_weight <= 1:
             raise ValueError(f"min_weight must be in [0, 1], got {min_weight}")
@@ -638,7 +641,8 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
                 cutoff=cutoff, cutoff_rel=cutoff_rel, nest=nest, pol=pol, threads=threads,
                 precision=precision, backend=backend, accuracy=accuracy, min_weight=min_weight,
                 mask_mode=mask_mode, normalize=normalize, gaussian=gaussian,
-                quadrature=quadrature, _cache=False)
+                quadrature=quadrature, _cache=False,
+                _once=mask is None and (arr.ndim == 1 or (bool(pol) and arr.shape[0] == 3)))
     try:
         return plan(map_in, mask=mask, return_weight=return_weight)
     finally:

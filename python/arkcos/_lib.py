@@ -38,7 +38,8 @@ class KernelSpec(Structure):
 class Options(Structure):
     _fields_ = [("mode", c_int), ("precision", c_int), ("backend", c_int), ("threads", c_int),
                 ("cache_kernel_spectra", c_int), ("device", c_int), ("oversample", c_int),
-                ("accuracy", c_double), ("spin", c_int), ("max_memory", c_double)]
+                ("accuracy", c_double), ("spin", c_int), ("max_memory", c_double),
+                ("direct_weights", c_int)]
 
 
 class StageTimes(Structure):
@@ -48,6 +49,7 @@ class StageTimes(Structure):
 
 
 MASK_NORMALIZE, MASK_ZERO = range(2)
+WEIGHTS_AUTO, WEIGHTS_TABLES, WEIGHTS_ON_THE_FLY = range(3)
 WARN_NARROW, WARN_SUBPIXEL, WARN_NOTE, WARN_INEXACT = 1, 2, 3, 4
 
 
