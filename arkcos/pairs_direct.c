@@ -612,7 +612,8 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc
 
 /* Doubles of the per-thread input buffer pair d needs */
 static size_t pair_xlen(const arkcos_ring *rg, const dpair *d) {
-  if (d->lanes == 4) return (d->wi ? 16 : 8) * (size_t)(d->bmax - d->bmin + d->maxlen + 1);
+  if (d->lanes == 4) /* a konst pair: and its two prefix sums (lanes_apply_c) */
+    return (d->wi ? 16 : d->konst ? 24 : 8) * (size_t)(d->bmax - d->bmin + d->maxlen + 2);
   return 6 * (size_t)rg[d->j].nph;
 }
 
@@ -841,13 +842,28 @@ typedef double v4d __attribute__((vector_size(32)));
 static void lanes_input(const arkcos_ring *rg, const dpair *d, const double *in, double *x) {
   const int64_t nj = rg[d->j].nph, nb = d->bmax - d->bmin + d->maxlen;
   const double *xj = in + rg[d->j].ofs, *xm = d->jm >= 0 ? in + rg[d->jm].ofs : xj;
-  for (int r = 0; r < 4; r++) { /* lane by lane, the ring index wrapped once */
-    int64_t q = wrap64(d->bmin + r * d->sj, nj);
-    for (int64_t b = 0; b < nb; b++) {
-      x[8 * b + r] = xj[q];
-      x[8 * b + 4 + r] = xm[q];
-      if (++q == nj) q = 0;
+  int64_t q[4];
+  for (int r = 0; r < 4; r++) q[r] = wrap64(d->bmin + r * d->sj, nj);
+  for (int64_t b = 0; b < nb;) { /* runs in which no lane's ring index wraps */
+    int64_t cnt = nb - b;
+    for (int r = 0; r < 4; r++)
+      if (nj - q[r] < cnt) cnt = nj - q[r];
+    const double *a0 = xj + q[0], *a1 = xj + q[1], *a2 = xj + q[2], *a3 = xj + q[3];
+    const double *m0 = xm + q[0], *m1 = xm + q[1], *m2 = xm + q[2], *m3 = xm + q[3];
+    double *o = x + 8 * b;
+    for (int64_t k = 0; k < cnt; k++, o += 8) {
+      o[0] = a0[k];
+      o[1] = a1[k];
+      o[2] = a2[k];
+      o[3] = a3[k];
+      o[4] = m0[k];
+      o[5] = m1[k];
+      o[6] = m2[k];
+      o[7] = m3[k];
     }
+    b += cnt;
+    for (int r = 0; r < 4; r++)
+      if ((q[r] += cnt) == nj) q[r] = 0;
   }
 }
 
@@ -880,19 +896,51 @@ LANES_APPLY(lanes_apply_d, double, w)
 LANES_APPLY(lanes_apply_f, float, wf)
 #undef LANES_APPLY
 
-/* Lanes 4, a konst pair: y[a + r P] += wconst sum_l x_j(b0_a + l + r sj) */
-static void lanes_apply_c(const dpair *d, const double *x, double *y, double *ym) {
+/* Lanes 4, a konst pair: y[a + r P] += wconst sum_l x_j(b0_a + l + r sj),
+ * each row's sum the difference of two prefix sums of the gathered input
+ * (after x: ph, the running sums, and pl, their rounding errors by
+ * TwoSum), so a row costs the same whatever its length (a 2 degree top-hat
+ * reads rows of up to a few hundred pixels). The difference errs by about
+ * u |row sum| + u^2 sum_b |x_b|, as a direct sum's rounding, within the
+ * bound's per-pair 64 u (arkcos_plan_set_bound). */
+static void lanes_apply_c(const dpair *d, double *x, double *y, double *ym) {
+  const int64_t nb = d->bmax - d->bmin + d->maxlen;
+  double *ph = x + 8 * nb, *pl = ph + 8 * (nb + 1);
+  v4d h = {0, 0, 0, 0}, l = h, hm = h, lm = h;
+  memcpy(ph, &h, sizeof h);
+  memcpy(ph + 4, &h, sizeof h);
+  memcpy(pl, &h, sizeof h);
+  memcpy(pl + 4, &h, sizeof h);
+  for (int64_t b = 0; b < nb; b++) {
+    v4d u, v;
+    memcpy(&u, x + 8 * b, sizeof u);
+    memcpy(&v, x + 8 * b + 4, sizeof v);
+    v4d sh = h + u, bb = sh - h; /* TwoSum */
+    l += (h - (sh - bb)) + (u - bb);
+    h = sh;
+    sh = hm + v;
+    bb = sh - hm;
+    lm += (hm - (sh - bb)) + (v - bb);
+    hm = sh;
+    memcpy(ph + 8 * (b + 1), &h, sizeof h);
+    memcpy(ph + 8 * (b + 1) + 4, &hm, sizeof hm);
+    memcpy(pl + 8 * (b + 1), &l, sizeof l);
+    memcpy(pl + 8 * (b + 1) + 4, &lm, sizeof lm);
+  }
   for (int64_t a = 0; a < d->P; a++) {
     const int64_t len = d->wlen[a];
-    const double *xa = x + 8 * (d->b0[a] - d->bmin);
-    v4d s = {0, 0, 0, 0}, t = {0, 0, 0, 0};
-    for (int64_t l = 0; l < len; l++) {
-      v4d u, v;
-      memcpy(&u, xa + 8 * l, sizeof u);
-      memcpy(&v, xa + 8 * l + 4, sizeof v);
-      s += u;
-      t += v;
-    }
+    if (!len) continue;
+    const int64_t o = 8 * (d->b0[a] - d->bmin), e = o + 8 * len;
+    v4d h0, h1, l0, l1, g0, g1, k0, k1;
+    memcpy(&h0, ph + o, sizeof h0);
+    memcpy(&h1, ph + e, sizeof h1);
+    memcpy(&l0, pl + o, sizeof l0);
+    memcpy(&l1, pl + e, sizeof l1);
+    memcpy(&g0, ph + o + 4, sizeof g0);
+    memcpy(&g1, ph + e + 4, sizeof g1);
+    memcpy(&k0, pl + o + 4, sizeof k0);
+    memcpy(&k1, pl + e + 4, sizeof k1);
+    const v4d s = (h1 - h0) + (l1 - l0), t = (g1 - g0) + (k1 - k0);
     for (int r = 0; r < 4; r++) y[a + r * d->P] += d->wconst * s[r];
     if (ym)
       for (int r = 0; r < 4; r++) ym[a + r * d->P] += d->wconst * t[r];
@@ -928,8 +976,10 @@ static void pair_apply(const arkcos_plan *p, const dpair *d, int t, const double
   const int i = p->task[t], i2 = p->mirror[i];
   if (d->lanes == 4) {
     lanes_input(rg, d, in, x);
-    (d->konst ? lanes_apply_c : d->w ? lanes_apply_d : lanes_apply_f)(d, x, out + rg[i].ofs,
-                                                                  d->jm >= 0 ? out + rg[i2].ofs : NULL);
+    if (d->konst)
+      lanes_apply_c(d, x, out + rg[i].ofs, d->jm >= 0 ? out + rg[i2].ofs : NULL);
+    else
+      (d->w ? lanes_apply_d : lanes_apply_f)(d, x, out + rg[i].ofs, d->jm >= 0 ? out + rg[i2].ofs : NULL);
     return;
   }
   loop_apply(&rg[d->j], d, in, x, out + rg[i].ofs);

@@ -368,14 +368,14 @@ static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error
   const int dw = direct_weights_mode(&p->opt);
   p->direct_fly = p->opt.backend != ARKCOS_BACKEND_GPU &&
                   (dw == ARKCOS_WEIGHTS_ON_THE_FLY || (dw == ARKCOS_WEIGHTS_AUTO && need > have));
-  if (p->direct_fly) need = 0;
-  if ((need > have || px > pxmax) && p->opt.spin == 2)
+  const int over = !p->direct_fly && need > have; /* tables asked for that do not fit */
+  if ((over || px > pxmax) && p->opt.spin == 2)
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "plan: this kernel is too wide for the exact spin-2 path: its support covers about "
                        "%.0f pixels (limit %.0f, ARKCOS_DIRECT_MAX_PIXELS) and the polar caps' tables would "
                        "hold %.2g GB%s (limit %.2g GB, ARKCOS_DIRECT_MAX_GB)",
                        px, pxmax, need / 1e9, nparts > 1 ? " on one rank" : "", have / 1e9);
-  if (need > have || px > pxmax) {
+  if (over || px > pxmax) {
     p->direct_caps = p->direct_fly = 0;
     snprintf(p->exactness, sizeof p->exactness,
              "the polar caps are not exact: the kernel's support covers about %.0f pixels (limit %.0f, "
