@@ -317,10 +317,12 @@ typedef struct arkcos_options {
    * machine's memory) and computes them in each execute where they do not;
    * ARKCOS_WEIGHTS_TABLES always tabulates them (a plan whose tables do not
    * fit sums the caps on the inexact Fourier path, as arkcos_plan_exactness
-   * says); ARKCOS_WEIGHTS_ON_THE_FLY never does: the plan holds no tables
-   * and each execute computes the weights it uses, taking about what the
-   * tables cost to build (the right choice for a plan executed once; the
-   * outputs are bit-identical). $ARKCOS_DIRECT_WEIGHTS=tables|fly overrides. */
+   * says); ARKCOS_WEIGHTS_ON_THE_FLY never does (double precision, exact
+   * plans; the others tabulate, rounding weights to float where their bound
+   * allows): the plan holds no tables and each execute computes the weights
+   * it uses, taking about what the tables cost to build (the right choice
+   * for a plan executed once; the outputs are bit-identical).
+   * $ARKCOS_DIRECT_WEIGHTS=tables|fly overrides. */
   int direct_weights;
 } arkcos_options;
 

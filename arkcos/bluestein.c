@@ -8,8 +8,9 @@
  * 1-4 ms for each even with FFTW_ESTIMATE (3.9 s for the 511 lengths at
  * nside 512, growing faster than nside): more than the whole smoothing on a
  * first call. Bluestein's algorithm needs FFTs of a few power-of-two sizes
- * only, which FFTW plans in microseconds, plus a chirp and its spectrum per
- * length, computed once per plan in O(M log M).
+ * only, which FFTW plans in microseconds. The chirp and its spectrum are
+ * computed by each transform in its work buffer (prepare: one more FFT of
+ * length M), not held per length.
  *
  * The real DFT of length n = 2 h comes from the complex DFT of length h of
  * z_k = x_2k + i x_2k+1 (even and odd samples; the usual split), and that
@@ -37,21 +38,30 @@ static fftw_plan arkcos_fftw_c2c(int64_t n, int sign) { return (fftw_plan)arkcos
 
 struct arkcos_bluestein {
   int64_t n, h, M;
-  double *chirp;      /* c_j = e^{-i pi j^2 / h}, j < h: (re, im) pairs */
-  double *bspec;      /* FFT_M of b_j = conj(c_|j|) on |j| < h (wrapped), over M */
-  double *tw;         /* e^{-2 pi i m / n}, m <= h / 2: the split's twiddles */
+  int64_t S;          /* the roots' table split: W^q = hi[q / S] lo[q % S] */
   fftw_plan fwd, bwd; /* complex FFTs of length M, in place (shared, never freed) */
 };
 
-size_t arkcos_bluestein_work(const arkcos_bluestein *b) { return 2 * (size_t)b->M + 2 * (size_t)b->h + 8; }
+/* What a transform computes in its work buffer, not held by the plan (a
+ * cap's lengths are all distinct: their chirps and spectra took 16 (M + n)
+ * bytes each, 317 MB at nside 2048 and 1.3 GB at 4096). Doubles, in order:
+ * the tag, w (2 M), B (2 M), Y (2 h + 2), c (2 h), tw (2 h + 2), lo (2 S),
+ * hi (2 (2 h / S + 1)). A new work buffer must be zeroed (no tag). */
+enum { TAG = 8 }; /* work[0 .. 7] (64 bytes, the FFTs keep their alignment): n and M of what prepare left there, so a
+                   * ring's mirror (the same length, next in the thread)
+                   * reuses it */
+static size_t off_B(const arkcos_bluestein *b) { return TAG + 2 * (size_t)b->M; }
+static size_t off_Y(const arkcos_bluestein *b) { return TAG + 4 * (size_t)b->M; }
+static size_t off_c(const arkcos_bluestein *b) { return off_Y(b) + 2 * (size_t)b->h + 2; }
+static size_t off_tw(const arkcos_bluestein *b) { return off_c(b) + 2 * (size_t)b->h; }
+static size_t off_lo(const arkcos_bluestein *b) { return off_tw(b) + 2 * (size_t)b->h + 2; }
+static size_t off_hi(const arkcos_bluestein *b) { return off_lo(b) + 2 * (size_t)b->S; }
 
-void arkcos_bluestein_destroy(arkcos_bluestein *b) {
-  if (!b) return;
-  fftw_free(b->chirp);
-  fftw_free(b->bspec);
-  fftw_free(b->tw);
-  free(b);
+size_t arkcos_bluestein_work(const arkcos_bluestein *b) {
+  return off_hi(b) + 2 * (size_t)(2 * b->h / b->S + 1) + 8;
 }
+
+void arkcos_bluestein_destroy(arkcos_bluestein *b) { free(b); }
 
 /* Thread-safe: the FFTs come from cpu.c's cache (arkcos_fftw_pow2), which
  * takes FFTW's planner lock. */
@@ -63,50 +73,74 @@ arkcos_bluestein *arkcos_bluestein_create(int64_t n) {
   b->h = n / 2;
   b->M = 1;
   while (b->M < 2 * b->h - 1) b->M *= 2;
-  const int64_t h = b->h, M = b->M;
-  b->chirp = fftw_malloc(sizeof(double) * 2 * (size_t)h);
-  b->bspec = fftw_malloc(sizeof(double) * 2 * (size_t)M);
-  b->tw = fftw_malloc(sizeof(double) * 2 * (size_t)(h + 1));
-  if (!b->chirp || !b->bspec || !b->tw) {
-    arkcos_bluestein_destroy(b);
-    return NULL;
-  }
-  for (int64_t j = 0; j < h; j++) {
-    const int64_t q = (int64_t)(((unsigned __int128)j * (unsigned __int128)j) % (unsigned __int128)(2 * h));
-    const double a = M_PI * (double)q / (double)h;
-    b->chirp[2 * j] = cos(a);
-    b->chirp[2 * j + 1] = -sin(a);
-  }
-  for (int64_t m = 0; m <= h; m++) {
-    const double a = 2 * M_PI * (double)m / (double)n;
-    b->tw[2 * m] = cos(a);
-    b->tw[2 * m + 1] = -sin(a);
-  }
-  memset(b->bspec, 0, sizeof(double) * 2 * (size_t)M);
-  const double inv = 1.0 / (double)M;
-  for (int64_t j = 0; j < h; j++) { /* conj(c_j) at j and M - j, with the 1 / M */
-    b->bspec[2 * j] = inv * b->chirp[2 * j];
-    b->bspec[2 * j + 1] = -inv * b->chirp[2 * j + 1];
-    if (j > 0) {
-      b->bspec[2 * (M - j)] = b->bspec[2 * j];
-      b->bspec[2 * (M - j) + 1] = b->bspec[2 * j + 1];
-    }
-  }
-  b->fwd = arkcos_fftw_c2c(M, FFTW_FORWARD);
-  b->bwd = arkcos_fftw_c2c(M, FFTW_BACKWARD);
+  b->S = 1;
+  while (b->S * b->S < 2 * b->h) b->S++;
+  b->fwd = arkcos_fftw_c2c(b->M, FFTW_FORWARD);
+  b->bwd = arkcos_fftw_c2c(b->M, FFTW_BACKWARD);
   if (!b->fwd || !b->bwd) {
     arkcos_bluestein_destroy(b);
     return NULL;
   }
-  fftw_execute_dft(b->fwd, (fftw_complex *)b->bspec, (fftw_complex *)b->bspec);
   return b;
 }
 
+/* The chirp c_j = W^(j^2 mod 2 h), W = e^{-i pi / h} (j^2 reduced exactly,
+ * in integers), the split's twiddles tw_m = e^{-2 pi i m / n} = W^m, and
+ * B, the FFT of b_j = conj(c_|j|) on |j| < h (wrapped) over M, into the
+ * work buffer. Each power of W is one product of two table entries
+ * computed by sin and cos (sqrt(2 h) of each), so c and tw round as the
+ * direct sin and cos do, to about 2 units. */
+static void prepare(const arkcos_bluestein *b, double *work) {
+  const int64_t h = b->h, M = b->M, S = b->S, nh = 2 * h / S + 1;
+  if (work[0] == (double)b->n && work[1] == (double)M) return; /* there already */
+  work[0] = work[1] = 0;
+  double *lo = work + off_lo(b), *hi = work + off_hi(b), *c = work + off_c(b), *tw = work + off_tw(b);
+  double *B = work + off_B(b);
+  for (int64_t k = 0; k < S; k++) {
+    const double a = M_PI * (double)k / (double)h;
+    lo[2 * k] = cos(a);
+    lo[2 * k + 1] = -sin(a);
+  }
+  for (int64_t k = 0; k < nh; k++) {
+    const double a = M_PI * (double)(k * S) / (double)h;
+    hi[2 * k] = cos(a);
+    hi[2 * k + 1] = -sin(a);
+  }
+#define W_POW(q, re, im)                                                      \
+  do {                                                                        \
+    const double *u_ = hi + 2 * ((q) / S), *v_ = lo + 2 * ((q) % S);          \
+    re = u_[0] * v_[0] - u_[1] * v_[1];                                       \
+    im = u_[0] * v_[1] + u_[1] * v_[0];                                       \
+  } while (0)
+  int64_t q = 0; /* j^2 mod 2 h, stepped by 2 j + 1 */
+  for (int64_t j = 0; j < h; j++) {
+    W_POW(q, c[2 * j], c[2 * j + 1]);
+    q += 2 * j + 1;
+    q %= 2 * h;
+  }
+  for (int64_t m = 0; m <= h; m++) W_POW(m, tw[2 * m], tw[2 * m + 1]);
+#undef W_POW
+  memset(B, 0, sizeof(double) * 2 * (size_t)M);
+  const double inv = 1.0 / (double)M;
+  for (int64_t j = 0; j < h; j++) { /* conj(c_j) at j and M - j, with the 1 / M */
+    B[2 * j] = inv * c[2 * j];
+    B[2 * j + 1] = -inv * c[2 * j + 1];
+    if (j > 0) {
+      B[2 * (M - j)] = B[2 * j];
+      B[2 * (M - j) + 1] = B[2 * j + 1];
+    }
+  }
+  fftw_execute_dft(b->fwd, (fftw_complex *)B, (fftw_complex *)B);
+  work[0] = (double)b->n;
+  work[1] = (double)M;
+}
+
 /* Complex DFT of length h of z (h (re, im) pairs) into y, sign -1 (dir 0)
- * or +1 (dir 1); w: 2 M doubles, aligned as fftw_malloc's. */
-static void czt(const arkcos_bluestein *b, const double *z, double *y, int dir, double *w) {
+ * or +1 (dir 1); work as prepare left it (w, its first 2 M doubles, free). */
+static void czt(const arkcos_bluestein *b, const double *z, double *y, int dir, double *work) {
   const int64_t h = b->h, M = b->M;
-  const double *c = b->chirp, *B = b->bspec;
+  double *w = work + TAG;
+  const double *c = work + off_c(b), *B = work + off_B(b);
   const double sg = dir ? -1.0 : 1.0; /* dir 1: the conjugate chirp */
   for (int64_t k = 0; k < h; k++) {
     const double cr = c[2 * k], ci = sg * c[2 * k + 1], zr = z[2 * k], zi = z[2 * k + 1];
@@ -141,14 +175,16 @@ static void czt(const arkcos_bluestein *b, const double *z, double *y, int dir, 
  * (FFTW's r2c); work: arkcos_bluestein_work doubles, aligned. */
 void arkcos_bluestein_r2c(const arkcos_bluestein *b, const double *x, double *X, double *work) {
   const int64_t h = b->h;
-  double *w = work, *Y = work + 2 * b->M;
-  czt(b, x, Y, 0, w); /* x read as h complex values: z_k = x_2k + i x_2k+1 */
+  double *Y = work + off_Y(b);
+  const double *tw = work + off_tw(b);
+  prepare(b, work);
+  czt(b, x, Y, 0, work); /* x read as h complex values: z_k = x_2k + i x_2k+1 */
   for (int64_t m = 0; m <= h; m++) {
     const int64_t a = m % h, c = (h - m) % h;
     /* E = (Y_a + conj(Y_c)) / 2, O = (Y_a - conj(Y_c)) / 2i */
     const double er = 0.5 * (Y[2 * a] + Y[2 * c]), ei = 0.5 * (Y[2 * a + 1] - Y[2 * c + 1]);
     const double orr = 0.5 * (Y[2 * a + 1] + Y[2 * c + 1]), oi = -0.5 * (Y[2 * a] - Y[2 * c]);
-    const double tr = b->tw[2 * m], ti = b->tw[2 * m + 1];
+    const double tr = tw[2 * m], ti = tw[2 * m + 1];
     X[2 * m] = er + orr * tr - oi * ti;
     X[2 * m + 1] = ei + orr * ti + oi * tr;
   }
@@ -158,17 +194,19 @@ void arkcos_bluestein_r2c(const arkcos_bluestein *b, const double *x, double *X,
  * m <= n / 2 (FFTW's c2r, unnormalised); X is not modified. */
 void arkcos_bluestein_c2r(const arkcos_bluestein *b, const double *X, double *x, double *work) {
   const int64_t h = b->h;
-  double *w = work, *Z = work + 2 * b->M;
+  double *Z = work + off_Y(b);
+  const double *tw = work + off_tw(b);
+  prepare(b, work);
   for (int64_t m = 0; m < h; m++) {
     /* X_m = E_m + t_m O_m, X_(m+h) = conj(X_(h-m)) = E_m - t_m O_m */
     /* the imaginary parts of X_0 and X_h are ignored, as FFTW does */
     const double xr = X[2 * m], xi = m ? X[2 * m + 1] : 0, yr = X[2 * (h - m)], yi = m ? -X[2 * (h - m) + 1] : 0;
     const double er = 0.5 * (xr + yr), ei = 0.5 * (xi + yi);
     const double dr = 0.5 * (xr - yr), di = 0.5 * (xi - yi);
-    const double tr = b->tw[2 * m], ti = -b->tw[2 * m + 1]; /* 1 / t_m = conj(t_m) */
+    const double tr = tw[2 * m], ti = -tw[2 * m + 1]; /* 1 / t_m = conj(t_m) */
     const double orr = dr * tr - di * ti, oi = dr * ti + di * tr;
     Z[2 * m] = 2 * (er - oi); /* Z = E + i O, doubled: c2r is n x, the inverse DFT of length h gives h z */
     Z[2 * m + 1] = 2 * (ei + orr);
   }
-  czt(b, Z, x, 1, w); /* writes z_k = x_2k + i x_2k+1 */
+  czt(b, Z, x, 1, work); /* writes z_k = x_2k + i x_2k+1 */
 }

@@ -161,8 +161,13 @@ static inline void SFX(ring_spectrum)(const arkcos_plan *p, const SFX(cpu_state)
 /* Stage "map FFT": every ring's spectrum, extended to the modes pairs read */
 static void SFX(ring_ffts_in)(const arkcos_plan *p, const SFX(cpu_state) *s, const double *in) {
   const int nr = p->geom->nrings;
-#pragma omp parallel for schedule(dynamic, 4) num_threads(s->nthreads)
-  for (int j = 0; j < nr; j++) SFX(ring_spectrum)(p, s, in, j);
+  /* a ring and its mirror together: a cap ring's DFT then reuses the
+   * chirp its mirror's prepared (bluestein.c) */
+#pragma omp parallel for schedule(dynamic, 2) num_threads(s->nthreads)
+  for (int j = 0; j < (nr + 1) / 2; j++) {
+    SFX(ring_spectrum)(p, s, in, j);
+    if (nr - 1 - j != j) SFX(ring_spectrum)(p, s, in, nr - 1 - j);
+  }
 }
 
 /* Output ring io from its accumulated spectrum (ar, ai; amax modes; ar

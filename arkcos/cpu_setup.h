@@ -258,10 +258,10 @@ static int SFX(setup_bluestein)(arkcos_plan *p, SFX(cpu_state) *s, const unsigne
     if (!s->blue_own[b]) bfail = 1;
     else if (arkcos_bluestein_work(s->blue_own[b]) > bmax) bmax = arkcos_bluestein_work(s->blue_own[b]);
   }
-  double bbytes = 0; /* chirp, its spectrum and twiddles: 2 n + 2 M doubles */
+  double bbytes = 0; /* a length's record; its chirp and spectrum are the work buffer's */
   for (int b = 0; b < s->nblue; b++) {
     s->blue[bring[b]] = s->blue_own[b];
-    if (s->blue_own[b]) bbytes += 8.0 * ((double)arkcos_bluestein_work(s->blue_own[b]) + (double)rg[bring[b]].nph);
+    if (s->blue_own[b]) bbytes += 64;
   }
   for (int j = 0; j < nr; j++) {
     const int jm = p->mirror[j];
@@ -275,6 +275,8 @@ static int SFX(setup_bluestein)(arkcos_plan *p, SFX(cpu_state) *s, const unsigne
   if (s->nblue) s->bwork = (double *)FFTWP(malloc)(sizeof(double) * s->bwstride * (size_t)s->nthreads);
   if (bfail || (s->nblue && !s->bwork))
     return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory (the caps' ring DFTs)");
+  for (int t = 0; t < s->nthreads && s->bwork; t++) /* no chirp prepared yet (bluestein.c) */
+    memset(s->bwork + (size_t)t * s->bwstride, 0, sizeof(double) * 8);
   p->bytes += (size_t)bbytes + sizeof(double) * s->bwstride * (size_t)s->nthreads;
   return ARKCOS_OK;
 }

@@ -365,9 +365,12 @@ static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error
                pxmax = env_double("ARKCOS_DIRECT_MAX_PIXELS", p->opt.backend == ARKCOS_BACKEND_GPU ? gpu_px : 4000);
   /* the weights on the fly where asked, or where the tables do not fit
    * and the caller did not insist on tables (direct_weights) */
+  /* (on the fly as asked: double precision, exact plans; the others
+   * round some weights to float by their bound, arkcos_plan_set_bound) */
   const int dw = direct_weights_mode(&p->opt);
+  const int exact_double = p->opt.precision == ARKCOS_DOUBLE && !(p->opt.accuracy > 0);
   p->direct_fly = p->opt.backend != ARKCOS_BACKEND_GPU &&
-                  (dw == ARKCOS_WEIGHTS_ON_THE_FLY || (dw == ARKCOS_WEIGHTS_AUTO && need > have));
+                  ((dw == ARKCOS_WEIGHTS_ON_THE_FLY && exact_double) || (dw == ARKCOS_WEIGHTS_AUTO && need > have));
   const int over = !p->direct_fly && need > have; /* tables asked for that do not fit */
   if ((over || px > pxmax) && p->opt.spin == 2)
     return arkcos_fail(err, ARKCOS_EINVAL,
@@ -608,12 +611,14 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
     return;
   }
   /* The direct tables' weights, plus their window ends, pair records and
-   * per-thread gather buffers (measured about 30 % more than the weights in
-   * double; spin-2 weights are complex, counted in full); scalar single
-   * precision plans hold the weights in float. A top-hat's scalar pairs
-   * hold no weights, only their rows' extents, counted in full. */
+   * per-thread gather buffers (measured 60 % more than the weights in
+   * double: nside 1024 and 2048 at 2.8 pixels, 384 and 1531 MB held
+   * against 240 and 968 MB of weights; spin-2 weights are complex, counted
+   * in full); scalar single precision plans hold the weights in float. A
+   * top-hat's scalar pairs hold no weights, only their rows' extents,
+   * counted in full. */
   const int konst = p->kf.type == ARKCOS_KERNEL_TOPHAT && p->opt.spin == 0;
-  const double dscale = p->opt.spin == 2 || konst ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 0.95 : 1.3;
+  const double dscale = p->opt.spin == 2 || konst ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 1.17 : 1.6;
   e->tables = !p->direct_caps || p->opt.backend == ARKCOS_BACKEND_GPU ? 0
               : p->direct_fly ? arkcos_direct_fly_bytes(p, lo, hi, nt)
                               : dscale * arkcos_direct_estimate_bytes(p, lo, hi);
@@ -648,8 +653,9 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
   qsort(len, (size_t)nlen, sizeof *len, cmp_int64);
   /* rings shorter than L: none transformed with direct caps (their pairs
    * are all direct; spin 2 likewise); else Bluestein's DFTs (bluestein.c):
-   * a chirp, its spectrum on M >= n - 1 points (a power of two) and
-   * twiddles, 16 (M + n) bytes, and per thread a workspace */
+   * per thread a workspace of two M-point FFTs (M >= n - 1, a power of
+   * two), the chirp, its spectrum and the twiddles, about 4 M + 3 n
+   * doubles, and the ring's own buffers */
   const int caps_fourier = !p->direct_caps && p->opt.spin == 0;
   int64_t bmax = 0;
   for (int q = 0; q < nlen; q++) {
@@ -659,13 +665,13 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
     } else if (caps_fourier && len[q] % 2 == 0) {
       int64_t M = 1;
       while (M < len[q] - 1) M *= 2;
-      e->fft += 16 * (double)(M + len[q]);
+      e->fft += 64;
       if (M > bmax) bmax = M;
     } else if (caps_fourier) {
       e->fft += 10 * (double)len[q];
     }
   }
-  e->fft += (double)nt * 8 * (double)(4 * bmax + 16);
+  e->fft += (double)nt * 8 * (double)(8 * bmax + 64);
   free(len);
   e->pixels_out = out;
   e->pixels_in = in;
@@ -678,7 +684,55 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
    * oversampling q */
   int uniform = 1;
   for (int j = 0; j < g->nrings; j++) uniform &= g->rings[j].nph == p->L;
-  if (p->opt.spin == 2 || uniform || (p->direct_caps && !(p->opt.accuracy > 0))) {
+  double *rowj = NULL;
+  unsigned char *fread = p->opt.spin == 0 && p->direct_caps && !(p->opt.accuracy > 0)
+                             ? calloc((size_t)g->nrings + 1, 1) : NULL;
+  if (fread) {
+    /* direct caps: a row of the grid's modes for each ring a Fourier pair
+     * reads (pairs of two rings of length L; cpu_setup.h, ring_nm), none for
+     * the rings read only by direct pairs (nside 2048 at 2.8 pixels: 269
+     * against the 483 MB of 1.2 values per pixel) */
+    double vals = 0;
+    for (int t = lo; t < hi; t++) {
+      const int i = p->task[t], i2 = p->mirror[i];
+      for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+        if (arkcos_pair_is_direct(p, i, j)) continue;
+        fread[j] = 1;
+        if (i2 >= 0 && i2 != i && p->mirror[j] >= 0) fread[p->mirror[j]] = 1;
+      }
+    }
+    for (int j = 0; j < g->nrings; j++) vals += fread[j] ? (double)((p->nm + 7) / 8 * 8) : 0;
+    e->spectra = 2 * rsz * vals;
+    free(fread);
+  } else if (p->smooth_caps && !(getenv("ARKCOS_BAND_LIMIT") && !strcmp(getenv("ARKCOS_BAND_LIMIT"), "0")) &&
+             (rowj = calloc((size_t)g->nrings + 1, sizeof(double)))) {
+    /* smooth caps: a pair's row is its grid's modes, the coarsest grid
+     * that holds its band limit need = bl r + 8 (cpu_pairspec.h, pair_grid
+     * and pair_len; bl as setup_grids sets it): fewer than 2 need + 2 modes
+     * (grids halve), at most the oversampled grid's; a belt pair keeps the
+     * L grid unless one of L / 2 points holds it. A ring's row: its pairs'
+     * longest (nside 2048 at 5 px: 546 against the 806 MB of full rows) */
+    const double sigma = sqrt(0.5 / p->kf.inv2s2), c = p->kf.cutoff, ch = 2 * sin(0.5 * c);
+    const double bl = 1.2 * 8.85 * (c / ch) / sigma;
+    const int64_t q = p->opt.oversample > 0 ? (p->opt.oversample < 8 ? p->opt.oversample : 8)
+                                            : arkcos_auto_oversample(&p->kf, p->L);
+    const double nmacc = (double)(q * p->L / 2 + 1), nml = (double)(p->L / 2 + 1);
+    for (int t = lo; t < hi; t++) {
+      const int i = p->task[t], i2 = p->mirror[i];
+      for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+        const double need = bl * sqrt(p->sin_theta[i] * p->sin_theta[j]) + 8;
+        const int belt = g->rings[i].nph == p->L && g->rings[j].nph == p->L;
+        double row = belt ? (need <= (double)(p->L / 4 + 1) ? 2 * need + 2 : nml) : fmin(nmacc, 2 * need + 2);
+        if (belt && row > nml) row = nml;
+        if (row > rowj[j]) rowj[j] = row;
+        if (i2 >= 0 && i2 != i && p->mirror[j] >= 0 && row > rowj[p->mirror[j]]) rowj[p->mirror[j]] = row;
+      }
+    }
+    double vals = 0;
+    for (int j = 0; j < g->nrings; j++) vals += rowj[j] > 0 ? ceil(rowj[j] / 8) * 8 + 8 : 0;
+    e->spectra = 2 * rsz * vals;
+    free(rowj);
+  } else if (p->opt.spin == 2 || uniform || (p->direct_caps && !(p->opt.accuracy > 0))) {
     e->spectra = (p->opt.spin == 2 ? 2.2 : 1.2) * (double)in * rsz;
   } else {
     int64_t q = 1;

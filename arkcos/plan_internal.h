@@ -177,7 +177,9 @@ void arkcos_fftw_wisdom_load(void);
 /* bluestein.c: real DFTs of any even length through power-of-two FFTs, for
  * the cap rings (FFTW's planner would take 1-4 ms per awkward length).
  * r2c / c2r as FFTW's (unnormalised; n / 2 + 1 (re, im) pairs); work holds
- * arkcos_bluestein_work doubles, aligned as fftw_malloc's. Thread-safe. */
+ * arkcos_bluestein_work doubles, aligned as fftw_malloc's, its first 8
+ * zeroed when new (the chirp a transform prepares there is reused by the
+ * next of the same length). Thread-safe. */
 typedef struct arkcos_bluestein arkcos_bluestein;
 arkcos_bluestein *arkcos_bluestein_create(int64_t n);
 void arkcos_bluestein_destroy(arkcos_bluestein *b);

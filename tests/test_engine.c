@@ -726,6 +726,7 @@ TEST_GROUP(bluestein_vs_fftw) {
     double *x = fftw_malloc(sizeof(double) * (size_t)(n + 2)), *X = fftw_malloc(sizeof(double) * (size_t)(n + 2));
     double *Y = fftw_malloc(sizeof(double) * (size_t)(n + 2)), *y = fftw_malloc(sizeof(double) * (size_t)(n + 2));
     double *w = fftw_malloc(sizeof(double) * arkcos_bluestein_work(b));
+    if (w) memset(w, 0, 8 * sizeof(double)); /* no chirp prepared in it yet */
     fftw_plan f = fftw_plan_dft_r2c_1d((int)n, x, (fftw_complex *)X, FFTW_ESTIMATE);
     fftw_plan g = fftw_plan_dft_c2r_1d((int)n, (fftw_complex *)Y, y, FFTW_ESTIMATE);
     uint64_t st = 12345 + (uint64_t)n;
