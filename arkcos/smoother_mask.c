@@ -187,43 +187,52 @@ static int smooth_weight(call *c, wset *w, arkcos_error *err) {
   return rc;
 }
 
-/* A(1) of normalize, once per smoother: positive everywhere or EINVAL.
- * scratch (or NULL): a map no longer needed, for the map of ones. */
-static int ensure_norm(call *c, double *scratch, arkcos_error *err) {
+/* A(1) into w: the plan's constant map where it has one (no map of ones;
+ * with the direct weights on the fly, A(1)'s direct part kept by the map's
+ * execute), else the map of ones (in scratch, or made) smoothed, by the
+ * smoother's own plan or, where that one trades accuracy, by an exact plan
+ * (the divisor of every map, Q and U included, which stay exact). */
+static int smooth_ones(call *c, double *scratch, double *w, arkcos_error *err) {
   arkcos_smoother *s = c->s;
-  if (s->norm_w || !s->normalize) return ARKCOS_OK;
   const int64_t npix = c->npix;
-  double *w = malloc(sizeof *w * (size_t)npix), *one = NULL;
-  if (!w) return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight map");
-  const int exact = !(s->spec.options.accuracy > 0 && !(s->has_op && s->op.harmonic) && !s->identity);
-  int rc = exact ? arkcos_smoother_prepare(s, 0, err) : ARKCOS_OK;
-  if (!rc && exact && !s->has_op && !s->identity && arkcos_plan_constant(s->plan[0], 1.0, w, c->nthreads)) {
-    /* the plan's constant map: no map of ones (and, with the direct weights
-     * on the fly, A(1)'s direct part kept by the map's execute) */
-    arkcos_stage_times t;
-    arkcos_plan_stages(s->plan[0], &t);
-    smoother_stages_add(&s->last.stages, &t);
-    goto check;
+  const int own = !(s->spec.options.accuracy > 0 && !(s->has_op && s->op.harmonic) && !s->identity);
+  if (own && !s->has_op && !s->identity) {
+    const int rc = arkcos_smoother_prepare(s, 0, err);
+    if (rc) return rc;
+    if (arkcos_plan_constant(s->plan[0], 1.0, w, c->nthreads)) {
+      arkcos_stage_times t;
+      arkcos_plan_stages(s->plan[0], &t);
+      smoother_stages_add(&s->last.stages, &t);
+      return ARKCOS_OK;
+    }
   }
-  if (!rc && !(one = scratch ? scratch : malloc(sizeof *one * (size_t)npix)))
-    rc = arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight map");
-  for (int64_t p = 0; !rc && p < npix; p++) one[p] = 1;
-  if (rc) {
-    /* failed above */
-  } else if (!exact) {
-    /* the divisor of every map, Q and U included, which stay exact
-     * whatever accuracy lets the scalar plan do: an exact plan makes it */
+  double *one = scratch ? scratch : malloc(sizeof *one * (size_t)npix);
+  if (!one) return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight map");
+  for (int64_t p = 0; p < npix; p++) one[p] = 1;
+  int rc;
+  if (own) {
+    rc = smoother_apply0(s, one, w, err);
+  } else {
     arkcos_options o = s->spec.options;
     o.accuracy = 0;
     o.spin = 0;
     arkcos_plan *p = arkcos_plan_create(s->g, s->k[0], &o, err);
     rc = p ? arkcos_execute(p, one, w, err) : (err && err->code ? err->code : ARKCOS_ERUNTIME);
     arkcos_plan_destroy(p);
-  } else {
-    rc = smoother_apply0(s, one, w, err);
   }
   if (one != scratch) free(one);
-check:;
+  return rc;
+}
+
+/* A(1) of normalize, once per smoother: positive everywhere or EINVAL.
+ * scratch (or NULL): a map no longer needed, for the map of ones. */
+static int ensure_norm(call *c, double *scratch, arkcos_error *err) {
+  arkcos_smoother *s = c->s;
+  if (s->norm_w || !s->normalize) return ARKCOS_OK;
+  const int64_t npix = c->npix;
+  double *w = malloc(sizeof *w * (size_t)npix);
+  if (!w) return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight map");
+  int rc = smooth_ones(c, scratch, w, err);
   int64_t bad = 0;
   for (int64_t p = 0; !rc && p < npix; p++) bad += !(w[p] > 0);
   if (!rc && bad)
