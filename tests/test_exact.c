@@ -950,6 +950,15 @@ TEST_GROUP(direct_weights_on_the_fly) {
         }
         printf("  %-40s estimate %.3g MB with tables, %.3g MB on the fly\n", label, et / 1e6, ef / 1e6);
         CHECK(ef > 0 && ef < et, "%s: estimate on the fly %.3g MB, with tables %.3g MB", label, ef / 1e6, et / 1e6);
+        /* $ARKCOS_DIRECT_WEIGHTS over the option, both ways */
+        double e1 = 0, e2 = 0;
+        setenv("ARKCOS_DIRECT_WEIGHTS", "tables", 1);
+        arkcos_plan_destroy(plan_weights(g, k, 0, ARKCOS_WEIGHTS_ON_THE_FLY, &e1));
+        setenv("ARKCOS_DIRECT_WEIGHTS", "fly", 1);
+        arkcos_plan_destroy(plan_weights(g, k, 0, ARKCOS_WEIGHTS_TABLES, &e2));
+        unsetenv("ARKCOS_DIRECT_WEIGHTS");
+        CHECK(e1 == et && e2 == ef, "%s: ARKCOS_DIRECT_WEIGHTS should override the option (%.3g, %.3g MB)", label,
+              e1 / 1e6, e2 / 1e6);
         free(ref);
         free(yt);
         free(yf);
