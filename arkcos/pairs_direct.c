@@ -1256,12 +1256,15 @@ int arkcos_direct_execute_constant(arkcos_plan *p, const double *in, double *out
   while (first < g->nrings && !need[first]) first++;
   const double c = first < g->nrings ? in[rg[first].ofs] : 0;
   int other = first == g->nrings;
-  for (int j = first; j < g->nrings && !other; j++) /* most maps stop at their second pixel */
-    for (int64_t k = 0; need[j] && k < rg[j].nph; k++)
-      if (!(in[rg[j].ofs + k] == c)) {
-        other = 1;
-        break;
-      }
+  for (int64_t k = 0; !other && k < rg[first].nph; k++) /* most maps stop at their second pixel */
+    other = !(in[rg[first].ofs + k] == c);
+#pragma omp parallel for schedule(dynamic, 16) num_threads(nthreads > 0 ? nthreads : omp_get_max_threads()) \
+    reduction(| : other)
+  for (int j = first + 1; j < g->nrings; j++) { /* the rest, a constant map's whole scan, in parallel */
+    int o = 0;
+    for (int64_t k = 0; need[j] && !other && !o && k < rg[j].nph; k++) o = !(in[rg[j].ofs + k] == c);
+    other |= o;
+  }
   free(need);
   if (other) return 0;
   return constant_execute(p, c, out, nthreads);

@@ -208,6 +208,7 @@ static int smooth_ones(call *c, double *scratch, double *w, arkcos_error *err) {
   }
   double *one = scratch ? scratch : malloc(sizeof *one * (size_t)npix);
   if (!one) return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight map");
+#pragma omp parallel for schedule(static) num_threads(c->nthreads)
   for (int64_t p = 0; p < npix; p++) one[p] = 1;
   int rc;
   if (own) {
@@ -234,7 +235,10 @@ static int ensure_norm(call *c, double *scratch, arkcos_error *err) {
   if (!w) return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight map");
   int rc = smooth_ones(c, scratch, w, err);
   int64_t bad = 0;
-  for (int64_t p = 0; !rc && p < npix; p++) bad += !(w[p] > 0);
+  if (!rc) {
+#pragma omp parallel for schedule(static) num_threads(c->nthreads) reduction(+ : bad)
+    for (int64_t p = 0; p < npix; p++) bad += !(w[p] > 0);
+  }
   if (!rc && bad)
     rc = arkcos_fail(err, ARKCOS_EINVAL,
                      "normalize: the kernel's discrete sum is not positive at %lld of %lld pixels "
