@@ -16,19 +16,25 @@ cd "$(dirname "$0")/.."
 #    (pip, in a virtual environment made here; left out if pip cannot get
 #    it), Gaussians 1.5 px to 2 deg, top-hats, I Q U (scripts/onecall.py).
 #    ONECALL_NSIDES (default 256,512,1024); ONECALL=0 skips it.
+venv="${BUILD:-build}/bench-venv"
+py=/usr/bin/python3
+if [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv" >/dev/null 2>&1; then
+  "$venv/bin/python" -c "import ducc0" 2>/dev/null || "$venv/bin/pip" install -q ducc0 >/dev/null 2>&1 ||
+    echo "bench: ducc0 could not be installed (pip); its columns stay empty"
+  py="$venv/bin/python"
+fi
 if [ "${ONECALL:-1}" != 0 ]; then
-  venv="${BUILD:-build}/bench-venv"
-  py=/usr/bin/python3
-  if [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv" >/dev/null 2>&1; then
-    "$venv/bin/python" -c "import ducc0" 2>/dev/null || "$venv/bin/pip" install -q ducc0 >/dev/null 2>&1 ||
-      echo "bench: ducc0 could not be installed (pip); its column stays empty"
-    py="$venv/bin/python"
-  fi
   "$py" scripts/onecall.py --arkcos "${BUILD:-build}/arkcos" --threads "${THREADS:-2}" \
     --nsides "${ONECALL_NSIDES:-256,512,1024}" --json "${BUILD:-build}/onecall.json"
 fi
 bin="${BUILD:-build}/tools/bench"
 "$bin" --threads "${THREADS:-2}" --nside "${NSIDES:-512,1024,2048}" "$@"
 "$bin" --threads "${THREADS:-2}" --nside "${TOPHAT_NSIDES:-1024,2048}" --tophat-px 10 --no-cache
-"$bin" --threads "${THREADS:-2}" --support-sweep "${SWEEP_NSIDE:-1024}"
+# the support sweep beside ducc0's iter 0 (its time does not depend on the kernel)
+if "$py" -c "import ducc0, healpy" 2>/dev/null; then
+  "$bin" --threads "${THREADS:-2}" --support-sweep "${SWEEP_NSIDE:-1024}" |
+    "$py" scripts/support_ducc0.py --nside "${SWEEP_NSIDE:-1024}" --threads "${THREADS:-2}"
+else
+  "$bin" --threads "${THREADS:-2}" --support-sweep "${SWEEP_NSIDE:-1024}"
+fi
 "$bin" --threads "${THREADS:-2}" --nside "${SPIN2_NSIDES:-1024,2048}" --spin2
