@@ -95,15 +95,10 @@ static int SFX(setup_grids)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, ar
   int uniform = 1;
   for (int j = 0; j < nr; j++) uniform &= rg[j].nph == p->L;
   const int paper = p->opt.mode == ARKCOS_MODE_PAPER;
-  s->q = p->opt.oversample > 0 ? p->opt.oversample : arkcos_auto_oversample(&p->kf, p->L);
-  if (s->q > 8) s->q = 8;
+  s->q = arkcos_caps_oversample(p);
   if (paper || uniform || p->direct_caps) s->q = 1; /* direct caps: belt pairs only */
   s->Lacc = s->q * p->L;
-  const char *bl = getenv("ARKCOS_BAND_LIMIT"); /* "0": every pair's full spectrum */
-  if (p->smooth_caps && !(bl && !strcmp(bl, "0"))) { /* pair_len */
-    const double sigma = sqrt(0.5 / p->kf.inv2s2), c = p->kf.cutoff, ch = 2 * sin(0.5 * c);
-    s->bl_scale = 1.2 * 8.85 * (c / ch) / sigma;
-  }
+  s->bl_scale = arkcos_band_scale(p); /* pair_len */
   s->nmacc = s->Lacc / 2 + 1;
   /* kernel grids: L, then the cap-pair levels q L / 2^s down to 16 points */
   int ok = SFX(grid_add)(s, p->L, bytes) == 0;

@@ -4,6 +4,8 @@
  * grid. Depends on the plan's data only (plan_internal.h). */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "arkcos/plan_internal.h"
 
@@ -45,4 +47,19 @@ int arkcos_spin2_ring_on_grid(const arkcos_plan *p, int i) {
   if (r->nph != p->L || p->L < 2 || p->L % 2) return 0;
   const double x = r->phi0 * (double)p->L / ARKCOS_PI;
   return fabs(x - floor(x + 0.5)) < 1e-9 && x > -0.5;
+}
+
+int arkcos_caps_oversample(const arkcos_plan *p) {
+  if (p->opt.oversample > 0) return p->opt.oversample < 8 ? p->opt.oversample : 8;
+  return arkcos_auto_oversample(&p->kf, p->L);
+}
+
+/* The Gaussian's azimuthal spectrum on a pair falls below 1e-17 of its
+ * peak by m = 8.85 sqrt(z) (cpu_pairspec.h, pair_len): 1.2 x 8.85
+ * sqrt(rho_cut) / sigma, rho_cut = (cutoff / its chord)^2 */
+double arkcos_band_scale(const arkcos_plan *p) {
+  const char *bl = getenv("ARKCOS_BAND_LIMIT"); /* "0": every pair's full spectrum */
+  if (!p->smooth_caps || (bl && !strcmp(bl, "0"))) return 0;
+  const double sigma = sqrt(0.5 / p->kf.inv2s2), c = p->kf.cutoff, ch = 2 * sin(0.5 * c);
+  return 1.2 * 8.85 * (c / ch) / sigma;
 }

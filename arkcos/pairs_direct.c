@@ -1355,8 +1355,7 @@ static double fourier_pair_abs(const arkcos_plan *p, int i, int j, int *nsamp) {
  * held against the direct sum by tests/test_exact.c (smooth_caps), where
  * the measured error stays 8-80 times below it. */
 static double smooth_caps_level(const arkcos_plan *p) {
-  const int q = p->opt.oversample > 0 ? (p->opt.oversample < 8 ? p->opt.oversample : 8)
-                                      : arkcos_auto_oversample(&p->kf, p->L);
+  const int q = arkcos_caps_oversample(p);
   const double sigma = sqrt(0.5 / p->kf.inv2s2), ql = (double)q * (double)p->L * sigma;
   return 8 * (arkcos_kfun_cut_level(&p->kf) + exp(-0.25 * ql * ql));
 }

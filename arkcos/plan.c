@@ -704,18 +704,15 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
     for (int j = 0; j < g->nrings; j++) vals += fread[j] ? (double)((p->nm + 7) / 8 * 8) : 0;
     e->spectra = 2 * rsz * vals;
     free(fread);
-  } else if (p->smooth_caps && !(getenv("ARKCOS_BAND_LIMIT") && !strcmp(getenv("ARKCOS_BAND_LIMIT"), "0")) &&
-             (rowj = calloc((size_t)g->nrings + 1, sizeof(double)))) {
+  } else if (arkcos_band_scale(p) > 0 && (rowj = calloc((size_t)g->nrings + 1, sizeof(double)))) {
     /* smooth caps: a pair's row is its grid's modes, the coarsest grid
      * that holds its band limit need = bl r + 8 (cpu_pairspec.h, pair_grid
-     * and pair_len; bl as setup_grids sets it): fewer than 2 need + 2 modes
+     * and pair_len; bl = arkcos_band_scale): fewer than 2 need + 2 modes
      * (grids halve), at most the oversampled grid's; a belt pair keeps the
      * L grid unless one of L / 2 points holds it. A ring's row: its pairs'
      * longest (nside 2048 at 5 px: 546 against the 806 MB of full rows) */
-    const double sigma = sqrt(0.5 / p->kf.inv2s2), c = p->kf.cutoff, ch = 2 * sin(0.5 * c);
-    const double bl = 1.2 * 8.85 * (c / ch) / sigma;
-    const int64_t q = p->opt.oversample > 0 ? (p->opt.oversample < 8 ? p->opt.oversample : 8)
-                                            : arkcos_auto_oversample(&p->kf, p->L);
+    const double bl = arkcos_band_scale(p);
+    const int64_t q = arkcos_caps_oversample(p);
     const double nmacc = (double)(q * p->L / 2 + 1), nml = (double)(p->L / 2 + 1);
     for (int t = lo; t < hi; t++) {
       const int i = p->task[t], i2 = p->mirror[i];
@@ -736,9 +733,7 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
     e->spectra = (p->opt.spin == 2 ? 2.2 : 1.2) * (double)in * rsz;
   } else {
     int64_t q = 1;
-    if (p->opt.mode != ARKCOS_MODE_PAPER && !p->direct_caps)
-      q = p->opt.oversample > 0 ? (p->opt.oversample < 8 ? p->opt.oversample : 8)
-                                : arkcos_auto_oversample(&p->kf, p->L);
+    if (p->opt.mode != ARKCOS_MODE_PAPER && !p->direct_caps) q = arkcos_caps_oversample(p);
     double vals = 0;
     for (int j = 0; j < g->nrings; j++)
       if (!need || need[j]) vals += (double)((g->rings[j].nph == p->L ? p->L : q * p->L) / 2 + 1 + 7);

@@ -98,6 +98,13 @@ void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned cha
  * automatically (options.oversample 0) for plans whose caps are not summed
  * directly */
 int arkcos_auto_oversample(const arkcos_kfun *kf, int64_t L);
+/* grid.c: the cap pairs' oversampling a plan asks for: options.oversample
+ * (at most 8), else arkcos_auto_oversample */
+int arkcos_caps_oversample(const arkcos_plan *p);
+/* grid.c: a smooth-caps plan's band-limit scale bl (a pair of rings i, j
+ * needs bl sqrt(sin th_i sin th_j) + 8 modes; cpu_pairspec.h, pair_len),
+ * 0 for other plans or with ARKCOS_BAND_LIMIT=0 */
+double arkcos_band_scale(const arkcos_plan *p);
 /* grid.c: |K(cutoff) / K(0)|, the kernel's relative jump at its cutoff */
 double arkcos_kfun_cut_level(const arkcos_kfun *kf);
 int arkcos_cpu_create_double(arkcos_plan *p, arkcos_error *err);
