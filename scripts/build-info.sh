@@ -6,7 +6,10 @@
 # libarkcos.so report it, and never ask git at run time.
 #
 # A tree without its own git history (a tarball, an exported copy, even one
-# unpacked inside another repository) is "unknown", dirty -1.
+# unpacked inside another repository) is "unknown", dirty -1, unless whoever
+# exported it says which commit it is: ARKCOS_BUILD_COMMIT (40 hex digits)
+# and ARKCOS_BUILD_DIRTY (0 or 1; -1, unknown, if not given). A tree with its
+# own history ignores both.
 top=$(cd "$(dirname "$0")/.." && pwd -P)
 commit=unknown
 dirty=-1
@@ -20,6 +23,9 @@ if command -v git >/dev/null 2>&1 &&
   else
     dirty=0
   fi
+elif printf '%s' "${ARKCOS_BUILD_COMMIT:-}" | grep -Eqx '[0-9a-f]{40}'; then
+  commit=$ARKCOS_BUILD_COMMIT
+  case ${ARKCOS_BUILD_DIRTY:-} in 0|1) dirty=$ARKCOS_BUILD_DIRTY ;; *) dirty=-1 ;; esac
 fi
 echo "/* made by scripts/build-info.sh: the commit this build was made from */"
 echo "#define ARKCOS_BUILD_COMMIT \"$commit\""

@@ -85,6 +85,13 @@ out=$(sh "$other/src/scripts/build-info.sh")
 echo "$out" | grep -q '^#define ARKCOS_BUILD_COMMIT "unknown"$' && ok ||
   bad "a tree without .git inside another repo: $out"
 echo "$out" | grep -q '^#define ARKCOS_BUILD_DIRTY -1$' && ok || bad "dirty of a tree without .git: $out"
+# ... whose exporter names its commit (a packed build for another host)
+c40=0123456789abcdef0123456789abcdef01234567
+out=$(ARKCOS_BUILD_COMMIT=$c40 ARKCOS_BUILD_DIRTY=0 sh "$other/src/scripts/build-info.sh")
+echo "$out" | grep -q "^#define ARKCOS_BUILD_COMMIT \"$c40\"\$" && echo "$out" | grep -q '^#define ARKCOS_BUILD_DIRTY 0$' &&
+  ok || bad "ARKCOS_BUILD_COMMIT for a tree without .git: $out"
+out=$(ARKCOS_BUILD_COMMIT=not-a-commit sh "$other/src/scripts/build-info.sh")
+echo "$out" | grep -q '^#define ARKCOS_BUILD_COMMIT "unknown"$' && ok || bad "a malformed ARKCOS_BUILD_COMMIT taken: $out"
 
 # a repository of its own: the Makefile's rule, HEAD and dirty changes
 r=$T/repo
