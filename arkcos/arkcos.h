@@ -274,9 +274,11 @@ typedef struct arkcos_options {
   arkcos_mode mode;           /* default ENHANCED */
   arkcos_precision precision; /* default DOUBLE */
   /* default AUTO, the one backend rule of every command and binding: the
-   * GPU when a CUDA device is usable and its plan can be made, else the CPU
-   * (arkcos_plan_note says why); CPU and GPU are taken as asked (GPU without
-   * a device: ARKCOS_ENODEV). */
+   * GPU when a CUDA device is usable and its plan can be made, else the CPU;
+   * also the CPU where only the CPU's plan of the kernel is exact (a support
+   * past the GPU's direct sums, as wide Gaussians, which the CPU's harmonic
+   * path sums exactly); arkcos_plan_note says why. CPU and GPU are taken as
+   * asked (GPU without a device: ARKCOS_ENODEV). */
   arkcos_backend backend;
   int threads;                /* CPU threads; <= 0: OpenMP default */
   int cache_kernel_spectra;   /* keep kernel spectra from plan creation on */

@@ -70,9 +70,15 @@ static int geometry_symmetric(const arkcos_geometry *g) {
   return 1;
 }
 
+static int plan_paths_for(arkcos_plan *p, const int *first, int nparts, arkcos_error *err);
+static void paths_reset(arkcos_plan *p);
+static int gpu_usable(char *why, size_t len);
+static int plan_memory_check(const arkcos_plan *p, int rank, int nranks, arkcos_error *err);
+
 /* The one backend rule (arkcos.h, arkcos_backend): CPU and GPU are taken as
- * asked; AUTO takes the GPU when a CUDA device is usable and its plan can be
- * made, else the CPU, and says why in p->note. */
+ * asked; AUTO takes the backend plan_paths chose (the GPU when a CUDA
+ * device is usable, unless only the CPU's plan of the kernel is exact) and,
+ * when the GPU's plan cannot be made, the CPU, and says why in p->note. */
 static int create_backend(arkcos_plan *p, arkcos_error *err) {
   arkcos_backend want = p->opt.backend;
   if (want != ARKCOS_BACKEND_AUTO && want != ARKCOS_BACKEND_CPU && want != ARKCOS_BACKEND_GPU)
@@ -82,7 +88,7 @@ static int create_backend(arkcos_plan *p, arkcos_error *err) {
     if (want == ARKCOS_BACKEND_GPU)
       return arkcos_fail(err, ARKCOS_ENODEV,
                          "plan: spin-2 (polarization) plans run on the CPU only; ask for the CPU backend");
-    if (want == ARKCOS_BACKEND_AUTO && arkcos_gpu_available(why, sizeof why))
+    if (want == ARKCOS_BACKEND_AUTO && gpu_usable(why, sizeof why))
       snprintf(p->note, sizeof p->note, "spin-2 (polarization) plans run on the CPU only");
     p->backend = ARKCOS_BACKEND_CPU;
     return p->harmonic ? arkcos_harmonic_create(p, err) : arkcos_spin2_create(p, err);
@@ -91,19 +97,22 @@ static int create_backend(arkcos_plan *p, arkcos_error *err) {
     p->backend = ARKCOS_BACKEND_GPU;
     return arkcos_gpu_create(p, err);
   }
-  if (want == ARKCOS_BACKEND_AUTO) {
-    char why[256] = "";
-    if (arkcos_gpu_available(why, sizeof why)) {
-      arkcos_error gerr = {0, ""};
-      p->backend = ARKCOS_BACKEND_GPU;
-      if (arkcos_gpu_create(p, &gerr) == ARKCOS_OK) return ARKCOS_OK;
-      if (p->destroy) p->destroy(p);
-      p->impl = NULL;
-      p->execute = NULL;
-      p->destroy = NULL;
-      p->bytes = 0;
-      snprintf(p->note, sizeof p->note, "GPU plan failed (%s); using the CPU", gerr.msg);
-    }
+  if (want == ARKCOS_BACKEND_AUTO && p->target == ARKCOS_BACKEND_GPU) { /* plan_paths chose it */
+    arkcos_error gerr = {0, ""};
+    p->backend = ARKCOS_BACKEND_GPU;
+    if (arkcos_gpu_create(p, &gerr) == ARKCOS_OK) return ARKCOS_OK;
+    if (p->destroy) p->destroy(p);
+    p->impl = NULL;
+    p->execute = NULL;
+    p->destroy = NULL;
+    p->bytes = 0;
+    snprintf(p->note, sizeof p->note, "GPU plan failed (%s); using the CPU", gerr.msg);
+    /* the paths again, for the CPU (AUTO plans are one process's) */
+    const int first[2] = {0, p->ntasks};
+    paths_reset(p);
+    p->target = ARKCOS_BACKEND_CPU;
+    if (plan_paths_for(p, first, 1, err) || plan_memory_check(p, 0, 1, err))
+      return err && err->code ? err->code : ARKCOS_EINVAL;
   }
   p->backend = ARKCOS_BACKEND_CPU;
   if (p->harmonic) return arkcos_harmonic_create(p, err);
@@ -284,10 +293,7 @@ static int smooth_caps_exact(const arkcos_plan *p) {
   if (arkcos_kfun_cut_level(&p->kf) > ARKCOS_SMOOTH_CAPS_LEVEL) return 0;
   const double fwhm = sqrt(8 * log(2.0) / (2 * p->kf.inv2s2)), pix = sqrt(4 * M_PI / (double)p->geom->npix);
   if (fwhm < ARKCOS_SMOOTH_CAPS_PIXELS * pix) return 0;
-  if (p->opt.backend == ARKCOS_BACKEND_GPU) return 0;
-  char why[256];
-  if (p->opt.backend == ARKCOS_BACKEND_AUTO && arkcos_gpu_available(why, sizeof why)) return 0;
-  return 1;
+  return p->target != ARKCOS_BACKEND_GPU;
 }
 
 /* The harmonic path (harmonic.c) for the whole plan: a Gaussian cut where
@@ -304,10 +310,7 @@ static int harmonic_exact(const arkcos_plan *p, int nparts) {
   const int lk = arkcos_harmonic_lmax(&p->kf);
   if (lk < 0 || arkcos_kfun_cut_level(&p->kf) > ARKCOS_SMOOTH_CAPS_LEVEL) return 0;
   if (!(env && !strcmp(env, "1")) && lk > harmonic_ratio(p->L, p->opt.spin) * (double)p->L) return 0;
-  char why[256]; /* a scalar plan on a GPU keeps it (spin 2 runs on the CPU anyway) */
-  if (p->opt.spin == 0 && (p->opt.backend == ARKCOS_BACKEND_GPU ||
-                           (p->opt.backend == ARKCOS_BACKEND_AUTO && arkcos_gpu_available(why, sizeof why))))
-    return 0;
+  if (p->target == ARKCOS_BACKEND_GPU) return 0; /* a scalar plan on a GPU keeps ARKCoS */
   return arkcos_harmonic_available() ? lk : 0;
 }
 
@@ -325,7 +328,7 @@ static int harmonic_by_default(double fwhm, int64_t nside) {
  * or, for a smooth kernel (smooth_caps_exact), by the oversampled Fourier
  * path, exact for it; the others by the Fourier path, exact for them;
  * paper mode keeps the paper's algorithm everywhere. */
-static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error *err) {
+static int plan_paths_for(arkcos_plan *p, const int *first, int nparts, arkcos_error *err) {
   if ((p->harmonic_lmax = harmonic_exact(p, nparts)) > 0) {
     p->harmonic = 1;
     return ARKCOS_OK;
@@ -353,7 +356,7 @@ static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error
   }
   /* a GPU plan keeps no tables: its device computes each weight where it
    * is used (gpu_bodies.h, body_direct); only the support limits it */
-  const double have = p->opt.backend == ARKCOS_BACKEND_GPU ? INFINITY : direct_budget_bytes();
+  const double have = p->target == ARKCOS_BACKEND_GPU ? INFINITY : direct_budget_bytes();
   /* The direct sums cost (cap pixels) x (support pixels): on the CPU 4000
    * support pixels keep them near the Fourier path's time. A GPU plan (no
    * tables: body_direct) sums about 6e11 such pixel pairs a second on an
@@ -362,14 +365,14 @@ static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error
    * never below the CPU's */
   const double gpu_px = fmax(4000, 1.2e12 / (double)p->geom->npix);
   const double px = direct_support_pixels(p),
-               pxmax = env_double("ARKCOS_DIRECT_MAX_PIXELS", p->opt.backend == ARKCOS_BACKEND_GPU ? gpu_px : 4000);
+               pxmax = env_double("ARKCOS_DIRECT_MAX_PIXELS", p->target == ARKCOS_BACKEND_GPU ? gpu_px : 4000);
   /* the weights on the fly where asked, or where the tables do not fit
    * and the caller did not insist on tables (direct_weights) */
   /* (on the fly as asked: double precision, exact plans; the others
    * round some weights to float by their bound, arkcos_plan_set_bound) */
   const int dw = direct_weights_mode(&p->opt);
   const int exact_double = p->opt.precision == ARKCOS_DOUBLE && !(p->opt.accuracy > 0);
-  p->direct_fly = p->opt.backend != ARKCOS_BACKEND_GPU &&
+  p->direct_fly = p->target != ARKCOS_BACKEND_GPU &&
                   ((dw == ARKCOS_WEIGHTS_ON_THE_FLY && exact_double) || (dw == ARKCOS_WEIGHTS_AUTO && need > have));
   const int over = !p->direct_fly && need > have; /* tables asked for that do not fit */
   if ((over || px > pxmax) && p->opt.spin == 2)
@@ -389,6 +392,54 @@ static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error
              (arkcos_kfun_alpha(&p->kf, 0) != 0 ? arkcos_kfun_alpha(&p->kf, 0) : 1));
   }
   return ARKCOS_OK;
+}
+
+int arkcos_plan_pretend_gpu = -1;
+
+static int gpu_usable(char *why, size_t len) {
+  if (arkcos_plan_pretend_gpu >= 0) {
+    if (why && len) snprintf(why, len, "%s", arkcos_plan_pretend_gpu ? "" : "no GPU (pretended)");
+    return arkcos_plan_pretend_gpu;
+  }
+  return arkcos_gpu_available(why, len);
+}
+
+/* The paths' choices undone, to plan them again for another backend */
+static void paths_reset(arkcos_plan *p) {
+  p->harmonic = p->harmonic_lmax = p->direct_caps = p->smooth_caps = p->direct_fly = 0;
+  p->exactness[0] = 0;
+}
+
+/* The backend the paths are planned for (p->target), then the paths. The
+ * backend asked is taken as asked. AUTO plans for the GPU when one is
+ * usable (scalar plans of one process), but where the GPU's plan of this
+ * kernel would not be exact in the polar caps (a support past its direct
+ * sums' limit) and the CPU's would (the harmonic path, the smooth caps or
+ * direct caps within the CPU's limits), for the CPU, and says so in
+ * p->note: measured on an H200 host before this rule, a 1-degree Gaussian
+ * at nside 2048 got the GPU's inexact caps and a 2-degree one a refusal
+ * (184 GB), where the CPU's harmonic path is exact in 1.4 s. */
+static int plan_paths(arkcos_plan *p, const int *first, int nparts, arkcos_error *err) {
+  char why[256] = "";
+  p->target = p->opt.backend != ARKCOS_BACKEND_AUTO ? p->opt.backend
+              : p->opt.spin == 0 && nparts == 1 && gpu_usable(why, sizeof why) ? ARKCOS_BACKEND_GPU
+                                                                               : ARKCOS_BACKEND_CPU;
+  if (plan_paths_for(p, first, nparts, err)) return err && err->code ? err->code : ARKCOS_EINVAL;
+  if (p->opt.backend != ARKCOS_BACKEND_AUTO || p->target != ARKCOS_BACKEND_GPU || !p->exactness[0])
+    return ARKCOS_OK;
+  paths_reset(p);
+  p->target = ARKCOS_BACKEND_CPU;
+  arkcos_error cerr = {0, ""};
+  if (plan_paths_for(p, first, nparts, &cerr) == ARKCOS_OK && !p->exactness[0]) {
+    snprintf(p->note, sizeof p->note,
+             "the GPU's plan of this kernel would not be exact in the polar caps (its support is past the "
+             "GPU's direct sums); the CPU's is%s",
+             p->harmonic ? " (the harmonic path)" : "");
+    return ARKCOS_OK;
+  }
+  paths_reset(p);
+  p->target = ARKCOS_BACKEND_GPU;
+  return plan_paths_for(p, first, nparts, err);
 }
 
 /* Output pixels of task t: its ring and its mirror */
@@ -619,7 +670,7 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
    * counted in full. */
   const int konst = p->kf.type == ARKCOS_KERNEL_TOPHAT && p->opt.spin == 0;
   const double dscale = p->opt.spin == 2 || konst ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 1.17 : 1.6;
-  e->tables = !p->direct_caps || p->opt.backend == ARKCOS_BACKEND_GPU ? 0
+  e->tables = !p->direct_caps || p->target == ARKCOS_BACKEND_GPU ? 0
               : p->direct_fly ? arkcos_direct_fly_bytes(p, lo, hi, nt)
                               : dscale * arkcos_direct_estimate_bytes(p, lo, hi);
   unsigned char *need = malloc((size_t)g->nrings + 1);

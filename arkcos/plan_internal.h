@@ -40,6 +40,9 @@ struct arkcos_plan {
   arkcos_stage_times last;
   arkcos_plan_times setup;   /* arkcos_plan_setup_times */
   char note[320];            /* why AUTO did not take the GPU ("" if it did) */
+  arkcos_backend target;     /* the backend the paths are planned for: the
+                              * one asked, or AUTO's choice (plan.c,
+                              * plan_target) */
   size_t bytes;              /* memory held by the backend */
   double bound;              /* arkcos_plan_bound */
   int direct_caps;           /* pairs of rings off the kernel grid are summed
@@ -149,6 +152,10 @@ double arkcos_direct_estimate_bytes(const arkcos_plan *p, int lo, int hi); /* ta
 /* ... and without tables (direct_fly): the pair lists, A(1)'s direct part
  * kept from the first execute (scalar plans), nt threads' scratch */
 double arkcos_direct_fly_bytes(const arkcos_plan *p, int lo, int hi, int nt);
+/* Tests only: -1 (the default) asks the device whether a GPU is usable;
+ * 0 or 1 answers for it in the plan's choice of paths (plan.c,
+ * plan_target), so that AUTO's choice on a GPU host is tested without one */
+extern int arkcos_plan_pretend_gpu;
 /* adds the direct pairs' sums to out; 0, or ARKCOS_ENOMEM (weights on the
  * fly without memory for one pair's); *secs the seconds */
 int arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out, double *secs);

@@ -1024,8 +1024,78 @@ TEST_GROUP(direct_weights_on_the_fly) {
   }
 }
 
+/* AUTO on a GPU host (plan.c, plan_paths; arkcos_plan_pretend_gpu answers
+ * for the device here). A Gaussian whose support is past the direct sums'
+ * limit (ARKCOS_DIRECT_MAX_PIXELS lowered to 100, for the GPU and the CPU
+ * alike) would get inexact caps on the GPU; the CPU's harmonic path is
+ * exact, so AUTO takes the CPU, says why in the note, and gives the CPU
+ * plan's map bit for bit. A narrow Gaussian is exact on the GPU: AUTO
+ * plans for it, and where its plan cannot be made (no device here) falls
+ * back to the CPU with the CPU's own paths (the same map as a CPU plan). */
+static arkcos_plan *plan_backend(const arkcos_geometry *g, const arkcos_kernel *k, arkcos_backend b) {
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = b;
+  arkcos_error e;
+  arkcos_plan *p = arkcos_plan_create(g, k, &o, &e);
+  if (!p) fprintf(stderr, "plan: %s\n", e.msg);
+  return p;
+}
+
+TEST_GROUP(auto_backend_gpu_host) {
+  if (!arkcos_harmonic_available()) {
+    CHECK(0, "AUTO's choice for wide Gaussians needs the harmonic path (libsharp)");
+    return;
+  }
+  char why[256];
+  const int real_gpu = arkcos_gpu_available(why, sizeof why);
+  arkcos_geometry *g = arkcos_geometry_healpix(64, NULL);
+  double *x = g ? white_noise(g, 611) : NULL;
+  const double pix = g ? healpix_pixel(g) : 0;
+  for (int c = 0; x && c < 2; c++) {
+    const char *label = c == 0 ? "nside 64 gauss 16px, support past the direct limit" : "nside 64 gauss 2.8px";
+    arkcos_kernel *k = c == 0 ? gaussian(16 * pix, 1e-13) : gaussian(2.8 * pix, 1e-5);
+    if (c == 0) setenv("ARKCOS_DIRECT_MAX_PIXELS", "100", 1);
+    arkcos_plan_pretend_gpu = 1;
+    arkcos_plan *pa = k ? plan_backend(g, k, ARKCOS_BACKEND_AUTO) : NULL;
+    arkcos_plan_pretend_gpu = 0;
+    arkcos_plan *pn = k ? plan_backend(g, k, ARKCOS_BACKEND_AUTO) : NULL; /* no GPU: no note */
+    arkcos_plan_pretend_gpu = -1;
+    arkcos_plan *pc = k ? plan_backend(g, k, ARKCOS_BACKEND_CPU) : NULL;
+    unsetenv("ARKCOS_DIRECT_MAX_PIXELS");
+    CHECK(pa && pn && pc, "%s: plans", label);
+    if (pa && pn && pc) {
+      const char *note = arkcos_plan_note(pa);
+      printf("  %-52s AUTO with a GPU: %s; note: %s\n", label,
+             arkcos_plan_backend(pa) == ARKCOS_BACKEND_GPU ? "gpu" : "cpu", note);
+      CHECK(!arkcos_plan_note(pn)[0], "%s: AUTO without a GPU should say nothing (%s)", label, arkcos_plan_note(pn));
+      CHECK(!arkcos_plan_exactness(pa)[0], "%s: AUTO's plan should be exact (%s)", label, arkcos_plan_exactness(pa));
+      if (c == 0)
+        CHECK(arkcos_plan_backend(pa) == ARKCOS_BACKEND_CPU && strstr(note, "would not be exact") &&
+                  strstr(note, "harmonic"),
+              "%s: AUTO should take the CPU's harmonic path and say why (%s)", label, note);
+      else if (!real_gpu)
+        CHECK(arkcos_plan_backend(pa) == ARKCOS_BACKEND_CPU && strstr(note, "GPU plan failed"),
+              "%s: without a device the GPU's plan fails and AUTO says so (%s)", label, note);
+      if (arkcos_plan_backend(pa) == ARKCOS_BACKEND_CPU) {
+        double *ya = apply_plan(pa, g, x), *yc = apply_plan(pc, g, x);
+        CHECK(same(ya, yc, g->npix), "%s: AUTO's CPU plan differs from the CPU plan's map", label);
+        free(ya);
+        free(yc);
+      }
+    }
+    arkcos_plan_destroy(pa);
+    arkcos_plan_destroy(pn);
+    arkcos_plan_destroy(pc);
+    arkcos_kernel_destroy(k);
+  }
+  free(x);
+  arkcos_geometry_destroy(g);
+}
+
 TEST_MAIN(TG(exact_is_default), TG(constant_map_shortcut), TG(kernel_families_healpix), TG(healpix_nside_128),
           TG(tophat_wide), TG(ecp_geometry),
           TG(single_precision), TG(accuracy_loose), TG(paper_mode_bound), TG(operator_symmetry),
           TG(constant_map), TG(direct_limits), TG(smooth_caps),
-          TG(smooth_caps_band_limit), TG(smooth_caps_harmonic), TG(harmonic), TG(direct_weights_on_the_fly))
+          TG(smooth_caps_band_limit), TG(smooth_caps_harmonic), TG(harmonic), TG(direct_weights_on_the_fly),
+          TG(auto_backend_gpu_host))
