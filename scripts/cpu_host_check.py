@@ -9,6 +9,7 @@ run. Reports, never asserts.
 
     python3 scripts/cpu_host_check.py [--nsides 1024,2048,4096] [--threads 2]
                                       [--beams g1.5px,g2.8px,...] [--json FILE]
+                                      [--backend cpu|auto|gpu]
 
 Beams: Gaussians as healpy means them (B_l = exp(-l(l+1) sigma^2 / 2), the
 Python package's default), FWHM in pixels (g1.5px, g2.8px, g5px) or degrees
@@ -16,7 +17,7 @@ Python package's default), FWHM in pixels (g1.5px, g2.8px, g5px) or degrees
 band-limited at lmax 2 nside (ducc0's synthesis). The Python package is
 found through PYTHONPATH (python/) and its library through
 ARKCOS_PYTHON_LIBRARY. Ratios are the other's time over ARKCoS's (> 1:
-ARKCoS faster).
+ARKCoS faster). --backend (default cpu) is the Python package's backend.
 """
 import argparse
 import json
@@ -112,6 +113,7 @@ def main():
     ap.add_argument("--beams", default=",".join(BEAMS))
     ap.add_argument("--iter3-max-nside", type=int, default=2048,
                     help="time ducc0's iter 3 only up to this nside (it takes minutes at 4096 on 2 threads)")
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "auto", "gpu"))
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     names = a.beams.split(",")
@@ -121,7 +123,7 @@ def main():
     T = a.threads
     env = dict(os.environ, OMP_NUM_THREADS=str(T), ARKCOS_FFTW_WISDOM="none")
     print(f"# cpu_host_check: {os.cpu_count()} cores, {T} threads, ducc0 {ducc0.__version__}, "
-          f"no FFTW wisdom; times in seconds; ratio = ducc0's / ARKCoS's", flush=True)
+          f"backend {a.backend}, no FFTW wisdom; times in seconds; ratio = ducc0's / ARKCoS's", flush=True)
     print(f"# {'nside':>5} {'beam':>7} | {'one_call':>8} {'execute':>8} | {'ducc0_i0':>8} {'ducc0_i3':>8} | "
           f"{'i0/one':>7} {'i3/one':>7} {'i0/exec':>7} | exactness", flush=True)
     rows = []
@@ -133,7 +135,7 @@ def main():
             d0 = statistics.median(timed(ducc0_smooth, m, nside, 2 * nside, 0, T)[1] for _ in range(3))
             d3 = timed(ducc0_smooth, m, nside, 3 * nside - 1, 3, T)[1] if nside <= a.iter3_max_nside else math.nan
             for name in names:
-                kw = dict(beam_kwargs(name, nside), threads=T)
+                kw = dict(beam_kwargs(name, nside), threads=T, backend=a.backend)
                 r = subprocess.run([sys.executable, "-c", ONE_CALL, path, json.dumps(kw)], env=env,
                                    capture_output=True, text=True)
                 if r.returncode != 0:

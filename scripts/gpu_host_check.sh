@@ -17,6 +17,8 @@
 #                 them; those rings are direct DFTs now, not yet timed)
 #   report/       arkcos report of headline/results.json beside a CPU
 #                 machine's results file, when one is given (CPU_RESULTS)
+#   python_cpu.*  scripts/cpu_host_check.py: the CPU's one call and execute
+#                 on 2 threads beside ducc0, when python3 imports ducc0
 #   host.txt      the device, the driver, the CPU and the build
 #
 # Usage, from the project root:
@@ -81,6 +83,13 @@ step "arkcos run gpu fig2" 100 "$out/fig2.log" "$BIN/arkcos" run configs/gpu/fig
 if [ -n "${CPU_RESULTS:-}" ] && [ -f "$out/headline/results.json" ]; then
   step "arkcos report" 60 "$out/report.log" \
     "$BIN/arkcos" report "$out/headline/results.json" "$CPU_RESULTS" -o "$out/report" --force
+fi
+# the CPU's one call and execute on 2 threads beside ducc0 (healpy's
+# transforms), where ducc0 can be imported (carried as a wheel: PYTHONPATH)
+if python3 -c "import ducc0, numpy" 2>/dev/null; then
+  step "cpu_host_check (2 threads)" 150 "$out/python_cpu.log" env PYTHONPATH="python${PYTHONPATH:+:$PYTHONPATH}" \
+    ARKCOS_PYTHON_LIBRARY="$(cd "$BIN" && pwd)/libarkcos.so.1" PYTHONUNBUFFERED=1 \
+    python3 scripts/cpu_host_check.py --nsides 1024,2048 --threads 2 --json "$out/python_cpu.json"
 fi
 if [ "$(elapsed)" -lt "$budget" ]; then
   step "gpu_check nside8192" 120 "$out/bench.log" "$TOOLS/gpu_check" nside8192
