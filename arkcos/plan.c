@@ -106,7 +106,9 @@ static int create_backend(arkcos_plan *p, arkcos_error *err) {
     p->execute = NULL;
     p->destroy = NULL;
     p->bytes = 0;
-    snprintf(p->note, sizeof p->note, "GPU plan failed (%s); using the CPU", gerr.msg);
+    const char *m = gerr.msg; /* the library's GPU errors are worded for --backend gpu */
+    if (!strncmp(m, "--backend gpu: ", 15)) m += 15;
+    snprintf(p->note, sizeof p->note, "GPU plan failed (%.280s); using the CPU", m);
     /* the paths again, for the CPU (AUTO plans are one process's) */
     const int first[2] = {0, p->ntasks};
     paths_reset(p);
