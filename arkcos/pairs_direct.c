@@ -991,6 +991,15 @@ static void pair_apply(const arkcos_plan *p, const dpair *d, int t, const double
  * the fly each pair is set up first, and a scalar plan's first execute
  * keeps A(1)'s row sums (D->csum). */
 int arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out, double *secs) {
+  return arkcos_direct_apply_n(p, 1, &in, &out, secs);
+}
+
+/* The same for n maps (1 or 2) at once: each pair set up once (with the
+ * weights on the fly, once instead of n times) and applied to every map in
+ * turn, so that each output receives the same sums in the same order as
+ * from its own call (bit-identical). */
+int arkcos_direct_apply_n(const arkcos_plan *p, int n, const double *const *in, double *const *out,
+                          double *secs) {
   arkcos_direct *D = p->direct;
   *secs = 0;
   if (!D || D->first[D->ntasks] == 0) return ARKCOS_OK;
@@ -1008,7 +1017,7 @@ int arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out, dou
       if (acc) memset(acc, 0, sizeof(double) * (size_t)p->geom->rings[p->task[t]].nph);
       for (int k = D->first[t]; k < D->first[t + 1] && !bad; k++) {
         if (!D->fly) {
-          pair_apply(p, &D->pair[k], t, in, x, out);
+          for (int m = 0; m < n; m++) pair_apply(p, &D->pair[k], t, in[m], x, out[m]);
           continue;
         }
         dpair d;
@@ -1016,7 +1025,7 @@ int arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out, dou
           bad = 1;
           break;
         }
-        pair_apply(p, &d, t, in, x, out);
+        for (int m = 0; m < n; m++) pair_apply(p, &d, t, in[m], x, out[m]);
         if (acc) pair_row_sums(&d, acc);
       }
     }

@@ -1073,6 +1073,38 @@ int arkcos_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *
   return rc ? rc : p->execute(p, in, out, err);
 }
 
+void arkcos_stages_add(arkcos_stage_times *a, const arkcos_stage_times *b) {
+  a->map_fft += b->map_fft;
+  a->kernel_eval += b->kernel_eval;
+  a->kernel_fft += b->kernel_fft;
+  a->reduction += b->reduction;
+  a->map_ifft += b->map_ifft;
+  a->h2d += b->h2d;
+  a->d2h += b->d2h;
+  a->other += b->other;
+  a->total += b->total;
+  a->direct += b->direct;
+}
+
+int arkcos_execute_two(arkcos_plan *p, const double *in1, double *out1, const double *in2, double *out2,
+                       arkcos_error *err) {
+  if (!p || !in1 || !out1 || !in2 || !out2) return arkcos_fail(err, ARKCOS_EINVAL, "execute: NULL argument");
+  if (in1 == out1 || in2 == out2 || in1 == out2 || in2 == out1 || out1 == out2)
+    return arkcos_fail(err, ARKCOS_EINVAL, "execute: the two maps' inputs and outputs must differ");
+  if (p->mpi || p->opt.spin == 2)
+    return arkcos_fail(err, ARKCOS_EINVAL, "execute: two maps at once take a scalar plan of one process");
+  int rc = arkcos_plan_check_input(p, in1, "input", err);
+  if (!rc) rc = arkcos_plan_check_input(p, in2, "input", err);
+  if (rc) return rc;
+  if (p->execute_two) return p->execute_two(p, in1, out1, in2, out2, err);
+  rc = p->execute(p, in1, out1, err);
+  if (rc) return rc;
+  const arkcos_stage_times t = p->last;
+  rc = p->execute(p, in2, out2, err);
+  arkcos_stages_add(&p->last, &t);
+  return rc;
+}
+
 int arkcos_execute_spin2(arkcos_plan *p, const double *q, const double *u, double *q_out,
                          double *u_out, arkcos_error *err) {
   if (!p || !q || !u || !q_out || !u_out) return arkcos_fail(err, ARKCOS_EINVAL, "execute: NULL argument");

@@ -61,7 +61,11 @@ struct arkcos_plan {
   void *impl;                /* backend state */
   int (*execute)(arkcos_plan *, const double *, double *, arkcos_error *);
   int (*execute2)(arkcos_plan *, const double *, const double *, double *, double *,
-                  arkcos_error *); /* spin-2 plans (spin2.c) */
+                  arkcos_error *);
+  /* two scalar maps at once, each as execute would give it (bit for bit),
+   * the direct pairs set up once for both (CPU plans; NULL elsewhere):
+   * arkcos_execute_two */
+  int (*execute_two)(arkcos_plan *, const double *, double *, const double *, double *, arkcos_error *); /* spin-2 plans (spin2.c) */
   void (*destroy)(arkcos_plan *);
   void *mpi;                 /* arkcos_plan_create_mpi's state (arkcos_mpi.c), or NULL */
   void (*mpi_destroy)(arkcos_plan *);
@@ -156,9 +160,20 @@ double arkcos_direct_fly_bytes(const arkcos_plan *p, int lo, int hi, int nt);
  * 0 or 1 answers for it in the plan's choice of paths (plan.c,
  * plan_target), so that AUTO's choice on a GPU host is tested without one */
 extern int arkcos_plan_pretend_gpu;
+/* Scalar maps in1 and in2 smoothed into out1 and out2 (four distinct
+ * arrays), each bit for bit as arkcos_execute gives it, in one call where
+ * the plan has execute_two (the CPU's: the direct pairs' weights, computed
+ * on the fly, serve both maps), else by two executes. The stage times are
+ * the call's. */
+int arkcos_execute_two(arkcos_plan *p, const double *in1, double *out1, const double *in2, double *out2,
+                       arkcos_error *err);
+/* a += b, stage by stage */
+void arkcos_stages_add(arkcos_stage_times *a, const arkcos_stage_times *b);
 /* adds the direct pairs' sums to out; 0, or ARKCOS_ENOMEM (weights on the
  * fly without memory for one pair's); *secs the seconds */
 int arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out, double *secs);
+int arkcos_direct_apply_n(const arkcos_plan *p, int n, const double *const *in, double *const *out,
+                          double *secs);
 /* The execute of a constant map on exact plans whose Fourier pairs join two
  * rings of the grid's length or are the smooth caps' (the smoother's A(1)):
  * 1 when done (out written, stage times recorded), 0 when the plan or the

@@ -14,6 +14,7 @@
 
 #include "arkcos/arkcos.h"
 #include "arkcos/kernel_internal.h"
+#include "arkcos/plan_internal.h" /* arkcos_stages_add, arkcos_execute_two */
 #include "arkcos/smoother_internal.h"
 #include "arkcos/smoother_narrow.h"
 
@@ -316,7 +317,24 @@ int smoother_apply0(arkcos_smoother *s, const double *in, double *out, arkcos_er
   if (!rc) {
     arkcos_stage_times t;
     arkcos_plan_stages(s->plan[0], &t);
-    smoother_stages_add(&s->last.stages, &t);
+    arkcos_stages_add(&s->last.stages, &t);
+  }
+  return rc;
+}
+
+int smoother_apply0_two(arkcos_smoother *s, const double *in1, double *out1, const double *in2, double *out2,
+                        arkcos_error *err) {
+  if (s->identity || s->has_op) {
+    const int rc = smoother_apply0(s, in1, out1, err);
+    return rc ? rc : smoother_apply0(s, in2, out2, err);
+  }
+  int rc = arkcos_smoother_prepare(s, 0, err);
+  if (rc) return rc;
+  rc = arkcos_execute_two(s->plan[0], in1, out1, in2, out2, err);
+  if (!rc) {
+    arkcos_stage_times t;
+    arkcos_plan_stages(s->plan[0], &t);
+    arkcos_stages_add(&s->last.stages, &t);
   }
   return rc;
 }
@@ -335,22 +353,9 @@ int smoother_apply2(arkcos_smoother *s, const double *q, const double *u, double
   if (!rc) {
     arkcos_stage_times t;
     arkcos_plan_stages(s->plan[1], &t);
-    smoother_stages_add(&s->last.stages, &t);
+    arkcos_stages_add(&s->last.stages, &t);
   }
   return rc;
-}
-
-void smoother_stages_add(arkcos_stage_times *a, const arkcos_stage_times *b) {
-  a->map_fft += b->map_fft;
-  a->kernel_eval += b->kernel_eval;
-  a->kernel_fft += b->kernel_fft;
-  a->reduction += b->reduction;
-  a->map_ifft += b->map_ifft;
-  a->h2d += b->h2d;
-  a->d2h += b->d2h;
-  a->other += b->other;
-  a->total += b->total;
-  a->direct += b->direct;
 }
 
 /* -------------------------------------------------------------- accessors */

@@ -40,9 +40,13 @@ int smoother_warn(arkcos_smoother *s, int code, const char *fmt, ...)
 /* The scalar and spin-2 smoothing of RING maps (the identity, the plan or
  * the operator); the plans' stages are added to s->last.stages. */
 int smoother_apply0(arkcos_smoother *s, const double *in, double *out, arkcos_error *err);
+/* Two scalar maps through the spin-0 plan in one call (arkcos_execute_two:
+ * the direct pairs' weights computed once for both), each as
+ * smoother_apply0 gives it; four distinct arrays. */
+int smoother_apply0_two(arkcos_smoother *s, const double *in1, double *out1, const double *in2, double *out2,
+                        arkcos_error *err);
 int smoother_apply2(arkcos_smoother *s, const double *q, const double *u, double *qo, double *uo,
                     arkcos_error *err);
 int smoother_ring_quadrature(const arkcos_smoother_spec *s);
-void smoother_stages_add(arkcos_stage_times *a, const arkcos_stage_times *b);
 
 #endif

@@ -167,22 +167,46 @@ static void load_map(const call *c, const wset *w, const double *x, double *work
 
 /* ------------------------------------------------------------ smoothing */
 
-/* w->aw = A(w), w = 0 at the set's missing pixels, the mask (or 1) elsewhere. */
-static int smooth_weight(call *c, wset *w, arkcos_error *err) {
+/* A(w)'s input: *wm (made) = 0 at the set's missing pixels, the mask (or
+ * 1) elsewhere; w->aw made for its smoothing. */
+static int weight_input(call *c, wset *w, double **wm_out, arkcos_error *err) {
   const int64_t npix = c->npix;
   const double *mw = c->mw;
   double *wm = malloc(sizeof *wm * (size_t)npix);
   w->aw = malloc(sizeof *w->aw * (size_t)npix);
   if (!wm || !w->aw) {
     free(wm);
+    free(w->aw);
+    w->aw = NULL;
     return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the weight map");
   }
 #pragma omp parallel for schedule(static) num_threads(c->nthreads)
   for (int64_t p = 0; p < npix; p++) wm[p] = bit(w->bits, p) ? 0.0 : mw ? mw[p] : 1.0;
+  *wm_out = wm;
+  return ARKCOS_OK;
+}
+
+/* w->aw = A(w) */
+static int smooth_weight(call *c, wset *w, arkcos_error *err) {
+  double *wm = NULL;
+  int rc = weight_input(c, w, &wm, err);
+  if (rc) return rc;
   const double t0 = omp_get_wtime();
-  int rc = smoother_apply0(c->s, wm, w->aw, err);
+  rc = smoother_apply0(c->s, wm, w->aw, err);
   c->s->last.weight_time += omp_get_wtime() - t0;
   free(wm);
+  if (!rc) c->s->last.weights_smoothed++;
+  return rc;
+}
+
+/* Map x into dst, and with it A(w) into w->aw when wm (its input) is
+ * given: one call, the direct pairs' weights computed once for both
+ * (smoother_apply0_two); the call's time counts as the weight's too. */
+static int apply_map(call *c, wset *w, double *wm, const double *x, double *dst, arkcos_error *err) {
+  if (!wm) return smoother_apply0(c->s, x, dst, err);
+  const double t0 = omp_get_wtime();
+  const int rc = smoother_apply0_two(c->s, wm, w->aw, x, dst, err);
+  c->s->last.weight_time += omp_get_wtime() - t0;
   if (!rc) c->s->last.weights_smoothed++;
   return rc;
 }
@@ -202,7 +226,7 @@ static int smooth_ones(call *c, double *scratch, double *w, arkcos_error *err) {
     if (arkcos_plan_constant(s->plan[0], 1.0, w, c->nthreads)) {
       arkcos_stage_times t;
       arkcos_plan_stages(s->plan[0], &t);
-      smoother_stages_add(&s->last.stages, &t);
+      arkcos_stages_add(&s->last.stages, &t);
       return ARKCOS_OK;
     }
   }
@@ -335,23 +359,25 @@ static void store_weight(const call *c, const double *aw, double *dst) {
 static int smooth_scalar(call *c, int i, arkcos_error *err) {
   wset *w = &c->sets[c->set_of[i]];
   arkcos_smoother_map_report *r = &c->s->reports[i];
-  int rc = ensure_weight(c, w, err);
+  /* A(w) still to be smoothed: with the map, in one call */
+  double *wm = NULL;
+  int rc = !w->aw && w->need ? weight_input(c, w, &wm, err) : ARKCOS_OK;
   if (rc) return rc;
   double *dst = c->s->n2r ? c->tmp[0] : c->m->out[i];
   if (!c->s->n2r && w->trivial && c->m->in[i] != c->m->out[i]) {
     /* a complete RING map into its own output: no copy */
-    rc = smoother_apply0(c->s, c->m->in[i], dst, err);
+    rc = apply_map(c, w, wm, c->m->in[i], dst, err);
   } else if (!c->s->n2r && c->m->overwrite_in && c->m->in[i] != c->m->out[i]) {
     /* the caller's input becomes w m: no work map */
     double *x = (double *)c->m->in[i];
     load_map(c, w, x, x);
-    rc = smoother_apply0(c->s, x, dst, err);
-  } else {
-    if ((rc = need_buffers(c, 1, err))) return rc;
+    rc = apply_map(c, w, wm, x, dst, err);
+  } else if (!(rc = need_buffers(c, 1, err))) {
     dst = c->s->n2r ? c->tmp[0] : c->m->out[i];
     load_map(c, w, c->m->in[i], c->work[0]);
-    rc = smoother_apply0(c->s, c->work[0], dst, err);
+    rc = apply_map(c, w, wm, c->work[0], dst, err);
   }
+  free(wm);
   /* A(1) after the map (a plan with the direct weights on the fly keeps
    * their row sums from the map's execute), its map of ones in the input
    * or work map where the call may overwrite it */

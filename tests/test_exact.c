@@ -1093,9 +1093,52 @@ TEST_GROUP(auto_backend_gpu_host) {
   arkcos_geometry_destroy(g);
 }
 
+/* Two maps in one call (arkcos_execute_two, the smoother's A(w) with its
+ * map): each output bit for bit as its own execute gives it, for plans
+ * with the direct weights on the fly and in tables, with a constant map in
+ * either place (its shortcut), and on a plan without execute_two (the
+ * harmonic path: two executes); aliased arrays refused. */
+TEST_GROUP(execute_two) {
+  arkcos_geometry *g = arkcos_geometry_healpix(32, NULL);
+  double *x = g ? white_noise(g, 701) : NULL, *z = g ? white_noise(g, 702) : NULL;
+  const int64_t n = g ? g->npix : 0;
+  double *c = malloc(sizeof(double) * (size_t)n), *o = malloc(4 * sizeof(double) * (size_t)n);
+  for (int64_t q = 0; c && q < n; q++) c[q] = 2.5;
+  for (int f = 0; x && z && c && o && f < 3; f++) {
+    const char *label = f == 0 ? "gauss 2.8px, weights on the fly" : f == 1 ? "gauss 2.8px, tables"
+                                                                           : "gauss 16px (harmonic)";
+    arkcos_kernel *k = f < 2 ? gaussian(2.8 * healpix_pixel(g), 1e-5) : gaussian(16 * healpix_pixel(g), 1e-13);
+    arkcos_plan *p = k ? plan_weights(g, k, 0, f == 0 ? ARKCOS_WEIGHTS_ON_THE_FLY : ARKCOS_WEIGHTS_TABLES, NULL)
+                       : NULL;
+    CHECK(p, "%s: plan", label);
+    for (int m = 0; p && m < 3; m++) { /* x and z; c and x; x and c */
+      const double *a = m == 1 ? c : x, *b = m == 0 ? z : m == 1 ? x : c;
+      arkcos_error e;
+      const int rc = arkcos_execute_two(p, a, o, b, o + n, &e);
+      double *ya = apply_plan(p, g, a), *yb = apply_plan(p, g, b);
+      CHECK(!rc && same(o, ya, n) && same(o + n, yb, n), "%s, case %d: two at once differ from one by one (%s)",
+            label, m, rc ? e.msg : "");
+      free(ya);
+      free(yb);
+    }
+    if (p) {
+      arkcos_error e;
+      CHECK(arkcos_execute_two(p, x, o, z, o, &e) == ARKCOS_EINVAL && strstr(e.msg, "differ"),
+            "%s: one output for both maps should be refused", label);
+    }
+    arkcos_plan_destroy(p);
+    arkcos_kernel_destroy(k);
+  }
+  free(x);
+  free(z);
+  free(c);
+  free(o);
+  arkcos_geometry_destroy(g);
+}
+
 TEST_MAIN(TG(exact_is_default), TG(constant_map_shortcut), TG(kernel_families_healpix), TG(healpix_nside_128),
           TG(tophat_wide), TG(ecp_geometry),
           TG(single_precision), TG(accuracy_loose), TG(paper_mode_bound), TG(operator_symmetry),
           TG(constant_map), TG(direct_limits), TG(smooth_caps),
           TG(smooth_caps_band_limit), TG(smooth_caps_harmonic), TG(harmonic), TG(direct_weights_on_the_fly),
-          TG(auto_backend_gpu_host))
+          TG(auto_backend_gpu_host), TG(execute_two))
