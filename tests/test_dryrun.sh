@@ -19,6 +19,8 @@ d = sys.argv[1]
 rng = np.random.default_rng(3)
 hp.write_map(f"{d}/m256.fits", rng.normal(1.0, 1.0, 12 * 256 ** 2), dtype=np.float64)
 hp.write_map(f"{d}/m512.fits", rng.normal(1.0, 1.0, 12 * 512 ** 2), dtype=np.float64)
+th, _ = hp.pix2ang(256, np.arange(12 * 256 ** 2))
+hp.write_map(f"{d}/mask256.fits", (np.abs(th - np.pi / 2) > 0.2).astype(np.float64), dtype=np.float64)
 hp.write_map(f"{d}/iqu64.fits", [rng.normal(size=12 * 64 ** 2) for _ in range(3)], dtype=np.float64,
              column_names=["I_STOKES", "Q_STOKES", "U_STOKES"])
 PY
@@ -35,6 +37,16 @@ rc=$?
 grep -q "rank(s) need about .* GB together; .* GB available now: fits" "$T/d1.out" && ok || bad "--dry-run: no verdict: $(cat "$T/d1.out")"
 [ ! -e "$T/new" ] && ok || bad "--dry-run created the output folder"
 sed 's/^/  /' "$T/d1.out"
+
+# one map with --mask: its weights on the fly as without (A(w) smoothed with
+# the map in one call, arkcos_execute_two), two maps tabulate them
+tabl() { rows "$1" | awk '{print $8}'; }
+"$ARKCOS" smooth "$T/m256.fits" "$T/om.fits" "${K[@]}" --mask "$T/mask256.fits" --dry-run >"$T/dm.out" 2>&1
+cp "$T/m256.fits" "$T/m256b.fits"
+"$ARKCOS" smooth "$T/m256.fits" "$T/m256b.fits" "$T/o2/" "${K[@]}" --dry-run >"$T/d2m.out" 2>&1
+awk -v a="$(tabl "$T/dm.out")" -v b="$(tabl "$T/d1.out")" -v c="$(tabl "$T/d2m.out")" \
+  'BEGIN {exit !(a == b && a + 0 < c + 0)}' && ok ||
+  bad "tables_MB: one map with --mask $(tabl "$T/dm.out"), without $(tabl "$T/d1.out"), two maps $(tabl "$T/d2m.out")"
 
 # the prediction against the run: the peak resident memory of the process
 # (measured 55 MB against 62 MB predicted at nside 256, FWHM 40'); not

@@ -445,11 +445,14 @@ static void method_spec_for(const smooth_state *s, int64_t nside, int spin, meth
    * caching would only cost memory. */
   m->arkcos.cache_kernel_spectra = maps_with_nside(s, nside, spin) > 1;
   /* Likewise the polar caps' direct weights: computed in the execute, not
-   * tabulated, for one map of the spin without --mask (the same time, and
-   * no tables' memory: nside 1024 at 2.8 pixels per FWHM, one call 0.67-0.73
-   * s and 772 MB with tables, 0.63 s and 407 MB without); more maps, or a
-   * mask's A(w), use tables. */
-  if (maps_with_nside(s, nside, spin) <= 1 && !s->a->mask.file)
+   * tabulated, for one map of the spin (the same time, and no tables'
+   * memory: nside 1024 at 2.8 pixels per FWHM, one call 0.67-0.73 s and 772
+   * MB with tables, 0.63 s and 407 MB without); a --mask's A(w) is smoothed
+   * with the map in one call, its weights shared (arkcos_execute_two: with
+   * the mask, 1.42 s and 937 MB with tables, 1.45 s and 581 MB without);
+   * more maps use tables, as a mask's map split over MPI ranks does (its
+   * bands smooth A(w) and the map in two calls). */
+  if (maps_with_nside(s, nside, spin) <= 1 && !(s->a->mask.file && s->split))
     m->arkcos.direct_weights = ARKCOS_WEIGHTS_ON_THE_FLY;
   m->threads = (int)a->threads;
   m->lmax = a->has_lmax ? (int)a->lmax : (int)(3 * nside - 1);

@@ -629,10 +629,11 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     belong to healpy's spherical harmonic transforms: any value but
     healpy's default (iter=3, verbose=True, the others None or False) is
     ignored with an ArkcosWarning. For many maps with one kernel, make a
-    Plan once: each smoothing() call plans again. One map (or one I, Q, U)
-    without a mask is smoothed with the polar caps' direct weights computed
-    where they are used, no tables (less memory, the same result to the
-    last bit; a Plan keeps tables for its next maps).
+    Plan once: each smoothing() call plans again. One map (or one I, Q, U),
+    with or without a mask, is smoothed with the polar caps' direct weights
+    computed where they are used, no tables (less memory, the same result
+    to the last bit; a mask's A(w) is smoothed with the map in one call,
+    sharing them; a Plan keeps tables for its next maps).
     """
     _warn_ignored(dict(iter=iter, lmax=lmax, mmax=mmax, use_weights=use_weights,
                        use_pixel_weights=use_pixel_weights, datapath=datapath, verbose=verbose))
@@ -645,7 +646,7 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
                 precision=precision, backend=backend, accuracy=accuracy, min_weight=min_weight,
                 mask_mode=mask_mode, normalize=normalize, gaussian=gaussian,
                 quadrature=quadrature, _cache=False,
-                _once=mask is None and (arr.ndim == 1 or (bool(pol) and arr.shape[0] == 3)))
+                _once=arr.ndim == 1 or (bool(pol) and arr.shape[0] == 3))
     try:
         return plan(map_in, mask=mask, return_weight=return_weight)
     finally:
