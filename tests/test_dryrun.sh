@@ -38,6 +38,9 @@ grep -q "rank(s) need about .* GB together; .* GB available now: fits" "$T/d1.ou
 [ ! -e "$T/new" ] && ok || bad "--dry-run created the output folder"
 sed 's/^/  /' "$T/d1.out"
 
+# the missing pixels it cannot see, said (nside 256: 2 maps of 6.3 MB)
+grep -q "missing pixels, UNSEEN or NaN, adds up to 13 MB" "$T/d1.out" && ok ||
+  bad "--dry-run: no word on maps with missing pixels: $(cat "$T/d1.out")"
 # one map with --mask: its weights on the fly as without (A(w) smoothed with
 # the map in one call, arkcos_execute_two), two maps tabulate them
 tabl() { rows "$1" | awk '{print $8}'; }
