@@ -32,6 +32,9 @@ import time
 import numpy as np
 import ducc0
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ducc0_smoothing  # noqa: E402
+
 BEAMS = {"g1.5px": ("px", 1.5), "g2.8px": ("px", 2.8), "g5px": ("px", 5.0),
          "g1deg": ("deg", 1.0), "g2deg": ("deg", 2.0), "th10px": ("tophat_px", 10.0)}
 
@@ -46,35 +49,21 @@ def beam_kwargs(name, nside):
     return {"tophat": v * pix}
 
 
-def geometry(nside):
-    return ducc0.healpix.Healpix_Base(nside, "RING").sht_info()
-
-
 def random_map(nside, threads, seed=1):
     lmax = 2 * nside
     rng = np.random.default_rng(seed)
     nalm = (lmax + 1) * (lmax + 2) // 2
     alm = (rng.standard_normal(nalm) + 1j * rng.standard_normal(nalm)) / math.sqrt(2)
-    mi = np.concatenate([np.arange(k, lmax + 1) for k in range(lmax + 1)])
-    alm *= 1.0 / (mi + 10.0)
+    alm *= 1.0 / (ducc0_smoothing.m_index(lmax) + 10.0)
     alm[: lmax + 1] = alm[: lmax + 1].real  # m = 0: real
     return ducc0.sht.experimental.synthesis(alm=alm.reshape(1, -1), lmax=lmax, spin=0,
-                                            nthreads=threads, **geometry(nside))[0]
+                                            nthreads=threads, **ducc0_smoothing.geometry(nside))[0]
 
 
 def ducc0_smooth(m, nside, lmax, iters, threads, fwhm=0.01):
-    geom = geometry(nside)
-    bl = np.exp(-0.5 * np.arange(lmax + 1) * np.arange(1, lmax + 2) * (fwhm / math.sqrt(8 * math.log(2))) ** 2)
-    mi = np.concatenate([np.arange(k, lmax + 1) for k in range(lmax + 1)])
-    alm = ducc0.sht.experimental.adjoint_synthesis(map=m.reshape(1, -1), lmax=lmax, spin=0,
-                                                   nthreads=threads, **geom)
-    alm *= 4 * math.pi / m.size
-    for _ in range(iters):  # healpy's map2alm iterations (Jacobi)
-        back = ducc0.sht.experimental.synthesis(alm=alm, lmax=lmax, spin=0, nthreads=threads, **geom)
-        alm += 4 * math.pi / m.size * ducc0.sht.experimental.adjoint_synthesis(
-            map=m.reshape(1, -1) - back, lmax=lmax, spin=0, nthreads=threads, **geom)
-    alm *= bl[mi]
-    return ducc0.sht.experimental.synthesis(alm=alm, lmax=lmax, spin=0, nthreads=threads, **geom)[0]
+    ell = np.arange(lmax + 1)
+    bl = np.exp(-0.5 * ell * (ell + 1) * (fwhm / math.sqrt(8 * math.log(2))) ** 2)
+    return ducc0_smoothing.smooth(m, bl, nside, lmax, iters, threads)
 
 
 def timed(f, *a, **k):

@@ -40,8 +40,10 @@ try:
     import healpy as hp
 except ImportError:  # pragma: no cover - the bench needs it
     sys.exit("onecall.py: healpy is needed (python3-healpy)")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 try:
     import ducc0
+    import ducc0_smoothing
 except ImportError:
     ducc0 = None
 
@@ -106,15 +108,7 @@ def tophat_bl(radius, lmax):
 
 
 def ducc0_iter0(m, bl, nside, lmax, threads):
-    base = ducc0.healpix.Healpix_Base(nside, "RING")
-    geom = base.sht_info()
-    alm = ducc0.sht.experimental.adjoint_synthesis(map=m.reshape(1, -1), lmax=lmax, spin=0,
-                                                   nthreads=threads, **geom)[0]
-    alm *= 4 * math.pi / m.size
-    mi = np.concatenate([np.arange(k, lmax + 1) for k in range(lmax + 1)])
-    alm *= bl[mi]
-    return ducc0.sht.experimental.synthesis(alm=alm.reshape(1, -1), lmax=lmax, spin=0,
-                                            nthreads=threads, **geom)[0]
+    return ducc0_smoothing.smooth(m, bl, nside, lmax, 0, threads)
 
 
 def main():
