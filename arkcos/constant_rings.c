@@ -158,26 +158,47 @@ int arkcos_constant_ring(const arkcos_plan *p, int i, int i0, int mir, double c,
   double dropped = 0;
   int first = 0;
   while (first < nt && dropped + fabs(t[first].coef) <= budget) dropped += fabs(t[first++].coef);
-  for (int64_t a = 0; a < Ni; a++) y[a] = base;
+  if (first == nt) {
+    for (int64_t a = 0; a < Ni; a++) y[a] = base * c;
+    free(t);
+    return 0;
+  }
   /* each term's phase turns by 2 pi m / n_i a pixel: a rotation renewed
-   * every 32 pixels from the exact angle */
+   * every 32 pixels from the exact angle. The ring's blocks of 32 pixels
+   * are the vector lanes (yt holds pixel 32 k + o at yt[o nb + k]): lane k
+   * runs block k's rotation, the same operations in the same order as a
+   * loop over the pixels would (bit for bit), without its chain of
+   * dependent multiplications from pixel to pixel. */
+  const int64_t nb = (Ni + 31) / 32;
+  double *yt = malloc(sizeof *yt * (size_t)(34 * nb));
+  if (!yt) {
+    free(t);
+    return -1;
+  }
+  double *co = yt + 32 * nb, *si = co + nb;
+  for (int64_t x = 0; x < 32 * nb; x++) yt[x] = base;
+  const double step = 2 * ARKCOS_PI / (double)Ni;
   for (int q = first; q < nt; q++) {
-    const double step = 2 * ARKCOS_PI / (double)Ni, dm = step * (double)(t[q].m % Ni);
+    const double dm = step * (double)(t[q].m % Ni), coef = t[q].coef;
     const double cr = cos(dm), sr = sin(dm);
-    double co = 0, si = 0;
-    for (int64_t a = 0; a < Ni; a++) {
-      if ((a & 31) == 0) {
-        const double ang = t[q].phase + step * (double)((t[q].m * a) % Ni);
-        co = cos(ang), si = sin(ang);
-      } else {
-        const double c2 = co * cr - si * sr;
-        si = co * sr + si * cr;
-        co = c2;
+    for (int64_t k = 0; k < nb; k++) {
+      const double ang = t[q].phase + step * (double)((t[q].m * 32 * k) % Ni);
+      co[k] = cos(ang), si[k] = sin(ang);
+    }
+    for (int64_t k = 0; k < nb; k++) yt[k] += coef * co[k];
+    for (int o = 1; o < 32; o++) {
+      double *row = yt + (size_t)o * (size_t)nb;
+#pragma omp simd
+      for (int64_t k = 0; k < nb; k++) {
+        const double c2 = co[k] * cr - si[k] * sr;
+        si[k] = co[k] * sr + si[k] * cr;
+        co[k] = c2;
+        row[k] += coef * c2;
       }
-      y[a] += t[q].coef * co;
     }
   }
-  for (int64_t a = 0; a < Ni; a++) y[a] *= c;
+  for (int64_t a = 0; a < Ni; a++) y[a] = yt[(a & 31) * nb + (a >> 5)] * c;
+  free(yt);
   free(t);
   return 0;
 }
