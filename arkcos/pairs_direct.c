@@ -48,6 +48,8 @@ typedef struct {
   int64_t *wofs;    /* row a's weights: w[wofs[a] .. wofs[a] + wlen[a]), */
   int64_t *wlen;
   unsigned char *rev; /* read backwards (a row's mirror image, see pair_setup) */
+  double *rsum;     /* an execute's scalar pair: row a's weights summed (in
+                     * pair_row_sums' order), or NULL */
   int64_t nw;       /* weights stored */
   double *w;        /* the weights, or NULL when held in float (wf) */
   double *wi;       /* spin-2 plans: the weights' imaginary parts (w the real) */
@@ -64,6 +66,7 @@ typedef struct {
 typedef struct {
   int64_t *b0, *wofs, *wlen;
   unsigned char *rev;
+  double *rsum;
   double *w, *wi;
   size_t rows, vals; /* capacities: rows (b0 .. rev), weights (w, wi) */
   double *num;
@@ -179,10 +182,12 @@ static const double sinc[12] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, 
  * loops the compiler vectorises (the weights of the direct tables are most
  * of an exact plan's making; a row alone is too short to vectorise):
  *  - sin(dphi / 2) by its Taylor series on [0, pi / 2] (sin^2 is
- *    symmetric about pi / 2), to x^23: below 1e-20 relative;
+ *    symmetric about pi / 2), to x^23 at most, fewer terms where the
+ *    batch's offsets are small: below 1e-20 relative;
  *  - a Gaussian's alpha^2 = 4 asin^2(chord / 2) by the series of asin^2 in
- *    h^2 = chord^2 / 4, 11 terms, where the cutoff has h^2 <= 0.01 (about
- *    11 degrees; below 1e-22 relative), else by arkcos_alpha_of_chord2;
+ *    h^2 = chord^2 / 4, 11 terms at most (fewer for a narrow cutoff), where
+ *    the cutoff has h^2 <= 0.01 (about 11 degrees; below 1e-20 relative),
+ *    else by arkcos_alpha_of_chord2;
  *  - exp(-y) as 2^-n exp(-r), |r| <= ln 2 / 2, exp(-r) to r^13 (below 1e-17).
  * Each agrees with the scalar functions to a few units of rounding. A
  * candidate within 1e-9 (relative) of the cutoff's chord is evaluated by
@@ -192,28 +197,51 @@ static const double sinc[12] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, 
  * doubles of scratch. */
 void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double ss, double d0, double step,
                          const double *num, int64_t cnt, double *out, double *tmp) {
-  /* d2 = chord^2 */
+  /* d2 = chord^2: x = |dphi / 2| folded onto [0, pi / 2] first, then sin x
+   * to the fewest Taylor terms that keep below 1e-20 relative at the
+   * batch's largest x (|sinc[K] x^(2K + 2)| < 1e-20: K = 5 up to x = 0.095,
+   * 7 up to 0.408, 9 up to 0.963, else all 12) */
+  double xmax = 0;
+#pragma omp simd reduction(max : xmax)
   for (int64_t l = 0; l < cnt; l++) {
-    const double dphi = d0 + step * num[l];
-    const double ax = fabs(0.5 * dphi), r = ARKCOS_PI - ax;
-    const double x = ax < r ? ax : r, x2 = x * x;
-    double pl = sinc[11];
-    for (int c = 10; c >= 0; c--) pl = pl * x2 + sinc[c];
-    const double sh = x + x * x2 * pl;
-    tmp[l] = 4.0 * (sdt2 + ss * sh * sh);
+    const double ax = fabs(0.5 * (d0 + step * num[l])), r = ARKCOS_PI - ax;
+    const double x = ax < r ? ax : r;
+    tmp[l] = x;
+    xmax = x > xmax ? x : xmax;
   }
+#define SIN_CHORD2(K)                                                      \
+  for (int64_t l = 0; l < cnt; l++) {                                      \
+    const double x = tmp[l], x2 = x * x;                                   \
+    double pl = sinc[(K) - 1];                                             \
+    for (int c = (K) - 2; c >= 0; c--) pl = pl * x2 + sinc[c];             \
+    const double sh = x + x * x2 * pl;                                     \
+    tmp[l] = 4.0 * (sdt2 + ss * sh * sh);                                  \
+  }
+  if (xmax <= 0.095) SIN_CHORD2(5)
+  else if (xmax <= 0.408) SIN_CHORD2(7)
+  else if (xmax <= 0.963) SIN_CHORD2(9)
+  else SIN_CHORD2(12)
+#undef SIN_CHORD2
   const double cut = kf->cut_d2;
   if (kf->type == ARKCOS_KERNEL_GAUSSIAN) {
     if (0.25 * cut <= 0.01) { /* alpha^2 = 4 h^2 sum_n c_n h^(2n - 2) */
       static const double ac[11] = {1.0, 1.0 / 3, 8.0 / 45, 4.0 / 35, 128.0 / 1575, 0.06156806156806157,
                                     0.04871319157033443, 0.03978243978243978, 0.03328204112517838,
                                     0.028377319275152094, 0.02456910759753428};
-      for (int64_t l = 0; l < cnt; l++) {
-        const double h2 = 0.25 * tmp[l];
-        double pa = ac[10];
-        for (int c = 9; c >= 0; c--) pa = pa * h2 + ac[c];
-        out[l] = 4.0 * h2 * pa;
-      }
+      /* to the fewest terms below 1e-20 relative inside the cutoff (h^2 <=
+       * cut / 4; values beyond it are zeroed below): |c_K h^(2K)| < 1e-20,
+       * K = 4 up to h^2 = 1.87e-5, 6 up to 7.6e-4, else all 11 */
+#define ASIN2(K)                                                           \
+  for (int64_t l = 0; l < cnt; l++) {                                      \
+    const double h2 = 0.25 * tmp[l];                                       \
+    double pa = ac[(K) - 1];                                               \
+    for (int c = (K) - 2; c >= 0; c--) pa = pa * h2 + ac[c];               \
+    out[l] = 4.0 * h2 * pa;                                                \
+  }
+      if (0.25 * cut <= 1.87e-5) ASIN2(4)
+      else if (0.25 * cut <= 7.6e-4) ASIN2(6)
+      else ASIN2(11)
+#undef ASIN2
     } else {
       for (int64_t l = 0; l < cnt; l++) {
         const double al = arkcos_alpha_of_chord2(tmp[l] < cut ? tmp[l] : cut);
@@ -479,8 +507,12 @@ static int batched_rows(const arkcos_plan *p, int i, int j, double hw, int refl,
       int64_t f = 0, e = cnt - 1;
       while (f < cnt && v[f] == 0) f++;
       while (e > f && v[e] == 0) e--;
-      double sum = 0;
-      for (int64_t l = f; l <= e; l++) sum += fabs(v[l]);
+      double sum = 0, rs = 0; /* rs: pair_row_sums' sum (two independent chains) */
+      for (int64_t l = f; l <= e; l++) {
+        sum += fabs(v[l]);
+        rs += v[l];
+      }
+      if (d->rsum) d->rsum[ar] = rs;
       if (f == cnt) f = -1;
       const int64_t len = f < 0 ? 0 : e - f + 1;
       d->wofs[ar] = n;
@@ -536,7 +568,8 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc
   if (sc) { /* an execute's pair (weights on the fly): the thread's arrays */
     if (sc->rows < P) {
       if (grow((void **)&sc->b0, P, sizeof(int64_t)) || grow((void **)&sc->wofs, P, sizeof(int64_t)) ||
-          grow((void **)&sc->wlen, P, sizeof(int64_t)) || grow((void **)&sc->rev, P, 1))
+          grow((void **)&sc->wlen, P, sizeof(int64_t)) || grow((void **)&sc->rev, P, 1) ||
+          grow((void **)&sc->rsum, P, sizeof(double)))
         return ARKCOS_ENOMEM;
       sc->rows = P;
     }
@@ -544,6 +577,7 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc
     d->wofs = sc->wofs;
     d->wlen = sc->wlen;
     d->rev = sc->rev;
+    d->rsum = p->opt.spin == 0 ? sc->rsum : NULL;
     memset(d->rev, 0, P);
   } else {
     d->b0 = malloc(sizeof(int64_t) * P);
@@ -589,6 +623,7 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc
     pixel_window(p, i, j, hw, a, &lo, &cnt);
     d->wofs[a] = d->wofs[c];
     d->wlen[a] = d->wlen[c];
+    if (d->rsum) d->rsum[a] = d->rsum[c];
     d->rev[a] = 1;
     /* partner row c, lane q, reads b0_c + l + q sj; its mirror images
      * -(that) - ej run backwards from b0_a: the representative near lo */
@@ -663,6 +698,7 @@ static void scratch_free(dscratch *sc) {
   free(sc->wofs);
   free(sc->wlen);
   free(sc->rev);
+  free(sc->rsum);
   free(sc->w);
   free(sc->wi);
   free(sc->num);
@@ -679,6 +715,8 @@ static void pair_row_sums(const dpair *d, double *acc) {
     double s = 0;
     if (d->konst)
       s = (double)len * d->wconst;
+    else if (d->rsum)
+      s = d->rsum[a];
     else if (d->w)
       for (int64_t l = 0; l < len; l++) s += d->w[o + l];
     else
