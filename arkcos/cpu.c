@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arkcos/bigmem.h"
 #include "arkcos/plan_internal.h"
 
 #define arkcos_cut_level arkcos_kfun_cut_level

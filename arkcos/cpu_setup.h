@@ -211,6 +211,8 @@ static int SFX(setup_buffers)(arkcos_plan *p, SFX(cpu_state) *s, size_t bytes, a
   s->wstride = WS(s, WS_SIZE);
   s->spec_re = (R *)FFTWP(malloc)(sizeof(R) * (spec_n ? spec_n : 1));
   s->spec_im = (R *)FFTWP(malloc)(sizeof(R) * (spec_n ? spec_n : 1));
+  arkcos_hint_huge(s->spec_re, sizeof(R) * spec_n);
+  arkcos_hint_huge(s->spec_im, sizeof(R) * spec_n);
   s->work = (R *)FFTWP(malloc)(sizeof(R) * s->wstride * (size_t)s->nthreads);
   s->r2c = (FFTWP(plan) *)calloc((size_t)nr, sizeof(FFTWP(plan)));
   s->c2r = (FFTWP(plan) *)calloc((size_t)nr, sizeof(FFTWP(plan)));

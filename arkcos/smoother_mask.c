@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "arkcos/arkcos.h"
+#include "arkcos/bigmem.h"
 #include "arkcos/plan_internal.h"
 #include "arkcos/smoother_internal.h"
 
@@ -257,6 +258,7 @@ static int ensure_norm(call *c, double *scratch, arkcos_error *err) {
   const int64_t npix = c->npix;
   double *w = malloc(sizeof *w * (size_t)npix);
   if (!w) return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight map");
+  arkcos_hint_huge(w, sizeof *w * (size_t)npix);
   int rc = smooth_ones(c, scratch, w, err);
   int64_t bad = 0;
   if (!rc) {

@@ -16,6 +16,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness/common/mapio.h"
 
+#include "arkcos/bigmem.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -650,6 +652,7 @@ static int read_all_columns(col_reader *r, double **maps, int want,
       return arkcos_fail(err, ARKCOS_ENOMEM,
                          "%s: out of memory reading %d map(s) of %lld pixels",
                          h->path, want, (long long)h->npix);
+    arkcos_hint_huge(maps[c], sizeof **maps * (size_t)h->npix);
     int64_t n = read_one_column(r, h->first_col + c, maps[c]);
     if (n < 0)
       return fits_fail(err, ARKCOS_EINVAL, h->path, r->status,

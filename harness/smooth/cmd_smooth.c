@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "arkcos/arkcos.h"
+#include "arkcos/bigmem.h"
 #include "harness/commands.h"
 #include "harness/common/hmpi.h"
 #include "harness/common/mapio.h"
@@ -639,11 +640,13 @@ static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
     job->weights = calloc((size_t)job->ncols, sizeof *job->weights);
     for (int c = 0; job->weights && c < job->ncols && !rc; c++)
       if (!(job->weights[c] = malloc(sizeof **job->weights * (size_t)job->h->npix))) rc = ARKCOS_ENOMEM;
+      else arkcos_hint_huge(job->weights[c], sizeof **job->weights * (size_t)job->h->npix);
     if (!job->weights || rc) return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the weight maps", job->in);
   }
   job->outs = calloc((size_t)job->ncols, sizeof *job->outs);
   for (int c = 0; job->outs && c < job->ncols && !rc; c++)
     if (!(job->outs[c] = malloc(sizeof **job->outs * (size_t)job->h->npix))) rc = ARKCOS_ENOMEM;
+    else arkcos_hint_huge(job->outs[c], sizeof **job->outs * (size_t)job->h->npix);
   if (!job->outs || rc) return arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory for the output maps", job->in);
   const arkcos_smoother_maps m = {job->ncols, (const double *const *)job->maps, job->outs, job->weights,
                                   job->pol.q, job->pol.u, s->mask.w, maps_done, s,
