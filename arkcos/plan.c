@@ -1049,9 +1049,20 @@ int arkcos_plan_check_input(const arkcos_plan *p, const double *in, const char *
   const int64_t n = p->geom->npix;
   const double lim = p->opt.precision == ARKCOS_SINGLE ? 3.4028234663852886e38 : HUGE_VAL;
   int64_t bad = n;
+  /* blocks of 4096 pixels, each tested in a vectorised pass; a block that
+   * holds an offending pixel is searched for its first */
 #pragma omp parallel for reduction(min : bad) schedule(static)
-  for (int64_t i = 0; i < n; i++)
-    if (!(fabs(in[i]) < lim) && i < bad) bad = i;
+  for (int64_t b0 = 0; b0 < n; b0 += 4096) {
+    const int64_t b1 = b0 + 4096 < n ? b0 + 4096 : n;
+    int any = 0;
+#pragma omp simd reduction(| : any)
+    for (int64_t i = b0; i < b1; i++) any |= !(fabs(in[i]) < lim);
+    for (int64_t i = b0; any && i < b1; i++)
+      if (!(fabs(in[i]) < lim)) {
+        if (i < bad) bad = i;
+        break;
+      }
+  }
   if (bad == n) return ARKCOS_OK;
   if (!isfinite(in[bad]))
     return arkcos_fail(err, ARKCOS_EINVAL,

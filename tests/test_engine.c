@@ -710,6 +710,57 @@ TEST_GROUP(plan_errors) {
   arkcos_geometry_destroy(g);
 }
 
+/* arkcos_execute refuses a map with non-finite pixels (and, in single
+ * precision, pixels beyond float's range) and names the first of them,
+ * whichever of the scan's blocks of 4096 pixels it falls in. */
+TEST_GROUP(input_check) {
+  arkcos_geometry *g = arkcos_geometry_healpix(64, NULL); /* 49152 pixels: 12 blocks */
+  arkcos_kernel_spec s = {0};
+  s.type = ARKCOS_KERNEL_GAUSSIAN;
+  s.fwhm = 0.05;
+  s.cutoff = 0.1;
+  arkcos_kernel *k = arkcos_kernel_create(&s, NULL);
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  arkcos_plan *p = g && k ? arkcos_plan_create(g, k, &o, NULL) : NULL;
+  o.precision = ARKCOS_SINGLE;
+  arkcos_plan *ps = g && k ? arkcos_plan_create(g, k, &o, NULL) : NULL;
+  CHECK(p && ps, "plans");
+  if (p && ps) {
+    const int64_t n = g->npix;
+    double *in = calloc((size_t)n, sizeof *in), *out = malloc(sizeof *out * (size_t)n);
+    /* (first offender, a later one, the value of the first) */
+    const struct { int64_t a, b; double v; } c[] = {{0, 5, NAN},      {4095, 4096, INFINITY},
+                                                    {4096, 4095 + 8192, -INFINITY}, {9000, 9001, NAN},
+                                                    {n - 1, -1, NAN}, {12345, 40000, -INFINITY}};
+    for (size_t t = 0; t < sizeof c / sizeof c[0]; t++) {
+      memset(in, 0, sizeof *in * (size_t)n);
+      in[c[t].a] = c[t].v;
+      if (c[t].b >= 0) in[c[t].b] = NAN;
+      arkcos_error e = {0};
+      char want[64];
+      snprintf(want, sizeof want, "pixel %lld is ", (long long)c[t].a);
+      CHECK(arkcos_execute(p, in, out, &e) == ARKCOS_EINVAL && strstr(e.msg, want),
+            "first non-finite pixel %lld named: %s", (long long)c[t].a, e.msg);
+    }
+    memset(in, 0, sizeof *in * (size_t)n);
+    in[20000] = 1e39;
+    in[30000] = -1e39;
+    arkcos_error e = {0};
+    CHECK(arkcos_execute(p, in, out, &e) == ARKCOS_OK, "1e39 is fine in double precision: %s", e.msg);
+    CHECK(arkcos_execute(ps, in, out, &e) == ARKCOS_EINVAL && strstr(e.msg, "pixel 20000 = 1e+39") &&
+              strstr(e.msg, "single precision"),
+          "single precision names the first pixel beyond float's range: %s", e.msg);
+    free(in);
+    free(out);
+  }
+  arkcos_plan_destroy(p);
+  arkcos_plan_destroy(ps);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+}
+
 /* The cap rings' DFTs (bluestein.c) against FFTW's r2c and c2r of the
  * same lengths: the ring lengths of HEALPix caps (4 i) and a few other
  * even ones. Measured worst max |difference| / max |FFTW|: r2c 9.4e-16,
@@ -1006,5 +1057,5 @@ TEST_GROUP(map_alloc) {
 TEST_MAIN(TG(geometry_vs_chealpix), TG(pixel_arithmetic), TG(ecp_geometry), TG(kernel_normalisation),
           TG(kernel_legendre), TG(arkcos_vs_direct_healpix), TG(arkcos_whole_sphere_levels),
           TG(oversample_no_effect), TG(pair_symmetry_without_mirror), TG(arkcos_vs_direct_ecp), TG(properties),
-          TG(single_precision), TG(plan_reuse), TG(shared_math), TG(plan_errors), TG(bluestein_vs_fftw), TG(ring_weights),
+          TG(single_precision), TG(plan_reuse), TG(shared_math), TG(plan_errors), TG(input_check), TG(bluestein_vs_fftw), TG(ring_weights),
           TG(map_alloc), TG(direct_task_sums), TG(plan_check))
