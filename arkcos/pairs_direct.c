@@ -448,6 +448,51 @@ static int konst_rows(const arkcos_plan *p, int i, int j, double hw, int refl, i
   return ARKCOS_OK;
 }
 
+/* konst pairs by geometry: every row's run found from the window's edges
+ * alone. The run is the candidates b with |c_a - b| <= H (c_a: row a's
+ * centre in candidates, pixel_window's c; H: the support's half-width on
+ * the ring in candidates), as chord^2 grows with |dphi| up to pi. A
+ * candidate whose chord^2 may lie within 1e-7 (relative) of the cutoff's
+ * is decided by the scalar functions, as konst_rows and
+ * arkcos_kernel_batch decide it; the others by their distance to c_a, with
+ * margins far beyond the rounding of c_a and H. No kernel evaluation for
+ * most rows, and no reflection partners to find. Returns ARKCOS_EINVAL
+ * where the support may hold the whole ring or its window nearly so (then
+ * konst_rows, which also decides when to store weights). */
+int arkcos_direct_konst_geometry = 1;
+static int konst_rows_geom(const arkcos_plan *p, int i, int j, double hw, dpair *d) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int64_t ni = rg[i].nph, nj = rg[j].nph;
+  const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+  const double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
+  const double d0 = rg[i].phi0 - rg[j].phi0, step = 2 * ARKCOS_PI / ((double)ni * (double)nj);
+  const double wj = rg[j].weight, cut = p->kf.cut_d2, kc = (double)nj / (2 * ARKCOS_PI);
+  const double rin = 0.25 * cut * (1 - 1e-7) - sdt2, rout = 0.25 * cut * (1 + 1e-7) - sdt2;
+  if (!arkcos_direct_konst_geometry || !(ss > 0) || rout >= ss || 2 * hw + 4 >= (double)nj) return ARKCOS_EINVAL;
+  /* sure inside within hin of c_a, perhaps inside within hout */
+  const double hin = rin > 0 ? 2 * asin(sqrt(rin / ss)) * kc * (1 - 1e-12) - 1e-9 : -1;
+  const double hout = 2 * asin(sqrt(rout > 0 ? rout / ss : 0)) * kc * (1 + 1e-12) + 1e-9;
+  const double v = wj * p->kf.norm; /* the top-hat's value inside (arkcos_kfun_alpha) */
+#define KONST_IN(b) \
+  (wj * arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, d0 + step * (double)(a * nj - (b) * ni))) != 0)
+  for (int64_t a = 0; a < d->P; a++) {
+    const double c = (rg[i].phi0 - rg[j].phi0) * (double)nj / (2 * ARKCOS_PI) + (double)a * (double)nj / (double)ni;
+    int64_t f = (int64_t)ceil(c - hout), e = (int64_t)floor(c + hout);
+    const int64_t fs = hin >= 0 ? (int64_t)ceil(c - hin) : e + 1, es = hin >= 0 ? (int64_t)floor(c + hin) : f - 1;
+    while (f < fs && f <= e && !KONST_IN(f)) f++;
+    while (e > es && e >= f && !KONST_IN(e)) e--;
+    const int64_t len = f <= e ? e - f + 1 : 0;
+    d->wofs[a] = 0;
+    d->wlen[a] = len;
+    d->b0[a] = len ? f : (int64_t)floor(c - hw) - 1; /* pixel_window's lo */
+    if (len > d->maxlen) d->maxlen = len;
+  }
+#undef KONST_IN
+  d->wconst = d->maxlen ? v : 0;
+  d->wsum = (double)d->maxlen * fabs(d->wconst);
+  return ARKCOS_OK;
+}
+
 /* The rows of a pair that come before their reflection partner
  * (pair_setup): their candidates in batches of at least ROW_BATCH, each
  * batch's kernel values at once (arkcos_kernel_batch; spin 2: and the
@@ -587,7 +632,7 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc
     if (!d->b0 || !d->wofs || !d->wlen || !d->rev) return ARKCOS_ENOMEM;
   }
   int64_t n = 0;
-  int rc = ARKCOS_EINVAL;
+  int rc = ARKCOS_EINVAL, geom = 0; /* geom: konst rows by konst_rows_geom, every row set */
   d->konst = p->kf.type == ARKCOS_KERNEL_TOPHAT && p->opt.spin == 0;
   for (int pass = 0; pass < 2 && rc == ARKCOS_EINVAL; pass++) {
     /* a top-hat's pair first as extents (konst); weights where that fails */
@@ -611,11 +656,16 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc
     d->wsum = 0;
     d->wconst = 0;
     d->maxlen = 0;
+    if (d->konst && !pass && (rc = konst_rows_geom(p, i, j, hw, d)) == ARKCOS_OK) {
+      geom = 1;
+      break;
+    }
+    d->maxlen = 0;
     rc = d->konst ? konst_rows(p, i, j, hw, refl, ei, d) : batched_rows(p, i, j, hw, refl, ei, cmax, d, &n, sc);
     if (rc == ARKCOS_EINVAL && pass) rc = ARKCOS_ENOMEM; /* cannot happen: weights are stored */
   }
   if (rc != ARKCOS_OK) return ARKCOS_ENOMEM;
-  for (int64_t a = 0; refl && a < d->P; a++) { /* their partners, read backwards */
+  for (int64_t a = 0; refl && !geom && a < d->P; a++) { /* their partners, read backwards */
     int64_t q;
     const int64_t c = row_partner(d, ni, ei, a, &q);
     if (c >= a) continue;

@@ -160,6 +160,10 @@ double arkcos_direct_fly_bytes(const arkcos_plan *p, int lo, int hi, int nt);
  * 0 or 1 answers for it in the plan's choice of paths (plan.c,
  * plan_target), so that AUTO's choice on a GPU host is tested without one */
 extern int arkcos_plan_pretend_gpu;
+/* Tests only: 1 (the default) finds a top-hat's rows from the window's
+ * geometry (pairs_direct.c, konst_rows_geom); 0 by kernel evaluations
+ * alone (konst_rows), the reference the geometry is tested against */
+extern int arkcos_direct_konst_geometry;
 /* Scalar maps in1 and in2 smoothed into out1 and out2 (four distinct
  * arrays), each bit for bit as arkcos_execute gives it, in one call where
  * the plan has execute_two (the CPU's: the direct pairs' weights, computed
