@@ -1078,6 +1078,19 @@ static void pair_apply(const arkcos_plan *p, const dpair *d, int t, const double
  * task by task (a task's output rings are its own). With the weights on
  * the fly each pair is set up first, and a scalar plan's first execute
  * keeps A(1)'s row sums (D->csum). */
+void arkcos_direct_drop_constant_sums(arkcos_plan *p) {
+  arkcos_direct *D = p->direct;
+  if (!D || !D->csum || D->cvalid) return;
+  int64_t n = 0;
+  for (int t = 0; t < D->ntasks; t++)
+    if (D->cofs[t] >= 0) n += p->geom->rings[p->task[t]].nph;
+  free(D->csum);
+  free(D->cofs);
+  D->csum = NULL;
+  D->cofs = NULL;
+  p->bytes -= 8 * (size_t)n;
+}
+
 int arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out, double *secs) {
   return arkcos_direct_apply_n(p, 1, &in, &out, secs);
 }

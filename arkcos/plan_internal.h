@@ -164,6 +164,11 @@ extern int arkcos_plan_pretend_gpu;
  * geometry (pairs_direct.c, konst_rows_geom); 0 by kernel evaluations
  * alone (konst_rows), the reference the geometry is tested against */
 extern int arkcos_direct_konst_geometry;
+/* A plan whose owner never asks for its constant map (a smoother that does
+ * not divide by A(1)): its first execute keeps no row sums for it (the
+ * direct pairs' part of A(1), weights on the fly), and the room for them
+ * goes. arkcos_plan_constant still works, setting the pairs up again. */
+void arkcos_direct_drop_constant_sums(arkcos_plan *p);
 /* Scalar maps in1 and in2 smoothed into out1 and out2 (four distinct
  * arrays), each bit for bit as arkcos_execute gives it, in one call where
  * the plan has execute_two (the CPU's: the direct pairs' weights, computed

@@ -297,6 +297,7 @@ int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err) {
   s->plan[k] = arkcos_plan_create(s->g, s->k[k], &o, err);
   if (!s->plan[k]) return err && err->code ? err->code : ARKCOS_ERUNTIME;
   s->ready[k] = 1;
+  if (k == 0 && !s->normalize) arkcos_direct_drop_constant_sums(s->plan[0]); /* A(1) never asked for */
   const char *note = arkcos_plan_note(s->plan[k]), *inexact = arkcos_plan_exactness(s->plan[k]);
   int rc = note[0] ? smoother_warn(s, ARKCOS_WARN_NOTE, "%s", note) : ARKCOS_OK;
   if (!rc && inexact[0])
