@@ -760,14 +760,22 @@ static void scratch_free(dscratch *sc) {
  * periods). */
 static void pair_row_sums(const dpair *d, double *acc) {
   const int64_t per = d->lanes * d->reps; /* row a serves pixels a + r P, r < per */
+  if (d->konst || d->rsum) { /* sums known: lane by lane, contiguous (one addition each, as below) */
+    for (int64_t r = 0; r < per; r++) {
+      double *ar = acc + r * d->P;
+      if (d->konst)
+#pragma omp simd
+        for (int64_t a = 0; a < d->P; a++) ar[a] += (double)d->wlen[a] * d->wconst;
+      else
+#pragma omp simd
+        for (int64_t a = 0; a < d->P; a++) ar[a] += d->rsum[a];
+    }
+    return;
+  }
   for (int64_t a = 0; a < d->P; a++) {
     const int64_t len = d->wlen[a], o = d->wofs[a];
     double s = 0;
-    if (d->konst)
-      s = (double)len * d->wconst;
-    else if (d->rsum)
-      s = d->rsum[a];
-    else if (d->w)
+    if (d->w)
       for (int64_t l = 0; l < len; l++) s += d->w[o + l];
     else
       for (int64_t l = 0; l < len; l++) s += (double)d->wf[o + l];
