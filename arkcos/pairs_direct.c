@@ -460,35 +460,65 @@ static int konst_rows(const arkcos_plan *p, int i, int j, double hw, int refl, i
  * where the support may hold the whole ring or its window nearly so (then
  * konst_rows, which also decides when to store weights). */
 int arkcos_direct_konst_geometry = 1;
-static int konst_rows_geom(const arkcos_plan *p, int i, int j, double hw, dpair *d) {
+
+/* A top-hat's pair as konst_rows_geom reads it */
+typedef struct {
+  int64_t ni, nj;
+  double sdt2, ss, d0, step, wj;
+  double hin, hout; /* sure inside within hin of a row's centre, perhaps within hout (candidates) */
+} kgeom;
+
+static int kgeom_init(const arkcos_plan *p, int i, int j, double hw, kgeom *k) {
   const arkcos_ring *rg = p->geom->rings;
-  const int64_t ni = rg[i].nph, nj = rg[j].nph;
+  k->ni = rg[i].nph;
+  k->nj = rg[j].nph;
   const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
-  const double sdt2 = sdt * sdt, ss = p->sin_theta[i] * p->sin_theta[j];
-  const double d0 = rg[i].phi0 - rg[j].phi0, step = 2 * ARKCOS_PI / ((double)ni * (double)nj);
-  const double wj = rg[j].weight, cut = p->kf.cut_d2, kc = (double)nj / (2 * ARKCOS_PI);
-  const double rin = 0.25 * cut * (1 - 1e-7) - sdt2, rout = 0.25 * cut * (1 + 1e-7) - sdt2;
-  if (!arkcos_direct_konst_geometry || !(ss > 0) || rout >= ss || 2 * hw + 4 >= (double)nj) return ARKCOS_EINVAL;
-  /* sure inside within hin of c_a, perhaps inside within hout */
-  const double hin = rin > 0 ? 2 * asin(sqrt(rin / ss)) * kc * (1 - 1e-12) - 1e-9 : -1;
-  const double hout = 2 * asin(sqrt(rout > 0 ? rout / ss : 0)) * kc * (1 + 1e-12) + 1e-9;
-  const double v = wj * p->kf.norm; /* the top-hat's value inside (arkcos_kfun_alpha) */
-#define KONST_IN(b) \
-  (wj * arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2, ss, d0 + step * (double)(a * nj - (b) * ni))) != 0)
+  k->sdt2 = sdt * sdt;
+  k->ss = p->sin_theta[i] * p->sin_theta[j];
+  k->d0 = rg[i].phi0 - rg[j].phi0;
+  k->step = 2 * ARKCOS_PI / ((double)k->ni * (double)k->nj);
+  k->wj = rg[j].weight;
+  const double cut = p->kf.cut_d2, kc = (double)k->nj / (2 * ARKCOS_PI);
+  const double rin = 0.25 * cut * (1 - 1e-7) - k->sdt2, rout = 0.25 * cut * (1 + 1e-7) - k->sdt2;
+  if (!arkcos_direct_konst_geometry || p->kf.type != ARKCOS_KERNEL_TOPHAT || !(k->ss > 0) || rout >= k->ss ||
+      2 * hw + 4 >= (double)k->nj)
+    return ARKCOS_EINVAL;
+  k->hin = rin > 0 ? 2 * asin(sqrt(rin / k->ss)) * kc * (1 - 1e-12) - 1e-9 : -1;
+  k->hout = 2 * asin(sqrt(rout > 0 ? rout / k->ss : 0)) * kc * (1 + 1e-12) + 1e-9;
+  return ARKCOS_OK;
+}
+
+/* Row a's run: its length, *first its first candidate (unwrapped); *c its
+ * centre (pixel_window's c) */
+static int64_t kgeom_row(const arkcos_plan *p, const kgeom *k, int64_t a, int64_t *first, double *c) {
+  const int64_t ni = k->ni, nj = k->nj;
+#define KONST_IN(b)                                                                                           \
+  (k->wj * arkcos_kfun_d2(&p->kf, arkcos_chord2(k->sdt2, k->ss, k->d0 + k->step * (double)(a * nj - (b) * ni))) != \
+   0)
+  *c = k->d0 * (double)nj / (2 * ARKCOS_PI) + (double)a * (double)nj / (double)ni;
+  int64_t f = (int64_t)ceil(*c - k->hout), e = (int64_t)floor(*c + k->hout);
+  const int64_t fs = k->hin >= 0 ? (int64_t)ceil(*c - k->hin) : e + 1;
+  const int64_t es = k->hin >= 0 ? (int64_t)floor(*c + k->hin) : f - 1;
+  while (f < fs && f <= e && !KONST_IN(f)) f++;
+  while (e > es && e >= f && !KONST_IN(e)) e--;
+#undef KONST_IN
+  *first = f;
+  return f <= e ? e - f + 1 : 0;
+}
+
+static int konst_rows_geom(const arkcos_plan *p, int i, int j, double hw, dpair *d) {
+  kgeom k;
+  if (kgeom_init(p, i, j, hw, &k)) return ARKCOS_EINVAL;
   for (int64_t a = 0; a < d->P; a++) {
-    const double c = (rg[i].phi0 - rg[j].phi0) * (double)nj / (2 * ARKCOS_PI) + (double)a * (double)nj / (double)ni;
-    int64_t f = (int64_t)ceil(c - hout), e = (int64_t)floor(c + hout);
-    const int64_t fs = hin >= 0 ? (int64_t)ceil(c - hin) : e + 1, es = hin >= 0 ? (int64_t)floor(c + hin) : f - 1;
-    while (f < fs && f <= e && !KONST_IN(f)) f++;
-    while (e > es && e >= f && !KONST_IN(e)) e--;
-    const int64_t len = f <= e ? e - f + 1 : 0;
+    int64_t f;
+    double c;
+    const int64_t len = kgeom_row(p, &k, a, &f, &c);
     d->wofs[a] = 0;
     d->wlen[a] = len;
     d->b0[a] = len ? f : (int64_t)floor(c - hw) - 1; /* pixel_window's lo */
     if (len > d->maxlen) d->maxlen = len;
   }
-#undef KONST_IN
-  d->wconst = d->maxlen ? v : 0;
+  d->wconst = d->maxlen ? k.wj * p->kf.norm : 0; /* the top-hat's value inside (arkcos_kfun_alpha) */
   d->wsum = (double)d->maxlen * fabs(d->wconst);
   return ARKCOS_OK;
 }
@@ -842,9 +872,13 @@ void arkcos_direct_task_sums(const arkcos_plan *p, int t, double *dsum, double *
     const int64_t ni = rg[i].nph, nj = rg[j].nph, P = ni / (gcd64(ni, nj) % 4 == 0 ? 4 : 1);
     double best = 0;
     int64_t longest = 0;
+    kgeom kg; /* a top-hat's rows from the geometry: len |w_j K| each */
+    const int geo = kgeom_init(p, i, j, hw, &kg) == ARKCOS_OK;
     for (int k = 0; k < 4; k++) {
-      double sum;
-      const int64_t len = row_extent(p, i, j, hw, k * P / 4, &sum);
+      double sum, c;
+      int64_t f;
+      const int64_t len = geo ? kgeom_row(p, &kg, k * P / 4, &f, &c) : row_extent(p, i, j, hw, k * P / 4, &sum);
+      if (geo) sum = (double)len * fabs(kg.wj * p->kf.norm);
       if (sum > best) best = sum;
       if (len > longest) longest = len;
     }
