@@ -509,14 +509,39 @@ static int64_t kgeom_row(const arkcos_plan *p, const kgeom *k, int64_t a, int64_
 static int konst_rows_geom(const arkcos_plan *p, int i, int j, double hw, dpair *d) {
   kgeom k;
   if (kgeom_init(p, i, j, hw, &k)) return ARKCOS_EINVAL;
-  for (int64_t a = 0; a < d->P; a++) {
-    int64_t f;
-    double c;
-    const int64_t len = kgeom_row(p, &k, a, &f, &c);
-    d->wofs[a] = 0;
-    d->wlen[a] = len;
-    d->b0[a] = len ? f : (int64_t)floor(c - hw) - 1; /* pixel_window's lo */
-    if (len > d->maxlen) d->maxlen = len;
+  const int64_t ni = k.ni, nj = k.nj;
+  const double c0 = k.d0 * (double)nj / (2 * ARKCOS_PI), hin = k.hin, hout = k.hout;
+  /* rows in chunks: the runs' ends and the sure ones in a vectorised pass
+   * (kgeom_row's roundings), the few rows with a candidate to decide by
+   * kgeom_row itself */
+  enum { C = 256 };
+  int64_t f[C], e[C], fs[C], es[C], lo[C];
+  for (int64_t a0 = 0; a0 < d->P; a0 += C) {
+    const int n = (int)(d->P - a0 < C ? d->P - a0 : C);
+#pragma omp simd
+    for (int r = 0; r < n; r++) {
+      const double c = c0 + (double)(a0 + r) * (double)nj / (double)ni;
+      f[r] = (int64_t)ceil(c - hout);
+      e[r] = (int64_t)floor(c + hout);
+      fs[r] = (int64_t)ceil(c - hin);
+      es[r] = (int64_t)floor(c + hin);
+      lo[r] = (int64_t)floor(c - hw) - 1; /* pixel_window's lo */
+    }
+    for (int r = 0; r < n; r++) {
+      const int64_t a = a0 + r;
+      int64_t len, b;
+      if (hin >= 0 && f[r] >= fs[r] && e[r] <= es[r]) { /* both ends sure */
+        b = f[r];
+        len = f[r] <= e[r] ? e[r] - f[r] + 1 : 0;
+      } else {
+        double c;
+        len = kgeom_row(p, &k, a, &b, &c);
+      }
+      d->wofs[a] = 0;
+      d->wlen[a] = len;
+      d->b0[a] = len ? b : lo[r];
+      if (len > d->maxlen) d->maxlen = len;
+    }
   }
   d->wconst = d->maxlen ? k.wj * p->kf.norm : 0; /* the top-hat's value inside (arkcos_kfun_alpha) */
   d->wsum = (double)d->maxlen * fabs(d->wconst);
