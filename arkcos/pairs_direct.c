@@ -448,6 +448,9 @@ static int konst_rows(const arkcos_plan *p, int i, int j, double hw, int refl, i
   return ARKCOS_OK;
 }
 
+/* Tests only (plan_internal.h): 0 sends every konst pair to konst_rows */
+int arkcos_direct_konst_geometry = 1;
+
 /* konst pairs by geometry: every row's run found from the window's edges
  * alone. The run is the candidates b with |c_a - b| <= H (c_a: row a's
  * centre in candidates, pixel_window's c; H: the support's half-width on
@@ -458,8 +461,8 @@ static int konst_rows(const arkcos_plan *p, int i, int j, double hw, int refl, i
  * margins far beyond the rounding of c_a and H. No kernel evaluation for
  * most rows, and no reflection partners to find. Returns ARKCOS_EINVAL
  * where the support may hold the whole ring or its window nearly so (then
- * konst_rows, which also decides when to store weights). */
-int arkcos_direct_konst_geometry = 1;
+ * konst_rows, which also decides when to store weights). kgeom_init and
+ * kgeom_row serve the plan's bound too (arkcos_direct_task_sums). */
 
 /* A top-hat's pair as konst_rows_geom reads it */
 typedef struct {
@@ -1141,10 +1144,7 @@ static void pair_apply(const arkcos_plan *p, const dpair *d, int t, const double
   if (d->jm >= 0) loop_apply(&rg[d->jm], d, in, x, out + rg[i2].ofs);
 }
 
-/* Stage "reduction", direct part: adds every direct pair's sums to out,
- * task by task (a task's output rings are its own). With the weights on
- * the fly each pair is set up first, and a scalar plan's first execute
- * keeps A(1)'s row sums (D->csum). */
+/* See plan_internal.h: the room for A(1)'s row sums given back */
 void arkcos_direct_drop_constant_sums(arkcos_plan *p) {
   arkcos_direct *D = p->direct;
   if (!D || !D->csum || D->cvalid) return;
@@ -1158,6 +1158,10 @@ void arkcos_direct_drop_constant_sums(arkcos_plan *p) {
   p->bytes -= 8 * (size_t)n;
 }
 
+/* Stage "reduction", direct part: adds every direct pair's sums to out,
+ * task by task (a task's output rings are its own). With the weights on
+ * the fly each pair is set up first, and a scalar plan's first execute
+ * keeps A(1)'s row sums (D->csum). */
 int arkcos_direct_apply(const arkcos_plan *p, const double *in, double *out, double *secs) {
   return arkcos_direct_apply_n(p, 1, &in, &out, secs);
 }
