@@ -1005,6 +1005,18 @@ TEST_GROUP(direct_weights_on_the_fly) {
         CHECK(same(yt, yf, g->npix), "%s: the map differs from the tables' plan", label);
         CHECK(same(ct, cf, g->npix), "%s: A(1) after a map differs from the tables' plan", label);
         CHECK(same(ct, cc, g->npix) && same(yt, yc, g->npix), "%s: A(1) first (then the map) differs", label);
+        /* a plan told that A(1) will not be asked for (a smoother that does
+         * not divide) keeps no row sums, and still gives A(1) when asked */
+        arkcos_plan *pd = plan_weights(g, k, 0, ARKCOS_WEIGHTS_ON_THE_FLY, NULL);
+        if (pd) arkcos_direct_drop_constant_sums(pd);
+        double *yd = pd ? apply_plan(pd, g, x) : NULL, *cd = pd ? apply_plan(pd, g, one) : NULL;
+        CHECK(same(yt, yd, g->npix) && same(ct, cd, g->npix), "%s: without A(1)'s row sums, the map or A(1) differs",
+              label);
+        CHECK(pd && arkcos_plan_memory(pd) < arkcos_plan_memory(pf), "%s: dropped row sums still counted (%zu >= %zu)",
+              label, pd ? arkcos_plan_memory(pd) : 0, arkcos_plan_memory(pf));
+        free(yd);
+        free(cd);
+        arkcos_plan_destroy(pd);
         double *ref = direct_sum(g, k, x);
         if (ref && yf) {
           exact_stats st;
