@@ -61,11 +61,11 @@ struct arkcos_plan {
   void *impl;                /* backend state */
   int (*execute)(arkcos_plan *, const double *, double *, arkcos_error *);
   int (*execute2)(arkcos_plan *, const double *, const double *, double *, double *,
-                  arkcos_error *);
+                  arkcos_error *); /* spin-2 plans (spin2.c) */
   /* two scalar maps at once, each as execute would give it (bit for bit),
    * the direct pairs set up once for both (CPU plans; NULL elsewhere):
    * arkcos_execute_two */
-  int (*execute_two)(arkcos_plan *, const double *, double *, const double *, double *, arkcos_error *); /* spin-2 plans (spin2.c) */
+  int (*execute_two)(arkcos_plan *, const double *, double *, const double *, double *, arkcos_error *);
   void (*destroy)(arkcos_plan *);
   void *mpi;                 /* arkcos_plan_create_mpi's state (arkcos_mpi.c), or NULL */
   void (*mpi_destroy)(arkcos_plan *);
