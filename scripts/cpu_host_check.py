@@ -12,8 +12,11 @@ run. Reports, never asserts.
                                       [--backend cpu|auto|gpu]
 
 Beams: Gaussians as healpy means them (B_l = exp(-l(l+1) sigma^2 / 2), the
-Python package's default), FWHM in pixels (g1.5px, g2.8px, g5px) or degrees
-(g1deg, g2deg), and the top-hat of radius 10 pixels (th10px). Maps: random,
+Python package's default), FWHM in pixels (g1.5px, g2.8px, g5px), degrees
+(g1deg, g2deg) or arcminutes (g4.7am, not in the default list), and the
+top-hat of radius 10 pixels (th10px). Each ARKCoS row runs in a new process
+and also reports that process's peak resident memory after the one call
+(rss_one_call_MB: the map, the output and the plan) and at its end. Maps: random,
 band-limited at lmax 2 nside (ducc0's synthesis). The Python package is
 found through PYTHONPATH (python/) and its library through
 ARKCOS_PYTHON_LIBRARY. Ratios are the other's time over ARKCoS's (> 1:
@@ -36,7 +39,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ducc0_smoothing  # noqa: E402
 
 BEAMS = {"g1.5px": ("px", 1.5), "g2.8px": ("px", 2.8), "g5px": ("px", 5.0),
-         "g1deg": ("deg", 1.0), "g2deg": ("deg", 2.0), "th10px": ("tophat_px", 10.0)}
+         "g1deg": ("deg", 1.0), "g2deg": ("deg", 2.0), "th10px": ("tophat_px", 10.0),
+         "g4.7am": ("arcmin", 4.7)}
+DEFAULT_BEAMS = "g1.5px,g2.8px,g5px,g1deg,g2deg,th10px"
 
 
 def beam_kwargs(name, nside):
@@ -46,6 +51,8 @@ def beam_kwargs(name, nside):
         return {"fwhm": v * pix}
     if kind == "deg":
         return {"fwhm": math.radians(v)}
+    if kind == "arcmin":
+        return {"fwhm": math.radians(v / 60)}
     return {"tophat": v * pix}
 
 
@@ -73,7 +80,7 @@ def timed(f, *a, **k):
 
 
 ONE_CALL = r"""
-import json, sys, time, warnings
+import json, resource, sys, time, warnings
 import numpy as np
 import arkcos
 warnings.simplefilter("ignore")
@@ -82,6 +89,7 @@ kw = json.loads(sys.argv[2])
 t = time.perf_counter()
 arkcos.smoothing(m, **kw)
 one = time.perf_counter() - t
+rss_one = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 with arkcos.Plan(int(round((m.size / 12) ** 0.5)), **kw) as p:
     t = time.perf_counter()
     p(m)  # the plan's first execute (FFTW plans made here when lazy)
@@ -91,7 +99,9 @@ with arkcos.Plan(int(round((m.size / 12) ** 0.5)), **kw) as p:
         t = time.perf_counter(); p(m); ex.append(time.perf_counter() - t)
     st = p.stages()
     print(json.dumps({"one_call_s": one, "first_execute_s": first, "execute_s": sorted(ex)[1],
-                      "exactness": p.exactness, "memory": p.memory, "stages": st}))
+                      "exactness": p.exactness, "memory": p.memory, "stages": st,
+                      "rss_one_call_MB": rss_one,
+                      "rss_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
@@ -99,7 +109,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nsides", default="1024,2048,4096")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--beams", default=",".join(BEAMS))
+    ap.add_argument("--beams", default=DEFAULT_BEAMS)
+    ap.add_argument("--repeats", type=int, default=3, help="ducc0 iter-0 timings, median (default 3)")
     ap.add_argument("--iter3-max-nside", type=int, default=2048,
                     help="time ducc0's iter 3 only up to this nside (it takes minutes at 4096 on 2 threads)")
     ap.add_argument("--backend", default="cpu", choices=("cpu", "auto", "gpu"))
@@ -121,7 +132,7 @@ def main():
             m = random_map(nside, T)
             path = os.path.join(tmp, f"m{nside}.npy")
             np.save(path, m)
-            d0 = statistics.median(timed(ducc0_smooth, m, nside, 2 * nside, 0, T)[1] for _ in range(3))
+            d0 = statistics.median(timed(ducc0_smooth, m, nside, 2 * nside, 0, T)[1] for _ in range(a.repeats))
             d3 = timed(ducc0_smooth, m, nside, 3 * nside - 1, 3, T)[1] if nside <= a.iter3_max_nside else math.nan
             for name in names:
                 kw = dict(beam_kwargs(name, nside), threads=T, backend=a.backend)
@@ -136,7 +147,7 @@ def main():
                 rows.append(row)
                 print(f"  {nside:5d} {name:>7} | {o['one_call_s']:8.3f} {o['execute_s']:8.3f} | {d0:8.3f} {d3:8.3f} | "
                       f"{d0 / o['one_call_s']:7.2f} {d3 / o['one_call_s']:7.2f} {d0 / o['execute_s']:7.2f} | "
-                      f"{o['exactness'] or 'exact'}", flush=True)
+                      f"{o['exactness'] or 'exact'}; peak {o['rss_one_call_MB']:.0f} MB", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"host_cores": os.cpu_count(), "threads": T, "ducc0": ducc0.__version__, "rows": rows}, f,
