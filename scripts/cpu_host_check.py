@@ -15,8 +15,8 @@ Beams: Gaussians as healpy means them (B_l = exp(-l(l+1) sigma^2 / 2), the
 Python package's default), FWHM in pixels (g1.5px, g2.8px, g5px), degrees
 (g1deg, g2deg) or arcminutes (g4.7am, not in the default list), and the
 top-hat of radius 10 pixels (th10px). Each ARKCoS row runs in a new process
-and also reports that process's peak resident memory after the one call
-(rss_one_call_MB: the map, the output and the plan) and at its end. Maps: random,
+and also reports that process's peak resident memory (VmHWM) after the one
+call (rss_one_call_MB: the map, the output and the plan) and at its end. Maps: random,
 band-limited at lmax 2 nside (ducc0's synthesis). The Python package is
 found through PYTHONPATH (python/) and its library through
 ARKCOS_PYTHON_LIBRARY. Ratios are the other's time over ARKCoS's (> 1:
@@ -80,16 +80,19 @@ def timed(f, *a, **k):
 
 
 ONE_CALL = r"""
-import json, resource, sys, time, warnings
+import json, sys, time, warnings
 import numpy as np
 import arkcos
 warnings.simplefilter("ignore")
+def vmhwm_mb():  # this process's peak RSS; ru_maxrss would carry the parent's across fork + exec
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:")) / 1024
 m = np.load(sys.argv[1])
 kw = json.loads(sys.argv[2])
 t = time.perf_counter()
 arkcos.smoothing(m, **kw)
 one = time.perf_counter() - t
-rss_one = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+rss_one = vmhwm_mb()
 with arkcos.Plan(int(round((m.size / 12) ** 0.5)), **kw) as p:
     t = time.perf_counter()
     p(m)  # the plan's first execute (FFTW plans made here when lazy)
@@ -101,7 +104,7 @@ with arkcos.Plan(int(round((m.size / 12) ** 0.5)), **kw) as p:
     print(json.dumps({"one_call_s": one, "first_execute_s": first, "execute_s": sorted(ex)[1],
                       "exactness": p.exactness, "memory": p.memory, "stages": st,
                       "rss_one_call_MB": rss_one,
-                      "rss_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                      "rss_MB": vmhwm_mb()}))
 """
 
 
