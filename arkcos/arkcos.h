@@ -513,7 +513,11 @@ typedef enum { ARKCOS_MASK_NORMALIZE = 0, ARKCOS_MASK_ZERO = 1 } arkcos_mask_mod
  * RING order, outputs never overlapping inputs. Each returns 0 or an
  * ARKCOS_E* code with err filled. harmonic: the operator does not sample
  * the kernel on the pixels (harmonic smoothing): no narrow-kernel rule, and
- * normalize does not apply. */
+ * normalize does not apply. plan (may be NULL, the last member: initialise
+ * the whole struct): the engine plan that apply runs for that spin, after
+ * prepare, or NULL when it runs none; where the smoother divides by A(1) it
+ * then makes A(1) from that plan ring by ring (never a whole map of ones or
+ * of A(1)), as with its own plans. */
 typedef struct arkcos_smoother_operator {
   void *ctx;
   int (*prepare)(void *ctx, int spin, const arkcos_geometry *g, const arkcos_kernel *k,
@@ -522,6 +526,7 @@ typedef struct arkcos_smoother_operator {
   int (*apply_spin2)(void *ctx, const double *q, const double *u, double *q_out,
                      double *u_out, arkcos_error *err);
   int harmonic;
+  arkcos_plan *(*plan)(void *ctx, int spin);
 } arkcos_smoother_operator;
 
 typedef struct arkcos_smoother_spec {

@@ -1455,6 +1455,87 @@ int arkcos_plan_constant(arkcos_plan *p, double c, double *out, int nthreads) {
   return constant_eligible(p) && !p->mpi ? constant_execute(p, c, out, nthreads) : 0;
 }
 
+/* See plan_internal.h: maps divided by A(1) made ring by ring. Per task,
+ * the same values as constant_execute's (its Fourier rings, then the
+ * direct row sums added, c = 1) in a thread's buffer of one ring. */
+int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, int64_t *nonpos, int nthreads) {
+  *nonpos = 0;
+  arkcos_direct *D = p->direct;
+  const int direct = D && D->first[D->ntasks] > 0;
+  if (!constant_eligible(p) || p->mpi || (direct && !D->fly)) return 0;
+  const arkcos_ring *rg = p->geom->rings;
+  const double t0 = omp_get_wtime();
+  const int keep = direct && D->csum && !D->cvalid;
+  int64_t maxn = 0;
+  for (int t = p->task_lo; t < p->task_hi; t++)
+    if (rg[p->task[t]].nph > maxn) maxn = rg[p->task[t]].nph;
+  int bad = 0;
+  int64_t np = 0;
+  double t_direct = 0;
+#pragma omp parallel num_threads(nthreads > 0 ? nthreads : omp_get_max_threads()) reduction(| : bad) \
+    reduction(+ : np, t_direct)
+  {
+    double *y = malloc(sizeof *y * (size_t)maxn), *own = NULL, *x = NULL;
+    size_t xcap = 0;
+    dscratch sc = {0};
+    bad |= !y;
+#pragma omp for schedule(dynamic, 4)
+    for (int t = p->task_lo; t < p->task_hi; t++) {
+      if (bad) continue;
+      const int i = p->task[t], i2 = p->mirror[i];
+      const int64_t ni = rg[i].nph;
+      /* the task's direct row sums: kept by the map's execute, else made */
+      const double *acc = NULL;
+      if (direct && D->first[t + 1] > D->first[t]) {
+        const double td = omp_get_wtime();
+        double *a = D->csum ? D->csum + D->cofs[t] : NULL;
+        if (!a && !(a = own = own ? own : malloc(sizeof *own * (size_t)maxn))) {
+          bad = 1;
+          continue;
+        }
+        if (!D->cvalid) {
+          memset(a, 0, sizeof(double) * (size_t)ni);
+          for (int k = D->first[t]; k < D->first[t + 1] && !bad; k++) {
+            dpair d;
+            if (fly_setup(p, D, t, k, &d, &sc, &x, &xcap)) bad = 1;
+            else pair_row_sums(&d, a);
+          }
+        }
+        acc = a;
+        t_direct += omp_get_wtime() - td;
+      }
+      for (int r = 0; r < 1 + (i2 >= 0 && i2 != i) && !bad; r++) {
+        const int ir = r ? i2 : i;
+        if (arkcos_constant_ring(p, ir, i, r, 1.0, y)) {
+          bad = 1;
+          break;
+        }
+        if (acc)
+          for (int64_t a = 0; a < ni; a++) y[a] += 1.0 * acc[a];
+        for (int64_t a = 0; a < ni; a++) np += !(y[a] > 0);
+        for (int m = 0; m < nmaps; m++) {
+          double *z = maps[m] + rg[ir].ofs;
+          for (int64_t a = 0; a < ni; a++)
+            if (z[a] != ARKCOS_UNSEEN) z[a] /= y[a];
+        }
+      }
+    }
+    free(y);
+    free(own);
+    free(x);
+    scratch_free(&sc);
+  }
+  if (bad) return -1;
+  if (keep) D->cvalid = 1;
+  *nonpos = np;
+  arkcos_stage_times *T = &p->last;
+  memset(T, 0, sizeof *T);
+  T->total = omp_get_wtime() - t0;
+  T->reduction = T->total;
+  T->direct = t_direct / (nthreads > 0 ? nthreads : omp_get_max_threads());
+  return 1;
+}
+
 /* The constant map c's execute on an eligible plan: its tasks' output rings */
 static int constant_execute(arkcos_plan *p, double c, double *out, int nthreads) {
   const arkcos_ring *rg = p->geom->rings;

@@ -192,6 +192,16 @@ int arkcos_direct_execute_constant(arkcos_plan *p, const double *in, double *out
  * output pixel written), 0 when the plan is of another kind (a band plan
  * of several included) */
 int arkcos_plan_constant(arkcos_plan *p, double c, double *out, int nthreads);
+/* Divides maps[0 .. nmaps) (RING order, every pixel but UNSEEN ones) by
+ * A(1), the constant map 1's execute, made ring by ring and never held
+ * whole: the same quotients, bit for bit, as arkcos_plan_constant(p, 1,
+ * w) followed by the division. For plans where that costs no pass over
+ * tables: no direct pairs, or their weights on the fly (the row sums kept
+ * by the map's execute, or made here). *nonpos: the pixels where A(1) is
+ * not positive (their quotients meaningless). 1 when done, 0 when the plan
+ * is of another kind (maps untouched), -1 out of memory (maps partly
+ * divided). */
+int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, int64_t *nonpos, int nthreads);
 /* constant_rings.c: output ring i of that execute from its Fourier pairs
  * (input rings jlo[i0] .. jhi[i0], or their mirrors when mir), c times
  * their sums, into y[0 .. n_i); 0, or -1 out of memory */

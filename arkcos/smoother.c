@@ -405,7 +405,12 @@ double arkcos_smoother_estimate(const arkcos_smoother_spec *spec, int nmaps, int
     normalize = !(width > 0) || narrow_pixels_per_fwhm(width, spec->nside) < ARKCOS_RING_DIVIDE_PPF;
     arkcos_kernel_destroy(own);
   }
-  double bytes = 8 * npix * (2.0 + 2 * spec->nested + 3.0 * masked + normalize + spec->nested);
+  /* A(1) made ring by ring, not held (smoother_mask.c, divide_streamed):
+   * the engine's exact CPU plan with its direct weights on the fly, no mask */
+  const int streamed = normalize && !masked && !spec->op && !(spec->options.accuracy > 0) &&
+                       spec->options.direct_weights == ARKCOS_WEIGHTS_ON_THE_FLY &&
+                       spec->options.mode == ARKCOS_MODE_ENHANCED && spec->options.backend != ARKCOS_BACKEND_GPU;
+  double bytes = 8 * npix * (2.0 + 2 * spec->nested + 3.0 * masked + (normalize && !streamed) + spec->nested);
   if (is_identity(spec) || spec->op) {
     arkcos_geometry_destroy(g);
     return bytes;

@@ -327,6 +327,59 @@ TEST_GROUP(identity_normalize) {
   free(out);
 }
 
+/* normalize by A(W) made ring by ring (weights on the fly, no mask, no
+ * weight output: divide_streamed) against A(W) held whole (tables): the
+ * same maps bit for bit, I and the Q, U pair, first and later calls; a
+ * weight output (A(W) held again) changes nothing; a constant stays one */
+TEST_GROUP(divide_streamed) {
+  const int64_t nside = 32, npix = 12 * nside * nside;
+  arkcos_smoother_spec s = spec_fwhm(nside, 330); /* 3 pixels per FWHM: ring quadrature divides */
+  arkcos_error e = {0, ""};
+  s.options.direct_weights = ARKCOS_WEIGHTS_ON_THE_FLY;
+  arkcos_smoother *fly = arkcos_smoother_create(&s, &e);
+  s.options.direct_weights = ARKCOS_WEIGHTS_TABLES;
+  arkcos_smoother *tab = arkcos_smoother_create(&s, &e);
+  CHECK(fly && tab && arkcos_smoother_divides(fly), "create: %s", e.msg);
+  if (!fly || !tab) return;
+  double *x[3], *a[3], *b[3], *wt = malloc(sizeof *wt * npix);
+  for (int c = 0; c < 3; c++) {
+    x[c] = random_map(npix, 20 + c);
+    a[c] = malloc(sizeof(double) * npix);
+    b[c] = malloc(sizeof(double) * npix);
+  }
+  arkcos_smoother_maps ma = {3, (const double *const *)x, a, NULL, 1, 2, NULL, NULL, NULL, 0};
+  arkcos_smoother_maps mb = {3, (const double *const *)x, b, NULL, 1, 2, NULL, NULL, NULL, 0};
+  for (int call = 0; call < 2; call++) {
+    CHECK(arkcos_smoother_execute(fly, &ma, &e) == 0, "on the fly, call %d: %s", call, e.msg);
+    CHECK(arkcos_smoother_execute(tab, &mb, &e) == 0, "tables, call %d: %s", call, e.msg);
+    int64_t diff = 0;
+    for (int c = 0; c < 3; c++) diff += memcmp(a[c], b[c], sizeof(double) * npix) != 0;
+    CHECK(diff == 0, "call %d: %lld of 3 maps differ between A(W) by rings and A(W) held", call, (long long)diff);
+  }
+  /* the weight output asks for A(W) whole: the same map */
+  double *wo[3] = {wt, NULL, NULL};
+  arkcos_smoother_maps mw = {1, (const double *const *)x, a, wo, -1, -1, NULL, NULL, NULL, 0};
+  CHECK(arkcos_smoother_execute(fly, &mw, &e) == 0, "with weight output: %s", e.msg);
+  CHECK(!memcmp(a[0], b[0], sizeof(double) * npix), "with a weight output the map differs");
+  /* a constant: A(3 W) / A(W) made by rings */
+  arkcos_smoother_destroy(fly);
+  s.options.direct_weights = ARKCOS_WEIGHTS_ON_THE_FLY;
+  fly = arkcos_smoother_create(&s, &e);
+  for (int64_t p = 0; p < npix; p++) x[0][p] = 3.0;
+  ma.nmaps = 1, ma.pol_q = ma.pol_u = -1;
+  double dev = 1;
+  if (fly && !arkcos_smoother_execute(fly, &ma, &e)) {
+    dev = 0;
+    for (int64_t p = 0; p < npix; p++) dev = fmax(dev, fabs(a[0][p] - 3.0));
+  }
+  /* measured 4.4e-16 */
+  CHECK_LE("A(3 W) / A(W) by rings: max |out - 3|", dev, 2e-15);
+  for (int c = 0; c < 3; c++) free(x[c]), free(a[c]), free(b[c]);
+  free(wt);
+  arkcos_smoother_destroy(fly);
+  arkcos_smoother_destroy(tab);
+}
+
 TEST_GROUP(estimate) {
   arkcos_smoother_spec s = spec_fwhm(64, 120);
   arkcos_error e = {0, ""};
@@ -341,4 +394,5 @@ TEST_GROUP(estimate) {
   CHECK(arkcos_smoother_estimate(&s, 1, 0, 0, &e) == 0 && e.code == ARKCOS_EINVAL, "bad nside: %g", est);
 }
 
-TEST_MAIN(TG(refusals), TG(warnings), TG(missing), TG(nested_pol), TG(identity_normalize), TG(estimate))
+TEST_MAIN(TG(refusals), TG(warnings), TG(missing), TG(nested_pol), TG(identity_normalize), TG(divide_streamed),
+          TG(estimate))

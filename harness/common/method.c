@@ -223,6 +223,7 @@ void smoother_plan_setup(const smoother *sm, arkcos_plan_times *t) {
   if (sm->plan && !sm->spec.mpi_split) arkcos_plan_setup_times(sm->plan, t);
   else memset(t, 0, sizeof *t);
 }
+arkcos_plan *smoother_engine_plan(const smoother *sm) { return sm ? sm->plan : NULL; }
 size_t smoother_plan_memory(const smoother *sm) { return sm->plan ? arkcos_plan_memory(sm->plan) : 0; }
 const char *smoother_note(const smoother *sm) { return sm->note; }
 

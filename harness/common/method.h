@@ -107,6 +107,7 @@ double smoother_plan_time(const smoother *sm); /* seconds; 0 but for ARKCOS */
 /* the plan's stages (arkcos_plan_setup_times); zeros but for ARKCOS plans of one process */
 void smoother_plan_setup(const smoother *sm, arkcos_plan_times *t);
 size_t smoother_plan_memory(const smoother *sm); /* bytes; 0 but for ARKCOS */
+arkcos_plan *smoother_engine_plan(const smoother *sm); /* ARKCOS's plan, else NULL */
 /* A-priori bound b of the method against the direct pixel sum: for every
  * input x, max_p |out_p - direct_p| <= b * max_q |x_q|. METHOD_ARKCOS: the
  * plan's (arkcos_plan_bound; +infinity in paper mode); METHOD_DIRECT: 0

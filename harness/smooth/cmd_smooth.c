@@ -540,6 +540,12 @@ static int op_apply_spin2(void *ctx, const double *q, const double *u, double *q
   return rc;
 }
 
+/* The operator's plan: the engine plan behind apply (ARKCOS), else NULL */
+static arkcos_plan *op_plan(void *ctx, int spin) {
+  smooth_state *s = ctx;
+  return smoother_engine_plan(spin == 2 ? s->sm2 : s->sm);
+}
+
 /* The engine's smoother for nside (kept while the nside stays) and, made
  * now, the method's smoothers a file needs: scalar (need0) and spin 2
  * (need2); else each is made at the first need. */
@@ -971,7 +977,7 @@ static int make_kernel(smooth_state *s, arkcos_error *err) {
   sp->normalize_name = "--normalize";
   sp->allow_subpixel_name = "--allow-subpixel with --method direct";
   sp->harmonic_name = "--method fsht";
-  s->op = (arkcos_smoother_operator){s, op_prepare, op_apply, op_apply_spin2, a->method == METHOD_FSHT};
+  s->op = (arkcos_smoother_operator){s, op_prepare, op_apply, op_apply_spin2, a->method == METHOD_FSHT, op_plan};
   sp->op = &s->op;
   sp->quadrature = a->quadrature;
   if (a->has_fwhm) {
@@ -1172,6 +1178,9 @@ static int check_memory(smooth_state *s, int hard_only) {
       w[j].normalize = a->method != METHOD_FSHT &&
                        (t ? arkcos_smoother_divides(t) : a->narrow.normalize || a->quadrature == ARKCOS_QUADRATURE_RING);
       arkcos_smoother_destroy(t);
+      w[j].norm_streamed = w[j].normalize && a->method == METHOD_ARKCOS && !w[j].masked &&
+                           w[j].o0.direct_weights == ARKCOS_WEIGHTS_ON_THE_FLY && !(a->accuracy > 0) &&
+                           a->mode == ARKCOS_MODE_ENHANCED && a->backend != ARKCOS_BACKEND_GPU;
       nw++;
     }
     if (h->ncols > w[j].maxcols) w[j].maxcols = h->ncols;

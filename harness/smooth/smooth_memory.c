@@ -69,7 +69,7 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
     row->halo_px = (long long)e.halo_pixels;
     /* band and halo: the columns, an output, A(W) and ones; with --mask
      * the mask's band and A(w) */
-    row->maps = reads ? 8 * npix * (w->maxcols + 1 + 2 * w->masked + w->normalize)
+    row->maps = reads ? 8 * npix * (w->maxcols + 1 + 2 * w->masked + (w->normalize && !w->norm_streamed))
                 : 8 * (double)e.pixels_in * (w->maxcols + 1 + 2 * w->normalize + 2 * w->masked);
     row->tables = e.tables;
     row->spectra = e.spectra;

@@ -20,6 +20,9 @@ typedef struct smem_nside {
   int masked;           /* --mask: the weights and their smoothing (2 more maps) */
   int normalize;        /* ring quadrature or --normalize: A(W) kept (one more map;
                          * over ranks A(W)'s band and the ones it smooths) */
+  int norm_streamed;    /* A(W) made ring by ring, not held, in one process
+                         * (arkcos_smoother_operator.plan: the engine's exact
+                         * CPU plan, weights on the fly, no mask) */
   int spin2;            /* some file has Q and U: the spin-2 plan too (one process) */
   arkcos_options o0;    /* the scalar plan's options */
   arkcos_options o2;    /* the spin-2 plan's (when spin2) */
