@@ -281,7 +281,10 @@ typedef struct arkcos_options {
    * asked (GPU without a device: ARKCOS_ENODEV). */
   arkcos_backend backend;
   int threads;                /* CPU threads; <= 0: OpenMP default */
-  int cache_kernel_spectra;   /* keep kernel spectra from plan creation on */
+  int cache_kernel_spectra;   /* keep kernel spectra from plan creation on:
+                               * 0 no, 1 yes, ARKCOS_CACHE_AUTO (2) where
+                               * the plan with them stays within two maps'
+                               * bytes and 64 MB (16 npix + 64e6), else no */
   int device;                 /* CUDA device ordinal */
   /* Oversampling of the kernel grid for ring pairs that involve a
    * polar-cap ring, used only by enhanced plans whose kernel is too wide for
@@ -329,6 +332,7 @@ typedef struct arkcos_options {
 } arkcos_options;
 
 enum { ARKCOS_WEIGHTS_AUTO = 0, ARKCOS_WEIGHTS_TABLES = 1, ARKCOS_WEIGHTS_ON_THE_FLY = 2 };
+enum { ARKCOS_CACHE_AUTO = 2 };
 
 void arkcos_options_default(arkcos_options *o);
 

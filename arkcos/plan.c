@@ -136,6 +136,10 @@ static int plan_options(arkcos_plan *p, const arkcos_options *o, arkcos_error *e
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "plan: direct_weights must be 0 (auto), 1 (tables) or 2 (on the fly), got %d",
                        p->opt.direct_weights);
+  if (p->opt.cache_kernel_spectra < 0 || p->opt.cache_kernel_spectra > ARKCOS_CACHE_AUTO)
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "plan: cache_kernel_spectra must be 0 (no), 1 (yes) or 2 (auto), got %d",
+                       p->opt.cache_kernel_spectra);
   if (p->opt.spin != 0 && p->opt.spin != 2)
     return arkcos_fail(err, ARKCOS_EINVAL, "plan: spin must be 0 (scalar) or 2 (Q, U), got %d",
                        p->opt.spin);
@@ -886,6 +890,15 @@ static arkcos_plan *plan_prepare_cut(const arkcos_geometry *g, const arkcos_kern
   p->task_lo = first[band];
   p->task_hi = first[band + 1];
   free(first);
+  /* kernel spectra kept where the plan with them stays light: at nside
+   * 1024 (2 threads) they cost 0.31 s of plan and 860 MB to save 0.09 s a
+   * map at 5 pixels per FWHM, nothing measurable at 2.8 */
+  if (p->opt.cache_kernel_spectra == ARKCOS_CACHE_AUTO) {
+    arkcos_estimate e;
+    p->opt.cache_kernel_spectra = 1;
+    plan_estimate_parts(p, 0, &e);
+    p->opt.cache_kernel_spectra = e.total <= 16.0 * (double)g->npix + 64e6;
+  }
   return p;
 fail:
   free(first);

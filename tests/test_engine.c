@@ -576,6 +576,14 @@ TEST_GROUP(plan_reuse) {
       arkcos_execute(p2, x, b, NULL);
       CHECK(!memcmp(a, b, sizeof(double) * g->npix), "cached kernel spectra give identical output (prec %d mode %d)",
             prec, mode);
+      /* AUTO: a cache this small (within two maps and 64 MB) is kept */
+      o.cache_kernel_spectra = ARKCOS_CACHE_AUTO;
+      arkcos_plan *p3 = arkcos_plan_create(g, k, &o, NULL);
+      CHECK(p3 && arkcos_plan_memory(p3) == arkcos_plan_memory(p2), "AUTO keeps a small cache: %zu bytes, cached %zu",
+            p3 ? arkcos_plan_memory(p3) : 0, arkcos_plan_memory(p2));
+      if (p3) arkcos_execute(p3, x, b, NULL);
+      CHECK(p3 && !memcmp(a, b, sizeof(double) * g->npix), "AUTO's output differs (prec %d mode %d)", prec, mode);
+      arkcos_plan_destroy(p3);
       free(x);
       free(y);
       free(a);
@@ -584,6 +592,32 @@ TEST_GROUP(plan_reuse) {
       arkcos_plan_destroy(p1);
       arkcos_plan_destroy(p2);
     }
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
+  /* AUTO declines a cache past two maps and 64 MB (nside 256 at 5 pixels
+   * per FWHM: the plan estimated at 221 MB with it, 14 MB without, against
+   * 77 MB) */
+  g = arkcos_geometry_healpix(256, NULL);
+  k = gauss(5 * sqrt(4 * M_PI / g->npix), 0, 1e-13);
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  o.threads = 2;
+  o.cache_kernel_spectra = 1;
+  const double with = arkcos_plan_estimate(g, k, &o, NULL), budget = 16.0 * (double)g->npix + 64e6;
+  o.cache_kernel_spectra = 0;
+  arkcos_plan *p0 = arkcos_plan_create(g, k, &o, NULL);
+  o.cache_kernel_spectra = ARKCOS_CACHE_AUTO;
+  arkcos_plan *pa = arkcos_plan_create(g, k, &o, NULL);
+  CHECK(with > budget, "the cache at nside 256 should be past the budget: %.0f MB of %.0f", with / 1e6, budget / 1e6);
+  CHECK(p0 && pa && arkcos_plan_memory(pa) == arkcos_plan_memory(p0), "AUTO kept a large cache: %zu bytes, none %zu",
+        pa ? arkcos_plan_memory(pa) : 0, p0 ? arkcos_plan_memory(p0) : 0);
+  arkcos_plan_destroy(p0);
+  arkcos_plan_destroy(pa);
+  o.cache_kernel_spectra = 3;
+  arkcos_error e = {0, ""};
+  CHECK(!arkcos_plan_create(g, k, &o, &e) && e.code == ARKCOS_EINVAL && strstr(e.msg, "cache_kernel_spectra"),
+        "cache_kernel_spectra 3 accepted: %s", e.msg);
   arkcos_kernel_destroy(k);
   arkcos_geometry_destroy(g);
 }

@@ -441,10 +441,13 @@ static void method_spec_for(const smooth_state *s, int64_t nside, int spin, meth
   m->arkcos.accuracy = spin == 2 ? 0 : a->accuracy;
   m->arkcos.max_memory = a->max_memory;
   m->arkcos.spin = spin;
-  /* With more than one map, keep the kernel spectra from plan creation so
-   * that every map costs only FFTs and the reduction (issue 7); with one map
-   * caching would only cost memory. */
-  m->arkcos.cache_kernel_spectra = maps_with_nside(s, nside, spin) > 1;
+  /* With four maps or more, keep the kernel spectra from plan creation so
+   * that every map costs only FFTs and the reduction, where the plan with
+   * them stays within two maps and 64 MB (ARKCOS_CACHE_AUTO): at nside 1024
+   * and 5 pixels per FWHM (2 threads) they cost 0.31 s of plan to save
+   * 0.09 s a map (even at 3.4 maps) and 860 MB, which AUTO declines; at 2.8
+   * pixels they save nothing measurable. */
+  m->arkcos.cache_kernel_spectra = maps_with_nside(s, nside, spin) >= 4 ? ARKCOS_CACHE_AUTO : 0;
   /* Likewise the polar caps' direct weights: computed in the execute, not
    * tabulated, for one map of the spin (the same time, and no tables'
    * memory: nside 1024 at 2.8 pixels per FWHM, one call 0.67-0.73 s and 772

@@ -354,7 +354,9 @@ class Plan:
                      "gpu": _lib.BACKEND_GPU}[backend]
         o.threads = int(threads)
         o.accuracy = float(accuracy)
-        o.cache_kernel_spectra = int(bool(_cache))
+        # kernel spectra kept for the next maps where the plan stays light
+        # (ARKCOS_CACHE_AUTO: within two maps' bytes and 64 MB)
+        o.cache_kernel_spectra = 2 if _cache else 0
         # one execute per plan (smoothing() of one map, or of I, Q, U, without
         # a mask): the polar caps' direct weights computed in it, no tables
         o.direct_weights = _lib.WEIGHTS_ON_THE_FLY if _once else _lib.WEIGHTS_AUTO
