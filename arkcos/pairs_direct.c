@@ -271,11 +271,30 @@ void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double s
       memcpy(&p2, &sb, sizeof p2);
       out[l] = scale * (e * p2);
     }
-    if (kf->npoly) /* healpy's Gaussian beam: the smooth factor in alpha^2 */
-      for (int64_t l = 0; l < cnt; l++) {
-        const double x = 2 * tmp[cnt + l] * s2 - 1;
-        out[l] *= arkcos_cheb(kf->poly, kf->npoly, x < 1 ? x : 1);
+    if (kf->npoly) { /* healpy's Gaussian beam: the smooth factor in alpha^2 */
+      /* arkcos_cheb's Clenshaw recurrence, the same operations in the same
+       * order, over blocks of 64 values at a time (the loop over the values
+       * innermost, so that it vectorises; a value at a time it does not) */
+      const double *c = kf->poly;
+      const int n = kf->npoly;
+      for (int64_t l0 = 0; l0 < cnt; l0 += 64) {
+        const int m = cnt - l0 < 64 ? (int)(cnt - l0) : 64;
+        double xs[64], b1[64], b2[64];
+        for (int q = 0; q < m; q++) {
+          const double x = 2 * tmp[cnt + l0 + q] * s2 - 1;
+          xs[q] = x < 1 ? x : 1;
+          b1[q] = 0, b2[q] = 0;
+        }
+        for (int k = n - 1; k >= 1; k--)
+#pragma omp simd
+          for (int q = 0; q < m; q++) {
+            const double b0 = 2 * xs[q] * b1[q] - b2[q] + c[k];
+            b2[q] = b1[q];
+            b1[q] = b0;
+          }
+        for (int q = 0; q < m; q++) out[l0 + q] *= xs[q] * b1[q] - b2[q] + c[0];
       }
+    }
   } else if (kf->type == ARKCOS_KERNEL_TOPHAT) {
     for (int64_t l = 0; l < cnt; l++) out[l] = kf->norm * wj;
   } else {
@@ -1458,8 +1477,10 @@ int arkcos_plan_constant(arkcos_plan *p, double c, double *out, int nthreads) {
 /* See plan_internal.h: maps divided by A(1) made ring by ring. Per task,
  * the same values as constant_execute's (its Fourier rings, then the
  * direct row sums added, c = 1) in a thread's buffer of one ring. */
-int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, int64_t *nonpos, int nthreads) {
+int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, int64_t *nonpos,
+                                arkcos_stage_times *times, int nthreads) {
   *nonpos = 0;
+  memset(times, 0, sizeof *times);
   arkcos_direct *D = p->direct;
   const int direct = D && D->first[D->ntasks] > 0;
   if (!constant_eligible(p) || p->mpi || (direct && !D->fly)) return 0;
@@ -1528,11 +1549,10 @@ int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, 
   if (bad) return -1;
   if (keep) D->cvalid = 1;
   *nonpos = np;
-  arkcos_stage_times *T = &p->last;
-  memset(T, 0, sizeof *T);
-  T->total = omp_get_wtime() - t0;
-  T->reduction = T->total;
-  T->direct = t_direct / (nthreads > 0 ? nthreads : omp_get_max_threads());
+  times->total = omp_get_wtime() - t0;
+  times->reduction = times->total;
+  times->direct = t_direct / (nthreads > 0 ? nthreads : omp_get_max_threads());
+  arkcos_stages_add(&p->last, times); /* the map's execute and its division */
   return 1;
 }
 

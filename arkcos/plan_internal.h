@@ -198,10 +198,13 @@ int arkcos_plan_constant(arkcos_plan *p, double c, double *out, int nthreads);
  * w) followed by the division. For plans where that costs no pass over
  * tables: no direct pairs, or their weights on the fly (the row sums kept
  * by the map's execute, or made here). *nonpos: the pixels where A(1) is
- * not positive (their quotients meaningless). 1 when done, 0 when the plan
- * is of another kind (maps untouched), -1 out of memory (maps partly
- * divided). */
-int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, int64_t *nonpos, int nthreads);
+ * not positive (their quotients meaningless). *times: its own stage times
+ * (reduction, direct, total), also added to the plan's last execute's
+ * (arkcos_plan_stages: the map's and its division). 1 when done, 0 when
+ * the plan is of another kind (maps untouched), -1 out of memory (maps
+ * partly divided). */
+int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, int64_t *nonpos,
+                                arkcos_stage_times *times, int nthreads);
 /* constant_rings.c: output ring i of that execute from its Fourier pairs
  * (input rings jlo[i0] .. jhi[i0], or their mirrors when mir), c times
  * their sums, into y[0 .. n_i); 0, or -1 out of memory */

@@ -271,11 +271,10 @@ static int divide_streamed(call *c, const wset *w, double **maps, int n, int wan
   if (rc) return rc;
   arkcos_plan *p = s->has_op ? s->op.plan(s->op.ctx, 0) : s->plan[0];
   int64_t nonpos = 0;
-  const int r = p ? arkcos_plan_divide_constant(p, maps, n, &nonpos, c->nthreads) : 0;
+  arkcos_stage_times t;
+  const int r = p ? arkcos_plan_divide_constant(p, maps, n, &nonpos, &t, c->nthreads) : 0;
   if (r == 0) return ARKCOS_OK;
   if (r < 0) return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight's rings");
-  arkcos_stage_times t;
-  arkcos_plan_stages(p, &t);
   arkcos_stages_add(&s->last.stages, &t);
   if (nonpos)
     return arkcos_fail(err, ARKCOS_EINVAL,

@@ -666,6 +666,13 @@ static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
   s->rc_done = ARKCOS_OK;
   rc = arkcos_smoother_execute(s->lib, &m, err);
   s->job = NULL;
+  /* what the smoother ran on the operator's plan itself (A(W) made ring by
+   * ring where it divides): its stages beside the applies' */
+  if (!rc && s->a->method == METHOD_ARKCOS) {
+    arkcos_smoother_report r;
+    arkcos_smoother_last(s->lib, &r);
+    stage_times_add(&job->sum, &r.stages);
+  }
   job->plan_time = s->plan_time - plan_time0; /* 0 when the plans are reused */
   job->plan_fftw = s->plan_fftw - fftw0;
   job->plan_tables = s->plan_tables - tables0;
