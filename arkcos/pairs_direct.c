@@ -1510,7 +1510,11 @@ int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, 
       if (direct && D->first[t + 1] > D->first[t]) {
         const double td = omp_get_wtime();
         double *a = D->csum ? D->csum + D->cofs[t] : NULL;
-        if (!a && !(a = own = own ? own : malloc(sizeof *own * (size_t)maxn))) {
+        if (!a) { /* dropped (arkcos_direct_drop_constant_sums): a thread's buffer */
+          if (!own) own = malloc(sizeof *own * (size_t)maxn);
+          a = own;
+        }
+        if (!a) {
           bad = 1;
           continue;
         }

@@ -255,11 +255,11 @@ static int smooth_ones(call *c, double *scratch, double *w, arkcos_error *err) {
  * (arkcos_plan_divide_constant), where nothing else needs A(1) whole: no
  * missing data or mask (w trivial), no weight output, A(1) not made
  * already, and the smoother's own exact plan (or the operator's, op.plan)
- * with its direct weights on the fly or no direct pairs (a plan with tables keeps A(1) for its next
- * maps instead, as ensure_norm does). A map of ones' first touch and its
- * memory saved: nside 1024 at 2.8 pixels per FWHM, 100 MB and 19 % of a
- * Python call's CPU time. *done: 1 when divided, 0 when the caller is to
- * use ensure_norm and normalize_map. */
+ * with its direct weights on the fly or no direct pairs (a plan with
+ * tables keeps A(1) for its next maps instead, as ensure_norm does). The
+ * map's first touch and its memory saved: nside 1024 at 2.8 pixels per
+ * FWHM, 100 MB and 19 % of a Python call's CPU samples. *done: 1 when
+ * divided, 0 when the caller is to use ensure_norm and normalize_map. */
 static int divide_streamed(call *c, const wset *w, double **maps, int n, int want_weight, int *done,
                            arkcos_error *err) {
   arkcos_smoother *s = c->s;
