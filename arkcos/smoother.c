@@ -406,10 +406,13 @@ double arkcos_smoother_estimate(const arkcos_smoother_spec *spec, int nmaps, int
     arkcos_kernel_destroy(own);
   }
   /* A(1) made ring by ring, not held (smoother_mask.c, divide_streamed):
-   * the engine's exact CPU plan with its direct weights on the fly, no mask */
+   * the engine's exact CPU plan with its direct weights on the fly, no mask
+   * (counted held where the GPU may take the map: gpu, or auto with a device) */
+  const arkcos_backend be = spec->options.backend;
   const int streamed = normalize && !masked && !spec->op && !(spec->options.accuracy > 0) &&
                        spec->options.direct_weights == ARKCOS_WEIGHTS_ON_THE_FLY &&
-                       spec->options.mode == ARKCOS_MODE_ENHANCED && spec->options.backend != ARKCOS_BACKEND_GPU;
+                       spec->options.mode == ARKCOS_MODE_ENHANCED &&
+                       (be == ARKCOS_BACKEND_CPU || (be == ARKCOS_BACKEND_AUTO && !arkcos_gpu_available(NULL, 0)));
   double bytes = 8 * npix * (2.0 + 2 * spec->nested + 3.0 * masked + (normalize && !streamed) + spec->nested);
   if (is_identity(spec) || spec->op) {
     arkcos_geometry_destroy(g);

@@ -1188,9 +1188,13 @@ static int check_memory(smooth_state *s, int hard_only) {
       w[j].normalize = a->method != METHOD_FSHT &&
                        (t ? arkcos_smoother_divides(t) : a->narrow.normalize || a->quadrature == ARKCOS_QUADRATURE_RING);
       arkcos_smoother_destroy(t);
+      /* the GPU may take the maps: --backend gpu, or auto with a device */
+      w[j].gpu = a->method == METHOD_ARKCOS && (a->backend == ARKCOS_BACKEND_GPU ||
+                                                (a->backend == ARKCOS_BACKEND_AUTO && arkcos_gpu_available(NULL, 0)));
+      /* A(W) made ring by ring needs the CPU's plan: counted held where the GPU may take the map */
       w[j].norm_streamed = w[j].normalize && a->method == METHOD_ARKCOS && !w[j].masked &&
                            w[j].o0.direct_weights == ARKCOS_WEIGHTS_ON_THE_FLY && !(a->accuracy > 0) &&
-                           a->mode == ARKCOS_MODE_ENHANCED && a->backend != ARKCOS_BACKEND_GPU;
+                           a->mode == ARKCOS_MODE_ENHANCED && !w[j].gpu;
       nw++;
     }
     if (h->ncols > w[j].maxcols) w[j].maxcols = h->ncols;

@@ -23,6 +23,8 @@ typedef struct smem_nside {
   int norm_streamed;    /* A(W) made ring by ring, not held, in one process
                          * (arkcos_smoother_operator.plan: the engine's exact
                          * CPU plan, weights on the fly, no mask) */
+  int gpu;              /* the GPU may take the maps (--backend gpu, or auto with a
+                         * device): the CUDA context's host memory counted */
   int spin2;            /* some file has Q and U: the spin-2 plan too (one process) */
   arkcos_options o0;    /* the scalar plan's options */
   arkcos_options o2;    /* the spin-2 plan's (when spin2) */
