@@ -1365,6 +1365,24 @@ int arkcos_direct_apply_spin2(const arkcos_plan *p, const double *q, const doubl
  * weights on the fly those kept by the first execute, or set up now and
  * kept), then c times them added to the ring and its mirror; no input
  * gathered. Returns the seconds, or -1 out of memory. */
+/* Task t's direct row sums into acc (its ring's n_i values): each pair's
+ * rows from the tables, or set up on the fly in the thread's scratch.
+ * 0, or ARKCOS_ENOMEM. */
+static int task_row_sums(const arkcos_plan *p, const arkcos_direct *D, int t, double *acc, dscratch *sc,
+                         double **x, size_t *xcap) {
+  memset(acc, 0, sizeof(double) * (size_t)p->geom->rings[p->task[t]].nph);
+  for (int k = D->first[t]; k < D->first[t + 1]; k++) {
+    if (!D->fly) {
+      pair_row_sums(&D->pair[k], acc);
+      continue;
+    }
+    dpair d;
+    if (fly_setup(p, D, t, k, &d, sc, x, xcap)) return ARKCOS_ENOMEM;
+    pair_row_sums(&d, acc);
+  }
+  return ARKCOS_OK;
+}
+
 static double direct_apply_constant(const arkcos_plan *p, double c, double *out) {
   arkcos_direct *D = p->direct;
   if (!D || D->first[D->ntasks] == 0) return 0;
@@ -1391,20 +1409,9 @@ static double direct_apply_constant(const arkcos_plan *p, double c, double *out)
         }
         own = acc = nb;
       }
-      if (!D->cvalid) {
-        memset(acc, 0, sizeof(double) * (size_t)ni);
-        for (int k = D->first[t]; k < D->first[t + 1]; k++) {
-          if (!D->fly) {
-            pair_row_sums(&D->pair[k], acc);
-            continue;
-          }
-          dpair d;
-          if (fly_setup(p, D, t, k, &d, &sc, &x, &xcap)) {
-            bad = 1;
-            break;
-          }
-          pair_row_sums(&d, acc);
-        }
+      if (!D->cvalid && task_row_sums(p, D, t, acc, &sc, &x, &xcap)) {
+        bad = 1;
+        continue;
       }
       double *y = out + rg[i].ofs, *ym = i2 >= 0 && i2 != i ? out + rg[i2].ofs : NULL;
       for (int64_t a = 0; a < ni; a++) y[a] += c * acc[a];
@@ -1518,13 +1525,9 @@ int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, 
           bad = 1;
           continue;
         }
-        if (!D->cvalid) {
-          memset(a, 0, sizeof(double) * (size_t)ni);
-          for (int k = D->first[t]; k < D->first[t + 1] && !bad; k++) {
-            dpair d;
-            if (fly_setup(p, D, t, k, &d, &sc, &x, &xcap)) bad = 1;
-            else pair_row_sums(&d, a);
-          }
+        if (!D->cvalid && task_row_sums(p, D, t, a, &sc, &x, &xcap)) {
+          bad = 1;
+          continue;
         }
         acc = a;
         t_direct += omp_get_wtime() - td;
@@ -1536,7 +1539,7 @@ int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, 
           break;
         }
         if (acc)
-          for (int64_t a = 0; a < ni; a++) y[a] += 1.0 * acc[a];
+          for (int64_t a = 0; a < ni; a++) y[a] += acc[a]; /* c acc[a], c = 1, exactly */
         for (int64_t a = 0; a < ni; a++) np += !(y[a] > 0);
         for (int m = 0; m < nmaps; m++) {
           double *z = maps[m] + rg[ir].ofs;

@@ -16,9 +16,9 @@ Python package's default), FWHM in pixels (g1.5px, g2.8px, g5px), degrees
 (g1deg, g2deg) or arcminutes (g4.7am, not in the default list), and the
 top-hat of radius 10 pixels (th10px). Each ARKCoS row runs in a new process
 and also reports that process's peak resident memory (VmHWM) after the one
-call (rss_one_call_MB: the map, the output and the plan) and at its end. Maps: random,
-band-limited at lmax 2 nside (ducc0's synthesis). The Python package is
-found through PYTHONPATH (python/) and its library through
+call (rss_one_call_MB: the map, the output and the plan) and at its end.
+Maps: random, band-limited at lmax 2 nside (ducc0's synthesis). The Python
+package is found through PYTHONPATH (python/) and its library through
 ARKCOS_PYTHON_LIBRARY. Ratios are the other's time over ARKCoS's (> 1:
 ARKCoS faster). --backend (default cpu) is the Python package's backend.
 """
