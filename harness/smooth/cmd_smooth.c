@@ -449,14 +449,21 @@ static void method_spec_for(const smooth_state *s, int64_t nside, int spin, meth
    * pixels they save nothing measurable. */
   m->arkcos.cache_kernel_spectra = maps_with_nside(s, nside, spin) >= 4 ? ARKCOS_CACHE_AUTO : 0;
   /* Likewise the polar caps' direct weights: computed in the execute, not
-   * tabulated, for one map of the spin (the same time, and no tables'
-   * memory: nside 1024 at 2.8 pixels per FWHM, one call 0.67-0.73 s and 772
-   * MB with tables, 0.63 s and 407 MB without); a --mask's A(w) is smoothed
-   * with the map in one call, its weights shared (arkcos_execute_two: with
-   * the mask, 1.42 s and 937 MB with tables, 1.45 s and 581 MB without);
-   * more maps use tables, as a mask's map split over MPI ranks does (its
-   * bands smooth A(w) and the map in two calls). */
-  if (maps_with_nside(s, nside, spin) <= 1 && !(s->a->mask.file && s->split))
+   * tabulated, for up to five maps of the spin. One map: the same time and
+   * no tables' memory (nside 1024 at 2.8 pixels per FWHM, one call
+   * 0.67-0.73 s and 772 MB with tables, 0.63 s and 407 MB without); a
+   * --mask's A(w) is smoothed with the map in one call, its weights shared
+   * (arkcos_execute_two: 1.42 s and 937 MB with tables, 1.45 s and 581 MB
+   * without). Several maps: the tables' build (0.24 s at nside 1024 and 2.8
+   * pixels, 1.2 s at 2048 and 4.7', 2 threads) pays from about five maps
+   * (a map 0.16 s with tables against 0.23 s on the fly at 1024, 0.75 s
+   * against 1.0 s at 2048). Plan + execute, medians: three maps at 1024,
+   * 2.8 px, 0.76 s with tables (972 MB peak) and 0.71 s without (509 MB),
+   * a 10-pixel top-hat 0.84 and 0.60 s; at 2048, 4.7', 4.0 and 2.75 s;
+   * eight maps at 1024, 2.8 px, 1.54 and 1.86 s. Six maps or more use
+   * tables, as a mask's map split over MPI ranks does (its bands smooth
+   * A(w) and the map in two calls). */
+  if (maps_with_nside(s, nside, spin) < 6 && !(s->a->mask.file && s->split))
     m->arkcos.direct_weights = ARKCOS_WEIGHTS_ON_THE_FLY;
   m->threads = (int)a->threads;
   m->lmax = a->has_lmax ? (int)a->lmax : (int)(3 * nside - 1);

@@ -357,8 +357,8 @@ class Plan:
         # kernel spectra kept for the next maps where the plan stays light
         # (ARKCOS_CACHE_AUTO: within two maps' bytes and 64 MB)
         o.cache_kernel_spectra = 2 if _cache else 0
-        # one execute per plan (smoothing() of one map, or of I, Q, U, without
-        # a mask): the polar caps' direct weights computed in it, no tables
+        # few executes per plan (smoothing() of up to five maps, as `arkcos
+        # smooth`): the polar caps' direct weights computed in them, no tables
         o.direct_weights = _lib.WEIGHTS_ON_THE_FLY if _once else _lib.WEIGHTS_AUTO
         spec.mask_mode = _lib.MASK_ZERO if mask_mode == "zero" else _lib.MASK_NORMALIZE
         if min_weight is not None and not 0 <= min_weight <= 1:
@@ -631,10 +631,11 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     belong to healpy's spherical harmonic transforms: any value but
     healpy's default (iter=3, verbose=True, the others None or False) is
     ignored with an ArkcosWarning. For many maps with one kernel, make a
-    Plan once: each smoothing() call plans again. One map (or one I, Q, U),
-    with or without a mask, is smoothed with the polar caps' direct weights
-    computed where they are used, no tables (less memory, the same result
-    to the last bit; a mask's A(w) is smoothed with the map in one call,
+    Plan once: each smoothing() call plans again. Up to five maps (one I,
+    Q, U among them), with or without a mask, are smoothed with the polar
+    caps' direct weights computed where they are used, no tables (less
+    memory, the same result to the last bit; the tables' build pays from
+    about five maps; a mask's A(w) is smoothed with the map in one call,
     sharing them; a Plan keeps tables for its next maps).
     """
     _warn_ignored(dict(iter=iter, lmax=lmax, mmax=mmax, use_weights=use_weights,
@@ -648,7 +649,7 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
                 precision=precision, backend=backend, accuracy=accuracy, min_weight=min_weight,
                 mask_mode=mask_mode, normalize=normalize, gaussian=gaussian,
                 quadrature=quadrature, _cache=False,
-                _once=arr.ndim == 1 or (bool(pol) and arr.shape[0] == 3))
+                _once=arr.ndim == 1 or arr.shape[0] < 6)
     try:
         return plan(map_in, mask=mask, return_weight=return_weight)
     finally:
