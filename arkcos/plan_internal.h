@@ -57,7 +57,7 @@ struct arkcos_plan {
   int direct_fly;            /* ... with their weights computed in each
                               * execute, not tabulated (direct_weights) */
   arkcos_direct *direct;     /* their tables (or pair lists), or NULL */
-  char exactness[400];       /* why an enhanced plan is not exact ("" if it is) */
+  char exactness[512];       /* why an enhanced plan is not exact ("" if it is) */
   void *impl;                /* backend state */
   int (*execute)(arkcos_plan *, const double *, double *, arkcos_error *);
   int (*execute2)(arkcos_plan *, const double *, const double *, double *, double *,

@@ -761,6 +761,33 @@ TEST_GROUP(direct_limits) {
   arkcos_plan_destroy(p);
   arkcos_kernel_destroy(k);
   arkcos_geometry_destroy(g);
+  /* A top-hat's scalar direct pairs cost a row each (prefix sums), so the
+   * limit counts the rings its support crosses, not its pixels: radius
+   * 12.2 px at nside 64 covers ~470 pixels and ~32 rings, exact under a
+   * limit of 100, not under 20 */
+  g = arkcos_geometry_healpix(64, NULL);
+  k = g ? tophat(12.2 * RADIUS_NUDGE * healpix_pixel(g)) : NULL;
+  setenv("ARKCOS_DIRECT_MAX_PIXELS", "20", 1);
+  p = k ? make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0) : NULL;
+  CHECK(p && strstr(arkcos_plan_exactness(p), "not exact"), "top-hat over 20 rings: not exact (%s)",
+        p ? arkcos_plan_exactness(p) : "no plan");
+  arkcos_plan_destroy(p);
+  setenv("ARKCOS_DIRECT_MAX_PIXELS", "100", 1);
+  p = k ? make_plan(g, k, ARKCOS_MODE_ENHANCED, ARKCOS_DOUBLE, 0) : NULL;
+  CHECK(p && !arkcos_plan_exactness(p)[0] && isfinite(arkcos_plan_bound(p)),
+        "top-hat of ~470 pixels, ~32 rings, limit 100: exact (%s)", p ? arkcos_plan_exactness(p) : "no plan");
+  arkcos_plan_destroy(p);
+  double *x = g ? white_noise(g, 777) : NULL, *ref = NULL;
+  exact_stats st;
+  if (x && k && direct_case("nside 64 top-hat 12.2px, limit 100", g, k, x, &ref, &st)) {
+    check_matches_direct("nside 64 top-hat 12.2px, limit 100", &st, TOL_RMS, TOL_MAX);
+    check_bound("nside 64 top-hat 12.2px, limit 100", &st, TOL_BOUND_DOUBLE);
+  }
+  unsetenv("ARKCOS_DIRECT_MAX_PIXELS");
+  free(ref);
+  free(x);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
 }
 
 /* Smooth caps (plan.c, smooth_caps_exact): a Gaussian of >= 4 pixels per

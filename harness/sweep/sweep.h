@@ -42,7 +42,7 @@ typedef struct timing {
   int backend_used;              /* arkcos */
   size_t plan_memory;            /* arkcos */
   double bound;                  /* arkcos: smoother_bound (+inf: none) */
-  char inexact[400];             /* arkcos: smoother_exactness ("" exact) */
+  char inexact[512];             /* arkcos: smoother_exactness ("" exact) */
   int lmax;                      /* fsht */
 } timing;
 
