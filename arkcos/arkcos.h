@@ -690,6 +690,15 @@ double arkcos_smoother_bound(const arkcos_smoother *s);
  * map (A(W) under ring quadrature below ARKCOS_RING_DIVIDE_PPF pixels per
  * FWHM, A(1) with normalize), else 0. */
 int arkcos_smoother_divides(const arkcos_smoother *s);
+/* 1 when a smoother of spec that divides (normalize: as
+ * arkcos_smoother_divides says) makes A(1) (A(W)) ring by ring where it
+ * divides a map, never holding it whole: maps without a mask or missing
+ * pixels (masked 0), the exact CPU plan (enhanced mode, no accuracy to
+ * trade, backend cpu, or auto where no GPU is usable) with its direct
+ * weights on the fly (options.direct_weights), and an operator, if any,
+ * that lends its plan (not harmonic). The rule of the execute
+ * (smoother_mask.c), for memory estimates. */
+int arkcos_smoother_streams_division(const arkcos_smoother_spec *spec, int normalize, int masked);
 /* Pixels per FWHM of the kernel at the smoother's nside (0: identity). */
 double arkcos_smoother_pixels_per_fwhm(const arkcos_smoother *s);
 /* Bytes a smoother of spec would hold for calls of nmaps maps (pair: a Q,

@@ -380,6 +380,15 @@ double arkcos_smoother_bound(const arkcos_smoother *s) {
 
 int arkcos_smoother_divides(const arkcos_smoother *s) { return s && s->normalize; }
 
+int arkcos_smoother_streams_division(const arkcos_smoother_spec *spec, int normalize, int masked) {
+  /* counted held where the GPU may take the map: gpu, or auto with a device */
+  const arkcos_backend be = spec->options.backend;
+  return normalize && !masked && !(spec->options.accuracy > 0) &&
+         (!spec->op || (spec->op->plan && !spec->op->harmonic)) &&
+         spec->options.direct_weights == ARKCOS_WEIGHTS_ON_THE_FLY && spec->options.mode == ARKCOS_MODE_ENHANCED &&
+         (be == ARKCOS_BACKEND_CPU || (be == ARKCOS_BACKEND_AUTO && !arkcos_gpu_available(NULL, 0)));
+}
+
 double arkcos_smoother_pixels_per_fwhm(const arkcos_smoother *s) {
   return !s || s->identity ? 0 : narrow_pixels_per_fwhm(s->width, s->spec.nside);
 }
@@ -405,14 +414,9 @@ double arkcos_smoother_estimate(const arkcos_smoother_spec *spec, int nmaps, int
     normalize = !(width > 0) || narrow_pixels_per_fwhm(width, spec->nside) < ARKCOS_RING_DIVIDE_PPF;
     arkcos_kernel_destroy(own);
   }
-  /* A(1) made ring by ring, not held (smoother_mask.c, divide_streamed):
-   * the engine's exact CPU plan with its direct weights on the fly, no mask
-   * (counted held where the GPU may take the map: gpu, or auto with a device) */
-  const arkcos_backend be = spec->options.backend;
-  const int streamed = normalize && !masked && !spec->op && !(spec->options.accuracy > 0) &&
-                       spec->options.direct_weights == ARKCOS_WEIGHTS_ON_THE_FLY &&
-                       spec->options.mode == ARKCOS_MODE_ENHANCED &&
-                       (be == ARKCOS_BACKEND_CPU || (be == ARKCOS_BACKEND_AUTO && !arkcos_gpu_available(NULL, 0)));
+  /* A(1) made ring by ring, not held (smoother_mask.c, divide_streamed);
+   * counted held with an operator, whose plan (op->plan) may be NULL */
+  const int streamed = !spec->op && arkcos_smoother_streams_division(spec, normalize, masked);
   double bytes = 8 * npix * (2.0 + 2 * spec->nested + 3.0 * masked + (normalize && !streamed) + spec->nested);
   if (is_identity(spec) || spec->op) {
     arkcos_geometry_destroy(g);

@@ -394,5 +394,42 @@ TEST_GROUP(estimate) {
   CHECK(arkcos_smoother_estimate(&s, 1, 0, 0, &e) == 0 && e.code == ARKCOS_EINVAL, "bad nside: %g", est);
 }
 
+/* The rule shared by the estimates (arkcos_smoother_estimate, arkcos
+ * smooth's --dry-run) for A(W) made ring by ring; divide_streamed above
+ * checks the execute that follows it */
+static arkcos_plan *no_plan(void *ctx, int spin) {
+  (void)ctx, (void)spin;
+  return NULL;
+}
+TEST_GROUP(streams_division) {
+  arkcos_smoother_spec s = spec_fwhm(32, 330);
+  s.options.backend = ARKCOS_BACKEND_CPU;
+  s.options.direct_weights = ARKCOS_WEIGHTS_ON_THE_FLY;
+  CHECK(arkcos_smoother_streams_division(&s, 1, 0) == 1, "CPU, weights on the fly: streamed");
+  CHECK(arkcos_smoother_streams_division(&s, 0, 0) == 0, "no division: not streamed");
+  CHECK(arkcos_smoother_streams_division(&s, 1, 1) == 0, "masked: not streamed");
+  arkcos_smoother_spec t = s;
+  t.options.direct_weights = ARKCOS_WEIGHTS_TABLES;
+  CHECK(arkcos_smoother_streams_division(&t, 1, 0) == 0, "tables: not streamed");
+  t = s;
+  t.options.accuracy = 1e-6;
+  CHECK(arkcos_smoother_streams_division(&t, 1, 0) == 0, "an accuracy to trade: not streamed");
+  t = s;
+  t.options.mode = ARKCOS_MODE_PAPER;
+  CHECK(arkcos_smoother_streams_division(&t, 1, 0) == 0, "paper mode: not streamed");
+  t = s;
+  t.options.backend = ARKCOS_BACKEND_GPU;
+  CHECK(arkcos_smoother_streams_division(&t, 1, 0) == 0, "GPU backend: not streamed");
+  arkcos_smoother_operator op = {NULL, NULL, NULL, NULL, 0, no_plan};
+  t = s;
+  t.op = &op;
+  CHECK(arkcos_smoother_streams_division(&t, 1, 0) == 1, "an operator that lends its plan: streamed");
+  op.harmonic = 1;
+  CHECK(arkcos_smoother_streams_division(&t, 1, 0) == 0, "a harmonic operator: not streamed");
+  op.harmonic = 0;
+  op.plan = NULL;
+  CHECK(arkcos_smoother_streams_division(&t, 1, 0) == 0, "an operator without a plan: not streamed");
+}
+
 TEST_MAIN(TG(refusals), TG(warnings), TG(missing), TG(nested_pol), TG(identity_normalize), TG(divide_streamed),
-          TG(estimate))
+          TG(estimate), TG(streams_division))

@@ -1198,10 +1198,11 @@ static int check_memory(smooth_state *s, int hard_only) {
       /* the GPU may take the maps: --backend gpu, or auto with a device */
       w[j].gpu = a->method == METHOD_ARKCOS && (a->backend == ARKCOS_BACKEND_GPU ||
                                                 (a->backend == ARKCOS_BACKEND_AUTO && arkcos_gpu_available(NULL, 0)));
-      /* A(W) made ring by ring needs the CPU's plan: counted held where the GPU may take the map */
-      w[j].norm_streamed = w[j].normalize && a->method == METHOD_ARKCOS && !w[j].masked &&
-                           w[j].o0.direct_weights == ARKCOS_WEIGHTS_ON_THE_FLY && !(a->accuracy > 0) &&
-                           a->mode == ARKCOS_MODE_ENHANCED && !w[j].gpu;
+      /* A(W) made ring by ring: the engine's rule, with the weights' choice
+       * of this nside (method_spec_for); the direct method has no plan */
+      sp.options.direct_weights = w[j].o0.direct_weights;
+      w[j].norm_streamed = a->method == METHOD_ARKCOS &&
+                           arkcos_smoother_streams_division(&sp, w[j].normalize, w[j].masked);
       nw++;
     }
     if (h->ncols > w[j].maxcols) w[j].maxcols = h->ncols;
