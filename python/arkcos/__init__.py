@@ -272,7 +272,7 @@ class Plan:
                    pixels per FWHM, and top-hats): "auto" (default)
                    tabulated when the plan is made where the tables fit
                    the direct budget (ARKCOS_DIRECT_MAX_GB, else half the
-                   free memory), else as "fly"; "tables": always
+                   machine's memory), else as "fly"; "tables": always
                    tabulated (the fastest calls); "fly": computed in each
                    call, no tables (a plan about as light as a map, the
                    same maps to the last bit; nside 1024, 2.8 pixels per
