@@ -111,7 +111,13 @@ static int64_t gcd64(int64_t a, int64_t b) {
   return a;
 }
 
+/* b mod n in [0, n); b mostly within a period of [0, n): no division there
+ * (a 64-bit division per row was a tenth of an execute whose weights are
+ * computed on the fly) */
 static inline int64_t wrap64(int64_t b, int64_t n) {
+  if (b >= 0 && b < n) return b;
+  if (b < 0 && b >= -n) return b + n;
+  if (b >= n && b - n < n) return b - n;
   const int64_t r = b % n;
   return r < 0 ? r + n : r;
 }
@@ -195,6 +201,17 @@ static const double sinc[12] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, 
  * decided exactly as arkcos_kfun_d2 decides it; a kernel table's spline
  * is evaluated by the scalar function at the vectorised angle. tmp: 2 cnt
  * doubles of scratch. */
+/* The series' Horner steps: fused where the CPU fuses (one rounding, half
+ * the operations; the exp, sine and asin^2 series were most of the weights'
+ * cost), else a multiply and an add (-std=c11 contracts nothing itself).
+ * The tables and the weights on the fly share these values bit for bit;
+ * copies of the engine for other instruction sets differ from them by
+ * rounding only. */
+#if defined(__FMA__)
+#define KFMA(a, b, c) fma(a, b, c)
+#else
+#define KFMA(a, b, c) ((a) * (b) + (c))
+#endif
 void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double ss, double d0, double step,
                          const double *num, int64_t cnt, double *out, double *tmp) {
   /* d2 = chord^2: x = |dphi / 2| folded onto [0, pi / 2] first, then sin x
@@ -213,7 +230,7 @@ void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double s
   for (int64_t l = 0; l < cnt; l++) {                                      \
     const double x = tmp[l], x2 = x * x;                                   \
     double pl = sinc[(K) - 1];                                             \
-    for (int c = (K) - 2; c >= 0; c--) pl = pl * x2 + sinc[c];             \
+    for (int c = (K) - 2; c >= 0; c--) pl = KFMA(pl, x2, sinc[c]);         \
     const double sh = x + x * x2 * pl;                                     \
     tmp[l] = 4.0 * (sdt2 + ss * sh * sh);                                  \
   }
@@ -235,7 +252,7 @@ void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double s
   for (int64_t l = 0; l < cnt; l++) {                                      \
     const double h2 = 0.25 * tmp[l];                                       \
     double pa = ac[(K) - 1];                                               \
-    for (int c = (K) - 2; c >= 0; c--) pa = pa * h2 + ac[c];               \
+    for (int c = (K) - 2; c >= 0; c--) pa = KFMA(pa, h2, ac[c]);           \
     out[l] = 4.0 * h2 * pa;                                                \
   }
       if (0.25 * cut <= 1.87e-5) ASIN2(4)
@@ -263,7 +280,8 @@ void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double s
       const double n = t - magic;
       const double z = -((y - n * 0x1.62e42fefa39efp-1) - n * 0x1.abc9e3b39803fp-56); /* -r */
       double e = ec[13];
-      for (int c = 12; c >= 0; c--) e = e * z + ec[c];
+#pragma GCC unroll 13
+      for (int c = 12; c >= 0; c--) e = KFMA(e, z, ec[c]);
       int64_t tb;
       memcpy(&tb, &t, sizeof tb);
       const int64_t sb = (1023 - (tb - mbits)) << 52; /* 2^-n */
@@ -329,9 +347,15 @@ static int ring_reflection(const arkcos_ring *r) {
  * first input pixel differs. Sets *q: the lane (period) of row a that maps
  * onto the partner's first. */
 static int64_t row_partner(const dpair *d, int64_t ni, int ei, int64_t a, int64_t *q) {
-  const int64_t ar = a + ei > 0 ? ni - a - ei : 0; /* (-a - ei) mod ni, 0 <= a < ni */
-  *q = ar / d->P;
-  return ar % d->P;
+  int64_t ar = a + ei > 0 ? ni - a - ei : 0; /* (-a - ei) mod ni, 0 <= a < ni */
+  if (ar >= 8 * d->P) {
+    *q = ar / d->P;
+    return ar % d->P;
+  }
+  int64_t k = 0; /* ar / P <= 4 with four lanes: subtracted, not divided */
+  while (ar >= d->P) ar -= d->P, k++;
+  *q = k;
+  return ar;
 }
 
 void arkcos_kernel_samples(const arkcos_kfun *kf, double wj, double sdt2, double ss, double delta, int64_t L,
