@@ -277,9 +277,10 @@ class Plan:
                    call, no tables (a plan about as light as a map, the
                    same maps to the last bit; nside 1024, 2.8 pixels per
                    FWHM, 2 threads: a plan of 455 MB, 0.20-0.28 s to make,
-                   and calls of 0.22-0.26 s with tables; 88 MB, 0.01 s and
-                   0.35-0.41 s on the fly). ARKCOS_DIRECT_WEIGHTS=tables|fly
-                   overrides
+                   and calls of 0.22-0.29 s with tables; 88 MB, 0.01 s and
+                   calls 1.6-2.5 times as long on the fly, 0.35-0.41 s on
+                   a 2-core AMD machine, 0.60-0.73 s on a 2-core Xeon).
+                   ARKCOS_DIRECT_WEIGHTS=tables|fly overrides
 
     Calling it: plan(map_in, out=None, mask=None, return_weight=False), see
     __call__. Making the Plan is most of a one-map call (the direct tables
