@@ -72,6 +72,7 @@ typedef struct {
   double *num;
   int64_t *rws;
   size_t nums;       /* capacity of num (doubles); rws holds 3 (ROW_BATCH + 1) */
+  int64_t *wlo, *wcnt; /* the rows' candidate windows (pixel_windows), rows long */
 } dscratch;
 
 struct arkcos_direct {
@@ -147,6 +148,48 @@ static void pixel_window(const arkcos_plan *p, int i, int j, double hw, int64_t 
   const int64_t l = (int64_t)floor(c - hw) - 1, h = (int64_t)ceil(c + hw) + 1;
   *lo = l;
   *cnt = h - l + 1 < nj ? h - l + 1 : nj;
+}
+
+/* floor and ceil of |x| < 2^51 by the round-to-nearest of adding and
+ * subtracting 1.5 2^52, exact and equal to floor() and ceil() there, in
+ * operations that vectorise (GCC vectorises the library's only without
+ * trapping math) */
+static inline double kfloor(double x) {
+  const double r = (x + 0x1.8p52) - 0x1.8p52;
+  return r > x ? r - 1 : r;
+}
+static inline double kceil(double x) {
+  const double r = (x + 0x1.8p52) - 0x1.8p52;
+  return r < x ? r + 1 : r;
+}
+
+/* pixel_window of rows 0 .. P - 1 at once, the same values (the
+ * roundings vectorised: a call per row was 7 % of a one-map execute whose
+ * weights are computed on the fly) */
+static void pixel_windows(const arkcos_plan *p, int i, int j, double hw, int64_t P, int64_t *lo, int64_t *cnt) {
+  const arkcos_ring *rg = p->geom->rings;
+  const int64_t ni = rg[i].nph, nj = rg[j].nph;
+  if (!(hw < (double)nj) || !(fabs(hw) < 0x1p40)) {
+    for (int64_t a = 0; a < P; a++) pixel_window(p, i, j, hw, a, &lo[a], &cnt[a]);
+    return;
+  }
+  const double c0 = (rg[i].phi0 - rg[j].phi0) * (double)nj / (2 * ARKCOS_PI);
+  enum { C = 256 };
+  double l[C], h[C];
+  for (int64_t a0 = 0; a0 < P; a0 += C) {
+    const int n = (int)(P - a0 < C ? P - a0 : C);
+#pragma omp simd
+    for (int r = 0; r < n; r++) {
+      const double c = c0 + (double)(a0 + r) * (double)nj / (double)ni;
+      l[r] = kfloor(c - hw);
+      h[r] = kceil(c + hw);
+    }
+    for (int r = 0; r < n; r++) {
+      const int64_t lw = (int64_t)l[r] - 1, hg = (int64_t)h[r] + 1;
+      lo[a0 + r] = lw;
+      cnt[a0 + r] = hg - lw + 1 < nj ? hg - lw + 1 : nj;
+    }
+  }
 }
 
 /* Row a of pair (i, j) as the tables would hold it, by the scalar
@@ -575,31 +618,32 @@ static int konst_rows_geom(const arkcos_plan *p, int i, int j, double hw, dpair 
    * (kgeom_row's roundings), the few rows with a candidate to decide by
    * kgeom_row itself */
   enum { C = 256 };
-  int64_t f[C], e[C], fs[C], es[C], lo[C];
+  /* the roundings kept as doubles (integers, exact), converted where used */
+  double f[C], e[C], fs[C], es[C];
   for (int64_t a0 = 0; a0 < d->P; a0 += C) {
     const int n = (int)(d->P - a0 < C ? d->P - a0 : C);
 #pragma omp simd
     for (int r = 0; r < n; r++) {
       const double c = c0 + (double)(a0 + r) * (double)nj / (double)ni;
-      f[r] = (int64_t)ceil(c - hout);
-      e[r] = (int64_t)floor(c + hout);
-      fs[r] = (int64_t)ceil(c - hin);
-      es[r] = (int64_t)floor(c + hin);
-      lo[r] = (int64_t)floor(c - hw) - 1; /* pixel_window's lo */
+      f[r] = kceil(c - hout);
+      e[r] = kfloor(c + hout);
+      fs[r] = kceil(c - hin);
+      es[r] = kfloor(c + hin);
     }
     for (int r = 0; r < n; r++) {
       const int64_t a = a0 + r;
       int64_t len, b;
       if (hin >= 0 && f[r] >= fs[r] && e[r] <= es[r]) { /* both ends sure */
-        b = f[r];
-        len = f[r] <= e[r] ? e[r] - f[r] + 1 : 0;
+        b = (int64_t)f[r];
+        len = f[r] <= e[r] ? (int64_t)e[r] - b + 1 : 0;
       } else {
         double c;
         len = kgeom_row(p, &k, a, &b, &c);
       }
       d->wofs[a] = 0;
       d->wlen[a] = len;
-      d->b0[a] = len ? b : lo[r];
+      /* an empty row: pixel_window's lo */
+      d->b0[a] = len ? b : (int64_t)floor(c0 + (double)a * (double)nj / (double)ni - hw) - 1;
       if (len > d->maxlen) d->maxlen = len;
     }
   }
@@ -615,8 +659,8 @@ static int konst_rows_geom(const arkcos_plan *p, int i, int j, double hw, dpair 
  * non-zero values as row_extent trims it. Sets d's rows, wsum and maxlen, *nw the weights
  * stored. */
 enum { ROW_BATCH = 1024 };
-static int batched_rows(const arkcos_plan *p, int i, int j, double hw, int refl, int ei, int64_t cmax, dpair *d,
-                       int64_t *nw, dscratch *sc) {
+static int batched_rows(const arkcos_plan *p, int i, int j, int refl, int ei, int64_t cmax, const int64_t *wlo,
+                        const int64_t *wcnt, dpair *d, int64_t *nw, dscratch *sc) {
   const arkcos_ring *rg = p->geom->rings;
   const int64_t ni = rg[i].nph, nj = rg[j].nph;
   const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
@@ -649,9 +693,9 @@ static int batched_rows(const arkcos_plan *p, int i, int j, double hw, int refl,
   for (int64_t a = 0; a < d->P;) {
     int64_t nr = 0, nc = 0;
     for (; a < d->P && nc < ROW_BATCH; a++) { /* row a: rows[3 r ..] = a, lo, cnt */
-      int64_t q, lo, cnt;
+      int64_t q;
       if (refl && row_partner(d, ni, ei, a, &q) < a) continue;
-      pixel_window(p, i, j, hw, a, &lo, &cnt);
+      const int64_t lo = wlo[a], cnt = wcnt[a]; /* pixel_window's */
       for (int64_t l = 0; l < cnt; l++) num[nc + l] = (double)(a * nj - (lo + l) * ni); /* exact */
       rows[3 * nr] = a;
       rows[3 * nr + 1] = lo;
@@ -729,7 +773,8 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc
     if (sc->rows < P) {
       if (grow((void **)&sc->b0, P, sizeof(int64_t)) || grow((void **)&sc->wofs, P, sizeof(int64_t)) ||
           grow((void **)&sc->wlen, P, sizeof(int64_t)) || grow((void **)&sc->rev, P, 1) ||
-          grow((void **)&sc->rsum, P, sizeof(double)))
+          grow((void **)&sc->rsum, P, sizeof(double)) || grow((void **)&sc->wlo, P, sizeof(int64_t)) ||
+          grow((void **)&sc->wcnt, P, sizeof(int64_t)))
         return ARKCOS_ENOMEM;
       sc->rows = P;
     }
@@ -748,6 +793,8 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc
   }
   int64_t n = 0;
   int rc = ARKCOS_EINVAL, geom = 0; /* geom: konst rows by konst_rows_geom, every row set */
+  int64_t *wlo = NULL, *wcnt = NULL; /* the rows' windows, made for batched_rows */
+  int wown = 0;
   d->konst = p->kf.type == ARKCOS_KERNEL_TOPHAT && p->opt.spin == 0;
   for (int pass = 0; pass < 2 && rc == ARKCOS_EINVAL; pass++) {
     /* a top-hat's pair first as extents (konst); weights where that fails */
@@ -776,16 +823,41 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc
       break;
     }
     d->maxlen = 0;
-    rc = d->konst ? konst_rows(p, i, j, hw, refl, ei, d) : batched_rows(p, i, j, hw, refl, ei, cmax, d, &n, sc);
+    if (!d->konst && !wlo) {
+      if (sc) {
+        wlo = sc->wlo;
+        wcnt = sc->wcnt;
+      } else {
+        wlo = malloc(sizeof(int64_t) * P);
+        wcnt = malloc(sizeof(int64_t) * P);
+        wown = 1;
+        if (!wlo || !wcnt) {
+          free(wlo);
+          free(wcnt);
+          return ARKCOS_ENOMEM;
+        }
+      }
+      pixel_windows(p, i, j, hw, d->P, wlo, wcnt);
+    }
+    rc = d->konst ? konst_rows(p, i, j, hw, refl, ei, d) : batched_rows(p, i, j, refl, ei, cmax, wlo, wcnt, d, &n, sc);
     if (rc == ARKCOS_EINVAL && pass) rc = ARKCOS_ENOMEM; /* cannot happen: weights are stored */
   }
-  if (rc != ARKCOS_OK) return ARKCOS_ENOMEM;
+  if (rc != ARKCOS_OK) {
+    if (wown) {
+      free(wlo);
+      free(wcnt);
+    }
+    return ARKCOS_ENOMEM;
+  }
   for (int64_t a = 0; refl && !geom && a < d->P; a++) { /* their partners, read backwards */
     int64_t q;
     const int64_t c = row_partner(d, ni, ei, a, &q);
     if (c >= a) continue;
     int64_t lo, cnt;
-    pixel_window(p, i, j, hw, a, &lo, &cnt);
+    if (wlo)
+      lo = wlo[a];
+    else
+      pixel_window(p, i, j, hw, a, &lo, &cnt);
     d->wofs[a] = d->wofs[c];
     d->wlen[a] = d->wlen[c];
     if (d->rsum) d->rsum[a] = d->rsum[c];
@@ -795,6 +867,10 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc
     const int64_t b = -(d->b0[c] + d->wlen[c] - 1 + q * d->sj) - ej;
     d->b0[a] = lo + wrap64(b - lo, nj);
     if (d->b0[a] - lo > nj / 2) d->b0[a] -= nj;
+  }
+  if (wown) {
+    free(wlo);
+    free(wcnt);
   }
   d->bmin = INT64_MAX;
   d->bmax = INT64_MIN;
@@ -868,6 +944,8 @@ static void scratch_free(dscratch *sc) {
   free(sc->wi);
   free(sc->num);
   free(sc->rws);
+  free(sc->wlo);
+  free(sc->wcnt);
 }
 
 /* Adds pair d's row sums to acc (ring i's n_i values): each row's weights
