@@ -696,7 +696,9 @@ static int batched_rows(const arkcos_plan *p, int i, int j, int refl, int ei, in
       int64_t q;
       if (refl && row_partner(d, ni, ei, a, &q) < a) continue;
       const int64_t lo = wlo[a], cnt = wcnt[a]; /* pixel_window's */
-      for (int64_t l = 0; l < cnt; l++) num[nc + l] = (double)(a * nj - (lo + l) * ni); /* exact */
+      /* a nj - (lo + l) ni, exact in doubles (integers below 2^53) */
+      const double n0 = (double)(a * nj - lo * ni), fni = (double)ni;
+      for (int64_t l = 0; l < cnt; l++) num[nc + l] = n0 - (double)l * fni;
       rows[3 * nr] = a;
       rows[3 * nr + 1] = lo;
       rows[3 * nr + 2] = cnt;
