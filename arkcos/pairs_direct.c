@@ -163,17 +163,53 @@ static inline double kceil(double x) {
   return r < x ? r + 1 : r;
 }
 
-/* pixel_window of rows 0 .. P - 1 at once, the same values (the
- * roundings vectorised: a call per row was 7 % of a one-map execute whose
- * weights are computed on the fly) */
-static void pixel_windows(const arkcos_plan *p, int i, int j, double hw, int64_t P, int64_t *lo, int64_t *cnt) {
+/* The candidates a pair's rows are evaluated on (pair_setup, batched_rows):
+ * half-width in candidates of the support at the cutoff raised by 1e-7
+ * (relative) plus 1e-3 of a candidate, -1 where the pair has no support,
+ * n_j where the whole ring may be inside. A candidate with a non-zero
+ * weight has its squared chord within 1e-9 of the cutoff's at most (the
+ * scalar functions decide that band, arkcos_kernel_batch), far inside
+ * this window; the rows trimmed to their non-zero weights are those of
+ * pixel_window's wider windows (a pixel of margin each side), but for
+ * rows whose support wraps round a short ring (their start moves). Those
+ * evaluated about 4 more candidates a row: at nside 1024 and 2.8 px 40.8
+ * million candidates for 26.6 million weights, 26.6 million now (1.5 px:
+ * 15.0 and 7.66 million). */
+static double pair_tight_halfwidth(const arkcos_plan *p, int i, int j) {
+  const arkcos_ring *rg = p->geom->rings;
+  const double hw = pair_halfwidth(p, i, j);
+  if (hw < 0 || hw >= (double)rg[j].nph) return hw;
+  const double sdt = sin(0.5 * (rg[i].theta - rg[j].theta));
+  const double ss = p->sin_theta[i] * p->sin_theta[j];
+  const double room = 0.25 * p->kf.cut_d2 * (1 + 1e-7) - sdt * sdt;
+  if (!(ss > 0) || room >= ss) return (double)rg[j].nph;
+  return 2 * asin(sqrt(room / ss)) * (double)rg[j].nph / (2 * ARKCOS_PI) + 1e-3;
+}
+
+/* Tests only (plan_internal.h): 1 evaluates the rows on pixel_window's
+ * wider windows, as before pair_tight_halfwidth */
+int arkcos_direct_wide_windows = 0;
+
+/* The candidates of rows 0 .. P - 1 within ht (pair_tight_halfwidth) of
+ * each row's centre (pixel_window's c): first input pixel, unwrapped, and
+ * count (at most the whole ring; may be 0). The roundings vectorised. hw:
+ * pair_halfwidth, for arkcos_direct_wide_windows. */
+static void pixel_windows(const arkcos_plan *p, int i, int j, double hw, double ht, int64_t P, int64_t *lo,
+                          int64_t *cnt) {
   const arkcos_ring *rg = p->geom->rings;
   const int64_t ni = rg[i].nph, nj = rg[j].nph;
-  if (!(hw < (double)nj) || !(fabs(hw) < 0x1p40)) {
+  if (arkcos_direct_wide_windows) {
     for (int64_t a = 0; a < P; a++) pixel_window(p, i, j, hw, a, &lo[a], &cnt[a]);
     return;
   }
   const double c0 = (rg[i].phi0 - rg[j].phi0) * (double)nj / (2 * ARKCOS_PI);
+  if (!(ht < (double)nj) || !(fabs(ht) < 0x1p40)) { /* the whole ring, as pixel_window has it */
+    for (int64_t a = 0; a < P; a++) {
+      lo[a] = (int64_t)floor(c0 + (double)a * (double)nj / (double)ni) - nj / 2;
+      cnt[a] = nj;
+    }
+    return;
+  }
   enum { C = 256 };
   double l[C], h[C];
   for (int64_t a0 = 0; a0 < P; a0 += C) {
@@ -181,13 +217,13 @@ static void pixel_windows(const arkcos_plan *p, int i, int j, double hw, int64_t
 #pragma omp simd
     for (int r = 0; r < n; r++) {
       const double c = c0 + (double)(a0 + r) * (double)nj / (double)ni;
-      l[r] = kfloor(c - hw);
-      h[r] = kceil(c + hw);
+      l[r] = kceil(c - ht);
+      h[r] = kfloor(c + ht);
     }
     for (int r = 0; r < n; r++) {
-      const int64_t lw = (int64_t)l[r] - 1, hg = (int64_t)h[r] + 1;
+      const int64_t lw = (int64_t)l[r], hg = (int64_t)h[r];
       lo[a0 + r] = lw;
-      cnt[a0 + r] = hg - lw + 1 < nj ? hg - lw + 1 : nj;
+      cnt[a0 + r] = hg < lw ? 0 : hg - lw + 1 < nj ? hg - lw + 1 : nj;
     }
   }
 }
@@ -763,10 +799,13 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc
   d->reps = d->lanes == 4 ? 1 : g;
   d->P = ni / (d->reps * d->lanes);
   d->sj = nj / (d->reps * d->lanes);
+  const double ht = pair_tight_halfwidth(p, i, j);
   int64_t cmax = 0;
   for (int64_t a = 0; a < d->P; a += d->P > 1 ? d->P - 1 : 1) { /* windows differ by <= 2 pixels */
-    int64_t lo, cnt;
-    pixel_window(p, i, j, hw, a, &lo, &cnt);
+    const double c = (rg[i].phi0 - rg[j].phi0) * (double)nj / (2 * ARKCOS_PI) + (double)a * (double)nj / (double)ni;
+    /* pixel_windows' count of row a */
+    int64_t lo, cnt = ht >= (double)nj ? nj : (int64_t)(floor(c + ht) - ceil(c - ht)) + 1;
+    if (arkcos_direct_wide_windows) pixel_window(p, i, j, hw, a, &lo, &cnt);
     if (cnt > cmax) cmax = cnt;
   }
   cmax = cmax + 2 < nj ? cmax + 2 : nj;
@@ -839,7 +878,7 @@ static int pair_setup(const arkcos_plan *p, int i, int j, dpair *d, dscratch *sc
           return ARKCOS_ENOMEM;
         }
       }
-      pixel_windows(p, i, j, hw, d->P, wlo, wcnt);
+      pixel_windows(p, i, j, hw, ht, d->P, wlo, wcnt);
     }
     rc = d->konst ? konst_rows(p, i, j, hw, refl, ei, d) : batched_rows(p, i, j, refl, ei, cmax, wlo, wcnt, d, &n, sc);
     if (rc == ARKCOS_EINVAL && pass) rc = ARKCOS_ENOMEM; /* cannot happen: weights are stored */

@@ -164,6 +164,8 @@ extern int arkcos_plan_pretend_gpu;
  * geometry (pairs_direct.c, konst_rows_geom); 0 by kernel evaluations
  * alone (konst_rows), the reference the geometry is tested against */
 extern int arkcos_direct_konst_geometry;
+/* Tests only: 1 evaluates direct rows on windows a pixel wider each side (pairs_direct.c) */
+extern int arkcos_direct_wide_windows;
 /* A plan whose owner never asks for its constant map (a smoother that does
  * not divide by A(1)): its first execute keeps no row sums for it (the
  * direct pairs' part of A(1), weights on the fly), and the room for them
