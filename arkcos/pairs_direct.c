@@ -150,17 +150,43 @@ static void pixel_window(const arkcos_plan *p, int i, int j, double hw, int64_t 
   *cnt = h - l + 1 < nj ? h - l + 1 : nj;
 }
 
+/* 1 if d > 0, else 0, by d's bits: integer comparisons and selects
+ * between values of one type only (GCC's vectoriser turns a comparison of
+ * doubles, which may trap, into a select only where the CPU has AVX-512's
+ * masks, and mixed types not at all: with AVX2 alone such a loop stayed
+ * scalar) */
+static inline double kstep(double d) {
+  int64_t b;
+  memcpy(&b, &d, sizeof b);
+  const int64_t m = -(int64_t)(b > 0) & INT64_C(0x3ff0000000000000); /* 1.0's bits or 0 (a mask: a select of two constants did not vectorise) */
+  double r;
+  memcpy(&r, &m, sizeof r);
+  return r;
+}
+
+/* A double's bits as an integer and back (for selects by masks, kstep) */
+static inline int64_t kbits(double d) {
+  int64_t b;
+  memcpy(&b, &d, sizeof b);
+  return b;
+}
+static inline double kdouble(int64_t b) {
+  double d;
+  memcpy(&d, &b, sizeof d);
+  return d;
+}
+
 /* floor and ceil of |x| < 2^51 by the round-to-nearest of adding and
  * subtracting 1.5 2^52, exact and equal to floor() and ceil() there, in
  * operations that vectorise (GCC vectorises the library's only without
- * trapping math) */
+ * trapping math); r - x is exact (|r - x| <= 1/2) */
 static inline double kfloor(double x) {
   const double r = (x + 0x1.8p52) - 0x1.8p52;
-  return r > x ? r - 1 : r;
+  return r - kstep(r - x);
 }
 static inline double kceil(double x) {
   const double r = (x + 0x1.8p52) - 0x1.8p52;
-  return r < x ? r + 1 : r;
+  return r + kstep(x - r);
 }
 
 /* The candidates a pair's rows are evaluated on (pair_setup, batched_rows):
@@ -216,7 +242,7 @@ static void pixel_windows(const arkcos_plan *p, int i, int j, double hw, double 
     const int n = (int)(P - a0 < C ? P - a0 : C);
 #pragma omp simd
     for (int r = 0; r < n; r++) {
-      const double c = c0 + (double)(a0 + r) * (double)nj / (double)ni;
+      const double c = c0 + ((double)a0 + (double)r) * (double)nj / (double)ni;
       l[r] = kceil(c - ht);
       h[r] = kfloor(c + ht);
     }
@@ -347,14 +373,21 @@ void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double s
     static const double ec[14] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040,
                                   1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800,
                                   1.0 / 479001600, 1.0 / 6227020800.0};
-    const double magic = 0x1.8p52, scale = kf->norm * wj, s2 = kf->poly_s;
-    int64_t mbits;
+    const double magic = 0x1.8p52, scale = kf->norm * wj, s2 = kf->poly_s, ycap = 700;
+    int64_t mbits, capbits;
     memcpy(&mbits, &magic, sizeof mbits);
+    memcpy(&capbits, &ycap, sizeof capbits);
     for (int64_t l = 0; l < cnt; l++) {
       const double a2 = out[l];
       tmp[cnt + l] = a2;
       double y = a2 * kf->inv2s2;
-      y = y < 700 ? y : 700;
+      /* y = min(y, 700) by the bits (y >= 0 or NaN: ordered as integers;
+       * NaN gives 700, as y < 700 ? y : 700 does), so that the loop
+       * vectorises with AVX2 alone (kstep) */
+      int64_t yb;
+      memcpy(&yb, &y, sizeof yb);
+      yb = yb < capbits ? yb : capbits;
+      memcpy(&y, &yb, sizeof y);
       const double t = y * 0x1.71547652b82fep0 + magic; /* n + magic: n = round(y / ln 2) */
       const double n = t - magic;
       const double z = -((y - n * 0x1.62e42fefa39efp-1) - n * 0x1.abc9e3b39803fp-56); /* -r */
@@ -464,31 +497,40 @@ static void batch_transport(double tp, double tq, double d0, double step, const 
    * (folded onto [0, pi / 2]): |sinc[K] y^(2K + 2)| and |cosc[K] y^(2K +
    * 2)| < 1e-20, K = 5 up to y = 0.095, 7 up to 0.38, 9 up to 0.83, else 12 */
   double ymax = 0;
+#pragma omp simd reduction(max : ymax)
   for (int64_t l = 0; l < cnt; l++) {
     const double ax = fabs(0.5 * (d0 + step * num[l])), r = ARKCOS_PI - ax, y = ax < r ? ax : r;
     ymax = y > ymax ? y : ymax;
   }
+  /* The branches as masks on the bits (kstep): far (ax > r, both >= 0 or
+   * r < 0: ordered as integers), x < 0 (negative, not -0), n2 > 0 (n2 >= 0);
+   * a negation is the sign bit flipped. The same values as the selects of
+   * doubles, which AVX2's vectoriser left scalar. */
 #define TRANSPORT(K)                                                                             \
   for (int64_t l = 0; l < cnt; l++) {                                                            \
     const double x = -0.5 * (d0 + step * num[l]); /* half the offset -dphi */                    \
     const double ax = fabs(x), r = ARKCOS_PI - ax;                                               \
-    const int far = ax > r; /* beyond pi / 2: sin(pi - y) = sin y, cos(pi - y) = -cos y */       \
-    const double y = far ? r : ax, y2 = y * y;                                                   \
+    /* beyond pi / 2: sin(pi - y) = sin y, cos(pi - y) = -cos y */                               \
+    const int64_t axb = kbits(ax), rb = kbits(r), xb = kbits(x);                                 \
+    const int64_t mfar = -(int64_t)(axb > rb), mneg = -(int64_t)((xb < 0) & (xb != INT64_MIN));  \
+    const double y = kdouble((rb & mfar) | (axb & ~mfar)), y2 = y * y;                           \
     double ps = sinc[(K) - 1], pc = cosc[(K) - 1];                                               \
     _Pragma("GCC unroll 12") for (int c = (K) - 2; c >= 0; c--) {                                \
       ps = KFMA(ps, y2, sinc[c]);                                                                \
       pc = KFMA(pc, y2, cosc[c]);                                                                \
     }                                                                                            \
     const double sy = y + y * y2 * ps, cy = 1.0 + y2 * pc;                                       \
-    const double sh = x < 0 ? -sy : sy, ch = far ? -cy : cy;                                     \
+    const double sh = kdouble(kbits(sy) ^ (mneg & INT64_MIN));                                   \
+    const double ch = kdouble(kbits(cy) ^ (mfar & INT64_MIN));                                   \
     const double s2 = 2.0 * sh * sh, sd = 2.0 * sh * ch;                                         \
     const double ar = sqp - ctp * stq * s2, ai = stq * sd;                                       \
     const double br = -sqp - stp * ctq * s2, bi = -stp * sd;                                     \
     const double zr = ar * br + ai * bi, zi = ai * br - ar * bi;                                 \
     const double n2 = zr * zr + zi * zi;                                                         \
-    const int ok = n2 > 0;                                                                       \
-    const double inv = 1.0 / (ok ? n2 : 1.0);                                                    \
-    const double tr = ok ? (zr * zr - zi * zi) * inv : 1.0, ti = ok ? 2.0 * zr * zi * inv : 0.0; \
+    const int64_t mok = -(int64_t)(kbits(n2) > 0), one = kbits(1.0);                             \
+    const double inv = 1.0 / kdouble((kbits(n2) & mok) | (one & ~mok));                          \
+    const double tr = kdouble((kbits((zr * zr - zi * zi) * inv) & mok) | (one & ~mok));          \
+    const double ti = kdouble(kbits(2.0 * zr * zi * inv) & mok);                                 \
     w[l] = v[l] * tr;                                                                            \
     wi[l] = v[l] * ti;                                                                           \
   }
@@ -660,7 +702,7 @@ static int konst_rows_geom(const arkcos_plan *p, int i, int j, double hw, dpair 
     const int n = (int)(d->P - a0 < C ? d->P - a0 : C);
 #pragma omp simd
     for (int r = 0; r < n; r++) {
-      const double c = c0 + (double)(a0 + r) * (double)nj / (double)ni;
+      const double c = c0 + ((double)a0 + (double)r) * (double)nj / (double)ni;
       f[r] = kceil(c - hout);
       e[r] = kfloor(c + hout);
       fs[r] = kceil(c - hin);
@@ -734,7 +776,8 @@ static int batched_rows(const arkcos_plan *p, int i, int j, int refl, int ei, in
       const int64_t lo = wlo[a], cnt = wcnt[a]; /* pixel_window's */
       /* a nj - (lo + l) ni, exact in doubles (integers below 2^53) */
       const double n0 = (double)(a * nj - lo * ni), fni = (double)ni;
-      for (int64_t l = 0; l < cnt; l++) num[nc + l] = n0 - (double)l * fni;
+      /* an int counter: AVX2 converts 32-bit integers to doubles, not 64-bit ones */
+      for (int l = 0; l < (int)cnt; l++) num[nc + l] = n0 - (double)l * fni;
       rows[3 * nr] = a;
       rows[3 * nr + 1] = lo;
       rows[3 * nr + 2] = cnt;
