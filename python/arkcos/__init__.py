@@ -278,8 +278,10 @@ class Plan:
                    same maps to the last bit; nside 1024, 2.8 pixels per
                    FWHM, 2 threads: a plan of 455 MB, 0.20-0.28 s to make,
                    and calls of 0.22-0.29 s with tables; 88 MB, 0.01 s and
-                   calls 1.6-2.5 times as long on the fly, 0.35-0.41 s on
-                   a 2-core AMD machine, 0.60-0.73 s on a 2-core Xeon).
+                   calls 1.5-2.5 times as long on the fly: 0.25-0.27 s
+                   against 0.15-0.20 s on a 2-core AMD EPYC (Zen 3); on
+                   older builds 0.35-0.41 s on a 2-core AMD machine and
+                   0.60-0.73 s on a 2-core Xeon).
                    ARKCOS_DIRECT_WEIGHTS=tables|fly overrides
 
     Calling it: plan(map_in, out=None, mask=None, return_weight=False), see
