@@ -104,14 +104,19 @@ static arkcos_kernel *kernel_or_report(const arkcos_kernel_spec *s) {
   return k;
 }
 
-static arkcos_kernel *gaussian(double fwhm, double cutoff_rel) {
+/* A Gaussian cut at the angle cutoff, or (cutoff 0) where it falls below
+ * cutoff_rel of its peak */
+static arkcos_kernel *gaussian_cut(double fwhm, double cutoff, double cutoff_rel) {
   arkcos_kernel_spec s;
   memset(&s, 0, sizeof s);
   s.type = ARKCOS_KERNEL_GAUSSIAN;
   s.fwhm = fwhm;
+  s.cutoff = cutoff;
   s.cutoff_rel = cutoff_rel;
   return kernel_or_report(&s);
 }
+
+static arkcos_kernel *gaussian(double fwhm, double cutoff_rel) { return gaussian_cut(fwhm, 0, cutoff_rel); }
 
 static arkcos_kernel *tophat(double radius) {
   arkcos_kernel_spec s;
@@ -422,6 +427,19 @@ static double pixel_distance(const arkcos_geometry *g, int r1, int64_t k1, int r
   return acos(c < 1 ? c : 1);
 }
 
+/* max |a - b| and max |b| over n values; returns how many differ */
+static int64_t map_difference(const double *a, const double *b, int64_t n, double *dmax, double *bmax) {
+  int64_t ndiff = 0;
+  *dmax = *bmax = 0;
+  for (int64_t q = 0; q < n; q++) {
+    const double dq = fabs(a[q] - b[q]);
+    ndiff += dq != 0;
+    if (dq > *dmax) *dmax = dq;
+    if (fabs(b[q]) > *bmax) *bmax = fabs(b[q]);
+  }
+  return ndiff;
+}
+
 TEST_GROUP(tophat_extents) {
   const int64_t nsides[] = {32, 64};
   for (int n = 0; n < 2; n++) {
@@ -449,14 +467,8 @@ TEST_GROUP(tophat_extents) {
       arkcos_direct_konst_geometry = 1;
       CHECK(ok, "nside %lld top-hat %.4f px: plans and executes", (long long)nsides[n], radii[r] / pix);
       if (ok) {
-        double dmax = 0, ymax = 0;
-        int64_t ndiff = 0;
-        for (int64_t q = 0; q < g->npix; q++) {
-          const double dq = fabs(ya[q] - yb[q]);
-          ndiff += dq != 0;
-          if (dq > dmax) dmax = dq;
-          if (fabs(yb[q]) > ymax) ymax = fabs(yb[q]);
-        }
+        double dmax, ymax;
+        const int64_t ndiff = map_difference(ya, yb, g->npix, &dmax, &ymax);
         printf("  nside %-3lld top-hat %8.4f px  geometry vs evaluation: max |diff| / max |out| %.2e (%lld pixels differ)\n",
                (long long)nsides[n], radii[r] / pix, dmax / ymax, (long long)ndiff);
         CHECK(dmax <= TOL_KONST_GEOMETRY * ymax, "nside %lld top-hat %.4f px: geometry's rows differ: %.3e",
@@ -484,15 +496,6 @@ TEST_GROUP(tophat_extents) {
  * |difference| per max |out|: 0 .. 1.4e-16 (a boundary weight left out:
  * 1e-6 and more; the table's jump about 1e-2). */
 #define TOL_TIGHT_WINDOWS 1e-15
-static arkcos_kernel *gaussian_cut_at(double fwhm, double cutoff) {
-  arkcos_kernel_spec s;
-  memset(&s, 0, sizeof s);
-  s.type = ARKCOS_KERNEL_GAUSSIAN;
-  s.fwhm = fwhm;
-  s.cutoff = cutoff;
-  return kernel_or_report(&s);
-}
-
 TEST_GROUP(tight_windows) {
   const int64_t nsides[] = {32, 64};
   for (int n = 0; n < 2; n++) {
@@ -508,9 +511,9 @@ TEST_GROUP(tight_windows) {
       switch (c % 6) {
       case 0: k = gaussian(1.5 * pix, 1e-5); break;
       case 1: k = gaussian(5 * pix, 1e-5); break;
-      case 2: k = gaussian_cut_at(2.8 * pix, pixel_distance(g, 6, 2, 9, 4)); break;
-      case 3: k = gaussian_cut_at(2.8 * pix, pixel_distance(g, 10, 0, 13, 7)); break;
-      case 4: k = gaussian_cut_at(1.2 * pix, pixel_distance(g, 2, 0, 3, 1)); break;
+      case 2: k = gaussian_cut(2.8 * pix, pixel_distance(g, 6, 2, 9, 4), 0); break;
+      case 3: k = gaussian_cut(2.8 * pix, pixel_distance(g, 10, 0, 13, 7), 0); break;
+      case 4: k = gaussian_cut(1.2 * pix, pixel_distance(g, 2, 0, 3, 1), 0); break;
       default: k = linear_table(pixel_distance(g, 20, 3, 20, 9)); break;
       }
       arkcos_options o;
@@ -526,14 +529,8 @@ TEST_GROUP(tight_windows) {
       arkcos_direct_wide_windows = 0;
       CHECK(ok, "nside %lld %s: plans and executes", (long long)nsides[n], what[c % 6]);
       if (ok) {
-        double dmax = 0, ymax = 0;
-        int64_t ndiff = 0;
-        for (int64_t q = 0; q < g->npix; q++) {
-          const double dq = fabs(ya[q] - yb[q]);
-          ndiff += dq != 0;
-          if (dq > dmax) dmax = dq;
-          if (fabs(yb[q]) > ymax) ymax = fabs(yb[q]);
-        }
+        double dmax, ymax;
+        const int64_t ndiff = map_difference(ya, yb, g->npix, &dmax, &ymax);
         printf("  nside %-3lld %-38s %-6s tight vs wide windows: max |diff| / max |out| %.2e (%lld pixels differ)\n",
                (long long)nsides[n], what[c % 6], c < 6 ? "tables" : "fly", dmax / ymax, (long long)ndiff);
         CHECK(dmax <= TOL_TIGHT_WINDOWS * ymax, "nside %lld %s: tight windows' rows differ: %.3e", (long long)nsides[n],
