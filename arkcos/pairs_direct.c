@@ -357,7 +357,7 @@ void arkcos_kernel_batch(const arkcos_kfun *kf, double wj, double sdt2, double s
   for (int64_t l = 0; l < cnt; l++) {                                      \
     const double h2 = 0.25 * tmp[l];                                       \
     double pa = ac[(K) - 1];                                               \
-    for (int c = (K) - 2; c >= 0; c--) pa = KFMA(pa, h2, ac[c]);           \
+    _Pragma("GCC unroll 10") for (int c = (K) - 2; c >= 0; c--) pa = KFMA(pa, h2, ac[c]); \
     out[l] = 4.0 * h2 * pa;                                                \
   }
       if (0.25 * cut <= 1.87e-5) ASIN2(4)
