@@ -318,8 +318,12 @@ typedef struct arkcos_options {
   double max_memory;
   /* The polar caps' direct weights (exact CPU plans with direct caps):
    * ARKCOS_WEIGHTS_AUTO (0, default) tabulates them at plan time where the
-   * tables fit the direct budget ($ARKCOS_DIRECT_MAX_GB, else half the
-   * machine's memory) and computes them in each execute where they do not;
+   * plan with the tables stays within two maps' bytes and 64 MB (16 npix +
+   * 64e6, as ARKCOS_CACHE_AUTO; nside 256 at 2.8 pixels per FWHM, 29 MB)
+   * and computes them in each execute where it would not (nside 1024 at
+   * 2.8 pixels: 88 MB against 455 MB, each execute 1.5-2.5 times as long);
+   * double precision, exact plans (the others tabulate where the tables fit
+   * $ARKCOS_DIRECT_MAX_GB, else half the machine's memory);
    * ARKCOS_WEIGHTS_TABLES always tabulates them (a plan whose tables do not
    * fit sums the caps on the inexact Fourier path, as arkcos_plan_exactness
    * says); ARKCOS_WEIGHTS_ON_THE_FLY never does (double precision, exact

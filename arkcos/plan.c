@@ -906,6 +906,22 @@ static arkcos_plan *plan_prepare_cut(const arkcos_geometry *g, const arkcos_kern
   p->task_lo = first[band];
   p->task_hi = first[band + 1];
   free(first);
+  /* the polar caps' direct weights, asked for by nobody (AUTO): tabulated
+   * where the plan with the tables stays light, within two maps' bytes and
+   * 64 MB, as the kernel spectra below; else computed in each execute (the
+   * same maps to the last bit). nside 1024 at 2.8 pixels per FWHM (2
+   * threads): tables make a plan of 455 MB against 88 MB, whose executes
+   * take 0.6-0.7 of the time on the fly; nside 256 keeps them (22 MB). */
+  if (p->direct_caps && !p->direct_fly && p->target != ARKCOS_BACKEND_GPU &&
+      direct_weights_mode(&p->opt) == ARKCOS_WEIGHTS_AUTO && p->opt.precision == ARKCOS_DOUBLE &&
+      !(p->opt.accuracy > 0)) {
+    arkcos_estimate e;
+    const int cache = p->opt.cache_kernel_spectra;
+    p->opt.cache_kernel_spectra = 0;
+    plan_estimate_parts(p, 0, &e);
+    p->opt.cache_kernel_spectra = cache;
+    p->direct_fly = e.total > 16.0 * (double)g->npix + 64e6;
+  }
   /* kernel spectra kept where the plan with them stays light: at nside
    * 1024 (2 threads) they cost 0.31 s of plan and 860 MB to save 0.09 s a
    * map at 5 pixels per FWHM, nothing measurable at 2.8 */

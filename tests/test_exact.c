@@ -1203,6 +1203,45 @@ TEST_GROUP(direct_weights_on_the_fly) {
   }
 }
 
+/* AUTO keeps a plan light (plan.c): the caps' weights tabulated where the
+ * plan with the tables stays within two maps' bytes and 64 MB (16 npix +
+ * 64e6), else computed in each execute. nside 256 at 2.8 pixels per FWHM
+ * (cut at 1e-5): tables of a 29 MB plan, under the 76.6 MB, kept; a
+ * 2-degree top-hat at nside 512: 157 MB with tables against 114.3 MB
+ * allowed, so AUTO holds what the plan on the fly holds (23 MB; measured) */
+TEST_GROUP(direct_weights_auto_light) {
+  const int64_t nsides[] = {256, 512};
+  for (int n = 0; n < 2; n++) {
+    arkcos_geometry *g = arkcos_geometry_healpix(nsides[n], NULL);
+    const double light = g ? 16.0 * (double)g->npix + 64e6 : 0;
+    arkcos_kernel *k = !g ? NULL : n == 0 ? gaussian(2.8 * healpix_pixel(g), 1e-5) : tophat(2 * M_PI / 180);
+    arkcos_plan *pa = k ? plan_weights(g, k, 0, ARKCOS_WEIGHTS_AUTO, NULL) : NULL;
+    arkcos_plan *pt = k ? plan_weights(g, k, 0, ARKCOS_WEIGHTS_TABLES, NULL) : NULL;
+    arkcos_plan *pf = k ? plan_weights(g, k, 0, ARKCOS_WEIGHTS_ON_THE_FLY, NULL) : NULL;
+    CHECK(pa && pt && pf, "nside %lld: plans", (long long)nsides[n]);
+    if (pa && pt && pf) {
+      const double ma = (double)arkcos_plan_memory(pa), mt = (double)arkcos_plan_memory(pt),
+                   mf = (double)arkcos_plan_memory(pf);
+      printf("  nside %lld: auto %.1f MB, tables %.1f MB, on the fly %.1f MB, light %.1f MB\n",
+             (long long)nsides[n], ma / 1e6, mt / 1e6, mf / 1e6, light / 1e6);
+      CHECK(mf < mt, "nside %lld: the plan on the fly should be lighter than the tables'", (long long)nsides[n]);
+      if (n == 0)
+        CHECK(mt <= light && ma == mt, "nside 256: light tables (%.1f MB) should be kept by AUTO (%.1f MB)",
+              mt / 1e6, ma / 1e6);
+      else
+        CHECK(mt > light && ma == mf && ma <= light,
+              "nside 512: tables of %.1f MB past the %.1f MB allowed; AUTO should hold the fly plan's %.1f MB, "
+              "holds %.1f MB", mt / 1e6, light / 1e6, mf / 1e6, ma / 1e6);
+      CHECK(!arkcos_plan_exactness(pa)[0], "nside %lld: AUTO's plan should be exact", (long long)nsides[n]);
+    }
+    arkcos_plan_destroy(pa);
+    arkcos_plan_destroy(pt);
+    arkcos_plan_destroy(pf);
+    arkcos_kernel_destroy(k);
+    arkcos_geometry_destroy(g);
+  }
+}
+
 /* AUTO on a GPU host (plan.c, plan_paths; arkcos_plan_pretend_gpu answers
  * for the device here). A Gaussian whose support is past the direct sums'
  * limit (ARKCOS_DIRECT_MAX_PIXELS lowered to 100, for the GPU and the CPU
@@ -1319,5 +1358,5 @@ TEST_MAIN(TG(exact_is_default), TG(constant_map_shortcut), TG(kernel_families_he
           TG(tophat_wide), TG(tophat_extents), TG(tight_windows), TG(ecp_geometry),
           TG(single_precision), TG(accuracy_loose), TG(paper_mode_bound), TG(operator_symmetry),
           TG(constant_map), TG(direct_limits), TG(smooth_caps),
-          TG(smooth_caps_band_limit), TG(smooth_caps_harmonic), TG(harmonic), TG(direct_weights_on_the_fly),
+          TG(smooth_caps_band_limit), TG(smooth_caps_harmonic), TG(harmonic), TG(direct_weights_on_the_fly), TG(direct_weights_auto_light),
           TG(auto_backend_gpu_host), TG(execute_two))

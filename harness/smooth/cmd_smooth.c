@@ -460,9 +460,11 @@ static void method_spec_for(const smooth_state *s, int64_t nside, int spin, meth
    * against 1.0 s at 2048). Plan + execute, medians: three maps at 1024,
    * 2.8 px, 0.76 s with tables (972 MB peak) and 0.71 s without (509 MB),
    * a 10-pixel top-hat 0.84 and 0.60 s; at 2048, 4.7', 4.0 and 2.75 s;
-   * eight maps at 1024, 2.8 px, 1.54 and 1.86 s. Six maps or more use
-   * tables, as a mask's map split over MPI ranks does (its bands smooth
-   * A(w) and the map in two calls). */
+   * eight maps at 1024, 2.8 px, 1.54 and 1.86 s. Six maps or more, and a
+   * mask's map split over MPI ranks (its bands smooth A(w) and the map in
+   * two calls), leave it to the library (ARKCOS_WEIGHTS_AUTO): tables where
+   * the plan with them stays within two maps' bytes and 64 MB (nside 256
+   * at 2.8 px), on the fly where it would not (nside 1024 at 2.8 px). */
   if (maps_with_nside(s, nside, spin) < 6 && !(s->a->mask.file && s->split))
     m->arkcos.direct_weights = ARKCOS_WEIGHTS_ON_THE_FLY;
   m->threads = (int)a->threads;

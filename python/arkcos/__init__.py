@@ -270,10 +270,12 @@ class Plan:
                    `arkcos smooth --quadrature`
       weights      the polar caps' direct weights (narrow beams: below 4
                    pixels per FWHM, and top-hats): "auto" (default)
-                   tabulated when the plan is made where the tables fit
-                   the direct budget (ARKCOS_DIRECT_MAX_GB, else half the
-                   machine's memory), else as "fly"; "tables": always
-                   tabulated (the fastest calls); "fly": computed in each
+                   tabulated when the plan is made where the plan with
+                   them stays within two maps' bytes and 64 MB (nside 256
+                   at 2.8 pixels per FWHM: 29 MB), else as "fly" (nside
+                   1024 at 2.8 pixels); "tables": always tabulated (the
+                   fastest calls, for many maps where memory allows);
+                   "fly": computed in each
                    call, no tables (a plan about as light as a map, the
                    same maps to the last bit; nside 1024, 2.8 pixels per
                    FWHM, 2 threads: a plan of 455 MB, 0.20-0.28 s to make,
@@ -285,8 +287,9 @@ class Plan:
                    ARKCOS_DIRECT_WEIGHTS=tables|fly overrides
 
     Calling it: plan(map_in, out=None, mask=None, return_weight=False), see
-    __call__. Making the Plan is most of a one-map call (the direct tables
-    of narrow beams, FFTW's estimated plans); its calls reuse all of it.
+    __call__. Making the Plan (FFTW's estimated plans; the direct tables of
+    narrow beams where it keeps them) is part of a one-map call; its calls
+    reuse all of it.
 
     Properties: nside, npix, nest, pol, precision, mask_mode, min_weight (as
     given), bound, backend, note, exactness, memory, cutoff (below) and
