@@ -21,14 +21,6 @@
 
 /* largest half-width (in kernel-grid samples) of the direct cosine sum */
 #define ARKCOS_CHEB_LIMIT 64
-/* most kernel grids of distinct lengths a plan keeps */
-#define ARKCOS_MAX_GRIDS 16
-/* a cap pair moves to the grid of q L / 2^s points only when
- * sqrt(sin th_i sin th_j) <= ARKCOS_LEVEL_MARGIN s_ref / 2^s: with 1.0 the
- * coarsest pairs alias as much as those at the belt's edge, which at nside 32
- * on coarsened 4 nside grids raised the whole-sphere error at 4.4-10 pixels
- * per FWHM (cut 1e-8) from 1.1e-7 to 4.8e-7; 0.7 keeps it at 1.2e-7 */
-#define ARKCOS_LEVEL_MARGIN 0.7
 
 /* Explicit SIMD through GCC/Clang vector extensions (no intrinsics): four
  * doubles, AVX2 width; the compiler splits or widens as the target allows. */

@@ -200,10 +200,12 @@ int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err) {
 
 /* a_lm and K_l, libsharp's geometry (about 80 bytes a ring) and its work
  * arrays, which grow with l_K and hardly with the threads or the rings:
- * measured 10 MB at l_K = 616 and 24 MB at 1216 beside a_lm (nside 1024,
- * 1 and 2 threads within 1 MB; nside 2048 alike), counted as 20 kB per l
- * and 1 kB more per l and thread */
+ * peak RSS of a whole call less its maps and 23.5 MB of process, beside
+ * a_lm, 2 threads: 1.5 MB at l_K = 642, 11 MB at 1276 and 20.5 MB at 1911
+ * (nside 1024), 3.9 MB at 642 (nside 512), 8 MB at 2543 (nside 2048);
+ * counted as 12 kB per l and 1 kB more per l and thread (20 kB before:
+ * --dry-run 1.10-1.19 times the peak) */
 double arkcos_harmonic_bytes(int lmax, int nrings, int nthreads, int spin) {
   const double nalm = (double)(lmax + 1) * (lmax + 2) / 2, f = spin ? 2 : 1; /* spin 2: E and B */
-  return f * (16 * nalm + (20e3 + 1e3 * nthreads) * (lmax + 1)) + 8.0 * (lmax + 1) + 80.0 * nrings;
+  return f * (16 * nalm + (12e3 + 1e3 * nthreads) * (lmax + 1)) + 8.0 * (lmax + 1) + 80.0 * nrings;
 }

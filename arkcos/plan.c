@@ -778,28 +778,53 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
     e->spectra = 2 * rsz * vals;
     free(fread);
   } else if (arkcos_band_scale(p) > 0 && (rowj = calloc((size_t)g->nrings + 1, sizeof(double)))) {
-    /* smooth caps: a pair's row is its grid's modes, the coarsest grid
-     * that holds its band limit need = bl r + 8 (cpu_pairspec.h, pair_grid
-     * and pair_len; bl = arkcos_band_scale): fewer than 2 need + 2 modes
-     * (grids halve), at most the oversampled grid's; a belt pair keeps the
-     * L grid unless one of L / 2 points holds it. A ring's row: its pairs'
-     * longest (nside 2048 at 5 px: 546 against the 806 MB of full rows) */
+    /* smooth caps: a pair's row is its grid's modes (cpu_setup.h,
+     * setup_grids and setup_extents; cpu_pairspec.h, pair_grid): the L
+     * grid, then levels of q L / 2^s points; a cap pair takes the level of
+     * sqrt(sin th_i sin th_j) against s_ref, then the coarsest level whose
+     * modes hold its band limit bl r + 8; a belt pair keeps the L grid
+     * unless a level shorter than L holds it. A ring's row: its reached
+     * pairs' largest (nside 1024 at 5 px: the bound 2 (bl r + 8) + 2
+     * counted 171 MB for 126 MB held) */
     const double bl = arkcos_band_scale(p);
-    const int64_t q = arkcos_caps_oversample(p);
-    const double nmacc = (double)(q * p->L / 2 + 1), nml = (double)(p->L / 2 + 1);
+    const int64_t Lacc = arkcos_caps_oversample(p) * p->L;
+    const int coarsen = p->opt.oversample != 1 && arkcos_kfun_cut_level(&p->kf) <= 1e-3;
+    int64_t levL[ARKCOS_MAX_GRIDS];
+    int nlev = 0;
+    for (int lv = 0; lv < ARKCOS_MAX_GRIDS - 1; lv++) {
+      const int64_t Ls = Lacc >> lv;
+      if (lv > 0 && (!coarsen || Lacc % ((int64_t)2 << lv) != 0 || Ls < 16)) break;
+      levL[nlev++] = Ls;
+    }
+    double s_ref = 0;
+    for (int j = 0; j < g->nrings; j++)
+      if (g->rings[j].nph < p->L && p->sin_theta[j] > s_ref) s_ref = p->sin_theta[j];
     for (int t = lo; t < hi; t++) {
       const int i = p->task[t], i2 = p->mirror[i];
       for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
-        const double need = bl * sqrt(p->sin_theta[i] * p->sin_theta[j]) + 8;
-        const int belt = g->rings[i].nph == p->L && g->rings[j].nph == p->L;
-        double row = belt ? (need <= (double)(p->L / 4 + 1) ? 2 * need + 2 : nml) : fmin(nmacc, 2 * need + 2);
-        if (belt && row > nml) row = nml;
+        const double r = sqrt(p->sin_theta[i] * p->sin_theta[j]), need = bl * r + 8;
+        int64_t GL = p->L;
+        if (g->rings[i].nph == p->L && g->rings[j].nph == p->L) {
+          for (int lv = 0; lv < nlev; lv++)
+            if (levL[lv] < p->L && (double)(levL[lv] / 2 + 1) >= need) GL = levL[lv];
+        } else {
+          int lv = 0;
+          while (lv + 1 < nlev && r * (double)((int64_t)2 << lv) <= ARKCOS_LEVEL_MARGIN * s_ref) lv++;
+          while (lv + 1 < nlev && (double)(levL[lv + 1] / 2 + 1) >= need) lv++;
+          GL = levL[lv];
+        }
+        /* reached: some sample of the grid in the kernel's window */
+        const double sdt = sin(0.5 * (g->rings[i].theta - g->rings[j].theta));
+        const double half = arkcos_dphi_window(&p->kf, sdt * sdt, p->sin_theta[i] * p->sin_theta[j]);
+        int64_t n0, n1;
+        if (arkcos_sample_range(half, g->rings[i].phi0 - g->rings[j].phi0, GL, &n0, &n1) <= 0) continue;
+        const double row = (double)(GL / 2 + 1);
         if (row > rowj[j]) rowj[j] = row;
         if (i2 >= 0 && i2 != i && p->mirror[j] >= 0 && row > rowj[p->mirror[j]]) rowj[p->mirror[j]] = row;
       }
     }
     double vals = 0;
-    for (int j = 0; j < g->nrings; j++) vals += rowj[j] > 0 ? ceil(rowj[j] / 8) * 8 + 8 : 0;
+    for (int j = 0; j < g->nrings; j++) vals += ceil(rowj[j] / 8) * 8;
     e->spectra = 2 * rsz * vals;
     free(rowj);
   } else if (p->opt.spin == 2 || uniform || (p->direct_caps && !(p->opt.accuracy > 0))) {

@@ -101,6 +101,16 @@ void arkcos_plan_task_cost(const arkcos_plan *p, int t, double parts[3]);
  * mirrors): need[j] = 1 for those, 0 for the others (need has nrings). */
 void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned char *need);
 
+/* most kernel grids of distinct lengths a CPU plan keeps (cpu_setup.h;
+ * plan.c's estimate follows the same grids) */
+#define ARKCOS_MAX_GRIDS 16
+/* a cap pair moves to the grid of q L / 2^s points only when
+ * sqrt(sin th_i sin th_j) <= ARKCOS_LEVEL_MARGIN s_ref / 2^s: with 1.0 the
+ * coarsest pairs alias as much as those at the belt's edge, which at nside 32
+ * on coarsened 4 nside grids raised the whole-sphere error at 4.4-10 pixels
+ * per FWHM (cut 1e-8) from 1.1e-7 to 4.8e-7; 0.7 keeps it at 1.2e-7 */
+#define ARKCOS_LEVEL_MARGIN 0.7
+
 /* grid.c: the cap pairs' oversampling of the kernel grid, 1 or 2, chosen
  * automatically (options.oversample 0) for plans whose caps are not summed
  * directly */

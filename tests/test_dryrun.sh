@@ -73,15 +73,23 @@ peak() {
   check_le "$label: measured MB / predicted MB" "$("$PYTHON" -c "print(round($meas / $pred, 3))")" 1.0
   check_le "$label: predicted MB / measured MB" "$("$PYTHON" -c "print(round($pred / $meas, 3))")" "$lim"
 }
-# measured 1.105 (1.13 while A(W) was held as a map; 1.09-1.13 at nside 256-1024 for 1-2 deg beams)
-peak "nside 256, one process" "$T/d1.out" "$T/rss1" 1.2 "$T/m256.fits" "$T/o1.fits" "${K[@]}"
+# measured 1.102-1.105 (1.13 while A(W) was held as a map; 1.08-1.10 at nside 256-2048 for
+# 2.8 px, 1-2 deg beams and 2-deg top-hats, 2 threads)
+peak "nside 256, one process" "$T/d1.out" "$T/rss1" 1.15 "$T/m256.fits" "$T/o1.fits" "${K[@]}"
 # the harmonic path (a 2 deg beam at nside 512: a_lm and libsharp's work
-# arrays, no tables or spectra): measured 80.4 MB against 95.4 predicted
-# (1.19, the process's 25 MB counted on the safe side); no A(W) held at
-# 17 pixels per FWHM
+# arrays, no tables or spectra): measured 80.4 MB against 89.2 predicted
+# (1.11; 1.19 while libsharp's arrays were counted at 20 kB per l; 1.04-1.06
+# at nside 1024-2048); no A(W) held at 17 pixels per FWHM
 H=(--fwhm-arcmin 120 --threads 1 -q)
 "$ARKCOS" smooth "$T/m512.fits" "$T/oh.fits" "${H[@]}" --dry-run >"$T/dh.out" 2>&1 || bad "harmonic --dry-run: $(cat "$T/dh.out")"
-peak "nside 512, 2 deg (harmonic)" "$T/dh.out" "$T/rssh" 1.25 "$T/m512.fits" "$T/oh.fits" "${H[@]}"
+peak "nside 512, 2 deg (harmonic)" "$T/dh.out" "$T/rssh" 1.15 "$T/m512.fits" "$T/oh.fits" "${H[@]}"
+# smooth caps (5 pixels per FWHM at nside 512, cut at 1e-13: ring spectra
+# on the grid each pair's band limit picks): measured 1.079 (1.111 while
+# a pair's row was counted at its bound, twice the band limit; 1.09 at
+# nside 1024)
+S=(--fwhm-arcmin 34.35 --threads 2 -q)
+"$ARKCOS" smooth "$T/m512.fits" "$T/os.fits" "${S[@]}" --dry-run >"$T/ds.out" 2>&1 || bad "smooth caps --dry-run: $(cat "$T/ds.out")"
+peak "nside 512, 5 px (smooth caps)" "$T/ds.out" "$T/rsss" 1.1 "$T/m512.fits" "$T/os.fits" "${S[@]}"
 fi
 
 # ---- four ranks predicted without mpirun: bands cover the map, rank 0 (the files) at the equator
