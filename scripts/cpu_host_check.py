@@ -9,7 +9,7 @@ run. Reports, never asserts.
 
     python3 scripts/cpu_host_check.py [--nsides 1024,2048,4096] [--threads 2]
                                       [--beams g1.5px,g2.8px,...] [--json FILE]
-                                      [--backend cpu|auto|gpu]
+                                      [--backend cpu|auto|gpu] [--weights auto|tables|fly]
 
 Beams: Gaussians as healpy means them (B_l = exp(-l(l+1) sigma^2 / 2), the
 Python package's default), FWHM in pixels (g1.5px, g2.8px, g5px), degrees
@@ -20,7 +20,9 @@ call (rss_one_call_MB: the map, the output and the plan) and at its end.
 Maps: random, band-limited at lmax 2 nside (ducc0's synthesis). The Python
 package is found through PYTHONPATH (python/) and its library through
 ARKCOS_PYTHON_LIBRARY. Ratios are the other's time over ARKCoS's (> 1:
-ARKCoS faster). --backend (default cpu) is the Python package's backend.
+ARKCoS faster). --backend (default cpu) is the Python package's backend;
+--weights (default auto) the reused Plan's direct weights (the one call
+computes them in its execute, as smoothing() does).
 """
 import argparse
 import json
@@ -93,7 +95,7 @@ t = time.perf_counter()
 arkcos.smoothing(m, **kw)
 one = time.perf_counter() - t
 rss_one = vmhwm_mb()
-with arkcos.Plan(int(round((m.size / 12) ** 0.5)), **kw) as p:
+with arkcos.Plan(int(round((m.size / 12) ** 0.5)), weights=sys.argv[3], **kw) as p:
     t = time.perf_counter()
     p(m)  # the plan's first execute (FFTW plans made here when lazy)
     first = time.perf_counter() - t
@@ -117,6 +119,8 @@ def main():
     ap.add_argument("--iter3-max-nside", type=int, default=2048,
                     help="time ducc0's iter 3 only up to this nside (it takes minutes at 4096 on 2 threads)")
     ap.add_argument("--backend", default="cpu", choices=("cpu", "auto", "gpu"))
+    ap.add_argument("--weights", default="auto", choices=("auto", "tables", "fly"),
+                    help="the reused Plan's direct weights (default auto)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     names = a.beams.split(",")
@@ -126,7 +130,7 @@ def main():
     T = a.threads
     env = dict(os.environ, OMP_NUM_THREADS=str(T), ARKCOS_FFTW_WISDOM="none")
     print(f"# cpu_host_check: {os.cpu_count()} cores, {T} threads, ducc0 {ducc0.__version__}, "
-          f"backend {a.backend}, no FFTW wisdom; times in seconds; ratio = ducc0's / ARKCoS's", flush=True)
+          f"backend {a.backend}, reused plan's weights {a.weights}, no FFTW wisdom; times in seconds; ratio = ducc0's / ARKCoS's", flush=True)
     print(f"# {'nside':>5} {'beam':>7} | {'one_call':>8} {'execute':>8} | {'ducc0_i0':>8} {'ducc0_i3':>8} | "
           f"{'i0/one':>7} {'i3/one':>7} {'i0/exec':>7} | exactness", flush=True)
     rows = []
@@ -139,18 +143,19 @@ def main():
             d3 = timed(ducc0_smooth, m, nside, 3 * nside - 1, 3, T)[1] if nside <= a.iter3_max_nside else math.nan
             for name in names:
                 kw = dict(beam_kwargs(name, nside), threads=T, backend=a.backend)
-                r = subprocess.run([sys.executable, "-c", ONE_CALL, path, json.dumps(kw)], env=env,
+                r = subprocess.run([sys.executable, "-c", ONE_CALL, path, json.dumps(kw), a.weights], env=env,
                                    capture_output=True, text=True)
                 if r.returncode != 0:
                     print(f"  {nside:5d} {name:>7} | failed: {r.stderr.strip().splitlines()[-1:]}", flush=True)
                     continue
                 o = json.loads(r.stdout.strip().splitlines()[-1])
-                row = dict(nside=nside, beam=name, threads=T, ducc0_iter0_lmax2n_s=d0,
+                row = dict(nside=nside, beam=name, threads=T, weights=a.weights, ducc0_iter0_lmax2n_s=d0,
                            ducc0_iter3_lmax3n_s=d3, **o)
                 rows.append(row)
                 print(f"  {nside:5d} {name:>7} | {o['one_call_s']:8.3f} {o['execute_s']:8.3f} | {d0:8.3f} {d3:8.3f} | "
                       f"{d0 / o['one_call_s']:7.2f} {d3 / o['one_call_s']:7.2f} {d0 / o['execute_s']:7.2f} | "
-                      f"{o['exactness'] or 'exact'}; peak {o['rss_one_call_MB']:.0f} MB", flush=True)
+                      f"{o['exactness'] or 'exact'}; peak {o['rss_one_call_MB']:.0f} MB, plan "
+                      f"{o['memory'] / 1e6:.0f} MB", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"host_cores": os.cpu_count(), "threads": T, "ducc0": ducc0.__version__, "rows": rows}, f,

@@ -202,6 +202,26 @@ TEST_GROUP(one_translation) {
   CHECK(!strcmp(id, id2) && !strcmp(id, "arkcos backend=cpu mode=enhanced precision=double accuracy=1e-08"),
         "ids '%s' '%s'", id, id2);
   json_decref(cli);
+  /* the reused plan's direct weights: tables by default (a sweep times the
+   * execute), named in the id only when another is asked */
+  CHECK(b.arkcos.direct_weights == ARKCOS_WEIGHTS_TABLES, "weights default: tables (%d)", b.arkcos.direct_weights);
+  static const char *const wname[] = {"auto", "fly", "lazy"};
+  static const int wcode[] = {ARKCOS_WEIGHTS_AUTO, ARKCOS_WEIGHTS_ON_THE_FLY};
+  for (int k = 0; k < 3; k++) {
+    json_object_set_new(cfg, "weights", json_string(wname[k]));
+    arkcos_error we = {0, ""};
+    const int rc = method_spec_from_json(cfg, 16, &b, &we);
+    if (k < 2) {
+      char want[256];
+      snprintf(want, sizeof want, "arkcos backend=cpu mode=enhanced precision=double weights=%s accuracy=1e-08",
+               wname[k]);
+      method_id(cfg, id2, sizeof id2);
+      CHECK(rc == 0 && b.arkcos.direct_weights == wcode[k] && !strcmp(id2, want), "weights %s: rc %d, %d, id '%s'",
+            wname[k], rc, b.arkcos.direct_weights, id2);
+    } else {
+      CHECK(rc == ARKCOS_EINVAL && strstr(we.msg, "weights") && strstr(we.msg, "lazy"), "weights lazy: %s", we.msg);
+    }
+  }
   json_decref(cfg);
 
   json_t *f = json_loads("{\"name\": \"fsht\", \"iter\": 0, \"lmax_factor\": 2}", 0, NULL);

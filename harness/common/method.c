@@ -46,15 +46,20 @@ int method_spec_from_json(const json_t *m, int64_t nside, method_spec *s, arkcos
   /* the rows' choices: backend auto|cpu|gpu, mode enhanced|paper,
    * precision double|single */
   static const arkcos_backend backends[] = {ARKCOS_BACKEND_AUTO, ARKCOS_BACKEND_CPU, ARKCOS_BACKEND_GPU};
-  int b = opt_choice(m, OPT_BACKEND), mo = opt_choice(m, OPT_MODE), p = opt_choice(m, OPT_PRECISION);
-  if (b < 0 || mo < 0 || p < 0)
-    return arkcos_fail(err, ARKCOS_EINVAL, "unknown %s '%s'", b < 0 ? "backend" : mo < 0 ? "mode" : "precision",
-                       opt_str(m, b < 0 ? OPT_BACKEND : mo < 0 ? OPT_MODE : OPT_PRECISION));
+  int b = opt_choice(m, OPT_BACKEND), mo = opt_choice(m, OPT_MODE), p = opt_choice(m, OPT_PRECISION),
+      w = opt_choice(m, OPT_DIRECT_WEIGHTS);
+  if (b < 0 || mo < 0 || p < 0 || w < 0)
+    return arkcos_fail(err, ARKCOS_EINVAL, "unknown %s '%s'",
+                       b < 0 ? "backend" : mo < 0 ? "mode" : p < 0 ? "precision" : "weights",
+                       opt_str(m, b < 0 ? OPT_BACKEND : mo < 0 ? OPT_MODE : p < 0 ? OPT_PRECISION : OPT_DIRECT_WEIGHTS));
+  /* weights: tables|auto|fly, in the table's order */
+  static const int weights[] = {ARKCOS_WEIGHTS_TABLES, ARKCOS_WEIGHTS_AUTO, ARKCOS_WEIGHTS_ON_THE_FLY};
   if (s->kind == METHOD_ARKCOS) {
     s->arkcos.backend = backends[b];
     s->arkcos.mode = mo ? ARKCOS_MODE_PAPER : ARKCOS_MODE_ENHANCED;
     s->arkcos.precision = p ? ARKCOS_SINGLE : ARKCOS_DOUBLE;
     s->arkcos.cache_kernel_spectra = opt_bool(m, OPT_CACHE_KERNEL_SPECTRA);
+    s->arkcos.direct_weights = weights[w];
     s->arkcos.accuracy = opt_num(m, OPT_ACCURACY, 0);
   } else if (s->kind == METHOD_FSHT) {
     s->iter = (int)opt_num(m, OPT_ITER, 3);
@@ -84,6 +89,8 @@ void method_id(const json_t *m, char *buf, size_t len) {
     snprintf(buf, len, "arkcos backend=%s mode=%s precision=%s%s", opt_str(m, OPT_BACKEND),
              opt_str(m, OPT_MODE), opt_str(m, OPT_PRECISION),
              opt_bool(m, OPT_CACHE_KERNEL_SPECTRA) ? " cache_kernel_spectra=true" : "");
+    const char *w = opt_str(m, OPT_DIRECT_WEIGHTS);
+    if (w && strcmp(w, "tables")) append_text(buf, len, " weights=%s", w);
     double acc = opt_num(m, OPT_ACCURACY, 0);
     if (acc > 0) append_number(buf, len, "accuracy", acc);
   } else if (!strcmp(name, "fsht")) {

@@ -51,7 +51,7 @@ void method_spec_default(method_spec *s);
 /* The one translation of a method's options into a spec: m is a method
  * object keyed as the option table (options.h) keys them, a normalized
  * config's "methods[i]" or a parsed command line: "name" (default arkcos),
- * arkcos: backend, mode, precision, cache_kernel_spectra, accuracy; fsht:
+ * arkcos: backend, mode, precision, cache_kernel_spectra, weights, accuracy; fsht:
  * iter, and the band limit "lmax" or else method_lmax("lmax_factor",
  * nside) (3 nside - 1 without either). A key left out takes the table's
  * default. threads and spin stay 0 (the caller's), so does lmax when
@@ -66,7 +66,7 @@ int method_lmax(double lmax_factor, int64_t nside);
 /* The method's canonical id, the "method=" part of a case id: "arkcos
  * backend=cpu mode=enhanced precision=double", "fsht iter=3
  * lmax_factor=2", "direct sample=3000". Keys that were added later
- * (cache_kernel_spectra, accuracy, ring_weights, sample) appear only when
+ * (cache_kernel_spectra, weights, accuracy, ring_weights, sample) appear only when
  * set, so that the ids of earlier results stay valid. Its label (the
  * summary.csv column) is results_doc_method_label of the same object. */
 void method_id(const json_t *m, char *buf, size_t len);

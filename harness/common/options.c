@@ -38,6 +38,11 @@ const opt_def opt_table[OPT_COUNT] = {
                        .def = "\"double\"", .only = "arkcos", .help = "arkcos: double or single"},
     [OPT_CACHE_KERNEL_SPECTRA] = {.key = "cache_kernel_spectra", .type = OPT_T_BOOL, .def = "false",
                                   .only = "arkcos", .help = "arkcos: keep the kernel spectra from plan creation"},
+    [OPT_DIRECT_WEIGHTS] = {.key = "weights", .type = OPT_T_ENUM, .choices = "tables|auto|fly",
+                            .def = "\"tables\"", .only = "arkcos",
+                            .help = "arkcos: the polar caps' direct weights of the reused plan: tables (default: a "
+                                    "sweep times the execute), auto (the library's: tables where the plan stays "
+                                    "within two maps and 64 MB) or fly (computed in each execute)"},
     [OPT_OVERSAMPLE] = {.key = "oversample", .flag = "--oversample", .type = OPT_T_INT, .min = 0, .max = 8,
                         .only = "arkcos",
                         .help = "arkcos: no effect (the polar caps are summed exactly); accepted, ignored"},

@@ -152,8 +152,10 @@ void results_doc_method_label(const json_t *m, char *buf, size_t len) {
     /* "oversample": only in results written while it had an effect */
     json_int_t q = json_integer_value(json_object_get(m, "oversample"));
     double acc = json_number_value(json_object_get(m, "accuracy"));
+    const char *w = json_string_value(json_object_get(m, "weights"));
     char qs[32] = "", as[40] = "";
     if (q) snprintf(qs, sizeof qs, "-q%lld", (long long)q);
+    if (w && strcmp(w, "tables")) snprintf(qs + strlen(qs), sizeof qs - strlen(qs), "-%s", w); /* only when set */
     if (acc > 0) snprintf(as, sizeof as, "-a%g", acc); /* only when set */
     snprintf(buf, len, "arkcos-%s-%s-%s%s%s%s", b ? b : "cpu", mo ? mo : "enhanced",
              p ? p : "double",

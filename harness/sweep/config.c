@@ -49,7 +49,7 @@ static const opt_schema kernel_schema = {NULL, "type", "kernel type", kernel_var
 /* "oversample": no effect, see fill_method */
 static const opt_def *const arkcos_fields[] = {
     O(OPT_BACKEND),  O(OPT_MODE),           O(OPT_PRECISION),     O(OPT_CACHE_KERNEL_SPECTRA),
-    O(OPT_OVERSAMPLE), O(OPT_ACCURACY),     O(OPT_METHOD_REPEATS), O(OPT_METHOD_WARMUP), NULL};
+    O(OPT_DIRECT_WEIGHTS), O(OPT_OVERSAMPLE), O(OPT_ACCURACY),     O(OPT_METHOD_REPEATS), O(OPT_METHOD_WARMUP), NULL};
 static const opt_def *const fsht_fields[] = {O(OPT_ITER), O(OPT_FSHT_LMAX_FACTOR), O(OPT_RING_WEIGHTS),
                                              O(OPT_METHOD_REPEATS), O(OPT_METHOD_WARMUP), NULL};
 static const opt_def *const direct_fields[] = {O(OPT_SAMPLE), O(OPT_METHOD_REPEATS), O(OPT_METHOD_WARMUP),
