@@ -657,8 +657,9 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     caps' direct weights computed where they are used, no tables (less
     memory, the same result to the last bit; the tables' build pays from
     about five maps; a mask's A(w) is smoothed with the map in one call,
-    sharing them; a Plan keeps tables for its next maps, unless made with
-    weights="fly").
+    sharing them); six maps or more, and a Plan, keep tables where the
+    plan with them stays within two maps' bytes and 64 MB (weights="auto";
+    weights="tables" keeps them whatever they hold).
     """
     _warn_ignored(dict(iter=iter, lmax=lmax, mmax=mmax, use_weights=use_weights,
                        use_pixel_weights=use_pixel_weights, datapath=datapath, verbose=verbose))
