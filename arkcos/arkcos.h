@@ -451,6 +451,12 @@ typedef struct arkcos_plan_times {
 void arkcos_plan_setup_times(const arkcos_plan *p, arkcos_plan_times *t);
 arkcos_backend arkcos_plan_backend(const arkcos_plan *p); /* CPU or GPU */
 size_t arkcos_plan_memory(const arkcos_plan *p); /* bytes held by the plan */
+/* How plan p holds the polar caps' direct weights (options.direct_weights;
+ * AUTO decides by the plan's memory): ARKCOS_WEIGHTS_TABLES, tabulated at
+ * plan time; ARKCOS_WEIGHTS_ON_THE_FLY, computed in each execute (a GPU
+ * plan's device does so too); 0 where no ring pair is summed directly (the
+ * harmonic path, the smooth caps, paper mode, caps on the inexact path). */
+int arkcos_plan_direct_weights(const arkcos_plan *p);
 /* Room for n map values, 64-byte aligned, for arkcos_execute's in and out:
  * page-locked (pinned) host memory when p runs on the GPU, so that the
  * copies to and from the device run at the link's rate with no staging

@@ -1205,6 +1205,10 @@ int arkcos_plan_spin(const arkcos_plan *p) { return p->opt.spin; }
 void arkcos_plan_stages(const arkcos_plan *p, arkcos_stage_times *t) { *t = p->last; }
 arkcos_backend arkcos_plan_backend(const arkcos_plan *p) { return p->backend; }
 size_t arkcos_plan_memory(const arkcos_plan *p) { return p->bytes; }
+int arkcos_plan_direct_weights(const arkcos_plan *p) {
+  if (!p->direct_caps) return 0;
+  return p->direct_fly || p->backend == ARKCOS_BACKEND_GPU ? ARKCOS_WEIGHTS_ON_THE_FLY : ARKCOS_WEIGHTS_TABLES;
+}
 
 /* Maps for arkcos_execute: a 64-byte header (a tag and whether the block
  * is page-locked) before the values, so that arkcos_map_free knows how to

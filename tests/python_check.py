@@ -370,6 +370,17 @@ check(same_bits(yw["tables"], yw["fly"]) and same_bits(yw["tables"], yw["auto"])
       "weights='tables', 'fly' and 'auto' give different maps")
 check(pw["fly"].memory < 0.6 * pw["tables"].memory,
       f"weights='fly' holds {pw['fly'].memory} bytes against {pw['tables'].memory} with tables")
+# what each holds, as Plan.weights says: "auto" keeps light tables (nside
+# 64) and computes them where they would not be (a 2-degree top-hat at
+# nside 512: 157 MB of plan with tables against the 114 MB allowed, 27 MB
+# on the fly, measured); a smooth kernel has none
+check([pw[w].weights for w in ("tables", "fly", "auto")] == ["tables", "fly", "tables"],
+      f"Plan.weights: {[pw[w].weights for w in ('tables', 'fly', 'auto')]}")
+with arkcos.Plan(512, tophat=math.radians(2), threads=2) as pa:
+    check(pa.weights == "fly" and pa.memory < 114e6, f"nside 512, 2-degree top-hat, weights='auto': "
+          f"{pa.weights}, {pa.memory / 1e6:.1f} MB (two maps and 64 MB: 114.3 MB)")
+check(arkcos.Plan(64, fwhm=math.radians(8), threads=2).weights == "none",
+      "a wide Gaussian (harmonic path or smooth caps) should have no direct weights")
 check(raises(ValueError, arkcos.Plan, nw, fwhm=0.05, weights="lazy", contains="weights"),
       "weights='lazy' accepted")
 for p in pw.values():

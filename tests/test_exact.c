@@ -1233,6 +1233,12 @@ TEST_GROUP(direct_weights_auto_light) {
               "nside 512: tables of %.1f MB past the %.1f MB allowed; AUTO should hold the fly plan's %.1f MB, "
               "holds %.1f MB", mt / 1e6, light / 1e6, mf / 1e6, ma / 1e6);
       CHECK(!arkcos_plan_exactness(pa)[0], "nside %lld: AUTO's plan should be exact", (long long)nsides[n]);
+      /* and says which it chose */
+      CHECK(arkcos_plan_direct_weights(pt) == ARKCOS_WEIGHTS_TABLES &&
+                arkcos_plan_direct_weights(pf) == ARKCOS_WEIGHTS_ON_THE_FLY &&
+                arkcos_plan_direct_weights(pa) == (n == 0 ? ARKCOS_WEIGHTS_TABLES : ARKCOS_WEIGHTS_ON_THE_FLY),
+            "nside %lld: arkcos_plan_direct_weights: tables %d, fly %d, auto %d", (long long)nsides[n],
+            arkcos_plan_direct_weights(pt), arkcos_plan_direct_weights(pf), arkcos_plan_direct_weights(pa));
     }
     arkcos_plan_destroy(pa);
     arkcos_plan_destroy(pt);
@@ -1240,6 +1246,16 @@ TEST_GROUP(direct_weights_auto_light) {
     arkcos_kernel_destroy(k);
     arkcos_geometry_destroy(g);
   }
+  /* no pair summed directly: a Gaussian of 8 pixels per FWHM cut at 1e-13
+   * (smooth caps or the harmonic path) */
+  arkcos_geometry *g = arkcos_geometry_healpix(32, NULL);
+  arkcos_kernel *k = g ? gaussian(8 * healpix_pixel(g), 1e-13) : NULL;
+  arkcos_plan *p = k ? plan_weights(g, k, 0, ARKCOS_WEIGHTS_AUTO, NULL) : NULL;
+  CHECK(p && arkcos_plan_direct_weights(p) == 0, "a smooth kernel's plan: direct weights %d, none expected",
+        p ? arkcos_plan_direct_weights(p) : -1);
+  arkcos_plan_destroy(p);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
 }
 
 /* AUTO on a GPU host (plan.c, plan_paths; arkcos_plan_pretend_gpu answers

@@ -292,8 +292,8 @@ class Plan:
     reuse all of it.
 
     Properties: nside, npix, nest, pol, precision, mask_mode, min_weight (as
-    given), bound, backend, note, exactness, memory, cutoff (below) and
-    stages().
+    given), bound, backend, note, exactness, memory, weights, cutoff (below)
+    and stages().
 
     Threads: a Plan may be called from several threads; the calls on one
     plan run one at a time (each uses the plan's CPU threads). For maps
@@ -451,6 +451,16 @@ class Plan:
     def memory(self):
         """Bytes the plan holds (tables, cached spectra, buffers)."""
         return 0 if self._identity else lib.arkcos_plan_memory(self._plan())
+
+    @property
+    def weights(self):
+        """How the plan holds the polar caps' direct weights: "tables"
+        (tabulated when it was made), "fly" (computed in each call; what
+        weights="auto" chooses where the tables would make the plan heavier
+        than two maps and 64 MB) or "none" (no ring pair summed directly:
+        wide or smooth kernels, fwhm=0)."""
+        w = 0 if self._identity else lib.arkcos_plan_direct_weights(self._plan())
+        return {_lib.WEIGHTS_TABLES: "tables", _lib.WEIGHTS_ON_THE_FLY: "fly"}.get(w, "none")
 
     @property
     def cutoff(self):

@@ -113,6 +113,7 @@ _FUNCTIONS = {
     "arkcos_plan_note": (c_char_p, [c_void_p]),
     "arkcos_plan_bound": (c_double, [c_void_p]),
     "arkcos_plan_exactness": (c_char_p, [c_void_p]),
+    "arkcos_plan_direct_weights": (c_int, [c_void_p]),
     "arkcos_plan_destroy": (None, [c_void_p]),
     "arkcos_smoother_spec_default": (None, [POINTER(SmootherSpec)]),
     "arkcos_smoother_check": (c_int, [POINTER(SmootherSpec), POINTER(WarningRecord), POINTER(c_int), _err]),
