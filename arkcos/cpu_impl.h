@@ -80,6 +80,7 @@ typedef struct SFX(cpu_state) {
   SFX(kgrid_t) grid[ARKCOS_MAX_GRIDS]; /* [0]: L = max ring length (belt pairs) */
   int nlev;             /* cap-pair levels s = 0 .. nlev - 1 (0: none, all on L) */
   int lev[ARKCOS_MAX_GRIDS]; /* grid of level s: q L / 2^s points */
+  int64_t levL[ARKCOS_MAX_GRIDS]; /* ... and its length (arkcos_pair_level) */
   double s_ref;         /* sqrt(sin th_i sin th_j) up to which level 0 holds */
   /* smooth caps (a Gaussian cut where negligible): a pair's spectrum is
    * used up to bl_scale sqrt(sin th_i sin th_j) modes only (pair_len) */

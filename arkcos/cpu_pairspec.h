@@ -145,23 +145,12 @@ static int SFX(pair_grid)(const arkcos_plan *p, const SFX(cpu_state) *s, int i, 
   const int belt = rg[i].nph == p->L && rg[j].nph == p->L;
   if (s->nlev == 0 || (belt && s->bl_scale <= 0)) return 0;
   const double r = sqrt(p->sin_theta[i] * p->sin_theta[j]);
-  if (belt) {
-    const double need = s->bl_scale * r + 8;
-    int g = 0;
-    for (int lv = 0; lv < s->nlev; lv++)
-      if (s->grid[s->lev[lv]].L < p->L && (double)s->grid[s->lev[lv]].nm >= need) g = s->lev[lv];
-    return g;
-  }
-  int lv = 0;
-  while (lv + 1 < s->nlev && r * (double)((int64_t)2 << lv) <= ARKCOS_LEVEL_MARGIN * s->s_ref) lv++;
   /* smooth caps: any coarser grid whose modes still hold the band limit
    * (pair_len; the spectrum beyond it, which the grid aliases, is below
    * 1e-17 of the peak) */
-  if (s->bl_scale > 0) {
-    const double need = s->bl_scale * r + 8;
-    while (lv + 1 < s->nlev && (double)(s->grid[s->lev[lv + 1]].nm) >= need) lv++;
-  }
-  return s->lev[lv];
+  const double need = s->bl_scale > 0 ? s->bl_scale * r + 8 : 0;
+  const int lv = arkcos_pair_level(s->levL, s->nlev, p->L, belt, r, need, s->s_ref);
+  return lv < 0 ? 0 : s->lev[lv];
 }
 
 /* Modes of pair (i, j)'s spectrum on grid G that the reduction adds: all of

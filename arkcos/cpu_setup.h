@@ -114,6 +114,7 @@ static int SFX(setup_grids)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, ar
       if (lv > 0 && (!coarsen || s->Lacc % ((int64_t)2 << lv) != 0 || Ls < 16)) break;
       int g = SFX(grid_add)(s, Ls, bytes);
       ok = g >= 0;
+      s->levL[s->nlev] = Ls;
       s->lev[s->nlev++] = g;
     }
     for (int j = 0; j < nr; j++)

@@ -802,17 +802,10 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
     for (int t = lo; t < hi; t++) {
       const int i = p->task[t], i2 = p->mirror[i];
       for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
-        const double r = sqrt(p->sin_theta[i] * p->sin_theta[j]), need = bl * r + 8;
-        int64_t GL = p->L;
-        if (g->rings[i].nph == p->L && g->rings[j].nph == p->L) {
-          for (int lv = 0; lv < nlev; lv++)
-            if (levL[lv] < p->L && (double)(levL[lv] / 2 + 1) >= need) GL = levL[lv];
-        } else {
-          int lv = 0;
-          while (lv + 1 < nlev && r * (double)((int64_t)2 << lv) <= ARKCOS_LEVEL_MARGIN * s_ref) lv++;
-          while (lv + 1 < nlev && (double)(levL[lv + 1] / 2 + 1) >= need) lv++;
-          GL = levL[lv];
-        }
+        const double r = sqrt(p->sin_theta[i] * p->sin_theta[j]);
+        const int belt = g->rings[i].nph == p->L && g->rings[j].nph == p->L;
+        const int lv = arkcos_pair_level(levL, nlev, p->L, belt, r, bl * r + 8, s_ref);
+        const int64_t GL = lv < 0 ? p->L : levL[lv];
         /* reached: some sample of the grid in the kernel's window */
         const double sdt = sin(0.5 * (g->rings[i].theta - g->rings[j].theta));
         const double half = arkcos_dphi_window(&p->kf, sdt * sdt, p->sin_theta[i] * p->sin_theta[j]);
@@ -884,6 +877,10 @@ static int plan_memory_check(const arkcos_plan *p, int rank, int nranks, arkcos_
   return ARKCOS_OK;
 }
 
+/* What a light plan may hold: two maps' bytes and 64 MB (16 npix + 64e6),
+ * the budget of AUTO's direct weights and ARKCOS_CACHE_AUTO's spectra */
+static double light_bytes(const arkcos_geometry *g) { return 16.0 * (double)g->npix + 64e6; }
+
 /* Everything but the backend: options, tables of ring ranges and tasks,
  * the bands, the paths of the whole plan (a band decides as one process
  * would, but with the direct tables' budget of the band holding the most),
@@ -945,7 +942,7 @@ static arkcos_plan *plan_prepare_cut(const arkcos_geometry *g, const arkcos_kern
     p->opt.cache_kernel_spectra = 0;
     plan_estimate_parts(p, 0, &e);
     p->opt.cache_kernel_spectra = cache;
-    p->direct_fly = e.total > 16.0 * (double)g->npix + 64e6;
+    p->direct_fly = e.total > light_bytes(g);
   }
   /* kernel spectra kept where the plan with them stays light: at nside
    * 1024 (2 threads) they cost 0.31 s of plan and 860 MB to save 0.09 s a
@@ -954,7 +951,7 @@ static arkcos_plan *plan_prepare_cut(const arkcos_geometry *g, const arkcos_kern
     arkcos_estimate e;
     p->opt.cache_kernel_spectra = 1;
     plan_estimate_parts(p, 0, &e);
-    p->opt.cache_kernel_spectra = e.total <= 16.0 * (double)g->npix + 64e6;
+    p->opt.cache_kernel_spectra = e.total <= light_bytes(g);
   }
   return p;
 fail:

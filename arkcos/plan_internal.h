@@ -110,6 +110,27 @@ void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned cha
  * on coarsened 4 nside grids raised the whole-sphere error at 4.4-10 pixels
  * per FWHM (cut 1e-8) from 1.1e-7 to 4.8e-7; 0.7 keeps it at 1.2e-7 */
 #define ARKCOS_LEVEL_MARGIN 0.7
+/* The level a ring pair's kernel grid takes among levels of levL[0 ..
+ * nlev) points (q L / 2^s; a grid of n points holds n / 2 + 1 modes), for
+ * the CPU backend (cpu_pairspec.h, pair_grid) and the plan's estimate alike:
+ * a belt pair (both rings of length L) the coarsest level shorter than L
+ * whose modes hold need, else -1 (the L grid); a cap pair the level of r =
+ * sqrt(sin th_i sin th_j) against s_ref, then, where need > 0 (the smooth
+ * caps' band limit), the coarsest level whose modes still hold need. */
+static inline int arkcos_pair_level(const int64_t *levL, int nlev, int64_t L, int belt, double r, double need,
+                                    double s_ref) {
+  if (belt) {
+    int g = -1;
+    for (int lv = 0; lv < nlev; lv++)
+      if (levL[lv] < L && (double)(levL[lv] / 2 + 1) >= need) g = lv;
+    return g;
+  }
+  int lv = 0;
+  while (lv + 1 < nlev && r * (double)((int64_t)2 << lv) <= ARKCOS_LEVEL_MARGIN * s_ref) lv++;
+  if (need > 0)
+    while (lv + 1 < nlev && (double)(levL[lv + 1] / 2 + 1) >= need) lv++;
+  return lv;
+}
 
 /* grid.c: the cap pairs' oversampling of the kernel grid, 1 or 2, chosen
  * automatically (options.oversample 0) for plans whose caps are not summed

@@ -153,13 +153,13 @@ void results_doc_method_label(const json_t *m, char *buf, size_t len) {
     json_int_t q = json_integer_value(json_object_get(m, "oversample"));
     double acc = json_number_value(json_object_get(m, "accuracy"));
     const char *w = json_string_value(json_object_get(m, "weights"));
-    char qs[32] = "", as[40] = "";
+    char qs[32] = "", ws[16] = "", as[40] = "";
     if (q) snprintf(qs, sizeof qs, "-q%lld", (long long)q);
-    if (w && strcmp(w, "tables")) snprintf(qs + strlen(qs), sizeof qs - strlen(qs), "-%s", w); /* only when set */
+    if (w && strcmp(w, "tables")) snprintf(ws, sizeof ws, "-%s", w); /* only when set */
     if (acc > 0) snprintf(as, sizeof as, "-a%g", acc); /* only when set */
-    snprintf(buf, len, "arkcos-%s-%s-%s%s%s%s", b ? b : "cpu", mo ? mo : "enhanced",
+    snprintf(buf, len, "arkcos-%s-%s-%s%s%s%s%s", b ? b : "cpu", mo ? mo : "enhanced",
              p ? p : "double",
-             json_is_true(json_object_get(m, "cache_kernel_spectra")) ? "-cached" : "", qs, as);
+             json_is_true(json_object_get(m, "cache_kernel_spectra")) ? "-cached" : "", qs, ws, as);
   } else if (!strcmp(name, "fsht")) {
     json_t *it = json_object_get(m, "iter");
     snprintf(buf, len, "fsht-iter%lld%s", it ? (long long)json_integer_value(it) : 3LL,
