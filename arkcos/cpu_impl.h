@@ -96,7 +96,13 @@ typedef struct SFX(cpu_state) {
   int64_t *ring_nm;     /* modes of ring j's spectrum that some pair reads */
   size_t *spec_ofs;     /* ring j's spectrum: spec_re / spec_im + spec_ofs[j] */
   int64_t *task_nm;     /* modes task t's accumulators receive */
-  R *spec_re, *spec_im; /* ring spectra, one padded row per ring */
+  R *spec_re, *spec_im; /* ring spectra, one padded row per ring (NULL with window) */
+  /* window (arkcos_spectra_window): pair-symmetric plans keep each thread's
+   * ring spectra in ww + 1 slots of 4 rows of wrow R values (a task's ring
+   * and mirror, re and im), transformed as its chunk reaches them */
+  int window, ww;
+  int64_t wrow;
+  R *wspec;
   FFTWP(plan) *r2c, *c2r; /* per ring, from the process-wide cache */
   /* rings shorter than L (the caps): Bluestein's DFTs instead (bluestein.c;
    * NULL where FFTW's plan is used), one per distinct length (owned by
@@ -145,6 +151,7 @@ static void SFX(cpu_destroy)(arkcos_plan *p) {
   }
   FFTWP(free)(s->spec_re);
   FFTWP(free)(s->spec_im);
+  FFTWP(free)(s->wspec);
   FFTWP(free)(s->work);
   FFTWP(free)(s->hcache);
   free(s->pair_ofs);
@@ -180,14 +187,16 @@ static int SFX(cpu_execute)(arkcos_plan *p, const double *in, double *out, arkco
    * FFTs (pairs_direct.c) */
   if (arkcos_direct_execute_constant(p, in, out, s->nthreads)) return ARKCOS_OK;
   double t_start = omp_get_wtime();
-  /* 1. ring FFTs, spectra extended to the kernel grid's L/2 + 1 modes */
-  SFX(ring_ffts_in)(p, s, in);
+  /* 1. ring FFTs, spectra extended to the kernel grid's L/2 + 1 modes
+   * (with a window: in step 2, as each thread reaches them) */
+  if (!s->window) SFX(ring_ffts_in)(p, s, in);
   double t_mapfft = omp_get_wtime() - t_start;
   /* 2. per output ring (and its mirror): kernel samples, their spectra,
    * the reduction over input rings; then fold and inverse FFT */
-  double st[4] = {0, 0, 0, 0}; /* kernel_eval, kernel_fft, reduction, map_ifft */
-  if (s->pairsym) SFX(pairsym_stage)(p, s, out, st);
+  double st[5] = {0, 0, 0, 0, 0}; /* kernel_eval, kernel_fft, reduction, map_ifft, window's ring FFTs */
+  if (s->pairsym) SFX(pairsym_stage)(p, s, in, out, st);
   else SFX(perring_stage)(p, s, out, st);
+  t_mapfft += st[4] / s->nthreads;
   /* 3. the ring pairs off the kernel grid, summed directly (exact plans) */
   double t_direct;
   if (arkcos_direct_apply(p, in, out, &t_direct))
@@ -211,16 +220,17 @@ static int SFX(cpu_execute_two)(arkcos_plan *p, const double *in1, double *out1,
       arkcos_stages_add(&p->last, &t);
       return rc;
     }
-  double t_start = omp_get_wtime(), t_mapfft = 0, st[4] = {0, 0, 0, 0};
+  double t_start = omp_get_wtime(), t_mapfft = 0, st[5] = {0, 0, 0, 0, 0};
   const double *in[2] = {in1, in2};
   double *out[2] = {out1, out2};
   for (int m = 0; m < 2; m++) {
     const double t0 = omp_get_wtime();
-    SFX(ring_ffts_in)(p, s, in[m]);
+    if (!s->window) SFX(ring_ffts_in)(p, s, in[m]);
     t_mapfft += omp_get_wtime() - t0;
-    if (s->pairsym) SFX(pairsym_stage)(p, s, out[m], st);
+    if (s->pairsym) SFX(pairsym_stage)(p, s, in[m], out[m], st);
     else SFX(perring_stage)(p, s, out[m], st);
   }
+  t_mapfft += st[4] / s->nthreads;
   double t_direct;
   if (arkcos_direct_apply_n(p, 2, in, out, &t_direct))
     return arkcos_fail(err, ARKCOS_ENOMEM, "execute: out of memory for a ring pair's direct weights");

@@ -36,16 +36,17 @@ static void SFX(slot_zero)(const arkcos_plan *p, const SFX(cpu_state) *s, R *a, 
 
 /* One pair (i, j) of task t, j in task u >= t, G in kr (len modes): adds
  * to task t's slot A (own, unless a prologue) and, for u > t, to task u's
- * slot B (far, unless u is past the chunk). */
+ * slot B (far, unless u is past the chunk). Ring spectra from the rows, or
+ * from the thread's window win. */
 /* Long on purpose: six straight vectorised loops, one per (own, far, mirror) case, chosen once per pair. */
-static void SFX(pair_reduce)(const arkcos_plan *p, const SFX(cpu_state) *s, int t, int j, int u, const R *kr,
-                             int64_t len, R *A, R *B, int own, int far) {
+static void SFX(pair_reduce)(const arkcos_plan *p, const SFX(cpu_state) *s, const R *win, int t, int j, int u,
+                             const R *kr, int64_t len, R *A, R *B, int own, int far) {
   const size_t nmp = (size_t)s->nmp;
   const int i = p->task[t], i2 = p->mirror[i];
   const int two = i2 >= 0 && i2 != i;
   const int jm = two ? p->mirror[j] : j;
-  const R *sr = s->spec_re + s->spec_ofs[j], *si = s->spec_im + s->spec_ofs[j];
-  const R *qr = s->spec_re + s->spec_ofs[jm], *qi = s->spec_im + s->spec_ofs[jm];
+  const R *si, *qi;
+  const R *sr = SFX(spec_rows)(p, s, win, j, &si), *qr = SFX(spec_rows)(p, s, win, jm, &qi);
   R *a1r = A, *a1i = A + nmp, *a2r = A + 2 * nmp, *a2i = A + 3 * nmp;
   if (u == t || !far) { /* j is i or i2 (both ends are this task's), or the far end is not needed */
     if (!own) return;
@@ -69,8 +70,9 @@ static void SFX(pair_reduce)(const arkcos_plan *p, const SFX(cpu_state) *s, int 
   }
   /* the far end: task u's rows for j and j' (its ring or its mirror; a task
    * without mirror has one pair of rows) */
-  const R *s1r = s->spec_re + s->spec_ofs[i], *s1i = s->spec_im + s->spec_ofs[i];
-  const R *s2r = two ? s->spec_re + s->spec_ofs[i2] : s1r, *s2i = two ? s->spec_im + s->spec_ofs[i2] : s1i;
+  const R *s1i, *s2i;
+  const R *s1r = SFX(spec_rows)(p, s, win, i, &s1i), *s2r = two ? SFX(spec_rows)(p, s, win, i2, &s2i) : s1r;
+  if (!two) s2i = s1i;
   const int uring = p->task[u], utwo = p->mirror[uring] >= 0 && p->mirror[uring] != uring;
   R *bjr = B, *bji = B + nmp, *bkr = B + 2 * nmp, *bki = B + 3 * nmp;
   if (utwo && j != uring) { /* j is u's mirror ring */
@@ -141,19 +143,32 @@ static void SFX(pair_reduce)(const arkcos_plan *p, const SFX(cpu_state) *s, int 
   }
 }
 
-static void SFX(pairsym_stage)(const arkcos_plan *p, const SFX(cpu_state) *s, double *out, double st[4]) {
+/* st: kernel_eval, kernel_fft, reduction, map_ifft and, with a window, the
+ * ring FFTs (st[4]): a chunk transforms the rings of its tasks and of the w
+ * after them as it reaches them (its prologue's from the first), so that a
+ * task's pairs find tasks t .. t + w in the window. */
+static void SFX(pairsym_stage)(const arkcos_plan *p, const SFX(cpu_state) *s, const double *in, double *out,
+                               double st[5]) {
   const int w = s->w;
-#pragma omp parallel num_threads(s->nthreads) reduction(+ : st[:4])
+#pragma omp parallel num_threads(s->nthreads) reduction(+ : st[:5])
   {
     const int tid = omp_get_thread_num();
     R *ws = s->work + (size_t)tid * s->wstride;
     R *hr = ws + WS(s, WS_HR), *hi = ws + WS(s, WS_HI);
+    R *win = s->window ? s->wspec + (size_t)tid * (size_t)(s->ww + 1) * 4 * (size_t)s->wrow : NULL;
     const size_t nmp = (size_t)s->nmp;
 #pragma omp for schedule(dynamic, 1)
     for (int c = 0; c < s->nchunk; c++) {
       const int c0 = s->chunk0[c], c1 = s->chunk0[c + 1];
       for (int t = c0; t <= c0 + w && t < c1; t++) SFX(slot_zero)(p, s, SFX(slot)(s, t, tid), t);
-      for (int t = c0 - w > 0 ? c0 - w : 0; t < c1; t++) {
+      const int tfirst = c0 - w > 0 ? c0 - w : 0;
+      int loaded = tfirst - 1; /* the window holds tasks up to this one */
+      for (int t = tfirst; t < c1; t++) {
+        if (win) {
+          const double tf = omp_get_wtime();
+          while (loaded < t + w && loaded + 1 < p->ntasks) SFX(window_load)(p, s, in, win, ++loaded);
+          st[4] += omp_get_wtime() - tf;
+        }
         double t0 = omp_get_wtime();
         const int own = t >= c0; /* else the prologue */
         if (t > c0 && t + w < c1) SFX(slot_zero)(p, s, SFX(slot)(s, t + w, tid), t + w);
@@ -171,8 +186,8 @@ static void SFX(pairsym_stage)(const arkcos_plan *p, const SFX(cpu_state) *s, do
           st[0] += t1 - t0;
           st[1] += t2 - t1;
           const int far = u > t && u < c1;
-          SFX(pair_reduce)(p, s, t, j, u, kr, SFX(pair_len)(p, s, i, j, &s->grid[used - 1]), A, far ? SFX(slot)(s, u, tid) : NULL, own,
-                           far);
+          SFX(pair_reduce)(p, s, win, t, j, u, kr, SFX(pair_len)(p, s, i, j, &s->grid[used - 1]), A,
+                           far ? SFX(slot)(s, u, tid) : NULL, own, far);
           t0 = omp_get_wtime();
           st[2] += t0 - t2;
         }
@@ -239,7 +254,7 @@ static inline void SFX(perring_task)(const arkcos_plan *p, const SFX(cpu_state) 
     st[0] += t1 - t0;
     st[1] += t2 - t1;
     if (real) /* real G: half the multiplications (a1r .. a2i are consecutive rows) */
-      SFX(pair_reduce)(p, s, t, j, t, kr, len, a1r, NULL, 1, 0);
+      SFX(pair_reduce)(p, s, NULL, t, j, t, kr, len, a1r, NULL, 1, 0);
     else
       SFX(pair_reduce_complex)(p, s, j, two, kr, ki, len, a1r, a1i, a2r, a2i);
     t0 = omp_get_wtime();

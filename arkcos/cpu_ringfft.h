@@ -117,13 +117,14 @@ static inline void SFX(spectrum_paper)(const arkcos_ring *rj, const R *sp, int64
   for (int64_t m = N / 2 + 1; m < nmj; m++) sre[m] = sim[m] = 0;
 }
 
-/* Ring j of the map in: r2c, then its spectrum row in s->spec_re/spec_im */
-static inline void SFX(ring_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, const double *in, int j) {
+/* Ring j of the map in: r2c, then its spectrum rows sre, sim (its row in
+ * s->spec_re / spec_im, or its slot of a window) */
+static inline void SFX(ring_spectrum)(const arkcos_plan *p, const SFX(cpu_state) *s, const double *in, int j,
+                                      R *sre, R *sim) {
   const arkcos_ring *rg = p->geom->rings;
   const int paper = p->opt.mode == ARKCOS_MODE_PAPER;
   R *ws = s->work + (size_t)omp_get_thread_num() * s->wstride;
   R *rin = ws + WS(s, WS_RIN), *sp = ws + WS(s, WS_RSPEC);
-  R *sre = s->spec_re + s->spec_ofs[j], *sim = s->spec_im + s->spec_ofs[j];
   const int64_t N = rg[j].nph, nmj = s->ring_nm[j];
   if (nmj == 0) return; /* no Fourier pair reads it (a cap ring of an exact plan) */
   const double w = rg[j].weight;
@@ -165,9 +166,33 @@ static void SFX(ring_ffts_in)(const arkcos_plan *p, const SFX(cpu_state) *s, con
    * chirp its mirror's prepared (bluestein.c) */
 #pragma omp parallel for schedule(dynamic, 2) num_threads(s->nthreads)
   for (int j = 0; j < (nr + 1) / 2; j++) {
-    SFX(ring_spectrum)(p, s, in, j);
-    if (nr - 1 - j != j) SFX(ring_spectrum)(p, s, in, nr - 1 - j);
+    SFX(ring_spectrum)(p, s, in, j, s->spec_re + s->spec_ofs[j], s->spec_im + s->spec_ofs[j]);
+    if (nr - 1 - j != j)
+      SFX(ring_spectrum)(p, s, in, nr - 1 - j, s->spec_re + s->spec_ofs[nr - 1 - j],
+                         s->spec_im + s->spec_ofs[nr - 1 - j]);
   }
+}
+
+/* Window: task x's ring and mirror transformed into its slot of win */
+static void SFX(window_load)(const arkcos_plan *p, const SFX(cpu_state) *s, const double *in, R *win, int x) {
+  const int i = p->task[x], i2 = p->mirror[i];
+  R *row = win + (size_t)(x % (s->ww + 1)) * 4 * (size_t)s->wrow;
+  SFX(ring_spectrum)(p, s, in, i, row, row + s->wrow);
+  if (i2 >= 0 && i2 != i) SFX(ring_spectrum)(p, s, in, i2, row + 2 * s->wrow, row + 3 * s->wrow);
+}
+
+/* Ring j's spectrum rows (re returned, im in *im): its row in spec_re /
+ * spec_im, or with a window win (a thread's) its task's slot there */
+static inline const R *SFX(spec_rows)(const arkcos_plan *p, const SFX(cpu_state) *s, const R *win, int j,
+                                      const R **im) {
+  if (!win) {
+    *im = s->spec_im + s->spec_ofs[j];
+    return s->spec_re + s->spec_ofs[j];
+  }
+  const int t = s->tidx[j];
+  const R *re = win + ((size_t)(t % (s->ww + 1)) * 4 + (j == p->task[t] ? 0 : 2)) * (size_t)s->wrow;
+  *im = re + s->wrow;
+  return re;
 }
 
 /* Output ring io from its accumulated spectrum (ar, ai; amax modes; ar

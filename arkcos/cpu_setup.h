@@ -202,26 +202,44 @@ static int SFX(setup_pairsym)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, 
   return ARKCOS_OK;
 }
 
-/* Ring spectra (rows of 64-byte multiples), per-thread workspaces, the
- * per-ring FFTW plan tables; sets p->bytes */
+/* Ring spectra (rows of 64-byte multiples, or per-thread windows of them:
+ * arkcos_spectra_window), per-thread workspaces, the per-ring FFTW plan
+ * tables; sets p->bytes */
 static int SFX(setup_buffers)(arkcos_plan *p, SFX(cpu_state) *s, size_t bytes, arkcos_error *err) {
   const int nr = p->geom->nrings;
-  for (int j = 0; j < nr; j++) /* rows of 64-byte multiples */
-    s->spec_ofs[j + 1] = s->spec_ofs[j] + (size_t)((s->ring_nm[j] + 7) / 8 * 8);
-  const size_t spec_n = s->spec_ofs[nr];
+  int64_t rowmax = 0;
+  for (int j = 0; j < nr; j++) { /* rows of 64-byte multiples */
+    const int64_t row = (s->ring_nm[j] + 7) / 8 * 8;
+    s->spec_ofs[j + 1] = s->spec_ofs[j] + (size_t)row;
+    if (row > rowmax) rowmax = row;
+  }
+  size_t spec_n = s->spec_ofs[nr];
+  const int ww = s->pairsym && rowmax > 0
+                     ? arkcos_spectra_window(p, s->nthreads, (double)sizeof(R) * (double)rowmax,
+                                             2.0 * sizeof(R) * (double)spec_n)
+                     : -1;
+  if (ww >= 0) {
+    s->window = 1;
+    s->ww = ww;
+    s->wrow = rowmax;
+    spec_n = (size_t)s->nthreads * (size_t)(ww + 1) * 4 * (size_t)rowmax;
+    s->wspec = (R *)FFTWP(malloc)(sizeof(R) * spec_n);
+  } else {
+    s->spec_re = (R *)FFTWP(malloc)(sizeof(R) * (spec_n ? spec_n : 1));
+    s->spec_im = (R *)FFTWP(malloc)(sizeof(R) * (spec_n ? spec_n : 1));
+    arkcos_hint_huge(s->spec_re, sizeof(R) * spec_n);
+    arkcos_hint_huge(s->spec_im, sizeof(R) * spec_n);
+    spec_n *= 2;
+  }
   s->wstride = WS(s, WS_SIZE);
-  s->spec_re = (R *)FFTWP(malloc)(sizeof(R) * (spec_n ? spec_n : 1));
-  s->spec_im = (R *)FFTWP(malloc)(sizeof(R) * (spec_n ? spec_n : 1));
-  arkcos_hint_huge(s->spec_re, sizeof(R) * spec_n);
-  arkcos_hint_huge(s->spec_im, sizeof(R) * spec_n);
   s->work = (R *)FFTWP(malloc)(sizeof(R) * s->wstride * (size_t)s->nthreads);
   s->r2c = (FFTWP(plan) *)calloc((size_t)nr, sizeof(FFTWP(plan)));
   s->c2r = (FFTWP(plan) *)calloc((size_t)nr, sizeof(FFTWP(plan)));
-  if (!s->spec_re || !s->spec_im || !s->work || !s->r2c || !s->c2r)
+  if ((s->window ? !s->wspec : !s->spec_re || !s->spec_im) || !s->work || !s->r2c || !s->c2r)
     return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory (ring spectra need %.1f MB)",
-                       2 * sizeof(R) * (double)spec_n / 1e6);
+                       sizeof(R) * (double)spec_n / 1e6);
   memset(s->work, 0, sizeof(R) * s->wstride * (size_t)s->nthreads);
-  p->bytes = bytes + sizeof(R) * (2 * spec_n + s->wstride * (size_t)s->nthreads);
+  p->bytes = bytes + sizeof(R) * (spec_n + s->wstride * (size_t)s->nthreads);
   return ARKCOS_OK;
 }
 

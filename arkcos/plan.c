@@ -538,6 +538,53 @@ void arkcos_plan_split(const arkcos_plan *p, int nparts, int *first) {
   split_by(p, nparts, first, how && !strcmp(how, "pixels") ? task_pixels : task_cost);
 }
 
+/* Whether a CPU plan keeps its ring spectra in a window per thread (see
+ * plan_internal.h) and how many tasks ahead it reaches, or -1 for one row
+ * per ring. The conditions are those of the backend's pair symmetry
+ * (cpu_setup.h, setup_grids and setup_pairsym) that the plan alone can
+ * tell: scalar, enhanced mode, rings of several lengths, coarser cap grids
+ * or direct caps (the rotated frame), belt rings on the 0 / half-step
+ * azimuth grid (real belt pairs), at least 4 chunks; and the window at
+ * most half the rows. */
+int arkcos_spectra_window(const arkcos_plan *p, int nthreads, double row_bytes, double rows_bytes) {
+  const arkcos_geometry *g = p->geom;
+  const char *env = getenv("ARKCOS_SPECTRA_WINDOW"); /* "0": a row per ring */
+  if (env && !strcmp(env, "0")) return -1;
+  if (p->target == ARKCOS_BACKEND_GPU || p->opt.spin != 0 || p->opt.mode == ARKCOS_MODE_PAPER || p->harmonic)
+    return -1;
+  const int coarsen = p->opt.oversample != 1 && arkcos_kfun_cut_level(&p->kf) <= 1e-3;
+  if (!coarsen && !p->direct_caps) return -1;
+  int uniform = 1;
+  const double half = M_PI / (double)p->L;
+  for (int j = 0; j < g->nrings; j++) {
+    if (g->rings[j].nph != p->L) {
+      uniform = 0;
+      continue;
+    }
+    const double f = g->rings[j].phi0;
+    if (f != 0 && fabs(f - half) >= 1e-12 * half) return -1;
+  }
+  if (uniform || p->ntasks < 1) return -1;
+  int *tidx = malloc(sizeof(int) * (size_t)g->nrings);
+  if (!tidx) return -1;
+  for (int t = 0; t < p->ntasks; t++) {
+    tidx[p->task[t]] = t;
+    if (p->mirror[p->task[t]] >= 0) tidx[p->mirror[p->task[t]]] = t;
+  }
+  int w = 0;
+  for (int t = 0; t < p->ntasks; t++) {
+    const int i = p->task[t];
+    for (int j = p->jlo[i]; j <= p->jhi[i]; j++)
+      if (tidx[j] - t > w) w = tidx[j] - t;
+  }
+  free(tidx);
+  int len = 2 * (w + 1);
+  if (len < (p->ntasks + 31) / 32) len = (p->ntasks + 31) / 32;
+  if (p->ntasks / len < 4) return -1;
+  const double win = (double)nthreads * (w + 1) * 4 * row_bytes;
+  return 2 * win <= rows_bytes ? w : -1;
+}
+
 void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned char *need) {
   int a = p->geom->nrings, b = -1;
   for (int t = lo; t < hi; t++) {
@@ -757,7 +804,7 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
    * oversampling q */
   int uniform = 1;
   for (int j = 0; j < g->nrings; j++) uniform &= g->rings[j].nph == p->L;
-  double *rowj = NULL;
+  double *rowj = NULL, rowmax = 0; /* the longest row (below: a window instead) */
   unsigned char *fread = p->opt.spin == 0 && p->direct_caps && !(p->opt.accuracy > 0)
                              ? calloc((size_t)g->nrings + 1, 1) : NULL;
   if (fread) {
@@ -776,6 +823,7 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
     }
     for (int j = 0; j < g->nrings; j++) vals += fread[j] ? (double)((p->nm + 7) / 8 * 8) : 0;
     e->spectra = 2 * rsz * vals;
+    rowmax = vals > 0 ? (double)((p->nm + 7) / 8 * 8) : 0;
     free(fread);
   } else if (arkcos_band_scale(p) > 0 && (rowj = calloc((size_t)g->nrings + 1, sizeof(double)))) {
     /* smooth caps: a pair's row is its grid's modes (cpu_setup.h,
@@ -817,7 +865,10 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
       }
     }
     double vals = 0;
-    for (int j = 0; j < g->nrings; j++) vals += ceil(rowj[j] / 8) * 8;
+    for (int j = 0; j < g->nrings; j++) {
+      vals += ceil(rowj[j] / 8) * 8;
+      if (ceil(rowj[j] / 8) * 8 > rowmax) rowmax = ceil(rowj[j] / 8) * 8;
+    }
     e->spectra = 2 * rsz * vals;
     free(rowj);
   } else if (p->opt.spin == 2 || uniform || (p->direct_caps && !(p->opt.accuracy > 0))) {
@@ -831,6 +882,11 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
     e->spectra = 2 * rsz * vals;
   }
   free(need);
+  /* pair-symmetric plans: the rows' window per thread instead, beside each
+   * thread's w + 1 accumulator slots of 4 rows of up to rowmax + 48 values
+   * (cpu_setup.h, setup_pairsym; which the rows' 15 % cover) */
+  const int ww = rowmax > 0 ? arkcos_spectra_window(p, nt, rsz * rowmax, e->spectra) : -1;
+  if (ww >= 0) e->spectra = (double)nt * (ww + 1) * 4 * rsz * (2 * rowmax + 48);
   e->workspace = (double)nt * 24 * (double)p->L * 8;
   if (p->opt.cache_kernel_spectra) {
     double pairs = 0;
@@ -1027,17 +1083,18 @@ static double wall_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Before planning (whose analysis of ring pairs grows with the map): the
- * ring spectra in and out, at least 8 bytes a pixel, against what the
- * process can have at all (arkcos_memory_limit). An nside far beyond the
- * machine is refused at once, not after minutes of planning. */
+/* Before planning (whose analysis of ring pairs grows with the map): one
+ * map of the plan's, 8 bytes a pixel (an execute reads one and writes
+ * another; the plan's own ring spectra may be a window of a few rings),
+ * against what the process can have at all (arkcos_memory_limit). An nside
+ * far beyond the machine is refused at once, not after minutes of planning. */
 static int plan_floor_check(const arkcos_geometry *g, int nranks, arkcos_error *err) {
   if (!g || nranks != 1) return ARKCOS_OK;
   const char *bound = NULL;
   const double floor = 8.0 * (double)g->npix, most = arkcos_memory_limit(&bound);
   if (floor <= most) return ARKCOS_OK;
   return arkcos_fail(err, ARKCOS_ENOMEM,
-                     "plan: cannot fit at nside %lld: its ring spectra alone need at least %.3g GB "
+                     "plan: cannot fit at nside %lld: one of its maps alone needs %.3g GB "
                      "(%lld pixels) but at most %.3g GB are available to this process: %s",
                      (long long)g->nside, floor / 1e9, (long long)g->npix, most / 1e9, bound);
 }

@@ -101,6 +101,17 @@ void arkcos_plan_task_cost(const arkcos_plan *p, int t, double parts[3]);
  * mirrors): need[j] = 1 for those, 0 for the others (need has nrings). */
 void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned char *need);
 
+/* The ring spectra of a pair-symmetric CPU plan (cpu_reduce.h,
+ * pairsym_stage) in a window per thread: each thread transforms the rings
+ * of the tasks its chunk reads as it goes, into w + 1 slots of 4 rows (a
+ * task's ring and mirror, re and im) of row_bytes, instead of one row per
+ * ring (rows_bytes in all) filled before. The same spectra (maps bit for
+ * bit); a few per cent more ring FFTs (a chunk's first w tasks are
+ * transformed by its neighbour too); the rows' memory never touched.
+ * Returns w (the tasks ahead a task's pairs read) or -1 for the rows; the
+ * backend and the plan's estimate both ask it. */
+int arkcos_spectra_window(const arkcos_plan *p, int nthreads, double row_bytes, double rows_bytes);
+
 /* most kernel grids of distinct lengths a CPU plan keeps (cpu_setup.h;
  * plan.c's estimate follows the same grids) */
 #define ARKCOS_MAX_GRIDS 16

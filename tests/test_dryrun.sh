@@ -84,9 +84,8 @@ H=(--fwhm-arcmin 120 --threads 1 -q)
 "$ARKCOS" smooth "$T/m512.fits" "$T/oh.fits" "${H[@]}" --dry-run >"$T/dh.out" 2>&1 || bad "harmonic --dry-run: $(cat "$T/dh.out")"
 peak "nside 512, 2 deg (harmonic)" "$T/dh.out" "$T/rssh" 1.15 "$T/m512.fits" "$T/oh.fits" "${H[@]}"
 # smooth caps (5 pixels per FWHM at nside 512, cut at 1e-13: ring spectra
-# on the grid each pair's band limit picks): measured 1.079 (1.111 while
-# a pair's row was counted at its bound, twice the band limit; 1.09 at
-# nside 1024)
+# in a window per thread, arkcos_spectra_window): measured 1.025-1.076
+# (1.02-1.03 at nside 1024 and 2048; 1.079 while every ring had a row)
 S=(--fwhm-arcmin 34.35 --threads 2 -q)
 "$ARKCOS" smooth "$T/m512.fits" "$T/os.fits" "${S[@]}" --dry-run >"$T/ds.out" 2>&1 || bad "smooth caps --dry-run: $(cat "$T/ds.out")"
 peak "nside 512, 5 px (smooth caps)" "$T/ds.out" "$T/rsss" 1.1 "$T/m512.fits" "$T/os.fits" "${S[@]}"
@@ -108,20 +107,21 @@ grep -q "built without MPI" "$T/d4.out" && ok || bad "--ranks 4: the note that t
   grep -q "files of up to 3 column(s) (Q, U as spin 2)" "$T/dq.out" && ok || bad "I Q U: $(cat "$T/dq.out")"
 
 # ---- a host without the memory: refused, exit 1, the figures named, nothing written
-# (the run's plan, its direct weights on the fly for one map, needs 11 MB)
-ARKCOS_MEMORY_GB=0.005 "$ARKCOS" smooth "$T/m256.fits" "$T/o5.fits" "${K[@]}" --dry-run >"$T/d5.out" 2>"$T/d5.err"
+# (the run's plan, its direct weights on the fly for one map and its ring
+# spectra in a window per thread, needs 3.1 MB)
+ARKCOS_MEMORY_GB=0.002 "$ARKCOS" smooth "$T/m256.fits" "$T/o5.fits" "${K[@]}" --dry-run >"$T/d5.out" 2>"$T/d5.err"
 rc=$?
-[ $rc -eq 1 ] && grep -q "would need about .* GB together .* but 0.005 GB are available there now" "$T/d5.err" && ok ||
+[ $rc -eq 1 ] && grep -q "would need about .* GB together .* but 0.002 GB are available there now" "$T/d5.err" && ok ||
   bad "a host without the memory: exit $rc: $(cat "$T/d5.err")"
 grep -q "does not fit" "$T/d5.out" && ok || bad "no 'does not fit' verdict: $(cat "$T/d5.out")"
-ARKCOS_MEMORY_GB=0.005 "$ARKCOS" smooth "$T/m256.fits" "$T/o5.fits" "${K[@]}" >"$T/r5.out" 2>"$T/r5.err"
+ARKCOS_MEMORY_GB=0.002 "$ARKCOS" smooth "$T/m256.fits" "$T/o5.fits" "${K[@]}" >"$T/r5.out" 2>"$T/r5.err"
 rc=$?
 [ $rc -eq 1 ] && grep -q "would need about" "$T/r5.err" && [ ! -e "$T/o5.fits" ] && ok ||
   bad "a run without the memory: exit $rc: $(cat "$T/r5.err")"
-"$ARKCOS" smooth "$T/m256.fits" "$T/o6.fits" "${K[@]}" --dry-run --ranks 2 --max-memory 5M >"$T/d6.out" 2>"$T/d6.err"
+"$ARKCOS" smooth "$T/m256.fits" "$T/o6.fits" "${K[@]}" --dry-run --ranks 2 --max-memory 2M >"$T/d6.out" 2>"$T/d6.err"
 rc=$?
 # (the rank named is the one whose plan needs the most: with the direct
-# weights on the fly for one map, rank 0's band, 5.4 MB)
+# weights on the fly for one map, rank 1's band, 3.1 MB)
 [ $rc -eq 1 ] && grep -q "rank [0-9]'s plan would need about .* but --max-memory allows" "$T/d6.err" && ok ||
   bad "--max-memory per rank: exit $rc: $(cat "$T/d6.err")"
 

@@ -1370,9 +1370,78 @@ TEST_GROUP(execute_two) {
   arkcos_geometry_destroy(g);
 }
 
+/* The ring spectra in a window per thread (arkcos_spectra_window,
+ * cpu_reduce.h): the same spectra as one row per ring
+ * (ARKCOS_SPECTRA_WINDOW=0), so the same maps bit for bit, whatever the
+ * threads, for one map and two at once; the plan holds less, and its
+ * estimate follows. Direct caps (a Gaussian of 2.8 pixels cut at 1e-5, a
+ * 10-pixel top-hat) and smooth caps (5 pixels cut at 1e-13). */
+static arkcos_plan *plan_threads(const arkcos_geometry *g, const arkcos_kernel *k, int threads, double *est) {
+  arkcos_options o;
+  arkcos_options_default(&o);
+  o.backend = ARKCOS_BACKEND_CPU;
+  o.threads = threads;
+  arkcos_error e;
+  if (est) *est = arkcos_plan_estimate(g, k, &o, &e);
+  arkcos_plan *p = arkcos_plan_create(g, k, &o, &e);
+  if (!p) fprintf(stderr, "plan: %s\n", e.msg);
+  return p;
+}
+
+TEST_GROUP(spectra_window) {
+  const int64_t nsides[] = {64, 128, 128};
+  setenv("ARKCOS_HARMONIC", "0", 1); /* ARKCoS's paths, not the harmonic one */
+  for (int c = 0; c < 3; c++) {
+    arkcos_geometry *g = arkcos_geometry_healpix(nsides[c], NULL);
+    const double pix = g ? healpix_pixel(g) : 0;
+    arkcos_kernel *k = !g ? NULL : c == 0 ? gaussian(2.8 * pix, 1e-5) : c == 1 ? tophat(10 * pix)
+                                                                      : gaussian(5 * pix, 1e-13);
+    const char *label = c == 0 ? "nside 64, 2.8 px" : c == 1 ? "nside 128, 10 px top-hat" : "nside 128, 5 px";
+    double *x = g ? white_noise(g, 900 + (uint64_t)c) : NULL, *z = g ? white_noise(g, 910 + (uint64_t)c) : NULL;
+    const int64_t n = g ? g->npix : 0;
+    double *o2 = malloc(2 * sizeof(double) * (size_t)(n ? n : 1));
+    setenv("ARKCOS_SPECTRA_WINDOW", "0", 1);
+    double erows = 0;
+    arkcos_plan *pr = k ? plan_threads(g, k, 2, &erows) : NULL;
+    unsetenv("ARKCOS_SPECTRA_WINDOW");
+    double *yr = pr && x ? apply_plan(pr, g, x) : NULL, *zr = pr && z ? apply_plan(pr, g, z) : NULL;
+    CHECK(yr && zr && o2, "%s: the rows' plan and maps", label);
+    for (int th = 1; yr && zr && o2 && th <= 3; th++) {
+      double ew = 0;
+      arkcos_plan *pw = plan_threads(g, k, th, &ew);
+      double *yw = pw ? apply_plan(pw, g, x) : NULL;
+      CHECK(same(yw, yr, n), "%s, %d threads: the window's map differs from the rows'", label, th);
+      arkcos_error e;
+      CHECK(pw && !arkcos_execute_two(pw, x, o2, z, o2 + n, &e) && same(o2, yr, n) && same(o2 + n, zr, n),
+            "%s, %d threads: two maps at once differ", label, th);
+      if (th == 2 && pw) {
+        const double mw = (double)arkcos_plan_memory(pw), mr = (double)arkcos_plan_memory(pr);
+        printf("  %s: held %.2f MB (window) against %.2f MB (rows); estimates %.2f and %.2f MB\n", label,
+               mw / 1e6, mr / 1e6, ew / 1e6, erows / 1e6);
+        /* measured, 2 threads (window / rows, MB): held 1.90 / 2.10, 6.08 / 6.89, 1.99 / 3.93;
+         * estimated 2.61 / 2.72, 7.26 / 7.83, 2.90 / 4.05 (small maps: the rows are little of the plan) */
+        CHECK(mw < mr && ew < erows, "%s: the window should hold less than the rows (%.2f, %.2f MB; estimates "
+              "%.2f, %.2f MB)", label, mw / 1e6, mr / 1e6, ew / 1e6, erows / 1e6);
+        CHECK(ew >= mw, "%s: the estimate %.2f MB should cover the %.2f MB held", label, ew / 1e6, mw / 1e6);
+      }
+      free(yw);
+      arkcos_plan_destroy(pw);
+    }
+    free(yr);
+    free(zr);
+    free(o2);
+    free(x);
+    free(z);
+    arkcos_plan_destroy(pr);
+    arkcos_kernel_destroy(k);
+    arkcos_geometry_destroy(g);
+  }
+  unsetenv("ARKCOS_HARMONIC");
+}
+
 TEST_MAIN(TG(exact_is_default), TG(constant_map_shortcut), TG(kernel_families_healpix), TG(healpix_nside_128),
           TG(tophat_wide), TG(tophat_extents), TG(tight_windows), TG(ecp_geometry),
           TG(single_precision), TG(accuracy_loose), TG(paper_mode_bound), TG(operator_symmetry),
           TG(constant_map), TG(direct_limits), TG(smooth_caps),
           TG(smooth_caps_band_limit), TG(smooth_caps_harmonic), TG(harmonic), TG(direct_weights_on_the_fly), TG(direct_weights_auto_light),
-          TG(auto_backend_gpu_host), TG(execute_two))
+          TG(auto_backend_gpu_host), TG(execute_two), TG(spectra_window))
