@@ -44,7 +44,13 @@ typedef struct {
   int64_t *hs;          /* ring's first azimuth in half steps pi / L */
   double *xm, *cth, *sth, *s2t; /* per m: cos(2 pi m / L), cos, sin(pi m / L), sin(2 pi m / L) */
   double *er, *ei;      /* e^{-i pi k / L}, k < 2 L */
-  double *spec;         /* 4 rows of rowp per ring on the grid */
+  double *spec;         /* 4 rows of rowp per ring on the grid (NULL with window) */
+  /* window (arkcos_spin2_window): each thread takes fixed chunks of tasks
+   * [chunk0[c], chunk0[c + 1]) in order and keeps the spectra of tasks
+   * t - ww .. t + ww in 2 ww + 1 slots of two rings' four rows (wspec) */
+  int window, ww, nchunk;
+  int *chunk0, *tidx;
+  double *wspec;
   fftw_plan fwd, bwd;   /* split complex DFTs of length L */
   double *work;         /* per thread: 4 L (FFT in/out), 8 rowp (outputs), coefficients, pairs */
   size_t wstride;
@@ -68,6 +74,9 @@ static void s2_destroy(arkcos_plan *p) {
   fftw_free(s->er);
   fftw_free(s->ei);
   fftw_free(s->spec);
+  fftw_free(s->wspec);
+  free(s->chunk0);
+  free(s->tidx);
   fftw_free(s->work);
   pthread_mutex_lock(&arkcos_fftw_planner_lock);
   if (s->fwd) fftw_destroy_plan(s->fwd);
@@ -106,9 +115,9 @@ static int s2_samples(const arkcos_plan *p, const s2_state *s, int i, int j, int
   return (int)(nmax + 1);
 }
 
-/* Ring j's spectrum in the rotated frame (four rows) from Q, U. */
+/* Ring j's spectrum in the rotated frame (four rows from pr) from Q, U. */
 static void s2_forward(const arkcos_plan *p, const s2_state *s, int j, const double *q, const double *u,
-                       double *w) {
+                       double *w, double *pr) {
   const arkcos_ring *r = &p->geom->rings[j];
   const int64_t L = s->L, nh = s->nh, sj = s->hs[j] % (2 * L);
   double *ir = w, *ii = w + L, *o_r = w + 2 * L, *oi = w + 3 * L;
@@ -117,8 +126,7 @@ static void s2_forward(const arkcos_plan *p, const s2_state *s, int j, const dou
     ii[k] = u[r->ofs + k];
   }
   fftw_execute_split_dft(s->fwd, ir, ii, o_r, oi);
-  double *pr = s->spec + (size_t)s->bidx[j] * 4 * s->rowp, *pi = pr + s->rowp, *nr = pi + s->rowp,
-         *ni = nr + s->rowp;
+  double *pi = pr + s->rowp, *nr = pi + s->rowp, *ni = nr + s->rowp;
   int64_t k = 0; /* (m sj) mod 2L */
   for (int64_t m = 0; m < nh; m++) {
     const double c = s->er[k], e = s->ei[k]; /* e^{-i pi m sj / L} */
@@ -242,70 +250,109 @@ static inline void s2_block(const s2_state *s, const s2_pair *q, int64_t m0, dou
   }
 }
 
+/* Ring j's four rows: in spec, or with a window win (a thread's) in its
+ * task's slot there */
+static inline double *s2_rows(const arkcos_plan *p, const s2_state *s, double *win, int j) {
+  if (!win) return s->spec + (size_t)s->bidx[j] * 4 * s->rowp;
+  const int t = s->tidx[j];
+  return win + ((size_t)(t % (2 * s->ww + 1)) * 2 + (j == p->task[t] ? 0 : 1)) * 4 * s->rowp;
+}
+
+/* Window: task x's rings (those with a spectrum) transformed into its slot */
+static void s2_window_load(const arkcos_plan *p, const s2_state *s, int x, const double *q, const double *u,
+                           double *w, double *win) {
+  const int i = p->task[x], i2 = p->mirror[i];
+  if (s->bidx[i] >= 0) s2_forward(p, s, i, q, u, w, s2_rows(p, s, win, i));
+  if (i2 >= 0 && i2 != i && s->bidx[i2] >= 0) s2_forward(p, s, i2, q, u, w, s2_rows(p, s, win, i2));
+}
+
+/* Task t: its belt pairs' samples, then, block of modes by block, their
+ * series and the reduction (the output rows stay in cache), the inverse
+ * FFTs. w: the thread's workspace; win: its window or NULL. */
+static void s2_task(const arkcos_plan *p, const s2_state *s, int t, double *w, double *win, double *q_out,
+                    double *u_out, double st[4]) {
+  double *Ai = w + 4 * s->L, *Ai2 = Ai + 4 * s->rowp, *coef = Ai2 + 4 * s->rowp;
+  s2_pair *pr = (s2_pair *)(coef + s->ncoef);
+  const int i = p->task[t], i2 = p->mirror[i] >= 0 && p->mirror[i] != i ? p->mirror[i] : -1;
+  if (!s->grid[i]) return;
+  double t0 = omp_get_wtime();
+  int np = 0;
+  double *cf = coef;
+  for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+    if (arkcos_pair_is_direct(p, i, j)) continue;
+    const int sigma = (int)(((s->hs[j] - s->hs[i]) % 2 + 2) % 2);
+    double *ca = cf, *cb = cf + s->nsamp + 1, *ub = cb + s->nsamp + 1;
+    const int ns = s2_samples(p, s, i, j, sigma, ca, cb);
+    if (ns == 0) continue;
+    const int N = ns - 1;
+    for (int k = 0; k < N; k++) ub[k] = cb[k + 1];
+    ub[N] = 0;
+    pr[np].N = N;
+    pr[np].sigma = sigma;
+    pr[np].ca = ca;
+    pr[np].cs = sigma ? cb : ub;
+    pr[np].Pj = s2_rows(p, s, win, j);
+    pr[np].Pj2 = i2 >= 0 ? s2_rows(p, s, win, p->mirror[j]) : NULL;
+    np++;
+    cf += 3 * (size_t)(s->nsamp + 1);
+  }
+  const double t1 = omp_get_wtime();
+  st[0] += t1 - t0;
+  memset(Ai, 0, sizeof(double) * 8 * s->rowp);
+  for (int64_t m0 = 0; m0 < s->nh; m0 += S2_BLOCK)
+    for (int k = 0; k < np; k++) s2_block(s, &pr[k], m0, Ai, i2 >= 0 ? Ai2 : NULL);
+  const double t2 = omp_get_wtime();
+  st[1] += t2 - t1; /* series and reduction together: "kernel_fft" */
+  s2_backward(p, s, i, Ai, q_out, u_out, w);
+  if (i2 >= 0) s2_backward(p, s, i2, Ai2, q_out, u_out, w);
+  st[3] += omp_get_wtime() - t2;
+}
+
 static int s2_execute(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
                       arkcos_error *err) {
   (void)err;
   s2_state *s = (s2_state *)p->impl;
   const arkcos_geometry *g = p->geom;
   const double t_start = omp_get_wtime();
-  double st[4] = {0, 0, 0, 0}; /* kernel_eval, kernel_fft (series), reduction, map_ifft */
+  double st[5] = {0, 0, 0, 0, 0}; /* kernel_eval, kernel_fft (series), reduction, map_ifft, window's FFTs */
   /* 1. ring FFTs of the rings on the grid (a band plan: those its tasks
-   * read); output rings off the grid start at zero (the direct pairs add) */
+   * read; with a window: in step 2, as each thread reaches them); output
+   * rings off the grid start at zero (the direct pairs add) */
 #pragma omp parallel for schedule(dynamic, 4) num_threads(s->nthreads)
   for (int j = 0; j < g->nrings; j++) {
     double *w = s->work + (size_t)omp_get_thread_num() * s->wstride;
-    if (s->bidx[j] >= 0) s2_forward(p, s, j, q, u, w);
+    if (!s->window && s->bidx[j] >= 0) s2_forward(p, s, j, q, u, w, s2_rows(p, s, NULL, j));
     if (!s->grid[j] && (!s->own || s->own[j])) {
       memset(q_out + g->rings[j].ofs, 0, sizeof(double) * (size_t)g->rings[j].nph);
       memset(u_out + g->rings[j].ofs, 0, sizeof(double) * (size_t)g->rings[j].nph);
     }
   }
-  const double t_mapfft = omp_get_wtime() - t_start;
-  /* 2. per task: the belt pairs' samples; then, block of modes by block,
-   * their series and the reduction (the output rows stay in cache); the
-   * inverse FFTs */
-#pragma omp parallel num_threads(s->nthreads) reduction(+ : st[:4])
+  double t_mapfft = omp_get_wtime() - t_start;
+  /* 2. per task (s2_task); with a window, chunk by chunk, each task after
+   * the tasks up to ww ahead are in its thread's window (a chunk's first
+   * task finds those up to ww behind it there too) */
+#pragma omp parallel num_threads(s->nthreads) reduction(+ : st[:5])
   {
     double *w = s->work + (size_t)omp_get_thread_num() * s->wstride;
-    double *Ai = w + 4 * s->L, *Ai2 = Ai + 4 * s->rowp, *coef = Ai2 + 4 * s->rowp;
-    s2_pair *pr = (s2_pair *)(coef + s->ncoef);
+    if (!s->window) {
 #pragma omp for schedule(dynamic, 1)
-    for (int t = p->task_lo; t < p->task_hi; t++) {
-      const int i = p->task[t], i2 = p->mirror[i] >= 0 && p->mirror[i] != i ? p->mirror[i] : -1;
-      if (!s->grid[i]) continue;
-      double t0 = omp_get_wtime();
-      int np = 0;
-      double *cf = coef;
-      for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
-        if (arkcos_pair_is_direct(p, i, j)) continue;
-        const int sigma = (int)(((s->hs[j] - s->hs[i]) % 2 + 2) % 2);
-        double *ca = cf, *cb = cf + s->nsamp + 1, *ub = cb + s->nsamp + 1;
-        const int ns = s2_samples(p, s, i, j, sigma, ca, cb);
-        if (ns == 0) continue;
-        const int N = ns - 1;
-        for (int k = 0; k < N; k++) ub[k] = cb[k + 1];
-        ub[N] = 0;
-        pr[np].N = N;
-        pr[np].sigma = sigma;
-        pr[np].ca = ca;
-        pr[np].cs = sigma ? cb : ub;
-        pr[np].Pj = s->spec + (size_t)s->bidx[j] * 4 * s->rowp;
-        pr[np].Pj2 = i2 >= 0 ? s->spec + (size_t)s->bidx[p->mirror[j]] * 4 * s->rowp : NULL;
-        np++;
-        cf += 3 * (size_t)(s->nsamp + 1);
+      for (int t = p->task_lo; t < p->task_hi; t++) s2_task(p, s, t, w, NULL, q_out, u_out, st);
+    } else {
+      double *win = s->wspec + (size_t)omp_get_thread_num() * (size_t)(2 * s->ww + 1) * 8 * s->rowp;
+#pragma omp for schedule(dynamic, 1)
+      for (int c = 0; c < s->nchunk; c++) {
+        const int c0 = s->chunk0[c], c1 = s->chunk0[c + 1];
+        int loaded = (c0 - s->ww > 0 ? c0 - s->ww : 0) - 1; /* the window holds tasks up to this one */
+        for (int t = c0; t < c1; t++) {
+          const double tf = omp_get_wtime();
+          while (loaded < t + s->ww && loaded + 1 < p->ntasks) s2_window_load(p, s, ++loaded, q, u, w, win);
+          st[4] += omp_get_wtime() - tf;
+          s2_task(p, s, t, w, win, q_out, u_out, st);
+        }
       }
-      const double t1 = omp_get_wtime();
-      st[0] += t1 - t0;
-      memset(Ai, 0, sizeof(double) * 8 * s->rowp);
-      for (int64_t m0 = 0; m0 < s->nh; m0 += S2_BLOCK)
-        for (int k = 0; k < np; k++) s2_block(s, &pr[k], m0, Ai, i2 >= 0 ? Ai2 : NULL);
-      const double t2 = omp_get_wtime();
-      st[1] += t2 - t1; /* series and reduction together: "kernel_fft" */
-      s2_backward(p, s, i, Ai, q_out, u_out, w);
-      if (i2 >= 0) s2_backward(p, s, i2, Ai2, q_out, u_out, w);
-      st[3] += omp_get_wtime() - t2;
     }
   }
+  t_mapfft += st[4] / s->nthreads;
   /* 3. the direct pairs */
   double t_direct;
   if (arkcos_direct_apply_spin2(p, q, u, q_out, u_out, &t_direct))
@@ -388,12 +435,34 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
     s->s2t = fftw_malloc(sizeof(double) * rp);
     s->er = fftw_malloc(sizeof(double) * 2 * (size_t)L);
     s->ei = fftw_malloc(sizeof(double) * 2 * (size_t)L);
-    s->spec = fftw_malloc(sizeof(double) * 4 * rp * (size_t)nb);
+    /* the spectra: a row per ring, or per-thread windows (arkcos_spin2_window) */
+    int len = 0;
+    const int ww = arkcos_spin2_window(p, s->nthreads, 32.0 * (double)rp, 32.0 * (double)rp * nb, &len);
+    size_t nspec = 4 * rp * (size_t)nb;
+    if (ww >= 0) {
+      const int nt = p->task_hi - p->task_lo;
+      s->window = 1;
+      s->ww = ww;
+      s->nchunk = nt / len;
+      s->chunk0 = malloc(sizeof(int) * (size_t)(s->nchunk + 1));
+      s->tidx = malloc(sizeof(int) * (size_t)g->nrings);
+      if (!s->chunk0 || !s->tidx) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+      for (int c = 0; c <= s->nchunk; c++) s->chunk0[c] = p->task_lo + (int)((int64_t)nt * c / s->nchunk);
+      for (int t = 0; t < p->ntasks; t++) {
+        s->tidx[p->task[t]] = t;
+        if (p->mirror[p->task[t]] >= 0) s->tidx[p->mirror[p->task[t]]] = t;
+      }
+      nspec = (size_t)s->nthreads * (size_t)(2 * ww + 1) * 8 * rp;
+      s->wspec = fftw_malloc(sizeof(double) * nspec);
+    } else {
+      s->spec = fftw_malloc(sizeof(double) * nspec);
+    }
     s->wstride = ((size_t)(4 * L) + 8 * rp + s->ncoef + pairdbl + 7) / 8 * 8;
     s->work = fftw_malloc(sizeof(double) * s->wstride * (size_t)s->nthreads);
-    if (!s->xm || !s->cth || !s->sth || !s->s2t || !s->er || !s->ei || !s->spec || !s->work)
+    if (!s->xm || !s->cth || !s->sth || !s->s2t || !s->er || !s->ei || !(s->window ? s->wspec : s->spec) ||
+        !s->work)
       return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory (spin-2 spectra need %.1f MB)",
-                         32.0 * (double)rp * nb / 1e6);
+                         8.0 * (double)nspec / 1e6);
     for (size_t m = 0; m < rp; m++) { /* padding entries repeat harmless angles */
       const double th = ARKCOS_PI * (double)m / (double)L;
       s->xm[m] = cos(2 * th);
@@ -405,7 +474,7 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
       s->er[k] = cos(ARKCOS_PI * (double)k / (double)L);
       s->ei[k] = -sin(ARKCOS_PI * (double)k / (double)L);
     }
-    bytes += sizeof(double) * (4 * rp * (size_t)nb + s->wstride * (size_t)s->nthreads + 4 * rp + 4 * (size_t)L);
+    bytes += sizeof(double) * (nspec + s->wstride * (size_t)s->nthreads + 4 * rp + 4 * (size_t)L);
     /* split-format DFTs of length L, planned on the workspace's layout */
     fftw_iodim dim = {(int)L, 1, 1};
     double *w = s->work;

@@ -565,8 +565,22 @@ int arkcos_spectra_window(const arkcos_plan *p, int nthreads, double row_bytes, 
     if (f != 0 && fabs(f - half) >= 1e-12 * half) return -1;
   }
   if (uniform || p->ntasks < 1) return -1;
+  const int w = arkcos_tasks_reach(p, 0);
+  int len = 2 * (w + 1);
+  if (len < (p->ntasks + 31) / 32) len = (p->ntasks + 31) / 32;
+  if (w < 0 || p->ntasks / len < 4) return -1;
+  const double win = (double)nthreads * (w + 1) * 4 * row_bytes;
+  return 2 * win <= rows_bytes ? w : -1;
+}
+
+/* The farthest task (in task order) that a task's pairs read: ahead only
+ * (both = 0: the pair-symmetric schedule) or either way; -1 when out of
+ * memory. */
+int arkcos_tasks_reach(const arkcos_plan *p, int both) {
+  const arkcos_geometry *g = p->geom;
   int *tidx = malloc(sizeof(int) * (size_t)g->nrings);
   if (!tidx) return -1;
+  for (int j = 0; j < g->nrings; j++) tidx[j] = -1;
   for (int t = 0; t < p->ntasks; t++) {
     tidx[p->task[t]] = t;
     if (p->mirror[p->task[t]] >= 0) tidx[p->mirror[p->task[t]]] = t;
@@ -574,14 +588,31 @@ int arkcos_spectra_window(const arkcos_plan *p, int nthreads, double row_bytes, 
   int w = 0;
   for (int t = 0; t < p->ntasks; t++) {
     const int i = p->task[t];
-    for (int j = p->jlo[i]; j <= p->jhi[i]; j++)
-      if (tidx[j] - t > w) w = tidx[j] - t;
+    for (int j = p->jlo[i]; j <= p->jhi[i]; j++) {
+      const int d = both && tidx[j] < t ? t - tidx[j] : tidx[j] - t;
+      if (tidx[j] >= 0 && d > w) w = d;
+    }
   }
   free(tidx);
-  int len = 2 * (w + 1);
+  return w;
+}
+
+/* A spin-2 CPU plan's ring spectra in a window per thread (cpu_spin2.h;
+ * see plan_internal.h): w, the tasks either way a task's pairs read, or -1
+ * for one row per ring. Each thread takes fixed chunks of at least
+ * 4 (w + 1) tasks (and at most 32 chunks), at least 4 of them, and holds
+ * 2 w + 1 slots of a task's two rings (row_bytes each); at most half the
+ * rows' bytes. */
+int arkcos_spin2_window(const arkcos_plan *p, int nthreads, double row_bytes, double rows_bytes, int *chunk_len) {
+  const char *env = getenv("ARKCOS_SPECTRA_WINDOW");
+  if (env && !strcmp(env, "0")) return -1;
+  if (p->target == ARKCOS_BACKEND_GPU || p->opt.spin != 2 || p->harmonic || p->ntasks < 1) return -1;
+  const int w = arkcos_tasks_reach(p, 1);
+  int len = 4 * (w + 1);
   if (len < (p->ntasks + 31) / 32) len = (p->ntasks + 31) / 32;
-  if (p->ntasks / len < 4) return -1;
-  const double win = (double)nthreads * (w + 1) * 4 * row_bytes;
+  if (w < 0 || (p->task_hi - p->task_lo) / len < 4) return -1;
+  const double win = (double)nthreads * (2 * w + 1) * 2 * row_bytes;
+  if (chunk_len) *chunk_len = len;
   return 2 * win <= rows_bytes ? w : -1;
 }
 
@@ -734,11 +765,12 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
    * per-thread gather buffers (measured 60 % more than the weights in
    * double: nside 1024 and 2048 at 2.8 pixels, 384 and 1531 MB held
    * against 240 and 968 MB of weights; spin-2 weights are complex, counted
-   * in full); scalar single precision plans hold the weights in float. A
-   * top-hat's scalar pairs hold no weights, only their rows' extents,
-   * counted in full. */
+   * in full, and their tables held 1.18-1.24 times them at nside 128-512,
+   * 2.8 and 4 pixels); scalar single precision plans hold the weights in
+   * float. A top-hat's scalar pairs hold no weights, only their rows'
+   * extents, counted in full. */
   const int konst = p->kf.type == ARKCOS_KERNEL_TOPHAT && p->opt.spin == 0;
-  const double dscale = p->opt.spin == 2 || konst ? 1.0 : p->opt.precision == ARKCOS_SINGLE ? 1.17 : 1.6;
+  const double dscale = konst ? 1.0 : p->opt.spin == 2 ? 1.3 : p->opt.precision == ARKCOS_SINGLE ? 1.17 : 1.6;
   e->tables = !p->direct_caps || p->target == ARKCOS_BACKEND_GPU ? 0
               : p->direct_fly ? arkcos_direct_fly_bytes(p, lo, hi, nt)
                               : dscale * arkcos_direct_estimate_bytes(p, lo, hi);
@@ -887,6 +919,11 @@ static void plan_estimate_parts(const arkcos_plan *p, int own_maps, arkcos_estim
    * (cpu_setup.h, setup_pairsym; which the rows' 15 % cover) */
   const int ww = rowmax > 0 ? arkcos_spectra_window(p, nt, rsz * rowmax, e->spectra) : -1;
   if (ww >= 0) e->spectra = (double)nt * (ww + 1) * 4 * rsz * (2 * rowmax + 48);
+  /* spin 2: four rows of rowp doubles a ring (cpu_spin2.h), or the window
+   * of 2 w + 1 tasks' two rings per thread */
+  const double row2 = 32.0 * (double)((p->L / 2 + 1 + 7) / 8 * 8);
+  const int w2 = p->opt.spin == 2 && e->spectra > 0 ? arkcos_spin2_window(p, nt, row2, e->spectra, NULL) : -1;
+  if (w2 >= 0) e->spectra = (double)nt * (2 * w2 + 1) * 2 * row2;
   e->workspace = (double)nt * 24 * (double)p->L * 8;
   if (p->opt.cache_kernel_spectra) {
     double pairs = 0;

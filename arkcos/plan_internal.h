@@ -111,6 +111,11 @@ void arkcos_plan_rings_needed(const arkcos_plan *p, int lo, int hi, unsigned cha
  * Returns w (the tasks ahead a task's pairs read) or -1 for the rows; the
  * backend and the plan's estimate both ask it. */
 int arkcos_spectra_window(const arkcos_plan *p, int nthreads, double row_bytes, double rows_bytes);
+/* The same for a spin-2 plan (cpu_spin2.h), whose tasks read either way:
+ * w or -1, and the chunks' length in tasks (*chunk_len) */
+int arkcos_spin2_window(const arkcos_plan *p, int nthreads, double row_bytes, double rows_bytes, int *chunk_len);
+/* The farthest task a task's pairs read, ahead only or (both) either way */
+int arkcos_tasks_reach(const arkcos_plan *p, int both);
 
 /* most kernel grids of distinct lengths a CPU plan keeps (cpu_setup.h;
  * plan.c's estimate follows the same grids) */

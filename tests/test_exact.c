@@ -1381,6 +1381,8 @@ static arkcos_plan *plan_threads(const arkcos_geometry *g, const arkcos_kernel *
   arkcos_options_default(&o);
   o.backend = ARKCOS_BACKEND_CPU;
   o.threads = threads;
+  o.spin = threads < 0 ? 2 : 0; /* -threads: a spin-2 plan */
+  if (threads < 0) o.threads = -threads;
   arkcos_error e;
   if (est) *est = arkcos_plan_estimate(g, k, &o, &e);
   arkcos_plan *p = arkcos_plan_create(g, k, &o, &e);
@@ -1436,6 +1438,41 @@ TEST_GROUP(spectra_window) {
     arkcos_kernel_destroy(k);
     arkcos_geometry_destroy(g);
   }
+  /* spin 2 (cpu_spin2.h: chunks of tasks, a window either way): Q, U of a
+   * Gaussian of 2.8 pixels at nside 128 */
+  arkcos_geometry *g = arkcos_geometry_healpix(128, NULL);
+  arkcos_kernel *k = g ? gaussian(2.8 * healpix_pixel(g), 1e-5) : NULL;
+  double *q = g ? white_noise(g, 920) : NULL, *u = g ? white_noise(g, 921) : NULL;
+  const int64_t n = g ? g->npix : 0;
+  double *ref = malloc(2 * sizeof(double) * (size_t)(n ? n : 1)), *o2 = malloc(2 * sizeof(double) * (size_t)(n ? n : 1));
+  setenv("ARKCOS_SPECTRA_WINDOW", "0", 1);
+  double erows = 0;
+  arkcos_plan *pr = k ? plan_threads(g, k, -2, &erows) : NULL;
+  unsetenv("ARKCOS_SPECTRA_WINDOW");
+  arkcos_error e;
+  CHECK(pr && q && u && ref && o2 && !arkcos_execute_spin2(pr, q, u, ref, ref + n, &e), "spin 2: the rows' plan and maps");
+  for (int th = 1; pr && q && u && ref && o2 && th <= 3; th++) {
+    double ew = 0;
+    arkcos_plan *pw = plan_threads(g, k, -th, &ew);
+    CHECK(pw && !arkcos_execute_spin2(pw, q, u, o2, o2 + n, &e) && same(o2, ref, 2 * n),
+          "spin 2, %d threads: the window's Q, U differ from the rows'", th);
+    if (th == 2 && pw) {
+      const double mw = (double)arkcos_plan_memory(pw), mr = (double)arkcos_plan_memory(pr);
+      printf("  spin 2, nside 128, 2.8 px: held %.2f MB (window) against %.2f MB (rows); estimates %.2f and %.2f MB\n",
+             mw / 1e6, mr / 1e6, ew / 1e6, erows / 1e6);
+      /* measured, 2 threads: held 10.47 MB (window) against 12.07 (rows), estimated 12.84 and 16.16 */
+      CHECK(mw < mr && ew < erows && ew >= mw, "spin 2: held %.2f MB (window) and %.2f MB (rows), estimated %.2f "
+            "and %.2f MB", mw / 1e6, mr / 1e6, ew / 1e6, erows / 1e6);
+    }
+    arkcos_plan_destroy(pw);
+  }
+  arkcos_plan_destroy(pr);
+  free(q);
+  free(u);
+  free(ref);
+  free(o2);
+  arkcos_kernel_destroy(k);
+  arkcos_geometry_destroy(g);
   unsetenv("ARKCOS_HARMONIC");
 }
 

@@ -66,7 +66,8 @@ static void estimate_vs_held(const arkcos_geometry *g, const arkcos_kernel *k, i
 
 /* Estimate over held memory for scalar double, spin 2 and single plans, at
  * 2.8 and 4 pixels per FWHM: measured 1.07-1.18 at nside 256 (here), 1.07-1.27
- * at nside 512, 1.09-1.34 at nside 64. */
+ * at nside 512, 1.09-1.34 at nside 64; spin 2, its spectra in a window per
+ * thread, 1.21-1.27 at nside 128-512, 1.36-1.42 at 64. */
 TEST_GROUP(estimate) {
   arkcos_error e = {0, ""};
   arkcos_geometry *g = arkcos_geometry_healpix(256, &e);
@@ -81,8 +82,8 @@ TEST_GROUP(estimate) {
     /* weights on the fly: the estimate counts each thread's scratch for a
      * pair, which the execute allocates, not the plan: measured 1.48-1.54
      * (scalar: 1.3 MB over 2.4-3.0 MB held, the ring spectra in a window
-     * per thread; 1.21-1.24 with a row per ring), 1.89-1.91 (spin 2,
-     * complex weights) */
+     * per thread; 1.21-1.24 with a row per ring), 1.52-1.66 (spin 2,
+     * complex weights; 1.89-1.91 with a row per ring) */
     for (int v = 0; v < 2; v++) {
       char name[128];
       snprintf(name, sizeof name, "estimate / held, nside 256, %s on the fly, %.1f px/FWHM", what[v], b ? 4.0 : 2.8);

@@ -4,7 +4,8 @@
  *
  *   maps: a rank that reads the files holds a file's columns and their
  *         outputs, (ncols + 1) x 8 npix bytes at the peak (each input column
- *         is freed once smoothed), 2 x 8 npix more with --mask (the weights
+ *         is freed once smoothed; ncols + 2 with Q and U, whose two inputs
+ *         are held until both are smoothed), 2 x 8 npix more with --mask (the weights
  *         and their smoothing); a rank that serves a band holds its band and
  *         halo (arkcos_estimate.maps), with --mask the mask's band and
  *         A(w) there, and with Q and U their band and halo at the spin-2
@@ -73,7 +74,7 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
     row->halo_px = (long long)e.halo_pixels;
     /* band and halo: the columns, an output, A(W) and ones; with --mask
      * the mask's band and A(w) */
-    row->maps = reads ? 8 * npix * (w->maxcols + 1 + 2 * w->masked + (w->normalize && !w->norm_streamed))
+    row->maps = reads ? 8 * npix * (w->maxcols + 1 + w->spin2 + 2 * w->masked + (w->normalize && !w->norm_streamed))
                 : 8 * (double)e.pixels_in * (w->maxcols + 1 + 2 * w->normalize + 2 * w->masked);
     row->tables = e.tables;
     row->spectra = e.spectra;
