@@ -174,10 +174,13 @@ static int SFX(setup_pairsym)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, 
     }
   }
   /* chunks of >= 2 (w + 1) tasks (prologues under a quarter of a chunk's
-   * pairs), at most 32 (under 7% for compact kernels); fixed, so the
-   * summation order does not depend on the threads. With fewer than 4 the
-   * threads would idle, so then each pair is computed twice, as without the
-   * symmetry. Each thread's ring of w + 1 slots is counted in the plan. */
+   * pairs), at most 32 (under 7% for compact kernels). With fewer than 4
+   * the threads would idle, so then each pair is computed twice, as without
+   * the symmetry: that choice does not depend on the threads. The chunks
+   * themselves do, at most 8 a thread (fewer prologues, and with a window
+   * fewer rings transformed twice, where threads are few): a task's sums do
+   * not depend on where the chunks start (pairsym_stage). Each thread's
+   * ring of w + 1 slots is counted in the plan. */
   s->slot_sz = 4 * (size_t)s->nmp;
   s->nchunk = 0;
   int len = 1;
@@ -191,6 +194,7 @@ static int SFX(setup_pairsym)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, 
     /* a band plan (task_lo, task_hi) chunks its own tasks alike; a task's
      * sums do not depend on where the chunks start (see pairsym_stage) */
     const int nt = p->task_hi - p->task_lo;
+    if (len < p->ntasks / (8 * s->nthreads)) len = p->ntasks / (8 * s->nthreads);
     s->nchunk = nt <= 0 ? 0 : nt / len > 1 ? nt / len : 1;
     s->chunk0 = (int *)malloc(sizeof(int) * (size_t)(s->nchunk + 1));
     s->tslots = (R *)FFTWP(malloc)(sizeof(R) * s->slot_sz * (size_t)((s->w + 1) * s->nthreads));

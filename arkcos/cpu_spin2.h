@@ -443,7 +443,10 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
       const int nt = p->task_hi - p->task_lo;
       s->window = 1;
       s->ww = ww;
-      s->nchunk = nt / len;
+      /* at most 8 chunks a thread (a chunk transforms 2 ww rings twice);
+       * each task's sums are its own, whatever the chunks */
+      if (len < p->ntasks / (8 * s->nthreads)) len = p->ntasks / (8 * s->nthreads);
+      s->nchunk = nt / len > 1 ? nt / len : 1;
       s->chunk0 = malloc(sizeof(int) * (size_t)(s->nchunk + 1));
       s->tidx = malloc(sizeof(int) * (size_t)g->nrings);
       if (!s->chunk0 || !s->tidx) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
