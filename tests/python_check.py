@@ -354,6 +354,11 @@ check(same_bits(plan(m), seq[0]), "a Plan's second call differs from its first")
 check(same_bits(plan(iqu), outp), "a Plan on I, Q, U differs from smoothing")
 o = np.empty(NPIX)
 check(plan(m, out=o) is o and same_bits(o, ref), "out= not filled")
+# an out= it cannot fill: refused, saying what it got (a big-endian array as
+# healpy.read_map returns them, a wrong shape, a strided view, a list)
+for bad, said in ((np.empty(NPIX, ">f8"), ">f8 array"), (np.empty(5), "shape (5,)"),
+                  (np.empty((NPIX, 2))[:, 0], "not C-contiguous"), ([0.0], "got list")):
+    check(raises(ValueError, plan, m, out=bad, contains=said), f"out= {said}: not refused as such")
 print(f"  {plan!r}, memory {plan.memory / 1e6:.1f} MB")
 check(0 < plan.bound < 1e-10, f"bound {plan.bound}")
 check(plan.backend in ("cpu", "gpu") and plan.stages()["total"] > 0, "backend or stages")

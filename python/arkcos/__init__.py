@@ -555,8 +555,11 @@ class Plan:
         if out is not None:
             if (f32 or not isinstance(out, np.ndarray) or out.dtype != np.float64
                     or not out.flags.c_contiguous or out.shape != arr.shape):
-                raise ValueError(f"out: a C-contiguous float64 array of shape {arr.shape}"
-                                 + (" (and a float64 map)" if f32 else ""))
+                got = (f"a {out.dtype.str} array of shape {out.shape}"
+                       + ("" if out.flags.c_contiguous else ", not C-contiguous")
+                       if isinstance(out, np.ndarray) else type(out).__name__)
+                raise ValueError(f"out: a C-contiguous float64 array (native byte order) of shape {arr.shape}"
+                                 + (" (and a float64 map)" if f32 else "") + f" is needed, got {got}")
             res = out.reshape(maps.shape)
         else:
             res = np.empty(maps.shape, dtype=np.float64)
