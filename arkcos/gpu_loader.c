@@ -82,7 +82,32 @@ static int ensure_loaded(void) {
   return loaded;
 }
 
+/* The NVIDIA driver's library: without it the CUDA runtime finds no
+ * device, so where it cannot be loaded that is known without loading the
+ * module (cuFFT and the runtime: about 10 ms of a process that then takes
+ * the CPU). Not when $ARKCOS_GPU_MODULE names a module, which reports its
+ * own loading. */
+static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
+static int driver_ok;
+static char driver_why[360];
+
+static void probe_driver(void) {
+  const char *env = getenv("ARKCOS_GPU_MODULE");
+  if ((env && *env) || dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) { /* kept: the runtime opens it too */
+    driver_ok = 1;
+    return;
+  }
+  const char *e = dlerror();
+  snprintf(driver_why, sizeof driver_why, "no CUDA device found: no NVIDIA driver: %s",
+           e ? e : "libcuda.so.1 not found");
+}
+
 int arkcos_gpu_available(char *why, size_t len) {
+  pthread_once(&driver_once, probe_driver);
+  if (!driver_ok) {
+    if (why && len) snprintf(why, len, "%s", driver_why);
+    return 0;
+  }
   if (ensure_loaded()) return mod.available(why, len);
   if (why && len) snprintf(why, len, "%s", load_why);
   return 0;

@@ -41,6 +41,22 @@ rc=$?
 [ $rc -eq 2 ] && [ ! -e "$T/small-gpu.fits" ] && ok || bad "--backend gpu under ulimit -v: exit $rc, expected 2"
 grep -q 'backend gpu' "$T/small-gpu.err" && ok || bad "--backend gpu under ulimit -v: $(cat "$T/small-gpu.err")"
 
+# no NVIDIA driver (libcuda.so.1 not loadable): AUTO takes the CPU without
+# loading the module (cuFFT and the runtime cost about 10 ms and 9 MB of a
+# one-call process), and says why
+if "$ARKCOS" info 2>/dev/null | grep -q '^backend .*no NVIDIA driver: libcuda.so.1'; then
+  LD_DEBUG=files "$ARKCOS" smooth "$T/a.fits" "$T/nodrv.fits" "${K[@]}" >/dev/null 2>"$T/nodrv.err"
+  rc=$?
+  [ $rc -eq 0 ] && ! grep -q 'file=.*libarkcos_gpu' "$T/nodrv.err" && ok \
+    || bad "auto without a driver: exit $rc, module loaded: $(grep -c 'file=.*libarkcos_gpu' "$T/nodrv.err")"
+  "$ARKCOS" smooth "$T/a.fits" "$T/nodrv-gpu.fits" "${K[@]}" --backend gpu >/dev/null 2>"$T/nodrv-gpu.err"
+  rc=$?
+  [ $rc -eq 2 ] && grep -q 'backend gpu: no CUDA device found: no NVIDIA driver' "$T/nodrv-gpu.err" && ok \
+    || bad "--backend gpu without a driver: exit $rc: $(cat "$T/nodrv-gpu.err")"
+else
+  echo "  (an NVIDIA driver is installed here: the driverless path is not checked)"
+fi
+
 # a module that is not there: the reason, everywhere
 export ARKCOS_GPU_MODULE="$T/none/libarkcos_gpu.so.1"
 "$ARKCOS" smooth "$T/a.fits" "$T/g.fits" "${K[@]}" --backend gpu >/dev/null 2>"$T/g.err"
