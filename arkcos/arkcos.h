@@ -724,6 +724,11 @@ void arkcos_smoother_destroy(arkcos_smoother *s); /* NULL is a no-op */
 /* 1 if built with CUDA and a device is present; otherwise 0 and a reason
  * ("built without CUDA", "no CUDA device found: ...") in why. */
 int arkcos_gpu_available(char *why, size_t len);
+/* 1 if built with CUDA and the NVIDIA driver's libcuda.so.1 can be loaded
+ * (or $ARKCOS_GPU_MODULE names a module): then arkcos_gpu_available loads
+ * the GPU module (the CUDA runtime and cuFFT, about 10 MB resident) to
+ * look for a device; 0 otherwise, when it answers without loading it. */
+int arkcos_gpu_driver(void);
 /* Multi-line human-readable description of the CUDA runtime, driver, cuFFT
  * and devices, or "built without CUDA". */
 void arkcos_gpu_describe(char *buf, size_t len);

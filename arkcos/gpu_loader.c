@@ -102,6 +102,11 @@ static void probe_driver(void) {
            e ? e : "libcuda.so.1 not found");
 }
 
+int arkcos_gpu_driver(void) {
+  pthread_once(&driver_once, probe_driver);
+  return driver_ok;
+}
+
 int arkcos_gpu_available(char *why, size_t len) {
   pthread_once(&driver_once, probe_driver);
   if (!driver_ok) {
@@ -131,6 +136,8 @@ void arkcos_gpu_query(arkcos_gpu_info *info) {
 }
 
 int arkcos_gpu_create(arkcos_plan *p, arkcos_error *err) {
+  pthread_once(&driver_once, probe_driver); /* as arkcos_gpu_available says it */
+  if (!driver_ok) return arkcos_fail(err, ARKCOS_ENODEV, "--backend gpu: %s", driver_why);
   if (ensure_loaded()) return mod.create(p, err);
   return arkcos_fail(err, ARKCOS_ENODEV, "--backend gpu: %s", load_why);
 }

@@ -11,6 +11,8 @@ int arkcos_gpu_available(char *why, size_t len) {
   return 0;
 }
 
+int arkcos_gpu_driver(void) { return 0; }
+
 void arkcos_gpu_describe(char *buf, size_t len) {
   if (buf && len) snprintf(buf, len, "GPU: built without CUDA\n");
 }

@@ -40,13 +40,10 @@ typedef struct smem_row {
 /* The process itself (code, libraries): measured 14.4 MB of peak resident
  * memory for `arkcos smooth` at nside 16 (FFTW's plans estimated, no
  * wisdom); an MPI build under mpirun 24.6 to 31.8 MB (its libraries,
- * docs/MPI.md); a CUDA build 23.9 to 24.1 MB (--backend auto opens the GPU
- * module and the CUDA runtime even without a device) */
-#ifdef ARKCOS_WITH_CUDA
-#define PROCESS_CUDA_BYTES 10e6
-#else
-#define PROCESS_CUDA_BYTES 0.0
-#endif
+ * docs/MPI.md); a CUDA build 23.9 to 24.1 MB where the NVIDIA driver is
+ * installed (--backend auto opens the GPU module and the CUDA runtime even
+ * without a device; without the driver it does not, arkcos_gpu_driver) */
+#define PROCESS_CUDA_BYTES (arkcos_gpu_driver() ? 10e6 : 0.0)
 #define PROCESS_BYTES ((hmpi_built() || nranks > 1 ? 32e6 : 15e6) + PROCESS_CUDA_BYTES)
 /* the host memory of a CUDA context, where the GPU runs the maps: nside
  * 256 at 38' on an H200 host (CUDA 13), peak 186 MB with the GPU against
