@@ -154,13 +154,7 @@ static int SFX(setup_extents)(arkcos_plan *p, SFX(cpu_state) *s, arkcos_error *e
  * reach (w); whether every reached pair is real and reached from both
  * ends; then the chunks and each thread's ring of w + 1 slots */
 static int SFX(setup_pairsym)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, arkcos_error *err) {
-  const int nr = p->geom->nrings;
-  s->tidx = (int *)malloc(sizeof(int) * (size_t)nr);
-  if (!s->tidx) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-  for (int t = 0; t < p->ntasks; t++) {
-    s->tidx[p->task[t]] = t;
-    if (p->mirror[p->task[t]] >= 0) s->tidx[p->mirror[p->task[t]]] = t;
-  }
+  if (!(s->tidx = arkcos_ring_tasks(p))) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
   int psym = s->sym;
   for (int t = 0; t < p->ntasks && psym; t++) {
     const int i = p->task[t];

@@ -448,13 +448,9 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
       if (len < p->ntasks / (8 * s->nthreads)) len = p->ntasks / (8 * s->nthreads);
       s->nchunk = nt / len > 1 ? nt / len : 1;
       s->chunk0 = malloc(sizeof(int) * (size_t)(s->nchunk + 1));
-      s->tidx = malloc(sizeof(int) * (size_t)g->nrings);
+      s->tidx = arkcos_ring_tasks(p);
       if (!s->chunk0 || !s->tidx) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
       for (int c = 0; c <= s->nchunk; c++) s->chunk0[c] = p->task_lo + (int)((int64_t)nt * c / s->nchunk);
-      for (int t = 0; t < p->ntasks; t++) {
-        s->tidx[p->task[t]] = t;
-        if (p->mirror[p->task[t]] >= 0) s->tidx[p->mirror[p->task[t]]] = t;
-      }
       nspec = (size_t)s->nthreads * (size_t)(2 * ww + 1) * 8 * rp;
       s->wspec = fftw_malloc(sizeof(double) * nspec);
     } else {

@@ -576,15 +576,20 @@ int arkcos_spectra_window(const arkcos_plan *p, int nthreads, double row_bytes, 
 /* The farthest task (in task order) that a task's pairs read: ahead only
  * (both = 0: the pair-symmetric schedule) or either way; -1 when out of
  * memory. */
-int arkcos_tasks_reach(const arkcos_plan *p, int both) {
-  const arkcos_geometry *g = p->geom;
-  int *tidx = malloc(sizeof(int) * (size_t)g->nrings);
-  if (!tidx) return -1;
-  for (int j = 0; j < g->nrings; j++) tidx[j] = -1;
+int *arkcos_ring_tasks(const arkcos_plan *p) {
+  int *tidx = malloc(sizeof(int) * (size_t)p->geom->nrings);
+  if (!tidx) return NULL;
+  for (int j = 0; j < p->geom->nrings; j++) tidx[j] = -1;
   for (int t = 0; t < p->ntasks; t++) {
     tidx[p->task[t]] = t;
     if (p->mirror[p->task[t]] >= 0) tidx[p->mirror[p->task[t]]] = t;
   }
+  return tidx;
+}
+
+int arkcos_tasks_reach(const arkcos_plan *p, int both) {
+  int *tidx = arkcos_ring_tasks(p);
+  if (!tidx) return -1;
   int w = 0;
   for (int t = 0; t < p->ntasks; t++) {
     const int i = p->task[t];

@@ -114,6 +114,9 @@ int arkcos_spectra_window(const arkcos_plan *p, int nthreads, double row_bytes, 
 /* The same for a spin-2 plan (cpu_spin2.h), whose tasks read either way:
  * w or -1, and the chunks' length in tasks (*chunk_len) */
 int arkcos_spin2_window(const arkcos_plan *p, int nthreads, double row_bytes, double rows_bytes, int *chunk_len);
+/* The task of every ring (a ring and its mirror share one), -1 for a ring
+ * in none: nrings ints to free(), NULL when out of memory */
+int *arkcos_ring_tasks(const arkcos_plan *p);
 /* The farthest task a task's pairs read, ahead only or (both) either way */
 int arkcos_tasks_reach(const arkcos_plan *p, int both);
 
