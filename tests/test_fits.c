@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <fitsio.h>
+#include <math.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -498,6 +499,147 @@ TEST_GROUP(write_errors) {
   free(m);
 }
 
+static int same_bytes(const char *a, const char *b) {
+  FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+  int same = fa && fb;
+  while (same) {
+    const int ca = fgetc(fa), cb = fgetc(fb);
+    if (ca != cb) same = 0;
+    if (ca == EOF || cb == EOF) break;
+  }
+  if (fa) fclose(fa);
+  if (fb) fclose(fb);
+  return same;
+}
+
+/* Reads every map column of path with ARKCOS_FITS_RAW=raw ("0": CFITSIO's
+ * column reads; NULL: the default, the data unit read in row chunks) */
+static int read_with(const char *path, const char *raw, double ***maps, int *ncols, int64_t *nbad,
+                     arkcos_error *err) {
+  if (raw) setenv("ARKCOS_FITS_RAW", raw, 1);
+  else unsetenv("ARKCOS_FITS_RAW");
+  hpx_header h;
+  int rc = hpx_read_header(path, &h, err);
+  *ncols = 0;
+  *maps = NULL;
+  if (!rc) rc = hpx_read_columns_missing(&h, maps, ncols, nbad, err);
+  hpx_header_free(&h);
+  unsetenv("ARKCOS_FITS_RAW");
+  return rc;
+}
+
+/* Whether the two reads of path (CFITSIO's, the default) agree bit for bit */
+static int reads_agree(const char *path, int want_ncols, const char *what) {
+  double **a = NULL, **b = NULL;
+  int na = 0, nb = 0;
+  int64_t bad_a = -1, bad_b = -2;
+  arkcos_error ea = {0}, eb = {0};
+  const int ra = read_with(path, "0", &a, &na, &bad_a, &ea), rb = read_with(path, NULL, &b, &nb, &bad_b, &eb);
+  hpx_header h;
+  arkcos_error e = {0};
+  int64_t npix = hpx_read_header(path, &h, &e) ? 0 : h.npix;
+  hpx_header_free(&h);
+  int same = ra == 0 && rb == 0 && na == want_ncols && nb == na && bad_a == bad_b && npix > 0;
+  for (int c = 0; same && c < na; c++) same = !memcmp(a[c], b[c], sizeof(double) * (size_t)npix);
+  CHECK(same, "%s: reads differ (rc %d %d, columns %d %d, bad %lld %lld; %s %s)", what, ra, rb, na, nb,
+        (long long)bad_a, (long long)bad_b, ea.msg, eb.msg);
+  hpx_free_maps(a, na);
+  hpx_free_maps(b, nb);
+  return same;
+}
+
+/* The data unit written and read in row chunks (the default) against
+ * CFITSIO's column calls (ARKCOS_FITS_RAW=0): files byte for byte and maps
+ * bit for bit over layouts (one value or 1024 a row, RING and NESTED,
+ * float32 and float64, one to six columns), missing values (NaN, UNSEEN,
+ * inf) and denormals; tables only CFITSIO reads (integer and scaled
+ * columns, columns of different lengths, a gzip-compressed file) through
+ * CFITSIO; a truncated file refused with its name. */
+TEST_GROUP(raw_io) {
+  const int64_t nsides[] = {1, 3, 8, 16, 64};
+  const int ncols[] = {1, 3, 6};
+  for (size_t i = 0; i < sizeof nsides / sizeof nsides[0]; i++)
+    for (int nested = 0; nested <= 1; nested++)
+      for (int f32 = 0; f32 <= 1; f32++)
+        for (size_t k = 0; k < sizeof ncols / sizeof ncols[0]; k++) {
+          const int64_t nside = nsides[i], npix = 12 * nside * nside;
+          if (nested && nside == 3) continue;
+          double *m[6];
+          for (int c = 0; c < ncols[k]; c++) {
+            m[c] = make_map(nside, c + 1);
+            m[c][npix / 2] = NAN;
+            m[c][npix - 1] = HPX_UNSEEN;
+            if (npix > 8) m[c][3] = INFINITY, m[c][5] = 1e-310, m[c][7] = -0.0;
+          }
+          char what[96];
+          snprintf(what, sizeof what, "nside %lld nested %d f32 %d, %d column(s)", (long long)nside, nested, f32,
+                   ncols[k]);
+          arkcos_error err = {0};
+          setenv("ARKCOS_FITS_RAW", "0", 1);
+          int rc = hpx_write_maps(tpath("cf.fits"), (const double *const *)m, ncols[k], nside, nested, f32, 1, &err);
+          unsetenv("ARKCOS_FITS_RAW");
+          rc = rc ? rc : hpx_write_maps(tpath("raw.fits"), (const double *const *)m, ncols[k], nside, nested, f32, 1, &err);
+          CHECK(rc == 0, "%s: %s", what, err.msg);
+          CHECK(same_bytes(tpath("cf.fits"), tpath("raw.fits")), "%s: the files differ", what);
+          reads_agree(tpath("raw.fits"), ncols[k], what);
+          for (int c = 0; c < ncols[k]; c++) free(m[c]);
+        }
+  /* tables of other layouts: 1D rows (Fortran tools), mixed E and D, an
+   * integer column, a scaled column, a column of a different length */
+  static const struct {
+    const char *name, *tform[2], *scale;
+    int ok;
+  } t[] = {{"rows1.fits", {"1D", "1D"}, NULL, 1}, {"mixed.fits", {"1024E", "1024D"}, NULL, 1},
+           {"int.fits", {"1024D", "1024J"}, NULL, 1}, {"scaled.fits", {"1024E", "1024E"}, "2.5", 1},
+           {"lengths.fits", {"1024E", "512E"}, NULL, 0}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    const char *path = tpath(t[i].name);
+    const long long nside = 32, npix = 12 * nside * nside;
+    const long rep = atol(t[i].tform[0]);
+    unlink(path);
+    fitsfile *fp;
+    int status = 0;
+    char *ttype[] = {"A", "B"}, *tform[] = {(char *)t[i].tform[0], (char *)t[i].tform[1]}, *tunit[] = {"", ""};
+    fits_create_diskfile(&fp, path, &status);
+    fits_create_tbl(fp, BINARY_TBL, npix / rep, 2, ttype, tform, tunit, "x", &status);
+    fits_write_key(fp, TSTRING, "PIXTYPE", "HEALPIX", NULL, &status);
+    fits_write_key(fp, TSTRING, "ORDERING", "NESTED", NULL, &status);
+    fits_write_key(fp, TLONGLONG, "NSIDE", (void *)&nside, NULL, &status);
+    if (t[i].scale) {
+      double sc = atof(t[i].scale), zero = 1.0;
+      fits_write_key(fp, TDOUBLE, "TSCAL2", &sc, NULL, &status);
+      fits_write_key(fp, TDOUBLE, "TZERO2", &zero, NULL, &status);
+      fits_set_tscale(fp, 2, sc, zero, &status);
+    }
+    double *v = make_map(nside, 4);
+    v[9] = NAN;
+    for (int c = 1; c <= 2; c++) {
+      long long n = c == 2 && rep == 1024 && atol(t[i].tform[1]) == 512 ? npix / 2 : npix;
+      fits_write_col(fp, TDOUBLE, c, 1, 1, n, v, &status);
+    }
+    fits_close_file(fp, &status);
+    free(v);
+    CHECK(status == 0, "%s: CFITSIO status %d writing it", t[i].name, status);
+    if (t[i].ok) reads_agree(path, 2, t[i].name);
+  }
+  /* gzip-compressed: CFITSIO inflates it, the reads agree */
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "gzip -c '%s' > '%s'", tpath("mixed.fits"), tpath("mixed.fits.gz"));
+  if (system(cmd) == 0) reads_agree(tpath("mixed.fits.gz"), 2, "mixed.fits.gz");
+  /* a truncated file: refused, named */
+  snprintf(cmd, sizeof cmd, "head -c 40000 '%s' > '%s'", tpath("mixed.fits"), tpath("cut.fits"));
+  if (system(cmd) == 0) {
+    double **a = NULL;
+    int na = 0;
+    int64_t nbad = 0;
+    arkcos_error err = {0};
+    const int rc = read_with(tpath("cut.fits"), NULL, &a, &na, &nbad, &err);
+    CHECK(rc == ARKCOS_EINVAL && strstr(err.msg, "cut.fits") && strstr(err.msg, "truncated") && !a,
+          "truncated: rc %d '%s'", rc, err.msg);
+  }
+  CHECK(count_tmp_files() == 0, "temporary files left behind");
+}
+
 static void cleanup(void) {
   DIR *d = opendir(tmpdir);
   if (!d) return;
@@ -522,4 +664,4 @@ static void setup(void) {
 __attribute__((constructor)) static void init(void) { setup(); }
 
 TEST_MAIN(TG(roundtrip), TG(header), TG(columns), TG(bad_pixels),
-          TG(partial_sky), TG(partial_runs), TG(read_errors), TG(write_errors))
+          TG(partial_sky), TG(partial_runs), TG(read_errors), TG(write_errors), TG(raw_io))
