@@ -662,98 +662,143 @@ static int plain_fits(int fd) {
   return pread(fd, magic, 9, 0) == 9 && !memcmp(magic, "SIMPLE  =", 9);
 }
 
-/* Full-sky maps whose columns are float32 or float64 without TSCAL/TZERO
- * (what healpy writes) read straight from the table's data unit: rows in
- * chunks of HPX_IO_CHUNK bytes, one pread each, every wanted column taken
- * from the chunk, big-endian to double on every thread. The values are
- * CFITSIO's without a null check (float32 widened, float64 bit for bit);
- * CFITSIO's own reads go through 2880-byte records, column after column:
- * I, Q, U at nside 1024 took 0.4 million read and 0.5 million lseek calls.
- * Returns 1 where the layout needs CFITSIO (integer or scaled columns,
- * partial sky, a compressed file), else an arkcos status. */
-static int read_raw(col_reader *r, double **maps, int want, arkcos_error *err) {
+/* A full-sky table's columns as bytes of its data unit: what the raw
+ * readers need (raw_open) */
+typedef struct raw_table {
+  int fd;                  /* the file, or -1 */
+  long long rowlen, data;  /* NAXIS1; the data unit's offset */
+  long long nrows;
+  long repeat;             /* values per row, the same in every column read */
+  long long *tbcol;        /* per column read: its offset within a row */
+  int *esize;              /* 4 (float32) or 8 (float64) */
+} raw_table;
+
+static void raw_close(raw_table *t) {
+  if (t->fd >= 0) close(t->fd);
+  free(t->tbcol);
+  free(t->esize);
+  *t = (raw_table){.fd = -1};
+}
+
+/* Map columns [c0, c0 + n) (1-based FITS columns) of the full-sky table r
+ * is at, where every one is float32 or float64 without TSCAL/TZERO (what
+ * healpy writes) and of one length: 0 with t open; 1 where the layout needs
+ * CFITSIO (integer or scaled columns, partial sky, a compressed file: t
+ * closed); else an arkcos status (a truncated file). */
+static int raw_open(const col_reader *r, int c0, int n, raw_table *t, arkcos_error *err) {
   const hpx_header *h = r->h;
-  if (h->explicit_index || !r->fp || !r->fp->Fptr) return 1;
+  *t = (raw_table){.fd = -1};
+  if (raw_io() == 0 || h->explicit_index || !r->fp || !r->fp->Fptr || n < 1) return 1;
   const FITSfile *F = r->fp->Fptr;
-  if (F->hdutype != BINARY_TBL || !F->tableptr || F->tfield < h->first_col + want - 1) return 1;
-  const long long rowlen = F->rowlength, nrows = h->nrows, data = F->datastart;
-  if (rowlen <= 0 || nrows <= 0 || data < 0 || nrows > (LLONG_MAX - data) / rowlen) return 1;
-  long long tbcol[want];
-  int esize[want];
-  long repeat = 0;
-  for (int c = 0; c < want; c++) {
-    const tcolumn *col = F->tableptr + (h->first_col + c - 1);
-    esize[c] = col->tdatatype == TDOUBLE ? 8 : col->tdatatype == TFLOAT ? 4 : 0;
-    if (!esize[c] || col->tscale != 1.0 || col->tzero != 0.0 || (c && col->trepeat != repeat)) return 1;
-    repeat = (long)col->trepeat;
-    tbcol[c] = col->tbcol;
-    if (tbcol[c] < 0 || tbcol[c] + repeat * esize[c] > rowlen) return 1;
+  if (F->hdutype != BINARY_TBL || !F->tableptr || c0 < 1 || F->tfield < c0 + n - 1) return 1;
+  t->rowlen = F->rowlength, t->nrows = h->nrows, t->data = F->datastart;
+  if (t->rowlen <= 0 || t->nrows <= 0 || t->data < 0 || t->nrows > (LLONG_MAX - t->data) / t->rowlen) return 1;
+  t->tbcol = malloc(sizeof *t->tbcol * (size_t)n);
+  t->esize = malloc(sizeof *t->esize * (size_t)n);
+  int ok = t->tbcol && t->esize;
+  for (int c = 0; c < n && ok; c++) {
+    const tcolumn *col = F->tableptr + (c0 + c - 1);
+    t->esize[c] = col->tdatatype == TDOUBLE ? 8 : col->tdatatype == TFLOAT ? 4 : 0;
+    ok = t->esize[c] && col->tscale == 1.0 && col->tzero == 0.0 && (!c || col->trepeat == t->repeat);
+    t->repeat = (long)col->trepeat;
+    t->tbcol[c] = col->tbcol;
+    ok = ok && t->tbcol[c] >= 0 && t->tbcol[c] + t->repeat * t->esize[c] <= t->rowlen;
   }
-  if (repeat < 1 || (long long)repeat * nrows != h->npix || data < 0) return 1;
-  const int fd = open(h->path, O_RDONLY);
-  if (fd < 0) return 1; /* CFITSIO opened it: let it read */
+  if (ok) ok = t->repeat >= 1 && (long long)t->repeat * t->nrows == h->npix;
+  if (ok) ok = (t->fd = open(h->path, O_RDONLY)) >= 0; /* else CFITSIO, which opened it, reads */
   struct stat st;
-  if (!plain_fits(fd) || fstat(fd, &st) != 0) {
-    close(fd);
+  if (ok) ok = plain_fits(t->fd) && fstat(t->fd, &st) == 0;
+  if (!ok) {
+    raw_close(t);
     return 1;
   }
-  if ((long long)st.st_size < data + nrows * rowlen) {
-    close(fd);
+  if ((long long)st.st_size < t->data + t->nrows * t->rowlen) {
+    raw_close(t);
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "%s: cannot read map data (truncated file?): the table needs %lld bytes, "
                        "the file has %lld",
-                       h->path, data + nrows * rowlen, (long long)st.st_size);
+                       h->path, t->data + t->nrows * t->rowlen, (long long)st.st_size);
   }
-  long long per = HPX_IO_CHUNK / rowlen > 0 ? HPX_IO_CHUNK / rowlen : 1;
-  if (per > nrows) per = nrows;
+  return 0;
+}
+
+/* Rows [r0, r0 + nr) of t into buf (nr rowlen bytes) */
+static int raw_rows(const raw_table *t, const char *path, long long r0, long long nr, unsigned char *buf,
+                    arkcos_error *err) {
+  const size_t bytes = (size_t)(nr * t->rowlen);
+  for (size_t done = 0; done < bytes;) {
+    errno = 0;
+    const ssize_t k = pread(t->fd, buf + done, bytes - done, (off_t)(t->data + r0 * t->rowlen + (long long)done));
+    if (k <= 0)
+      return arkcos_fail(err, ARKCOS_EINVAL, "%s: cannot read map data: %s", path,
+                         k < 0 ? strerror(errno) : "unexpected end of file");
+    done += (size_t)k;
+  }
+  return ARKCOS_OK;
+}
+
+/* Value e of a row's column of esize es at src: big-endian to double, as
+ * CFITSIO converts without a null check (float32 widened) */
+static inline double raw_value(const unsigned char *src, int es, long e) {
+  double v;
+  if (es == 8) {
+    uint64_t u;
+    memcpy(&u, src + 8 * e, 8);
+    u = __builtin_bswap64(u);
+    memcpy(&v, &u, 8);
+  } else {
+    uint32_t u;
+    float f;
+    memcpy(&u, src + 4 * e, 4);
+    u = __builtin_bswap32(u);
+    memcpy(&f, &u, 4);
+    v = (double)f;
+  }
+  return v;
+}
+
+/* Rows of HPX_IO_CHUNK bytes at a time for t, at least one, at most all */
+static long long raw_chunk_rows(const raw_table *t) {
+  long long per = HPX_IO_CHUNK / t->rowlen > 0 ? HPX_IO_CHUNK / t->rowlen : 1;
+  return per < t->nrows ? per : t->nrows;
+}
+
+/* Full-sky maps (raw_open's tables) read straight from the table's data
+ * unit: rows in chunks of HPX_IO_CHUNK bytes, one pread each, every wanted
+ * column taken from the chunk on every thread. The values are CFITSIO's
+ * without a null check (float32 widened, float64 bit for bit); CFITSIO's
+ * own reads go through 2880-byte records, column after column: I, Q, U at
+ * nside 1024 took 0.4 million read and 0.5 million lseek calls. Returns 1
+ * where the layout needs CFITSIO, else an arkcos status. */
+static int read_raw(col_reader *r, double **maps, int want, arkcos_error *err) {
+  const hpx_header *h = r->h;
+  raw_table t;
+  int rc = raw_open(r, h->first_col, want, &t, err);
+  if (rc) return rc;
+  const long long per = raw_chunk_rows(&t), rowlen = t.rowlen;
+  const long repeat = t.repeat;
   unsigned char *buf = malloc((size_t)(per * rowlen));
-  int rc = buf ? ARKCOS_OK : reader_oom(h, want, err);
+  rc = buf ? ARKCOS_OK : reader_oom(h, want, err);
   const int64_t nside = h->nside;
   const int nested = h->nested;
-  for (long long r0 = 0; !rc && r0 < nrows; r0 += per) {
-    const long long nr = nrows - r0 < per ? nrows - r0 : per;
-    const size_t bytes = (size_t)(nr * rowlen);
-    for (size_t done = 0; done < bytes;) {
-      errno = 0;
-      const ssize_t k = pread(fd, buf + done, bytes - done, (off_t)(data + r0 * rowlen + (long long)done));
-      if (k <= 0) {
-        rc = arkcos_fail(err, ARKCOS_EINVAL, "%s: cannot read map data: %s", h->path,
-                         k < 0 ? strerror(errno) : "unexpected end of file");
-        break;
-      }
-      done += (size_t)k;
-    }
-    if (rc) break;
+  for (long long r0 = 0; !rc && r0 < t.nrows; r0 += per) {
+    const long long nr = t.nrows - r0 < per ? t.nrows - r0 : per;
+    if ((rc = raw_rows(&t, h->path, r0, nr, buf, err))) break;
     for (int c = 0; c < want; c++) {
       double *m = maps[c];
-      const long long off = tbcol[c];
-      const int es = esize[c];
+      const long long off = t.tbcol[c];
+      const int es = t.esize[c];
 #pragma omp parallel for schedule(static)
       for (long long row = 0; row < nr; row++) {
         const unsigned char *src = buf + row * rowlen + off;
         const int64_t q0 = (r0 + row) * repeat;
-        for (long e = 0; e < repeat; e++) {
-          double v;
-          if (es == 8) {
-            uint64_t u;
-            memcpy(&u, src + 8 * e, 8);
-            u = __builtin_bswap64(u);
-            memcpy(&v, &u, 8);
-          } else {
-            uint32_t u;
-            float f;
-            memcpy(&u, src + 4 * e, 4);
-            u = __builtin_bswap32(u);
-            memcpy(&f, &u, 4);
-            v = (double)f;
-          }
-          m[nested ? arkcos_healpix_nest2ring(nside, q0 + e) : q0 + e] = v;
-        }
+        for (long e = 0; e < repeat; e++)
+          m[nested ? arkcos_healpix_nest2ring(nside, q0 + e) : q0 + e] = raw_value(src, es, e);
       }
     }
   }
   free(buf);
-  close(fd);
+  raw_close(&t);
   return rc;
 }
 
@@ -768,7 +813,7 @@ static int read_all_columns(col_reader *r, double **maps, int want,
                          h->path, want, (long long)h->npix);
     arkcos_hint_huge(maps[c], sizeof **maps * (size_t)h->npix);
   }
-  const int raw = raw_io() ? read_raw(r, maps, want, err) : 1;
+  const int raw = read_raw(r, maps, want, err);
   if (raw == ARKCOS_OK) {
     for (int c = 0; c < want; c++) *nbad += replace_bad(maps[c], h->npix, r->bad_value);
     return ARKCOS_OK;
@@ -1250,11 +1295,42 @@ typedef struct band_reader {
   int col;
   double *dst, *buf;
   int64_t nbad;
+  raw_table raw;       /* the column's bytes (fd >= 0), else CFITSIO */
+  unsigned char *rows; /* raw: HPX_IO_CHUNK bytes of rows */
+  arkcos_error *err;
+  int said;            /* err holds the failure's message */
 } band_reader;
+
+/* File indices [q, q + n) of the band reader's column from its raw table
+ * into b->buf: the rows holding them, HPX_IO_CHUNK bytes at a time */
+static int raw_stretch(band_reader *b, long long q, long long n) {
+  const raw_table *t = &b->raw;
+  const long long per = raw_chunk_rows(t);
+  for (long long i = 0; i < n;) {
+    const long long r0 = (q + i) / t->repeat, nr0 = (q + n - 1) / t->repeat - r0 + 1;
+    const long long nr = nr0 < per ? nr0 : per;
+    int rc = raw_rows(t, b->r.h->path, r0, nr, b->rows, b->err);
+    if (rc) {
+      b->said = 1;
+      return rc;
+    }
+    const long long end = (r0 + nr) * t->repeat < q + n ? (r0 + nr) * t->repeat : q + n; /* file index */
+    for (long long k = q + i; k < end; k++)
+      b->buf[k - q] = raw_value(b->rows + (k / t->repeat - r0) * t->rowlen + t->tbcol[0], t->esize[0],
+                                k % t->repeat);
+    i = end - q;
+  }
+  return ARKCOS_OK;
+}
 
 static int read_stretch(void *ctx, long long q, long long n, const int64_t *loc) {
   band_reader *b = ctx;
-  if (read_flat(b->r.fp, b->col, q, n, b->buf, &b->r.status)) return ARKCOS_EINVAL;
+  if (b->raw.fd >= 0) {
+    const int rc = raw_stretch(b, q, n);
+    if (rc) return rc;
+  } else if (read_flat(b->r.fp, b->col, q, n, b->buf, &b->r.status)) {
+    return ARKCOS_EINVAL;
+  }
   b->nbad += replace_bad(b->buf, n, NAN);
   for (long long i = 0; i < n; i++) b->dst[loc[i]] = b->buf[i];
   return ARKCOS_OK;
@@ -1392,7 +1468,7 @@ int hpx_read_column_runs(const hpx_header *h, int c, const int64_t *seg, int nse
                          int64_t *nbad, arkcos_error *err) {
   *nbad = 0;
   if (c < 0 || c >= h->ncols) return arkcos_fail(err, ARKCOS_EINVAL, "%s: no map column %d", h->path, c + 1);
-  band_reader b = {.r = {.h = h, .bad_value = NAN}, .col = h->first_col + c, .dst = dst};
+  band_reader b = {.r = {.h = h, .bad_value = NAN}, .col = h->first_col + c, .dst = dst, .raw = {.fd = -1}};
   int64_t *lofs = runs_back_to_back(seg, nseg);
   b.buf = malloc(sizeof *b.buf * (size_t)HPX_CHUNK);
   int rc = lofs && b.buf ? reopen_table(&b.r, err) : reader_oom(h, 1, err);
@@ -1401,10 +1477,18 @@ int hpx_read_column_runs(const hpx_header *h, int c, const int64_t *seg, int nse
     for (int k = 0; k < nseg; k++) len += seg[2 * k + 1] - seg[2 * k];
     rc = read_partial_runs(&b, seg, lofs, nseg, len, err);
   } else if (!rc) {
-    rc = for_stretches(h->nested, h->nside, seg, lofs, nseg, read_stretch, &b);
-    if (rc == ARKCOS_ENOMEM) reader_oom(h, 1, err);
-    else if (rc) fits_fail(err, ARKCOS_EINVAL, h->path, b.r.status, "cannot read map data (truncated file?)");
+    b.err = err;
+    rc = raw_open(&b.r, b.col, 1, &b.raw, err); /* a status: err says why */
+    if (rc == 0 && !(b.rows = malloc((size_t)(raw_chunk_rows(&b.raw) * b.raw.rowlen)))) rc = reader_oom(h, 1, err);
+    if (rc == 0 || rc == 1) {
+      rc = for_stretches(h->nested, h->nside, seg, lofs, nseg, read_stretch, &b);
+      if (rc == ARKCOS_ENOMEM) reader_oom(h, 1, err);
+      else if (rc && !b.said)
+        fits_fail(err, ARKCOS_EINVAL, h->path, b.r.status, "cannot read map data (truncated file?)");
+    }
   }
+  raw_close(&b.raw);
+  free(b.rows);
   close_quietly(b.r.fp);
   free(b.buf);
   free(lofs);
