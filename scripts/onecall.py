@@ -19,6 +19,11 @@ Per case (beam, nside):
   - ducc0 (when importable): the same iter-0 smoothing, adjoint synthesis
     times 4 pi / npix, B_l, synthesis, lmax = 2 nside.
 Ratios are the others' time over arkcos's one call (> 1: arkcos faster).
+"File to file" adds the map's read and write (FITS, float64): arkcos's
+read + plan + execute + write from its summary line (the output a new file,
+flushed to disk as arkcos always does), beside healpy's read_map +
+smoothing(iter=0) + write_map timed in this process (interpreter and imports
+excluded from both).
 """
 import argparse
 import json
@@ -81,7 +86,7 @@ def run_arkcos(exe, path, out, args, threads):
         return {"error": (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]}
     with open(rssfile) as f:
         rss_kb = int(f.read().split()[0])
-    res = {"wall": wall, "execute": 0.0, "plan": 0.0, "fftw": 0.0, "tables": 0.0}
+    res = {"wall": wall, "execute": 0.0, "plan": 0.0, "fftw": 0.0, "tables": 0.0, "read": 0.0, "write": 0.0}
     for line in text.splitlines():
         if not line.startswith("smooth:"):
             continue
@@ -95,10 +100,15 @@ def run_arkcos(exe, path, out, args, threads):
         m = re.search(r"cutoff=([0-9.eE+-]+)deg \(K/K0=([0-9.eE+-]+)\)", line)
         if m:
             res["cutoff_deg"], res["cut_level"] = float(m.group(1)), float(m.group(2))
+        m = re.search(r" read=([0-9.eE+-]+)s write=([0-9.eE+-]+)s", line)
+        if m:
+            res["read"] += float(m.group(1))
+            res["write"] += float(m.group(2))
     m = re.search(r"bound: ([0-9.eE+-]+|inf)", text)
     res["bound"] = m.group(1) if m else "none"
     res["rss_mb"] = rss_kb / 1024
     res["one_call"] = res["plan"] + res["execute"]
+    res["file_to_file"] = res["read"] + res["one_call"] + res["write"]
     return res
 
 
@@ -131,9 +141,10 @@ def main():
           f"healpy {hp.__version__}, ducc0 {ducc0.__version__ if ducc0 else 'absent'}; FFTW planner "
           f"{os.environ.get('ARKCOS_FFTW_PLANNER', 'estimate')} (no wisdom)", flush=True)
     hdr = ("| case | nside | px/FWHM | cut | arkcos one call (plan: fftw, tables) | execute | RSS MB | "
-           "healpy iter 0 | ratio | ducc0 iter 0 | ratio | healpy default | ratio |")
+           "healpy iter 0 | ratio | ducc0 iter 0 | ratio | healpy default | ratio | "
+           "file to file: arkcos | healpy iter 0 | ratio |")
     print(hdr)
-    print("|" + "---|" * 13)
+    print("|" + "---|" * 16)
     rows = []
     with tempfile.TemporaryDirectory(prefix="arkcos-onecall-") as tmp:
         for nside in [int(x) for x in a.nsides.split(",")]:
@@ -167,10 +178,17 @@ def main():
                     bl = tophat_bl(radius, 3 * nside - 1)
                     beam = dict(beam_window=bl)
                     ppf = float("nan")
-                r = run_arkcos(a.arkcos, piqu if pol else path, os.path.join(tmp, "out.fits"),
-                               args + a.arkcos_args.split(), T)
+                out = os.path.join(tmp, "out.fits")
+                if os.path.exists(out):
+                    os.unlink(out)  # a new file, as for healpy's write below
+                r = run_arkcos(a.arkcos, piqu if pol else path, out, args + a.arkcos_args.split(), T)
                 inp = [m] + qu if pol else m
-                _, t_h0 = timed(hp.smoothing, inp, iter=0, lmax=lmax0, pol=pol, **beam)
+                sm, t_h0 = timed(hp.smoothing, inp, iter=0, lmax=lmax0, pol=pol, **beam)
+                _, t_hr = timed(hp.read_map, piqu if pol else path, field=(0, 1, 2) if pol else 0)
+                hout = os.path.join(tmp, "healpy_out.fits")
+                _, t_hw = timed(hp.write_map, hout, sm, dtype=np.float64, overwrite=True)
+                os.unlink(hout)
+                t_hf = t_hr + t_h0 + t_hw
                 t_d0 = None
                 if ducc0 and not pol:
                     _, t_d0 = timed(ducc0_iter0, m, bl[:lmax0 + 1], nside, lmax0, T)
@@ -178,7 +196,8 @@ def main():
                 if not a.no_default:
                     _, t_hd = timed(hp.smoothing, inp, pol=pol, **beam)
                 row = dict(case=name, nside=nside, pixels_per_fwhm=ppf, threads=T, arkcos=r,
-                           healpy_iter0=t_h0, ducc0_iter0=t_d0, healpy_default=t_hd)
+                           healpy_iter0=t_h0, ducc0_iter0=t_d0, healpy_default=t_hd,
+                           healpy_read=t_hr, healpy_write=t_hw, healpy_file_to_file=t_hf)
                 rows.append(row)
                 oc = r.get("one_call")
 
@@ -193,8 +212,11 @@ def main():
                 else:
                     ark = f"{oc:.3g} s ({r['plan']:.3g}: {r['fftw']:.2g}, {r['tables']:.2g})"
                     exe, rss, cut = f"{r['execute']:.3g} s", f"{r['rss_mb']:.0f}", f"{r.get('cut_level', 0):.0e}"
+                ff = r.get("file_to_file")
+                fr = "-" if not ff else f"x{t_hf / ff:.2f}"
                 print(f"| {name} | {nside} | {ppf:.3g} | {cut} | {ark} | {exe} | {rss} | {sec(t_h0)} | "
-                      f"{rat(t_h0)} | {sec(t_d0)} | {rat(t_d0)} | {sec(t_hd)} | {rat(t_hd)} |", flush=True)
+                      f"{rat(t_h0)} | {sec(t_d0)} | {rat(t_d0)} | {sec(t_hd)} | {rat(t_hd)} | {sec(ff)} | "
+                      f"{sec(t_hf)} | {fr} |", flush=True)
     if a.json:
         with open(a.json + ".tmp", "w") as f:
             json.dump({"host": platform.node(), "threads": T, "rows": rows}, f, indent=1)
