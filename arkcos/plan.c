@@ -281,19 +281,26 @@ static double direct_support_cost(const arkcos_plan *p) {
  * harmonic path (harmonic.c) is taken. The transforms cost about
  * nrings l_K^2, ARKCoS about nrings (pairs per ring) (modes per pair), which
  * at a given width in pixels grows more slowly with nside, so the ratio
- * falls with nside: 0.48 at nside 1024 (L / 4), 0.1 less per doubling,
- * within [0.2, 0.6]. Measured break-even (one call, 2 threads; harmonic
- * against ARKCoS): nside 512 at 0.42 L 0.17 s against 0.33 s, at 0.62 L
- * 0.24 against 0.22 s; nside 1024 at 0.47 L 0.80 against 1.03 s, at 0.53 L
- * 1.27 against 0.96 s; nside 2048 at 0.31 L 3.8 against 5.9 s, at 0.47 L
- * 5.0 against 3.6 s; nside 256 at 0.63 L 0.06 s either way. Q and U: 0.15
- * more (within [0.2, 0.65]), the spin-2 tables costing more: I, Q, U at
+ * falls with nside: 0.41 at nside 1024 (L / 4), 0.09 less per doubling,
+ * within [0.2, 0.6]. Measured break-even since the ring spectra's window
+ * made ARKCoS cheaper (one call, plan + execute, medians of three, 2
+ * threads, the AMD virtual machine; ARKCoS against harmonic): nside 512 at
+ * 70' (l_K 0.53 L) 0.32 s against 0.34 s, at 85' (0.44 L) 0.34 against
+ * 0.26 s; nside 1024 at 44' (0.44 L) 1.06 against 1.23 s, at 48' (0.40 L)
+ * 0.95 against 1.08 s, at 52' (0.37 L) 1.26 against 0.91 s; nside 2048 at
+ * 24' (0.38 L) 5.07 against 5.74 s, at 28' (0.33 L) 5.55 against 5.20 s:
+ * the path turns harmonic at 75' (nside 512), 46' (1024) and 29' (2048)
+ * (before it, 0.48 at nside 1024 and 0.1 less per doubling, from break-
+ * evens of 0.42-0.62 L at 512, 0.47-0.53 L at 1024, 0.31-0.47 L at 2048).
+ * Q and U keep the earlier rule plus 0.15 (within [0.2, 0.65]; not
+ * measured again), the spin-2 tables costing more: I, Q, U at
  * nside 1024 and 0.59 L, 4.9 s and 0.74 GB against 6.0 s and 5.7 GB with
  * the tables cut at 1e-5 (19 s and 12.7 GB at 1e-13); nside 512 at 1 deg
  * (0.62 L) 0.79 s against 1.5 s; at 0.72 L (nside 1024) 8.7 s against
  * 6.1 s. */
 static double harmonic_ratio(int64_t L, int spin) {
-  const double r = 0.48 - 0.1 * log2((double)L / 4096.0) + (spin == 2 ? 0.15 : 0);
+  const double x = log2((double)L / 4096.0);
+  const double r = spin == 2 ? 0.63 - 0.1 * x : 0.41 - 0.09 * x;
   const double hi = spin == 2 ? 0.65 : 0.6;
   return r < 0.2 ? 0.2 : r > hi ? hi : r;
 }
