@@ -651,8 +651,12 @@ static int64_t read_one_column(col_reader *r, int col, double *m) {
 /* ARKCOS_FITS_RAW=0: every map read and written through CFITSIO's column
  * calls (the reference the raw paths are tested against) */
 static int raw_io(void) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   const char *e = getenv("ARKCOS_FITS_RAW");
   return !(e && !strcmp(e, "0"));
+#else
+  return 0; /* the raw paths swap bytes from big-endian to a little-endian host's */
+#endif
 }
 
 /* Whether the file starts as a FITS file does (not gzip-compressed, which
