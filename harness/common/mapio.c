@@ -1009,7 +1009,9 @@ static void free_writer(map_writer *w) {
 }
 
 /* Creates tmp with the table and healpy's HEALPix keywords. */
-static int create_table(map_writer *w, const char *tmp, const char *coordsys,
+/* The table's header (and, unless empty, its rows as CFITSIO's zeros:
+ * empty declares no rows, for patch_naxis2) */
+static int create_table(map_writer *w, const char *tmp, const char *coordsys, int empty,
                         arkcos_error *err) {
   int *st = &w->status;
   if (fits_create_diskfile(&w->fp, tmp, st)) {
@@ -1018,7 +1020,7 @@ static int create_table(map_writer *w, const char *tmp, const char *coordsys,
   }
   /* On an empty file fits_create_tbl first writes the null primary HDU
    * (with EXTEND = T) that healpy also writes. */
-  fits_create_tbl(w->fp, BINARY_TBL, w->nrows, w->nmaps, w->ttype, w->tforms,
+  fits_create_tbl(w->fp, BINARY_TBL, empty ? 0 : w->nrows, w->nmaps, w->ttype, w->tforms,
                   w->tunit, "xtension", st);
   long long nside_ll = w->nside, first = 0, last = w->npix - 1;
   fitsfile *fp = w->fp;
@@ -1150,7 +1152,7 @@ int hpx_write_maps_ex(const char *path, const double *const *maps, int nmaps,
   if (prepare_writer(&w, as_float32, cols))
     rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory writing %d map(s)",
                      path, nmaps);
-  if (!rc) rc = create_table(&w, tmp, coordsys, err);
+  if (!rc) rc = create_table(&w, tmp, coordsys, 0, err);
   if (!rc) rc = write_all_columns(&w, maps, as_float32, err);
   if (!rc) rc = finish_file(&w, tmp, 1, err);
   free_writer(&w);
@@ -1500,6 +1502,32 @@ int hpx_read_column_runs(const hpx_header *h, int c, const int64_t *seg, int nse
   return rc;
 }
 
+/* NAXIS2 of the header at [head, data) of tmp set to nrows: the card
+ * CFITSIO wrote for no rows, its value right-justified in columns 11-30
+ * as CFITSIO writes it (the files are byte for byte those of a table
+ * created with its rows: test_fits, raw_io) */
+static int patch_naxis2(const char *tmp, const char *path, long long head, long long data, long long nrows,
+                        arkcos_error *err) {
+  const int fd = open(tmp, O_RDWR);
+  if (fd < 0) return arkcos_fail(err, ARKCOS_EIO, "%s: cannot open %s: %s", path, tmp, strerror(errno));
+  int rc = -1;
+  char card[80];
+  for (long long at = head; rc < 0 && at + 80 <= data; at += 80) {
+    if (pread(fd, card, 80, (off_t)at) != 80) break;
+    if (memcmp(card, "NAXIS2  = ", 10)) continue;
+    char val[21];
+    snprintf(val, sizeof val, "%20lld", nrows);
+    errno = 0;
+    rc = pwrite(fd, val, 20, (off_t)(at + 10)) == 20
+             ? ARKCOS_OK
+             : arkcos_fail(err, ARKCOS_EIO, "%s: cannot write header: %s", path,
+                           errno ? strerror(errno) : "short write");
+  }
+  if (rc < 0) rc = arkcos_fail(err, ARKCOS_EIO, "%s: cannot write header: no NAXIS2 card in it", path);
+  if (close(fd) != 0 && !rc) rc = arkcos_fail(err, ARKCOS_EIO, "%s: cannot write header: %s", path, strerror(errno));
+  return rc;
+}
+
 int hpx_band_create(const char *path, int nmaps, int64_t nside, int nested, int as_float32, int force,
                     const hpx_column *cols, const char *coordsys, char *tmp, size_t tmplen,
                     hpx_band_layout *L, arkcos_error *err) {
@@ -1510,7 +1538,10 @@ int hpx_band_create(const char *path, int nmaps, int64_t nside, int nested, int 
   map_writer w = {.path = path, .nmaps = nmaps, .nested = nested, .nside = nside};
   if (prepare_writer(&w, as_float32, cols))
     rc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: out of memory writing %d map(s)", path, nmaps);
-  if (!rc) rc = create_table(&w, tmp, coordsys, err);
+  /* no rows declared: CFITSIO would write the whole data unit as zeros
+   * when it closes the file (100 MB of 4 KiB writes at nside 1024), which
+   * the ranks then write again; NAXIS2 is set afterwards */
+  if (!rc) rc = create_table(&w, tmp, coordsys, 1, err);
   long long head = 0, data = 0, end = 0;
   if (!rc && fits_get_hduaddrll(w.fp, &head, &data, &end, &w.status))
     rc = fits_fail(err, ARKCOS_EIO, path, w.status, "cannot write header");
@@ -1526,6 +1557,7 @@ int hpx_band_create(const char *path, int nmaps, int64_t nside, int nested, int 
     const long long bytes = w.nrows * L->row_bytes;
     L->size = data + (bytes + 2879) / 2880 * 2880; /* the data unit padded to FITS blocks (zeros) */
     rc = finish_file(&w, tmp, 0, err);
+    if (!rc) rc = patch_naxis2(tmp, path, head, data, w.nrows, err);
   }
   free_writer(&w);
   errno = 0;
