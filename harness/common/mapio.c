@@ -1215,6 +1215,10 @@ static int file_ranges(int nested, int64_t nside, const int64_t *seg, int nseg, 
   int64_t *rr = malloc(sizeof *rr * (size_t)(2 * nseg + 2));
   if (!rr) return ARKCOS_ENOMEM;
   for (int k = 0; k < nseg; k++) {
+    if (seg[2 * k] >= seg[2 * k + 1]) { /* an empty run meets no block */
+      rr[2 * k] = 1, rr[2 * k + 1] = 0;
+      continue;
+    }
     rr[2 * k] = ring_of(nside, seg[2 * k]);
     rr[2 * k + 1] = ring_of(nside, seg[2 * k + 1] - 1);
   }
