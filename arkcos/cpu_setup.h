@@ -187,14 +187,9 @@ static int SFX(setup_pairsym)(arkcos_plan *p, SFX(cpu_state) *s, size_t *bytes, 
   if (s->pairsym) {
     /* a band plan (task_lo, task_hi) chunks its own tasks alike; a task's
      * sums do not depend on where the chunks start (see pairsym_stage) */
-    const int nt = p->task_hi - p->task_lo;
-    if (len < p->ntasks / (8 * s->nthreads)) len = p->ntasks / (8 * s->nthreads);
-    s->nchunk = nt <= 0 ? 0 : nt / len > 1 ? nt / len : 1;
-    s->chunk0 = (int *)malloc(sizeof(int) * (size_t)(s->nchunk + 1));
+    s->chunk0 = arkcos_task_chunks(p, len, s->nthreads, &s->nchunk);
     s->tslots = (R *)FFTWP(malloc)(sizeof(R) * s->slot_sz * (size_t)((s->w + 1) * s->nthreads));
     if (!s->chunk0 || !s->tslots) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-    for (int c = 0; c <= s->nchunk; c++)
-      s->chunk0[c] = p->task_lo + (s->nchunk ? (int)((int64_t)nt * c / s->nchunk) : 0);
     *bytes += sizeof(R) * s->slot_sz * (size_t)((s->w + 1) * s->nthreads);
   }
   return ARKCOS_OK;

@@ -440,17 +440,13 @@ int arkcos_spin2_create(arkcos_plan *p, arkcos_error *err) {
     const int ww = arkcos_spin2_window(p, s->nthreads, 32.0 * (double)rp, 32.0 * (double)rp * nb, &len);
     size_t nspec = 4 * rp * (size_t)nb;
     if (ww >= 0) {
-      const int nt = p->task_hi - p->task_lo;
       s->window = 1;
       s->ww = ww;
       /* at most 8 chunks a thread (a chunk transforms 2 ww rings twice);
        * each task's sums are its own, whatever the chunks */
-      if (len < p->ntasks / (8 * s->nthreads)) len = p->ntasks / (8 * s->nthreads);
-      s->nchunk = nt / len > 1 ? nt / len : 1;
-      s->chunk0 = malloc(sizeof(int) * (size_t)(s->nchunk + 1));
+      s->chunk0 = arkcos_task_chunks(p, len, s->nthreads, &s->nchunk);
       s->tidx = arkcos_ring_tasks(p);
       if (!s->chunk0 || !s->tidx) return arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-      for (int c = 0; c <= s->nchunk; c++) s->chunk0[c] = p->task_lo + (int)((int64_t)nt * c / s->nchunk);
       nspec = (size_t)s->nthreads * (size_t)(2 * ww + 1) * 8 * rp;
       s->wspec = fftw_malloc(sizeof(double) * nspec);
     } else {

@@ -580,9 +580,6 @@ int arkcos_spectra_window(const arkcos_plan *p, int nthreads, double row_bytes, 
   return 2 * win <= rows_bytes ? w : -1;
 }
 
-/* The farthest task (in task order) that a task's pairs read: ahead only
- * (both = 0: the pair-symmetric schedule) or either way; -1 when out of
- * memory. */
 int *arkcos_ring_tasks(const arkcos_plan *p) {
   int *tidx = malloc(sizeof(int) * (size_t)p->geom->nrings);
   if (!tidx) return NULL;
@@ -594,6 +591,9 @@ int *arkcos_ring_tasks(const arkcos_plan *p) {
   return tidx;
 }
 
+/* The farthest task (in task order) that a task's pairs read: ahead only
+ * (both = 0: the pair-symmetric schedule) or either way; -1 when out of
+ * memory. */
 int arkcos_tasks_reach(const arkcos_plan *p, int both) {
   int *tidx = arkcos_ring_tasks(p);
   if (!tidx) return -1;
@@ -607,6 +607,16 @@ int arkcos_tasks_reach(const arkcos_plan *p, int both) {
   }
   free(tidx);
   return w;
+}
+
+int *arkcos_task_chunks(const arkcos_plan *p, int len, int nthreads, int *nchunk) {
+  const int nt = p->task_hi - p->task_lo;
+  if (len < p->ntasks / (8 * nthreads)) len = p->ntasks / (8 * nthreads);
+  *nchunk = nt <= 0 ? 0 : nt / len > 1 ? nt / len : 1;
+  int *chunk0 = malloc(sizeof(int) * (size_t)(*nchunk + 1));
+  if (chunk0)
+    for (int c = 0; c <= *nchunk; c++) chunk0[c] = p->task_lo + (*nchunk ? (int)((int64_t)nt * c / *nchunk) : 0);
+  return chunk0;
 }
 
 /* A spin-2 CPU plan's ring spectra in a window per thread (cpu_spin2.h;

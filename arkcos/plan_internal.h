@@ -117,6 +117,12 @@ int arkcos_spin2_window(const arkcos_plan *p, int nthreads, double row_bytes, do
 /* The task of every ring (a ring and its mirror share one), -1 for a ring
  * in none: nrings ints to free(), NULL when out of memory */
 int *arkcos_ring_tasks(const arkcos_plan *p);
+/* The chunks of a plan's tasks [task_lo, task_hi) that the windowed and
+ * pair-symmetric schedules give the threads: at least len tasks, at most 8
+ * chunks a thread (fewer prologues; a task's sums do not depend on where
+ * the chunks start): *nchunk + 1 boundaries to free(), NULL when out of
+ * memory */
+int *arkcos_task_chunks(const arkcos_plan *p, int len, int nthreads, int *nchunk);
 /* The farthest task a task's pairs read, ahead only or (both) either way */
 int arkcos_tasks_reach(const arkcos_plan *p, int both);
 

@@ -761,6 +761,23 @@ static inline double raw_value(const unsigned char *src, int es, long e) {
   return v;
 }
 
+/* v as element e of esize es at dst, big-endian, as CFITSIO converts
+ * (float32 by a cast: the caller refuses what does not fit) */
+static inline void raw_put(unsigned char *dst, int es, long e, double v) {
+  if (es == 4) {
+    const float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u = __builtin_bswap32(u);
+    memcpy(dst + 4 * e, &u, 4);
+  } else {
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    u = __builtin_bswap64(u);
+    memcpy(dst + 8 * e, &u, 8);
+  }
+}
+
 /* Rows of HPX_IO_CHUNK bytes at a time for t, at least one, at most all */
 static long long raw_chunk_rows(const raw_table *t) {
   long long per = HPX_IO_CHUNK / t->rowlen > 0 ? HPX_IO_CHUNK / t->rowlen : 1;
@@ -1592,21 +1609,10 @@ static int write_stretch(void *ctx, long long q, long long n, const int64_t *loc
     const long long m = L->repeat - e < n - i ? L->repeat - e : n - i; /* to the row's end */
     for (long long t = 0; t < m; t++) {
       const double v = b->src[loc[i + t]];
-      if (L->esize == 4) {
-        if (fabs(v) > FLT_MAX && isfinite(v))
-          return arkcos_fail(b->err, ARKCOS_EINVAL, "%s: column %d pixel %lld = %g does not fit in float32",
-                             b->path, b->col + 1, (long long)file_to_ring(L->nested, L->nside, q + i + t), v);
-        float f = (float)v;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        u = __builtin_bswap32(u);
-        memcpy(b->buf + 4 * t, &u, 4);
-      } else {
-        uint64_t u;
-        memcpy(&u, &v, 8);
-        u = __builtin_bswap64(u);
-        memcpy(b->buf + 8 * t, &u, 8);
-      }
+      if (L->esize == 4 && fabs(v) > FLT_MAX && isfinite(v))
+        return arkcos_fail(b->err, ARKCOS_EINVAL, "%s: column %d pixel %lld = %g does not fit in float32",
+                           b->path, b->col + 1, (long long)file_to_ring(L->nested, L->nside, q + i + t), v);
+      raw_put(b->buf, L->esize, (long)t, v);
     }
     const off_t at = (off_t)(L->data + row * L->row_bytes + (long long)b->col * L->repeat * L->esize + e * L->esize);
     size_t left = (size_t)(m * L->esize), done = 0;
@@ -1668,21 +1674,7 @@ static int write_rows(const char *tmp, const char *path, const hpx_band_layout *
         unsigned char *dst = buf + row * rowlen + (long long)c * repeat * es;
         const double *m = maps[c];
         const int64_t q0 = (r0 + row) * repeat;
-        for (long e = 0; e < repeat; e++) {
-          const double v = m[file_to_ring(nested, nside, q0 + e)];
-          if (es == 4) {
-            const float f = (float)v;
-            uint32_t u;
-            memcpy(&u, &f, 4);
-            u = __builtin_bswap32(u);
-            memcpy(dst + 4 * e, &u, 4);
-          } else {
-            uint64_t u;
-            memcpy(&u, &v, 8);
-            u = __builtin_bswap64(u);
-            memcpy(dst + 8 * e, &u, 8);
-          }
-        }
+        for (long e = 0; e < repeat; e++) raw_put(dst, es, e, m[file_to_ring(nested, nside, q0 + e)]);
       }
     const size_t bytes = (size_t)(nr * rowlen);
     for (size_t done = 0; done < bytes;) {
