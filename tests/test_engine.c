@@ -916,11 +916,12 @@ TEST_GROUP(ring_weights) {
          "gain at least %.0fx pole, %.0fx kink\n",
          worst_w[0], wide_pole, worst_w[1], least_gain[0], least_gain[1]);
   /* measured (plain -> weighted): pole s = 1.5 3.8e-2 -> 7.7e-4, s = 3 9.3e-3 -> 1.8e-6,
-   * s = 6 2.3e-3 -> 2.2e-9; kink s = 1.5 3.6e-4 -> 1.7e-5, s = 6 8.7e-5 -> 2.4e-7 */
-  CHECK(worst_w[0] <= 1e-3 && wide_pole <= 3e-6 && worst_w[1] <= 2.5e-5,
+   * s = 6 2.3e-3 -> 2.2e-9; kink s = 1.5 3.6e-4 -> 2.0e-9, s = 6 8.7e-5 -> 1.4e-10 (with the
+   * 1/12 alone: 1.7e-5 at s = 1.5, 2.4e-7 at s = 6; the fitted kink rows gain 8500x at s = 1.5) */
+  CHECK(worst_w[0] <= 1e-3 && wide_pole <= 3e-6 && worst_w[1] <= 5e-9,
         "ring weights: integral errors %.2e (pole), %.2e (pole, s >= 3), %.2e (kink)", worst_w[0], wide_pole,
         worst_w[1]);
-  CHECK(least_gain[0] >= 40 && least_gain[1] >= 15, "ring weights gain only %.1fx (pole), %.1fx (kink)",
+  CHECK(least_gain[0] >= 40 && least_gain[1] >= 2e4, "ring weights gain only %.1fx (pole), %.1fx (kink)",
         least_gain[0], least_gain[1]);
   /* 2. a constant map, weighted, smoothed by a 4.4 px/FWHM Gaussian */
   arkcos_geometry *g = arkcos_geometry_healpix(nside, NULL);
