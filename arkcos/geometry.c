@@ -99,9 +99,10 @@ int arkcos_healpix_ring_weights(int64_t nside, double *w) {
    * are the least-squares fit (scripts/kink_weights.py) that makes the
    * smoothing of band-limited random maps (lmax = 2 nside) by Gaussians of
    * 4 to 16 pixels per FWHM match the exact B_l result at nside 64, and of a
-   * constant map match 1. Held out (other maps, nside 128 and 256): the
-   * error at |z| = 2/3 falls from 1.8e-5 - 4.2e-5 to 1.7e-7 - 3.4e-7 of
-   * the map's largest value, a constant's from 3.7e-6 to 2.0e-7; narrower
+   * constant map match 1. Held out (other maps at nside 64, 128 and 256):
+   * the error on the 33 rings around |z| = 2/3 falls from 1.8e-5 - 5.9e-5
+   * to 2.9e-8 - 4.4e-7 of the map's largest value, a constant's from up to
+   * 7.4e-6 to at most 2.0e-7; narrower
    * kernels' errors there are their own aliasing and stay as they were
    * (docs/EXACTNESS.md, "Polar quadrature"). Below nside 32 the kernels that
  * reach the kink from both sides are tens of degrees wide, the fit's
