@@ -17,9 +17,10 @@ P_l(cos a), with a nugget of NUGGET times its variance.
 - kriging: each output of rings 1..14 as the best linear estimate of the
   kernel's integral from the pixels of rings 1..14 + the kernel's reach
   (one dense solve); also the weights' sums and absolute sums.
-- window: the map reconstructed by the same kriging on the first 26 rings,
-  the kernel integrated against it on a fine grid under a smooth window that
-  is 1 up to ring 4 and 0 from ring 20, and the pixel sum of the rest.
+- window: the map reconstructed by the same kriging on the first T2 + MARGIN
+  rings, the kernel integrated against it on a fine grid under a smooth
+  window that is 1 up to ring T1 and 0 from ring T2 (--window T1,T2,MARGIN,
+  default 4,20,6), and the pixel sum of the rest.
 Prints the largest error on output rings (odd ones) relative to the exact
 map's largest value.
 """
@@ -152,10 +153,16 @@ def main():
     ap.add_argument("--spectrum", choices=["white", "red"], default="white")
     ap.add_argument("--method", default="kriging,window")
     ap.add_argument("--nugget", type=float, default=1e-10)
+    ap.add_argument("--window", default="4,20,6",
+                    help="window: T1,T2,MARGIN (1 up to ring T1, 0 from T2, reconstruction to T2 + MARGIN)")
     a = ap.parse_args()
     s = setup(a.nside, a.ppf, a.spectrum)
     for meth in a.method.split(","):
-        {"kriging": kriging, "window": window}[meth](s, a.nugget)
+        if meth == "window":
+            t1, t2, margin = a.window.split(",")
+            window(s, a.nugget, float(t1), float(t2), int(margin))
+        else:
+            kriging(s, a.nugget)
 
 
 if __name__ == "__main__":
