@@ -24,7 +24,8 @@ import argparse
 import sys
 
 import numpy as np
-from numpy.polynomial.legendre import leggauss
+
+from bandlimited import gaussian_kernel, random_alm
 
 try:
     import healpy as hp
@@ -36,39 +37,12 @@ OUT = 16        # output rings nside - OUT .. nside + OUT
 RIDGE = 1e-4
 
 
-def kernel(nside, ppf):
-    npix = 12 * nside * nside
-    sig = ppf * np.sqrt(4 * np.pi / npix) / np.sqrt(8 * np.log(2))
-    cut = sig * np.sqrt(2 * np.log(1e13))
-    x, wq = leggauss(600)
-    a = 0.5 * cut * (x + 1)
-    wa = 0.5 * cut * wq * np.sin(a) * np.exp(-a ** 2 / (2 * sig ** 2))
-    norm = 2 * np.pi * wa.sum()
-    lmax = 2 * nside
-    bl = np.zeros(lmax + 1)
-    p0, p1, ca = np.ones_like(a), np.cos(a), np.cos(a)
-    for l in range(lmax + 1):
-        if l == 0:
-            p = p0
-        elif l == 1:
-            p = p1
-        else:
-            p = ((2 * l - 1) * ca * p1 - (l - 1) * p0) / l
-            p0, p1 = p1, p
-        bl[l] = 2 * np.pi * (wa * p).sum() / norm
-    return sig, cut, norm, bl
-
-
 def case(nside, ppf, seed):
     """Columns of the pixel sum by input ring (map and constant), the exact
     result, and which input rings the columns are."""
     npix, lmax = 12 * nside * nside, 2 * nside
-    sig, cut, norm, bl = kernel(nside, ppf)
-    rng = np.random.default_rng(seed)
-    nalm = hp.Alm.getsize(lmax)
-    alm = (rng.standard_normal(nalm) + 1j * rng.standard_normal(nalm)) / np.sqrt(2)
-    _, mm = hp.Alm.getlm(lmax)
-    alm[mm == 0] = alm[mm == 0].real * np.sqrt(2)
+    sig, cut, norm, bl = gaussian_kernel(nside, ppf, lmax)
+    alm = random_alm(hp, lmax, seed)
     m = hp.alm2map(alm, nside, lmax=lmax)
     exact = hp.alm2map(hp.almxfl(alm, bl), nside, lmax=lmax)
     counts = [4 * min(r, nside, 4 * nside - r) for r in range(1, 4 * nside)]

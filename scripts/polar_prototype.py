@@ -30,6 +30,8 @@ import sys
 import numpy as np
 from numpy.polynomial.legendre import leggauss, legval
 
+from bandlimited import gaussian_kernel, random_alm
+
 try:
     import healpy as hp
 except ImportError:
@@ -40,24 +42,8 @@ END = [252769.0 / 1814400.0, -68119.0 / 1814400.0, 1469.0 / 201600.0, -2497.0 / 
 
 def setup(nside, ppf, spectrum):
     npix, lmax = 12 * nside * nside, 2 * nside
-    sig = ppf * np.sqrt(4 * np.pi / npix) / np.sqrt(8 * np.log(2))
-    cut = sig * np.sqrt(2 * np.log(1e13))
-    x, wq = leggauss(600)
-    a = 0.5 * cut * (x + 1)
-    wa = 0.5 * cut * wq * np.sin(a) * np.exp(-a ** 2 / (2 * sig ** 2))
-    norm = 2 * np.pi * wa.sum()
-    pl = np.zeros((lmax + 1, len(a)))
-    pl[0], pl[1] = 1, np.cos(a)
-    for l in range(2, lmax + 1):
-        pl[l] = ((2 * l - 1) * np.cos(a) * pl[l - 1] - (l - 1) * pl[l - 2]) / l
-    bl = 2 * np.pi * (pl * wa).sum(1) / norm
-    rng = np.random.default_rng(1)
-    nalm = hp.Alm.getsize(lmax)
-    alm = (rng.standard_normal(nalm) + 1j * rng.standard_normal(nalm)) / np.sqrt(2)
-    ll, mm = hp.Alm.getlm(lmax)
-    alm[mm == 0] = alm[mm == 0].real * np.sqrt(2)
-    if spectrum == "red":
-        alm /= ll + 1.0
+    sig, cut, norm, bl = gaussian_kernel(nside, ppf, lmax)
+    alm = random_alm(hp, lmax, 1, spectrum)
     m = hp.alm2map(alm, nside, lmax=lmax)
     exact = hp.alm2map(hp.almxfl(alm, bl), nside, lmax=lmax)
 

@@ -28,6 +28,8 @@ import tempfile
 
 import numpy as np
 
+from bandlimited import random_alm
+
 try:
     import healpy as hp
 except ImportError:
@@ -70,13 +72,7 @@ def main():
         nside, fwhm = case.split(":")
         nside, fwhm = int(nside), float(fwhm)
         lmax = 2 * nside
-        rng = np.random.default_rng(a.seed)
-        nalm = hp.Alm.getsize(lmax)
-        alm = (rng.standard_normal(nalm) + 1j * rng.standard_normal(nalm)) / np.sqrt(2)
-        ll, mm = hp.Alm.getlm(lmax)
-        alm[mm == 0] = alm[mm == 0].real * np.sqrt(2)
-        if a.spectrum == "red":
-            alm *= 1.0 / (ll + 1.0)
+        alm = random_alm(hp, lmax, a.seed, a.spectrum)
         m = hp.alm2map(alm, nside, lmax=lmax)
         bl = hp.gauss_beam(np.radians(fwhm / 60), lmax=lmax)
         exact = hp.alm2map(hp.almxfl(alm, bl), nside, lmax=lmax)
