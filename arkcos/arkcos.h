@@ -580,7 +580,7 @@ typedef struct arkcos_smoother_spec {
   /* How the pixel sum integrates (not for harmonic operators):
    * ARKCOS_QUADRATURE_RING (the default): each ring's pixels weighted by
    * arkcos_healpix_ring_weights, which cuts a band-limited map's error at
-   * the cap/belt boundary 400-7000 fold from 4 pixels per FWHM and next to
+   * the cap/belt boundary 350-7000 fold from 4 pixels per FWHM and next to
    * the poles 2-6 fold (docs/EXACTNESS.md, "Polar quadrature"); below ARKCOS_RING_DIVIDE_PPF pixels per FWHM the
    * result is also divided by the smoothing of those weights, A(W m) /
    * A(W) (with a mask: A(W w m) / A(W w), zero mode A(W w m) / A(W)), so

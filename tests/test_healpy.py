@@ -258,7 +258,7 @@ def test_quadrature_by_region(d):
     alm2map(B_l a_lm) of a band-limited map (white C_l, lmax = 2 nside) with
     healpy's Gaussian beam (--gaussian harmonic), nside 64, 4 degrees FWHM
     (4.4 pixels per FWHM): the error on the 17 rings around each |z| = 2/3
-    falls 400-7000 fold from the pixel sum, and next to the poles (rings
+    falls 350-7000 fold from the pixel sum, and next to the poles (rings
     1-15 of each cap) 2-6 fold. Measured (scripts/quadrature_error.py, the
     same map): kink 4.12e-4 point, 2.24e-7 ring (7.29e-5 before the fitted
     kink rows); pole 1.08e-2 point, 4.06e-3 ring."""
@@ -284,7 +284,7 @@ def test_quadrature_by_region(d):
     if len(err) == 2:
         check_le("ring quadrature: error at |z| = 2/3 (measured 2.24e-7)", err["ring"][0], 4e-7)
         check_ge("ring quadrature: gain at |z| = 2/3 over the pixel sum (measured 1840)",
-                 err["point"][0] / err["ring"][0], 400)
+                 err["point"][0] / err["ring"][0], 1000)
         check_ge("ring quadrature: gain next to the poles (measured 2.66)", err["point"][1] / err["ring"][1], 2)
         check_le("ring quadrature: error next to the poles (measured 4.06e-3)", err["ring"][1], 5e-3)
 

@@ -121,7 +121,7 @@ static void usage(FILE *f) {
 "                       map2alm, times K_l, alm2map)\n"
 "  --quadrature Q       arkcos and direct: ring (default): each ring's pixels\n"
 "                       weighted for an accurate integral near the poles and at\n"
-"                       |z| = 2/3 (a band-limited map's error falls 400-7000\n"
+"                       |z| = 2/3 (a band-limited map's error falls 350-7000\n"
 "                       fold at |z| = 2/3 from 4 pixels per FWHM, 2-6 fold next\n"
 "                       to the poles), and below 8 pixels per FWHM the result\n"
 "                       divided by the smoothing of those weights, A(W m) /\n"

@@ -261,7 +261,7 @@ class Plan:
                    "normalize" divided by A(w) already)
       quadrature   "ring" (default): each ring's pixels weighted for an
                    accurate integral near the poles and at |z| = 2/3 (a
-                   band-limited map's error falls 400-7000 fold at
+                   band-limited map's error falls 350-7000 fold at
                    |z| = 2/3 from 4 pixels per FWHM, 2-6 fold next to
                    the poles), and
                    below 8 pixels per FWHM the result divided by the
