@@ -581,10 +581,11 @@ typedef struct arkcos_smoother_spec {
    * ARKCOS_QUADRATURE_RING (the default): each ring's pixels weighted by
    * arkcos_healpix_ring_weights, which cuts a band-limited map's error at
    * the cap/belt boundary 350-7000 fold from 4 pixels per FWHM and next to
-   * the poles 2-6 fold (docs/EXACTNESS.md, "Polar quadrature"); below ARKCOS_RING_DIVIDE_PPF pixels per FWHM the
-   * result is also divided by the smoothing of those weights, A(W m) /
-   * A(W) (with a mask: A(W w m) / A(W w), zero mode A(W w m) / A(W)), so
-   * that a constant map stays constant to rounding, at the cost of one
+   * the poles 2-6 fold (docs/EXACTNESS.md, "Polar quadrature"); below
+   * ARKCOS_RING_DIVIDE_PPF pixels per FWHM the result is also divided by
+   * the smoothing of those weights, A(W m) / A(W) (with a mask:
+   * A(W w m) / A(W w), zero mode A(W w m) / A(W)), so that a constant map
+   * stays constant to rounding, at the cost of one
    * more smoothing per smoother; wider, the weights alone keep it within
    * 2.1e-6 (3e-8 at 24 pixels per FWHM). ARKCOS_QUADRATURE_POINT: pixel
    * centres with equal weights, A(m) (healpy's iter 0 and the paper). */

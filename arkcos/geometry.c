@@ -102,20 +102,20 @@ int arkcos_healpix_ring_weights(int64_t nside, double *w) {
    * constant map match 1. Held out (other maps at nside 64, 128 and 256):
    * the error on the 33 rings around |z| = 2/3 falls from 1.8e-5 - 5.9e-5
    * to 2.9e-8 - 4.4e-7 of the map's largest value, a constant's from up to
-   * 7.4e-6 to at most 2.0e-7; narrower
-   * kernels' errors there are their own aliasing and stay as they were
-   * (docs/EXACTNESS.md, "Polar quadrature"). Below nside 32 the kernels that
- * reach the kink from both sides are tens of degrees wide, the fit's
- * scaling in 1 / nside no longer holds (a constant map under a 16 px/FWHM
- * Gaussian: 9.3e-7 without them, 2.8e-6 with them at nside 16), and the
- * 1/12 is all they get. */
+   * 7.4e-6 to at most 2.0e-7; narrower kernels' errors there are their own
+   * aliasing and stay as they were (docs/EXACTNESS.md, "Polar quadrature").
+   * Below nside 32 the kernels that reach the kink from both sides are tens
+   * of degrees wide, the fit's scaling in 1 / nside no longer holds (a
+   * constant map under a 16 px/FWHM Gaussian: 9.3e-7 without them, 2.8e-6
+   * with them at nside 16), and the 1/12 is all they get. */
   static const double kink[17] = {
       -8.419049e-05, 3.268836e-04,  -7.982998e-04, 1.612892e-03,  -2.998306e-03, 5.577189e-03,
       -1.132766e-02, 2.873667e-02,  -4.159912e-02, 2.826702e-02,  -1.093789e-02, 5.270329e-03,
       -2.763531e-03, 1.446210e-03,  -6.946793e-04, 2.762667e-04,  -6.907593e-05};
   for (int k = -8; k <= 8; k++) {
-    w[nside - 1 + k] += kink[k + 8] / (double)nside;
-    w[3 * nside - 1 - k] += kink[k + 8] / (double)nside;
+    const double d = kink[k + 8] / (double)nside;
+    w[nside - 1 + k] += d;     /* north */
+    w[3 * nside - 1 - k] += d; /* its mirror */
   }
   return 0;
 }

@@ -340,9 +340,7 @@ static int judge_row(row *r, const results_file *bf, const results_file *nf,
              "changed %+.1f%%, which explains a ratio up to %+.0f%%",
              100 * (r->new_raw / r->base_raw - 1), 100 * (r->yard_change - 1),
              100 * (NOISE_YARDSTICK_ONLY - 1));
-  } else if (r->j.verdict == STATS_REGRESSION && r->spread <= NOISE_SPREAD &&
-             (!one_machine || r->machine <= NOISE_MACHINE) &&
-             (r->base_raw < SHORT_CASE_S || r->new_raw < SHORT_CASE_S)) {
+  } else if (r->ratio_regressed && (r->base_raw < SHORT_CASE_S || r->new_raw < SHORT_CASE_S)) {
     /* a short case: a move between processes, unless its method regressed
      * at its other nsides too (confirm_across_nsides) */
     r->kind = ROW_TOO_NOISY;
