@@ -1685,7 +1685,7 @@ int arkcos_plan_constant(arkcos_plan *p, double c, double *out, int nthreads) {
  * the same values as constant_execute's (its Fourier rings, then the
  * direct row sums added, c = 1) in a thread's buffer of one ring. */
 int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, int64_t *nonpos,
-                                arkcos_stage_times *times, int nthreads) {
+                                arkcos_stage_times *times, int nthreads, double *keep1, int64_t nkeep) {
   *nonpos = 0;
   memset(times, 0, sizeof *times);
   arkcos_direct *D = p->direct;
@@ -1741,10 +1741,19 @@ int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, 
         if (acc)
           for (int64_t a = 0; a < ni; a++) y[a] += acc[a]; /* c acc[a], c = 1, exactly */
         for (int64_t a = 0; a < ni; a++) np += !(y[a] > 0);
+        /* the first and last nkeep pixels: A(1) kept, the maps not divided */
+        const int64_t o = rg[ir].ofs, npx = p->geom->npix;
+        const int kept = keep1 && (o < nkeep || o + ni > npx - nkeep);
+        if (kept)
+          for (int64_t a = 0; a < ni; a++) {
+            const int64_t q = o + a;
+            if (q < nkeep) keep1[q] = y[a];
+            else if (q >= npx - nkeep) keep1[nkeep + q - (npx - nkeep)] = y[a];
+          }
         for (int m = 0; m < nmaps; m++) {
-          double *z = maps[m] + rg[ir].ofs;
+          double *z = maps[m] + o;
           for (int64_t a = 0; a < ni; a++)
-            if (z[a] != ARKCOS_UNSEEN) z[a] /= y[a];
+            if (z[a] != ARKCOS_UNSEEN && !(kept && (o + a < nkeep || o + a >= npx - nkeep))) z[a] /= y[a];
         }
       }
     }

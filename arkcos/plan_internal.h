@@ -258,11 +258,14 @@ int arkcos_plan_constant(arkcos_plan *p, double c, double *out, int nthreads);
  * by the map's execute, or made here). *nonpos: the pixels where A(1) is
  * not positive (their quotients meaningless). *times: its own stage times
  * (reduction, direct, total), also added to the plan's last execute's
- * (arkcos_plan_stages: the map's and its division). 1 when done, 0 when
+ * (arkcos_plan_stages: the map's and its division). keep1 (or NULL):
+ * the first and last nkeep pixels (RING) are not divided, their A(1) goes
+ * to keep1[0 .. nkeep) and keep1[nkeep .. 2 nkeep) (the polar caps'
+ * reconstruction divides them itself). 1 when done, 0 when
  * the plan is of another kind (maps untouched), -1 out of memory (maps
  * partly divided). */
 int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, int64_t *nonpos,
-                                arkcos_stage_times *times, int nthreads);
+                                arkcos_stage_times *times, int nthreads, double *keep1, int64_t nkeep);
 /* constant_rings.c: output ring i of that execute from its Fourier pairs
  * (input rings jlo[i0] .. jhi[i0], or their mirrors when mir), c times
  * their sums, into y[0 .. n_i); 0, or -1 out of memory */

@@ -66,7 +66,8 @@ arkcos_kernel *arkcos_smoother_make_kernel(const arkcos_smoother_spec *spec, int
 /* 1 when the smoother integrates with the rings' quadrature weights (and
  * divides by A(W)): the default, for pixel-space smoothing. */
 int smoother_ring_quadrature(const arkcos_smoother_spec *s) {
-  return s->quadrature == ARKCOS_QUADRATURE_RING && !(s->op && s->op->harmonic) && !is_identity(s);
+  return (s->quadrature == ARKCOS_QUADRATURE_RING || s->quadrature == ARKCOS_QUADRATURE_POLAR) &&
+         !(s->op && s->op->harmonic) && !is_identity(s);
 }
 
 /* ----------------------------------------------------------------- checks */
@@ -99,8 +100,10 @@ static int check_plain(const arkcos_smoother_spec *s, arkcos_error *err) {
   if (s->mask_mode == ARKCOS_MASK_ZERO && s->min_weight != -1)
     return arkcos_fail(err, ARKCOS_EINVAL, "min_weight applies to the normalize mask mode only (zero keeps "
                        "every pixel)");
-  if (s->quadrature != ARKCOS_QUADRATURE_RING && s->quadrature != ARKCOS_QUADRATURE_POINT)
-    return arkcos_fail(err, ARKCOS_EINVAL, "quadrature: %d is neither ring (0) nor point (1)", s->quadrature);
+  if (s->quadrature != ARKCOS_QUADRATURE_RING && s->quadrature != ARKCOS_QUADRATURE_POINT &&
+      s->quadrature != ARKCOS_QUADRATURE_POLAR)
+    return arkcos_fail(err, ARKCOS_EINVAL, "quadrature: %d is none of ring (0), point (1), polar (2)",
+                       s->quadrature);
   if (s->normalize && s->op && s->op->harmonic)
     return arkcos_fail(err, ARKCOS_EINVAL, "%s applies only to pixel-space smoothing, not harmonic "
                        "smoothing (it keeps a constant map constant by construction)",
@@ -277,6 +280,46 @@ arkcos_smoother *arkcos_smoother_create(const arkcos_smoother_spec *spec, arkcos
 
 /* ------------------------------------------------------------------ plans */
 
+/* ARKCOS_QUADRATURE_POLAR's reconstruction for spin 0 (polar.h): where it
+ * applies, every scalar apply adds it (the plans' and the operators' alike,
+ * so the direct sum defines the same operator). */
+static int make_polar(arkcos_smoother *s, arkcos_error *err) {
+  if (!s->ring_quadrature || s->spec.quadrature != ARKCOS_QUADRATURE_POLAR || s->identity || s->polar)
+    return ARKCOS_OK;
+  arkcos_error e = {0};
+  const double t0 = omp_get_wtime();
+  s->polar = arkcos_polar_create(s->g, s->k[0], s->spec.options.threads, &e);
+  s->last.stages.other += omp_get_wtime() - t0;
+  if (!s->polar && e.code) {
+    if (err) *err = e;
+    return e.code;
+  }
+  s->polar_caps = 3;
+  return ARKCOS_OK;
+}
+
+int smoother_polar_norm(arkcos_smoother *s) {
+  const arkcos_polar *p = s->polar;
+  if (!p || s->norm_polar || !s->norm_w) return ARKCOS_OK;
+  const double *d = arkcos_polar_delta_one(p);
+  const int64_t n = arkcos_polar_out_pixels(p);
+  double *v = malloc(sizeof *v * 2 * (size_t)n);
+  if (!v) return ARKCOS_ENOMEM;
+  for (int64_t j = 0; j < n; j++) {
+    v[j] = s->norm_w[j] + d[j];
+    v[n + j] = s->norm_w[arkcos_polar_mirror(p, j)] + d[j];
+  }
+  s->norm_polar = v;
+  return ARKCOS_OK;
+}
+
+static void add_polar(arkcos_smoother *s, const double *in, double *out) {
+  if (!s->polar || !s->polar_caps) return;
+  const double t0 = omp_get_wtime();
+  arkcos_polar_apply(s->polar, in, out, s->polar_caps, s->spec.options.threads);
+  s->last.stages.other += omp_get_wtime() - t0;
+}
+
 int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err) {
   if (spin != 0 && spin != 2) return arkcos_fail(err, ARKCOS_EINVAL, "spin must be 0 or 2, got %d", spin);
   const int k = spin / 2;
@@ -285,7 +328,7 @@ int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err) {
     int rc = s->op.prepare(s->op.ctx, spin, s->g, s->k[k], err);
     if (rc) return rc;
     s->ready[k] = 1;
-    return ARKCOS_OK;
+    return k == 0 ? make_polar(s, err) : ARKCOS_OK;
   }
   arkcos_options o = s->spec.options;
   o.spin = spin;
@@ -298,6 +341,10 @@ int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err) {
   if (!s->plan[k]) return err && err->code ? err->code : ARKCOS_ERUNTIME;
   s->ready[k] = 1;
   if (k == 0 && !s->normalize) arkcos_direct_drop_constant_sums(s->plan[0]); /* A(1) never asked for */
+  if (k == 0) {
+    const int prc = make_polar(s, err);
+    if (prc) return prc;
+  }
   const char *note = arkcos_plan_note(s->plan[k]), *inexact = arkcos_plan_exactness(s->plan[k]);
   int rc = note[0] ? smoother_warn(s, ARKCOS_WARN_NOTE, "%s", note) : ARKCOS_OK;
   if (!rc && inexact[0])
@@ -313,12 +360,17 @@ int smoother_apply0(arkcos_smoother *s, const double *in, double *out, arkcos_er
   }
   int rc = arkcos_smoother_prepare(s, 0, err);
   if (rc) return rc;
-  if (s->has_op) return s->op.apply(s->op.ctx, in, out, err);
+  if (s->has_op) {
+    rc = s->op.apply(s->op.ctx, in, out, err);
+    if (!rc) add_polar(s, in, out);
+    return rc;
+  }
   rc = arkcos_execute(s->plan[0], in, out, err);
   if (!rc) {
     arkcos_stage_times t;
     arkcos_plan_stages(s->plan[0], &t);
     arkcos_stages_add(&s->last.stages, &t);
+    add_polar(s, in, out);
   }
   return rc;
 }
@@ -336,6 +388,8 @@ int smoother_apply0_two(arkcos_smoother *s, const double *in1, double *out1, con
     arkcos_stage_times t;
     arkcos_plan_stages(s->plan[0], &t);
     arkcos_stages_add(&s->last.stages, &t);
+    add_polar(s, in1, out1);
+    add_polar(s, in2, out2);
   }
   return rc;
 }
@@ -430,7 +484,10 @@ double arkcos_smoother_estimate(const arkcos_smoother_spec *spec, int nmaps, int
     arkcos_options o = spec->options;
     o.spin = spin;
     if (spin == 2) o.precision = ARKCOS_DOUBLE, o.accuracy = 0;
-    const double b = kk ? arkcos_plan_estimate(g, kk, &o, err) : 0;
+    double b = kk ? arkcos_plan_estimate(g, kk, &o, err) : 0;
+    /* ring quadrature's polar reconstruction (polar.h), made with the spin-0 plan */
+    if (b > 0 && spin == 0 && spec->quadrature == ARKCOS_QUADRATURE_POLAR && smoother_ring_quadrature(spec))
+      b += arkcos_polar_estimate(g, kk);
     arkcos_kernel_destroy(own);
     bytes = b > 0 ? bytes + b : 0;
   }
@@ -444,9 +501,11 @@ void arkcos_smoother_destroy(arkcos_smoother *s) {
     arkcos_plan_destroy(s->plan[k]);
     arkcos_kernel_destroy(s->own[k]);
   }
+  arkcos_polar_destroy(s->polar);
   arkcos_geometry_destroy(s->g);
   free(s->n2r);
   free(s->norm_w);
+  free(s->norm_polar);
   free(s->warn);
   free(s->reports);
   free(s);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "arkcos/arkcos.h"
+#include "arkcos/polar.h"
 
 struct arkcos_smoother {
   arkcos_smoother_spec spec;   /* as given (beam dropped; op points at op below) */
@@ -23,8 +24,12 @@ struct arkcos_smoother {
   double width;                /* the kernel's (effective) FWHM, radians */
   int64_t *n2r;                /* NESTED: RING index of each NESTED pixel */
   double *norm_w;              /* normalize: A(1) (A(W) with ring quadrature), at first need */
+  double *norm_polar;          /* with polar: A(1) + its correction of 1 at the caps' outputs (north
+                                * arkcos_polar_out_pixels, then their mirrors), the scalar maps' divisor */
   int ring_quadrature;         /* g's rings weighted by arkcos_healpix_ring_weights */
   int normalize;               /* divide by norm_w: spec.normalize or ring quadrature */
+  arkcos_polar *polar;         /* ring quadrature's polar reconstruction (polar.h), or NULL */
+  int polar_caps;              /* the caps it corrects in the next spin-0 apply (bits 0, 1) */
   arkcos_warning *warn;
   int nwarn, capwarn;
   arkcos_smoother_report last; /* the last execute */
@@ -48,5 +53,8 @@ int smoother_apply0_two(arkcos_smoother *s, const double *in1, double *out1, con
 int smoother_apply2(arkcos_smoother *s, const double *q, const double *u, double *qo, double *uo,
                     arkcos_error *err);
 int smoother_ring_quadrature(const arkcos_smoother_spec *s);
+/* s->norm_polar from s->norm_w (A(1) without the polar correction, as Q
+ * and U are divided): 0, or ENOMEM. */
+int smoother_polar_norm(arkcos_smoother *s);
 
 #endif

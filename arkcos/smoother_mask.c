@@ -38,6 +38,7 @@ typedef struct wset {
   int trivial; /* nothing missing and no mask: w = 1 */
   int need;    /* A(w) is needed: not trivial, or a weight output asked */
   int last;    /* the last map (the pair at the later of Q, U) that uses it */
+  int pol;     /* Q and U use it (their A(w) takes no polar reconstruction) */
 } wset;
 
 /* Everything of one call. */
@@ -166,6 +167,26 @@ static void load_map(const call *c, const wset *w, const double *x, double *work
     work[p] = bit(b, p) || (mw && mw[p] == 0) ? 0.0 : mw ? mw[p] * work[p] : work[p];
 }
 
+/* The caps whose polar reconstruction (polar.h) the set's maps take: a cap
+ * keeps it when none of its disc's pixels is missing or masked (weight
+ * below 1); the reconstruction of data cut off inside the disc would ring. */
+static int set_polar_caps(const call *c, const wset *w) {
+  const arkcos_polar *p = c->s->polar;
+  if (!p || w->trivial) return 3;
+  if (w->pol) return 0; /* its A(w) divides Q and U too: as ring quadrature */
+  const int64_t nd = arkcos_polar_disc_pixels(p), npix = c->npix;
+  int caps = 3;
+  for (int cap = 0; cap < 2; cap++) {
+    const int64_t p0 = cap ? npix - nd : 0;
+    for (int64_t q = p0; q < p0 + nd; q++)
+      if (bit(w->bits, q) || (c->mw && c->mw[q] != 1)) {
+        caps &= ~(1 << cap);
+        break;
+      }
+  }
+  return caps;
+}
+
 /* ------------------------------------------------------------ smoothing */
 
 /* A(w)'s input: *wm (made) = 0 at the set's missing pixels, the mask (or
@@ -237,7 +258,9 @@ static int smooth_ones(call *c, double *scratch, double *w, arkcos_error *err) {
   for (int64_t p = 0; p < npix; p++) one[p] = 1;
   int rc;
   if (own) {
+    s->polar_caps = 0; /* A(1) as Q and U take it; the scalar maps' is norm_polar */
     rc = smoother_apply0(s, one, w, err);
+    s->polar_caps = 3;
   } else {
     arkcos_options o = s->spec.options;
     o.accuracy = 0;
@@ -260,7 +283,7 @@ static int smooth_ones(call *c, double *scratch, double *w, arkcos_error *err) {
  * map's first touch and its memory saved: nside 1024 at 2.8 pixels per
  * FWHM, 100 MB and 19 % of a Python call's CPU samples. *done: 1 when
  * divided, 0 when the caller is to use ensure_norm and normalize_map. */
-static int divide_streamed(call *c, const wset *w, double **maps, int n, int want_weight, int *done,
+static int divide_streamed(call *c, const wset *w, double **maps, int n, int want_weight, int caps, int *done,
                            arkcos_error *err) {
   arkcos_smoother *s = c->s;
   *done = 0;
@@ -272,10 +295,31 @@ static int divide_streamed(call *c, const wset *w, double **maps, int n, int wan
   arkcos_plan *p = s->has_op ? s->op.plan(s->op.ctx, 0) : s->plan[0];
   int64_t nonpos = 0;
   arkcos_stage_times t;
-  const int r = p ? arkcos_plan_divide_constant(p, maps, n, &nonpos, &t, c->nthreads) : 0;
+  /* the polar caps' outputs (polar.h): divided here by A(1) + its
+   * correction of 1, in the order ensure_norm's A(1) and normalize_map
+   * divide them (bit for bit the same maps) */
+  const int64_t no = s->polar && caps ? arkcos_polar_out_pixels(s->polar) : 0;
+  double *keep = no ? malloc(sizeof *keep * 2 * (size_t)no) : NULL;
+  if (no && !keep) return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the polar caps");
+  const int r = p ? arkcos_plan_divide_constant(p, maps, n, &nonpos, &t, c->nthreads, keep, no) : 0;
+  if (r <= 0) free(keep);
   if (r == 0) return ARKCOS_OK;
   if (r < 0) return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight's rings");
   arkcos_stages_add(&s->last.stages, &t);
+  if (keep) {
+    const double *d1 = arkcos_polar_delta_one(s->polar);
+    const int64_t npix = c->npix;
+    for (int64_t j = 0; j < no; j++) {
+      const int64_t q[2] = {j, arkcos_polar_mirror(s->polar, j)};
+      for (int h = 0; h < 2; h++) {
+        const double k1 = keep[h ? no + (q[1] - (npix - no)) : j], a = caps >> h & 1 ? k1 + d1[j] : k1;
+        nonpos += !(a > 0);
+        for (int k = 0; k < n; k++)
+          if (maps[k][q[h]] != ARKCOS_UNSEEN) maps[k][q[h]] /= a;
+      }
+    }
+    free(keep);
+  }
   if (nonpos)
     return arkcos_fail(err, ARKCOS_EINVAL,
                        "normalize: the kernel's discrete sum is not positive at %lld of %lld pixels "
@@ -303,11 +347,14 @@ static int ensure_norm(call *c, double *scratch, arkcos_error *err) {
     rc = arkcos_fail(err, ARKCOS_EINVAL,
                      "normalize: the kernel's discrete sum is not positive at %lld of %lld pixels "
                      "(negative lobes); cannot divide by it", (long long)bad, (long long)npix);
-  if (rc)
+  if (rc) {
     free(w);
-  else
-    s->norm_w = w;
-  return rc;
+    return rc;
+  }
+  s->norm_w = w;
+  if ((rc = arkcos_smoother_prepare(s, 0, err)) || smoother_polar_norm(s))
+    return rc ? rc : arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the polar caps");
+  return ARKCOS_OK;
 }
 
 /* out = A(w m) / A(w) (normalize) or A(w m) (zero), UNSEEN where A(w) is
@@ -335,12 +382,24 @@ static int64_t finish(const call *c, const double *aw, double *out) {
 
 /* normalize: out /= A(1), but for UNSEEN pixels, and not where the mask's
  * A(w m) / A(w) normalised the map already. */
-static void normalize_map(const call *c, const wset *w, double *out) {
+static void normalize_map(const call *c, const wset *w, double *out, int caps) {
   const double *nw = c->s->norm_w;
   if (!nw || (c->normalize_mode && !w->trivial)) return;
+  /* a scalar map that took the polar correction (caps): its caps' outputs
+   * by A(1) + the correction of 1 (norm_polar) */
+  const arkcos_polar *pl = c->s->norm_polar ? c->s->polar : NULL;
+  const int64_t no = pl && caps ? arkcos_polar_out_pixels(pl) : 0, npix = c->npix;
+  const int64_t lo = caps & 1 ? no : 0, hi = caps & 2 ? npix - no : npix;
 #pragma omp parallel for schedule(static) num_threads(c->nthreads)
-  for (int64_t p = 0; p < c->npix; p++)
+  for (int64_t p = lo; p < hi; p++)
     if (out[p] != ARKCOS_UNSEEN) out[p] /= nw[p];
+  for (int64_t j = 0; j < no; j++) {
+    const int64_t q[2] = {j, arkcos_polar_mirror(pl, j)};
+    for (int h = 0; h < 2; h++) {
+      const double a = caps >> h & 1 ? c->s->norm_polar[h * no + j] : nw[q[h]];
+      if (out[q[h]] != ARKCOS_UNSEEN) out[q[h]] /= a;
+    }
+  }
 }
 
 /* x (RING) into dst in the caller's order. */
@@ -395,9 +454,13 @@ static void store_weight(const call *c, const double *aw, double *dst) {
 static int smooth_scalar(call *c, int i, arkcos_error *err) {
   wset *w = &c->sets[c->set_of[i]];
   arkcos_smoother_map_report *r = &c->s->reports[i];
+  int rc = arkcos_smoother_prepare(c->s, 0, err);
+  if (rc) return rc;
+  const int caps = c->s->polar ? set_polar_caps(c, w) : 0;
+  c->s->polar_caps = caps;
   /* A(w) still to be smoothed: with the map, in one call */
   double *wm = NULL;
-  int rc = !w->aw && w->need ? weight_input(c, w, &wm, err) : ARKCOS_OK;
+  rc = !w->aw && w->need ? weight_input(c, w, &wm, err) : ARKCOS_OK;
   if (rc) return rc;
   double *dst = c->s->n2r ? c->tmp[0] : c->m->out[i];
   if (!c->s->n2r && w->trivial && c->m->in[i] != c->m->out[i]) {
@@ -414,17 +477,18 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
     rc = apply_map(c, w, wm, c->work[0], dst, err);
   }
   free(wm);
+  c->s->polar_caps = 3;
   /* A(1) after the map (a plan with the direct weights on the fly keeps
    * their row sums from the map's execute), its map of ones in the input
    * or work map where the call may overwrite it */
   double *spent = c->m->overwrite_in && c->m->in[i] != c->m->out[i] && !c->s->n2r ? (double *)c->m->in[i]
                   : c->work[0] && c->m->in[i] != c->work[0] && dst != c->work[0] ? c->work[0] : NULL;
   int streamed = 0;
-  if (!rc) rc = divide_streamed(c, w, &dst, 1, weight_out(c, i) != NULL, &streamed, err);
+  if (!rc) rc = divide_streamed(c, w, &dst, 1, weight_out(c, i) != NULL, caps, &streamed, err);
   if (!rc && !streamed) rc = ensure_norm(c, spent, err);
   if (rc) return rc;
   if (!w->trivial) r->unseen = finish(c, w->aw, dst);
-  if (!streamed) normalize_map(c, w, dst);
+  if (!streamed) normalize_map(c, w, dst, caps);
   store(c, dst, c->m->out[i]);
   if (weight_out(c, i)) store_weight(c, w->aw, weight_out(c, i));
   release_weight(w, i);
@@ -434,7 +498,9 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
 
 static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   wset *w = &c->sets[c->set_of[q]];
+  c->s->polar_caps = 0; /* Q and U, and their A(w): ring quadrature */
   int rc = ensure_weight(c, w, err);
+  c->s->polar_caps = 3;
   if (rc) return rc;
   const double *const *in = c->m->in;
   double *const *out = c->m->out;
@@ -459,7 +525,7 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   int streamed = 0;
   if (!rc) {
     double *qu[2] = {dq, du};
-    rc = divide_streamed(c, w, qu, 2, weight_out(c, q) || weight_out(c, u), &streamed, err);
+    rc = divide_streamed(c, w, qu, 2, weight_out(c, q) || weight_out(c, u), 0, &streamed, err);
   }
   if (!rc && !streamed) rc = ensure_norm(c, NULL, err);
   if (rc) return rc;
@@ -468,8 +534,8 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
     c->s->reports[u].unseen = finish(c, w->aw, du);
   }
   if (!streamed) {
-    normalize_map(c, w, dq);
-    normalize_map(c, w, du);
+    normalize_map(c, w, dq, 0); /* Q and U: no polar reconstruction */
+    normalize_map(c, w, du, 0);
   }
   store(c, dq, out[q]);
   store(c, du, out[u]);
@@ -532,6 +598,7 @@ static int group(call *c, arkcos_error *err) {
     r->weighted = !w->trivial;
     w->need |= !w->trivial || weight_out(c, i) != NULL;
     const int at = pair && (i == m->pol_q || i == m->pol_u) ? (m->pol_q > m->pol_u ? m->pol_q : m->pol_u) : i;
+    w->pol |= pair && (i == m->pol_q || i == m->pol_u);
     if (at > w->last) w->last = at;
     r->excluded = r->missing;
     if (c->mw)

@@ -5,7 +5,7 @@ never asserts.
 
     python3 scripts/quadrature_error.py [--arkcos build/arkcos]
                                         [--cases 64:240,128:120,32:600]
-                                        [--quadrature ring,point] [--healpy]
+                                        [--quadrature ring,point,polar] [--healpy]
                                         [--spectrum white|red] [--seed N]
 
 Per case NSIDE:FWHM_ARCMIN: a random map with a white spectrum (or, with
@@ -61,7 +61,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arkcos", default=os.path.join(os.path.dirname(__file__), "..", "build", "arkcos"))
     ap.add_argument("--cases", default="64:240,128:120,32:600")
-    ap.add_argument("--quadrature", default="ring,point")
+    ap.add_argument("--quadrature", default="ring,point,polar")
     ap.add_argument("--healpy", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--spectrum", choices=["white", "red"], default="white",

@@ -65,7 +65,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--mode")) spec.options.mode = strcmp(v, "paper") ? ARKCOS_MODE_ENHANCED : ARKCOS_MODE_PAPER;
     else if (!strcmp(o, "--accuracy")) spec.options.accuracy = atof(v);
     else if (!strcmp(o, "--threads")) spec.options.threads = atoi(v);
-    else if (!strcmp(o, "--quadrature")) spec.quadrature = strcmp(v, "point") ? ARKCOS_QUADRATURE_RING : ARKCOS_QUADRATURE_POINT;
+    else if (!strcmp(o, "--quadrature")) spec.quadrature = !strcmp(v, "point")   ? ARKCOS_QUADRATURE_POINT
+                                                          : !strcmp(v, "polar") ? ARKCOS_QUADRATURE_POLAR
+                                                                                : ARKCOS_QUADRATURE_RING;
     else if (!strcmp(o, "--gaussian")) gaussian_harmonic = !strcmp(v, "harmonic");
     else {
       val = 0;

@@ -261,7 +261,8 @@ def test_quadrature_by_region(d):
     falls 350-7000 fold from the pixel sum, and next to the poles (rings
     1-15 of each cap) 2-6 fold. Measured (scripts/quadrature_error.py, the
     same map): kink 4.12e-4 point, 2.24e-7 ring (7.29e-5 before the fitted
-    kink rows); pole 1.08e-2 point, 4.06e-3 ring."""
+    kink rows); pole 1.08e-2 point, 4.06e-3 ring. --quadrature polar holds
+    the poles and mid caps to the kink's level: 2.68e-7 and 2.78e-7."""
     nside, lmax = 64, 128
     rng = np.random.default_rng(1)
     nalm = hp.Alm.getsize(lmax)
@@ -274,19 +275,25 @@ def test_quadrature_by_region(d):
     counts = [4 * min(r, nside, 4 * nside - r) for r in range(1, 4 * nside)]
     rn = np.repeat([min(r, 4 * nside - r) for r in range(1, 4 * nside)], counts)
     kink, pole = np.abs(rn - nside) <= 8, rn <= 15
+    mid = (rn < nside) & ~kink & ~pole
     err = {}
-    for q in ("ring", "point"):
+    for q in ("ring", "point", "polar"):
         smooth([f"{d}/bl.fits", f"{d}/bl_{q}.fits", "--fwhm-arcmin", 240, "--gaussian", "harmonic",
                 "--quadrature", q])
         if os.path.exists(f"{d}/bl_{q}.fits"):
             e = np.abs(hp.read_map(f"{d}/bl_{q}.fits") - exact) / np.abs(exact).max()
-            err[q] = (float(e[kink].max()), float(e[pole].max()))
-    if len(err) == 2:
+            err[q] = (float(e[kink].max()), float(e[pole].max()), float(e[mid].max()))
+    if len(err) == 3:
         check_le("ring quadrature: error at |z| = 2/3 (measured 2.24e-7)", err["ring"][0], 4e-7)
         check_ge("ring quadrature: gain at |z| = 2/3 over the pixel sum (measured 1840)",
                  err["point"][0] / err["ring"][0], 1000)
         check_ge("ring quadrature: gain next to the poles (measured 2.66)", err["point"][1] / err["ring"][1], 2)
         check_le("ring quadrature: error next to the poles (measured 4.06e-3)", err["ring"][1], 5e-3)
+        # --quadrature polar (docs/EXACTNESS.md, "Polar reconstruction"): next to the
+        # poles and in the mid caps the kink's level; the kink itself unchanged
+        check_le("polar: error next to the poles (measured 2.68e-7)", err["polar"][1], 4e-7)
+        check_le("polar: error in the mid caps (measured 2.78e-7; ring 1.24e-6)", err["polar"][2], 4e-7)
+        check_le("polar: error at |z| = 2/3 (measured 2.24e-7, as ring)", err["polar"][0], 4e-7)
 
 
 def main():

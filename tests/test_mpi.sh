@@ -230,6 +230,15 @@ masked mask_partial 3 1 holes.fits "${K[@]}" --mask "$MK/mask_partial.fits" --wr
 masked partial_nest "2 3" 1 partial_nest.fits "${K[@]}" --write-weight
 masked partial_shuffled "2 3" 1 partial_shuffled.fits "${K[@]}"
 masked mask_shuffled "2 3" 1 holes_nest.fits "${K[@]}" --mask "$MK/mask_shuffled_nest.fits" --write-weight
+# --quadrature polar: refused for a map over ranks (exit 2, nothing written);
+# one process takes it
+"$PLAIN" smooth "$MK/holes.fits" "$T/polar_1.fits" "${K[@]}" --quadrature polar >"$T/polar1.log" 2>&1
+rc1=$?
+[ $rc1 -eq 0 ] && [ -e "$T/polar_1.fits" ] && ok || bad "--quadrature polar, one process: exit $rc1: $(tail -2 "$T/polar1.log")"
+run 2 "$MPIBIN" smooth "$MK/holes.fits" "$T/polar_2.fits" "${K[@]}" --quadrature polar >"$T/polar.log" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "quadrature polar: a map split over MPI ranks" "$T/polar.log" && [ ! -e "$T/polar_2.fits" ] && ok ||
+  bad "--quadrature polar over 2 ranks: exit $rc: $(grep arkcos "$T/polar.log" | tail -2)"
 # a pixel listed twice: refused as one process refuses it (exit 2, the
 # message once), whichever rank's band holds it, nothing written
 "$PLAIN" smooth "$MK/partial_dup.fits" "$T/dup_1.fits" "${K[@]}" >"$T/dup1.log" 2>&1

@@ -1,0 +1,724 @@
+/*
+ * polar.c -- the polar caps' reconstruction quadrature (polar.h;
+ * docs/EXACTNESS.md, "Polar reconstruction").
+ *
+ * Everything is written for the north cap in its own RING order (ring r
+ * from the pole, 1-based, holds 4 r pixels at phi = (k + 1/2) pi / (2 r));
+ * the south cap is its mirror (same azimuths, z -> -z) and takes the same
+ * tables through an index map.
+ *
+ * The reconstruction: the disc D of the first RD rings, the covariance
+ * C(y, q) = sum_{l <= L} sum_m Y_lm(y) Y_lm(q)* = sum_m e^{i m (phi_y -
+ * phi_q)} Lam_m(theta_y, theta_q), Lam_m = sum_{l = m}^{L} lambda_lm
+ * lambda_lm, L = 2 nside. Near the pole Lam_m vanishes beyond m ~ 1.6 RD
+ * (the evanescent tail), so every sum over m stops at MM. The disc is
+ * invariant under a quarter turn, so (C + nu) c = f splits by the
+ * quadrant frequency w = 0..3 into blocks of RD (RD + 1) / 2:
+ * B^w[(r,a),(r',a')] = 4 sum_{m = w mod 4} Lam_|m|(r, r') e^{i m (phi_ra -
+ * phi_r'a')}, solved by Cholesky (w = 3 is w = 1 conjugated).
+ *
+ * I(x) = sum_q c_q sum_m e^{i m (phi_x - phi_q)} H_m(ring x, ring q),
+ * H_m(i, r) = 2 pi int_0^T2 dt dz/dt chi(t) k_m(theta_i, theta(t))
+ * Lam_m(theta(t), theta_r), k_m the kernel's azimuthal Fourier coefficient
+ * between output ring i and colatitude theta(t) (sampled and summed: the
+ * kernel is smooth in azimuth there), the t integral by Gauss-Legendre
+ * panels no wider than the kernel's sigma, Lam_m at the nodes by Chebyshev
+ * interpolation in t (Lam_m is entire in t and varies on ~4 rings).
+ * P(x) is the pixel sum over rings 1..T2-1 weighted chi(r), exactly as the
+ * plans sum them.
+ */
+#include "arkcos/polar.h"
+
+#include <complex.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arkcos/arkcos_math.h"
+#include "arkcos/kernel_internal.h"
+
+#define POLAR_T1 4.0          /* chi = 1 up to this ring */
+#define POLAR_T2_MAX 26       /* chi = 0 from ring t2: 26 from nside 64, 20 below */
+#define POLAR_MARGIN 6        /* the reconstruction's disc: rings 1..t2 + 6 */
+#define POLAR_NUGGET 1e-8     /* of C(0): a constant's reconstruction within 2.2e-12 (1e-10: 1.9e-11), the same accuracy */
+#define POLAR_MAX_REACH 96    /* output rings beyond T2 at most */
+#define POLAR_NCHEB 64        /* Chebyshev nodes in t for Lam_m */
+#define POLAR_GL 8            /* Gauss-Legendre nodes per panel */
+
+struct arkcos_polar {
+  const arkcos_geometry *g;
+  arkcos_kfun kf;
+  int64_t nside, npix;
+  int t2, rd, nb, mm, nout;
+  int64_t nd, nout_pix;
+  double chi[POLAR_T2_MAX]; /* chi at pixel ring r (index r), 0 unused */
+  double *H;              /* [nout][rd][mm + 1] */
+  int mp;                 /* P by azimuthal spectra up to mp (smooth kernels), or 0: summed pixel by pixel */
+  double *KP;             /* [nout][t2 - 1][mp + 1]: chi_r w_r k_m(i, r) */
+  double *chol[3];        /* lower Cholesky factors, nb x nb row-major: w = 0, 2 real, w = 1 real part */
+  double *chol1i;         /* w = 1's imaginary part */
+  double *delta1;         /* correction of 1 at the north outputs */
+  double create_s;
+};
+
+static double theta_of_t(double t, double n) { return 2.0 * asin(t / (sqrt(6.0) * n)); }
+
+static double chi_of_t(double t, int t2) {
+  const double u = (t - POLAR_T1) / ((double)t2 - POLAR_T1);
+  if (u <= 0) return 1.0;
+  if (u >= 1) return 0.0;
+  const double a = exp(-1.0 / (1.0 - u)), b = exp(-1.0 / u);
+  return a / (a + b);
+}
+
+/* Gauss-Legendre nodes and weights on [-1, 1] (Newton on P_n). */
+static void gauss_legendre(int n, double *x, double *w) {
+  for (int i = 0; i < n; i++) {
+    double z = cos(M_PI * (i + 0.75) / (n + 0.5)), dp = 1;
+    for (int it = 0; it < 100; it++) {
+      double p0 = 1, p1 = z;
+      for (int k = 2; k <= n; k++) {
+        const double p2 = ((2.0 * k - 1) * z * p1 - (k - 1.0) * p0) / k;
+        p0 = p1;
+        p1 = p2;
+      }
+      dp = n * (z * p1 - p0) / (z * z - 1);
+      const double dz = p1 / dp;
+      z -= dz;
+      if (fabs(dz) < 1e-16) break;
+    }
+    x[i] = z;
+    w[i] = 2.0 / ((1 - z * z) * dp * dp);
+  }
+}
+
+/* The kernel's half maximum angle (a sigma for sampling decisions). */
+static double kernel_sigma(const arkcos_kfun *kf) {
+  const double k0 = arkcos_kfun_alpha(kf, 0.0);
+  if (!(k0 > 0)) return -1;
+  double lo = 0, hi = kf->cutoff;
+  const int nscan = 4096;
+  for (int i = 1; i <= nscan; i++) {
+    const double a = kf->cutoff * i / nscan;
+    if (arkcos_kfun_alpha(kf, a) <= 0.5 * k0) {
+      hi = a;
+      lo = kf->cutoff * (i - 1) / nscan;
+      break;
+    }
+  }
+  for (int it = 0; it < 60; it++) {
+    const double mid = 0.5 * (lo + hi);
+    if (arkcos_kfun_alpha(kf, mid) > 0.5 * k0) lo = mid; else hi = mid;
+  }
+  return 0.5 * (lo + hi) / sqrt(2.0 * log(2.0));
+}
+
+/* Lam_m(a, r) for the na angles (cos x, sin s) against the last nr of them:
+ * acc[a * nr + r] = sum_{l=m}^{L} lambda_lm(a) lambda_lm(nr-part r). */
+static void lam_sums(int m, int L, int na, int nr, const double *x, const double *s, double *acc,
+                     double *l0, double *l1) {
+  double lmm_log = 0.5 * log(1.0 / (4.0 * M_PI));
+  for (int k = 1; k <= m; k++) lmm_log += 0.5 * log((2.0 * k + 1.0) / (2.0 * k));
+  for (int a = 0; a < na; a++) {
+    const double lg = lmm_log + (m ? m * log(s[a]) : 0.0);
+    l0[a] = lg < -700 ? 0.0 : exp(lg); /* lambda_mm */
+    l1[a] = x[a] * sqrt(2.0 * m + 3.0) * l0[a]; /* lambda_{m+1,m} */
+  }
+  memset(acc, 0, sizeof *acc * (size_t)na * nr);
+  const double *lr0 = l0 + (na - nr), *lr1 = l1 + (na - nr);
+  for (int a = 0; a < na; a++)
+    for (int r = 0; r < nr; r++) acc[a * nr + r] += l0[a] * lr0[r] + (m + 1 <= L ? l1[a] * lr1[r] : 0.0);
+  for (int l = m + 2; l <= L; l++) {
+    const double al = sqrt((4.0 * l * l - 1.0) / ((double)(l - m) * (l + m)));
+    const double bl = sqrt(((double)(l - 1 - m) * (l - 1 + m)) / (4.0 * (l - 1.0) * (l - 1.0) - 1.0));
+#pragma omp simd
+    for (int a = 0; a < na; a++) {
+      const double v = al * (x[a] * l1[a] - bl * l0[a]);
+      l0[a] = l1[a];
+      l1[a] = v;
+    }
+    const double *lr = l1 + (na - nr);
+    for (int a = 0; a < na; a++) {
+      const double la = l1[a];
+      double *row = acc + (size_t)a * nr;
+#pragma omp simd
+      for (int r = 0; r < nr; r++) row[r] += la * lr[r];
+    }
+  }
+}
+
+/* Lower Cholesky factor L L^H of the Hermitian positive matrix (re, im)
+ * (n x n row-major, lower triangle read; im NULL: real), in place, the
+ * rows below each column in parallel; -1 if not positive. Complex
+ * arithmetic written out (no C99 complex multiply and its NaN checks). */
+static int cholesky(double *re, double *im, int n, int nthreads) {
+  for (int j = 0; j < n; j++) {
+    double *rj = re + (size_t)j * n, *ij = im ? im + (size_t)j * n : NULL;
+    double d = rj[j];
+    for (int k = 0; k < j; k++) d -= rj[k] * rj[k] + (ij ? ij[k] * ij[k] : 0.0);
+    if (!(d > 0)) return -1;
+    d = sqrt(d);
+    rj[j] = d;
+    if (ij) ij[j] = 0;
+    const double inv = 1.0 / d;
+#pragma omp parallel for schedule(static) num_threads(nthreads) if (n - j > 64)
+    for (int i = j + 1; i < n; i++) {
+      double *ri = re + (size_t)i * n;
+      double vr = ri[j], vi = 0;
+      if (ij) {
+        double *ii = im + (size_t)i * n;
+        vi = ii[j];
+        /* v -= a_ik conj(a_jk) */
+#pragma omp simd reduction(+ : vr, vi)
+        for (int k = 0; k < j; k++) {
+          vr -= ri[k] * rj[k] + ii[k] * ij[k];
+          vi -= ii[k] * rj[k] - ri[k] * ij[k];
+        }
+        ii[j] = vi * inv;
+      } else {
+#pragma omp simd reduction(+ : vr)
+        for (int k = 0; k < j; k++) vr -= ri[k] * rj[k];
+      }
+      ri[j] = vr * inv;
+    }
+  }
+  return 0;
+}
+
+/* (L L^H) x = b in place, b as (br, bi). */
+static void chol_solve(const double *re, const double *im, int n, double *br, double *bi) {
+  for (int i = 0; i < n; i++) {
+    const double *ri = re + (size_t)i * n, *ii = im ? im + (size_t)i * n : NULL;
+    double vr = br[i], vi = bi[i];
+    for (int k = 0; k < i; k++) {
+      const double lr = ri[k], li = ii ? ii[k] : 0.0;
+      vr -= lr * br[k] - li * bi[k];
+      vi -= lr * bi[k] + li * br[k];
+    }
+    br[i] = vr / ri[i];
+    bi[i] = vi / ri[i];
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    double vr = br[i], vi = bi[i];
+    for (int k = i + 1; k < n; k++) {
+      /* conj(L_ki) b_k */
+      const double lr = re[(size_t)k * n + i], li = im ? im[(size_t)k * n + i] : 0.0;
+      vr -= lr * br[k] + li * bi[k];
+      vi -= lr * bi[k] - li * br[k];
+    }
+    br[i] = vr / re[(size_t)i * n + i];
+    bi[i] = vi / re[(size_t)i * n + i];
+  }
+}
+
+static double ring_phi(const arkcos_ring *r, int64_t a) { return r->phi0 + 2.0 * M_PI * (double)a / (double)r->nph; }
+
+static int next_pow2(int v) {
+  int n = 1;
+  while (n < v) n <<= 1;
+  return n;
+}
+
+/* The kernel's azimuthal Fourier coefficients k_m, m = 0..mk, between
+ * colatitudes tho and th: sampled at nphi points, nphi - mk beyond the
+ * kernel's azimuthal band (10 sqrt(sin sin) / sigma), and summed by the
+ * cosines' three-term recurrence, vectorised over blocks of samples.
+ * *kv, *cap: the caller's scratch. Returns 0 where the kernel does not
+ * reach (km untouched), 1 otherwise, -1 out of memory. */
+static int az_spectrum(const arkcos_kfun *kf, double sigma, double tho, double th, int mk, double *km, double **kv,
+                       int *cap) {
+  const double sd = sin(0.5 * (tho - th)), sdt2 = sd * sd, ss = sin(tho) * sin(th);
+  const double half = arkcos_dphi_window(kf, sdt2, ss);
+  if (half < 0) return 0;
+  int nphi = next_pow2((int)(mk + 10.0 * sqrt(ss) / sigma) + 48);
+  if (nphi < 128) nphi = 128;
+  const int nh = nphi / 2;
+  if (nh + 1 > *cap) {
+    free(*kv);
+    *kv = malloc(sizeof **kv * (size_t)(nh + 1));
+    *cap = *kv ? nh + 1 : 0;
+    if (!*kv) return -1;
+  }
+  double *k = *kv;
+  int nlast = nh;
+  if (half < M_PI) {
+    nlast = (int)ceil(half * nphi / (2.0 * M_PI)) + 1;
+    if (nlast > nh) nlast = nh;
+  }
+  for (int q = 0; q <= nlast; q++)
+    k[q] = arkcos_kfun_d2(kf, arkcos_chord2(sdt2, ss, 2.0 * M_PI * q / nphi)) * (q == 0 || q == nh ? 1.0 : 2.0) /
+           nphi;
+  for (int m = 0; m <= mk; m++) km[m] = 0;
+  for (int q0 = 0; q0 <= nlast; q0 += 64) {
+    const int nq = nlast + 1 - q0 < 64 ? nlast + 1 - q0 : 64;
+    double c0[64], c1[64], c2[64], kq[64], s0 = 0, s1 = 0;
+    for (int q = 0; q < nq; q++) {
+      kq[q] = k[q0 + q];
+      c0[q] = 1.0;
+      c1[q] = cos(2.0 * M_PI * (q0 + q) / nphi);
+      c2[q] = 2.0 * c1[q];
+      s0 += kq[q];
+      s1 += kq[q] * c1[q];
+    }
+    km[0] += s0;
+    if (mk >= 1) km[1] += s1;
+    for (int m = 2; m <= mk; m++) {
+      double v = 0;
+#pragma omp simd reduction(+ : v)
+      for (int q = 0; q < nq; q++) {
+        const double cn = c2[q] * c1[q] - c0[q];
+        c0[q] = c1[q];
+        c1[q] = cn;
+        v += kq[q] * cn;
+      }
+      km[m] += v;
+    }
+  }
+  return 1;
+}
+
+/* Pixel sum over rings 1..t2-1 weighted chi: P at the output pixel phi of
+ * a ring whose per-ring geometry (sdt2, ss, half) is given, of the disc
+ * values fd (north order). */
+static double inner_pixel_sum(const arkcos_polar *p, const double *sdt2, const double *ss, const double *half,
+                              double phi, const double *fd) {
+  const arkcos_ring *rings = p->g->rings;
+  double sum = 0;
+  for (int r = 1; r < p->t2; r++) {
+    if (half[r] < 0) continue;
+    const arkcos_ring *rg = &rings[r - 1];
+    const int n = 4 * r;
+    const double *f = fd + 2 * (int64_t)r * (r - 1);
+    double rs = 0;
+    if (half[r] >= M_PI) {
+      for (int k = 0; k < n; k++) rs += arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2[r], ss[r], phi - ring_phi(rg, k))) * f[k];
+    } else {
+      const double sc = n / (2.0 * M_PI);
+      const int64_t k0 = (int64_t)floor((phi - half[r] - rg->phi0) * sc) - 1,
+                    k1 = (int64_t)ceil((phi + half[r] - rg->phi0) * sc) + 1;
+      for (int64_t kk = k0; kk <= k1 && kk < k0 + n; kk++) {
+        const int64_t k = ((kk % n) + n) % n;
+        rs += arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2[r], ss[r], phi - ring_phi(rg, k))) * f[k];
+      }
+    }
+    sum += p->chi[r] * rg->weight * rs;
+  }
+  return sum;
+}
+
+/* dout[j] = I - P at the north-order output pixels, fd the disc's values
+ * in north order. */
+static void correct_cap(const arkcos_polar *p, const double *fd, double *dout, int nthreads) {
+  const int rd = p->rd, nb = p->nb, mm = p->mm;
+  /* block right-hand sides and solves */
+  double *cwr = malloc(sizeof *cwr * 6 * (size_t)nb), *cwi = cwr ? cwr + 3 * (size_t)nb : NULL;
+  double complex *cr = malloc(sizeof *cr * (size_t)rd * (mm + 1));
+  if (!cwr || !cr) {
+    free(cwr);
+    free(cr);
+    memset(dout, 0, sizeof *dout * (size_t)p->nout_pix);
+    return;
+  }
+  for (int r = 1, j = 0; r <= rd; r++)
+    for (int a = 0; a < r; a++, j++) {
+      const double *f = fd + 2 * (int64_t)r * (r - 1) + a;
+      const double f0 = f[0], f1 = f[r], f2 = f[2 * r], f3 = f[3 * r];
+      cwr[j] = f0 + f1 + f2 + f3;
+      cwi[j] = 0;
+      cwr[nb + j] = f0 - f2;
+      cwi[nb + j] = -(f1 - f3);
+      cwr[2 * nb + j] = f0 - f1 + f2 - f3;
+      cwi[2 * nb + j] = 0;
+    }
+  for (int w = 0; w < 3; w++)
+    chol_solve(p->chol[w], w == 1 ? p->chol1i : NULL, nb, cwr + (size_t)w * nb, cwi + (size_t)w * nb);
+  /* c_r(m) = sum_a e^{-i m phi_ra} c^{m mod 4}_(r,a) */
+  for (int r = 1, j0 = 0; r <= rd; j0 += r, r++)
+    for (int m = 0; m <= mm; m++) {
+      const int w = m & 3;
+      double complex v = 0;
+      for (int a = 0; a < r; a++) {
+        const double complex c = w == 3 ? cwr[nb + j0 + a] - I * cwi[nb + j0 + a]
+                                        : cwr[(size_t)w * nb + j0 + a] + I * cwi[(size_t)w * nb + j0 + a];
+        v += cexp(-I * m * (a + 0.5) * M_PI / (2.0 * r)) * c;
+      }
+      cr[(size_t)(r - 1) * (mm + 1) + m] = v;
+    }
+  const arkcos_ring *rings = p->g->rings;
+  /* P's ring spectra F_r(m) = sum_k f_rk e^{-i m phi_rk} (smooth kernels) */
+  const int mp = p->mp, mx = mm > mp ? mm : mp;
+  double complex *fr = mp ? malloc(sizeof *fr * (size_t)p->t2 * (mp + 1)) : NULL;
+  if (mp && !fr) {
+    free(cwr);
+    free(cr);
+    memset(dout, 0, sizeof *dout * (size_t)p->nout_pix);
+    return;
+  }
+  for (int r = 1; mp && r < p->t2; r++) {
+    const double *f = fd + 2 * (int64_t)r * (r - 1);
+    for (int m = 0; m <= mp; m++) {
+      const double complex e1 = cexp(-I * m * M_PI / (2.0 * r));
+      double complex e = cexp(-I * m * M_PI / (4.0 * r)), v = 0;
+      for (int k = 0; k < 4 * r; k++) {
+        v += f[k] * e;
+        e *= e1;
+      }
+      fr[(size_t)r * (mp + 1) + m] = v;
+    }
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads)
+  for (int i = 1; i <= p->nout; i++) {
+    const arkcos_ring *ro = &rings[i - 1];
+    double complex gm[1025];
+    double sdt2[POLAR_T2_MAX], ss[POLAR_T2_MAX], half[POLAR_T2_MAX];
+    for (int m = 0; m <= mx; m++) {
+      double complex v = 0;
+      if (m <= mm)
+        for (int r = 0; r < rd; r++)
+          v += p->H[((size_t)(i - 1) * rd + r) * (mm + 1) + m] * cr[(size_t)r * (mm + 1) + m];
+      if (mp && m <= mp)
+        for (int r = 1; r < p->t2; r++)
+          v -= p->KP[((size_t)(i - 1) * (p->t2 - 1) + (r - 1)) * (mp + 1) + m] * fr[(size_t)r * (mp + 1) + m];
+      gm[m] = v;
+    }
+    if (!mp)
+      for (int r = 1; r < p->t2; r++) {
+        const double th = rings[r - 1].theta, sd = sin(0.5 * (ro->theta - th));
+        sdt2[r] = sd * sd;
+        ss[r] = sin(ro->theta) * sin(th);
+        half[r] = arkcos_dphi_window(&p->kf, sdt2[r], ss[r]);
+      }
+    for (int64_t a = 0; a < ro->nph; a++) {
+      const double phi = ring_phi(ro, a);
+      const double complex e1 = cexp(I * phi);
+      double complex e = e1, acc = 0;
+      for (int m = 1; m <= mx; m++) {
+        acc += gm[m] * e;
+        e *= e1;
+      }
+      double v = creal(gm[0]) + 2.0 * creal(acc);
+      if (!mp) v -= inner_pixel_sum(p, sdt2, ss, half, phi, fd);
+      dout[ro->ofs + a] = v;
+    }
+  }
+  free(fr);
+  free(cwr);
+  free(cr);
+}
+
+void arkcos_polar_destroy(arkcos_polar *p) {
+  if (!p) return;
+  free(p->H);
+  free(p->KP);
+  for (int w = 0; w < 3; w++) free(p->chol[w]);
+  free(p->chol1i);
+  free(p->delta1);
+  free(p);
+}
+
+/* What a correction for (g, k) would hold; 0 where none applies. */
+typedef struct layout {
+  int t2, rd, nb, mm, mp, nout, ng;
+  int64_t nd, nout_pix;
+  double sigma, h;
+} layout;
+
+static int make_layout(const arkcos_geometry *g, const arkcos_kernel *k, layout *o) {
+  memset(o, 0, sizeof *o);
+  if (!g || !k || g->kind != ARKCOS_GEOM_HEALPIX || g->nside < 32) return 0;
+  const arkcos_kfun *kf = arkcos_kernel_fun(k);
+  if (kf->type == ARKCOS_KERNEL_TOPHAT) return 0;
+  const double n = (double)g->nside;
+  o->t2 = g->nside >= 64 ? POLAR_T2_MAX : 20;
+  const double th2 = theta_of_t(o->t2, n);
+  if (!(th2 + kf->cutoff < 0.5 * M_PI - 1e-6)) return 0;
+  while (o->nout < g->nrings / 2 && g->rings[o->nout].theta < th2 + kf->cutoff) o->nout++;
+  if (o->nout > o->t2 + POLAR_MAX_REACH) return 0;
+  o->sigma = kernel_sigma(kf);
+  if (!(o->sigma > 0)) return 0;
+  o->rd = o->t2 + POLAR_MARGIN;
+  o->nb = o->rd * (o->rd + 1) / 2;
+  o->nd = 2 * (int64_t)o->rd * (o->rd + 1);
+  o->mm = (int)(1.7 * o->rd) + 26; /* Lam_m below 1e-18 of Lam_0 beyond (measured: 1.9e-19 at m = 78, rd = 32) */
+  o->nout_pix = g->rings[o->nout - 1].ofs + g->rings[o->nout - 1].nph;
+  /* P by the rings' azimuthal spectra where the kernel is smooth (cut at
+   * 1e-10 of its peak or lower: no jump its spectra would carry) and its
+   * azimuthal band there is modest; else pixel by pixel */
+  if (arkcos_kernel_cutoff_level(k) <= 1e-10) {
+    const double smax = sin(g->rings[o->nout - 1].theta) * sin(g->rings[o->t2 - 2].theta);
+    const int band = (int)ceil(10.0 * sqrt(smax) / o->sigma) + 16;
+    if (band <= 1024) o->mp = band;
+  }
+  /* Gauss-Legendre panels in t no wider than sigma or 2 rings */
+  const double sig_rings = o->sigma * sqrt(6.0) * n / 2.0;
+  o->h = sig_rings < 2 ? sig_rings : 2.0;
+  o->ng = (int)ceil(o->t2 / o->h) * POLAR_GL;
+  return 1;
+}
+
+double arkcos_polar_estimate(const arkcos_geometry *g, const arkcos_kernel *k) {
+  layout o;
+  if (!make_layout(g, k, &o)) return 0;
+  const double held = 8.0 * ((double)o.nout * o.rd * (o.mm + 1) + (double)o.nout * (o.t2 - 1) * (o.mp + 1) +
+                             4.0 * o.nb * o.nb + (double)o.nout_pix);
+  const int na = POLAR_NCHEB + o.rd;
+  const double made = 8.0 * ((double)(o.mm + 1) * na * o.rd + (double)(o.mm + 1) * o.ng * o.rd +
+                             (double)o.ng * POLAR_NCHEB);
+  /* and per apply: the disc, its outputs and the solves */
+  const double apply = 8.0 * ((double)o.nd + o.nout_pix + 6.0 * o.nb + 2.0 * o.rd * (o.mm + 1));
+  return held + (made > apply ? made : apply);
+}
+
+arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel *k, int nthreads,
+                                  arkcos_error *err) {
+  if (err) err->code = 0;
+  layout lay;
+  if (!make_layout(g, k, &lay)) return NULL;
+  const arkcos_kfun *kf = arkcos_kernel_fun(k);
+  if (nthreads <= 0) nthreads = omp_get_max_threads();
+  const double t0 = omp_get_wtime();
+  const double n = (double)g->nside;
+  const int t2 = lay.t2, nout = lay.nout;
+  const double sigma = lay.sigma;
+  arkcos_polar *p = calloc(1, sizeof *p);
+  if (!p) return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
+  p->g = g;
+  p->kf = *kf;
+  p->nside = g->nside;
+  p->npix = g->npix;
+  p->t2 = t2;
+  p->rd = lay.rd;
+  p->nb = lay.nb;
+  p->nd = lay.nd;
+  p->mm = lay.mm;
+  p->mp = lay.mp;
+  p->nout = nout;
+  p->nout_pix = lay.nout_pix;
+  for (int r = 1; r < t2; r++) p->chi[r] = chi_of_t(r, t2);
+  const int rd = p->rd, mm = p->mm, nb = p->nb, L = (int)(2 * g->nside);
+  /* Gauss-Legendre panels in t */
+  const int ng = lay.ng, npan = ng / POLAR_GL;
+  const double hp = (double)t2 / npan;
+  double glx[POLAR_GL], glw[POLAR_GL];
+  gauss_legendre(POLAR_GL, glx, glw);
+  const int nc = POLAR_NCHEB, na = nc + rd;
+  double *tg = malloc(sizeof *tg * ng), *wg = malloc(sizeof *wg * ng);
+  double *ax = malloc(sizeof *ax * na), *as = malloc(sizeof *as * na);
+  double *lamc = malloc(sizeof *lamc * (size_t)(mm + 1) * na * rd); /* [m][a][r] */
+  double *lamg = malloc(sizeof *lamg * (size_t)(mm + 1) * ng * rd); /* [m][j][r] */
+  double *bary = malloc(sizeof *bary * (size_t)ng * nc);
+  p->H = calloc((size_t)nout * rd * (mm + 1), sizeof *p->H);
+  for (int w = 0; w < 3; w++) p->chol[w] = calloc((size_t)nb * nb, sizeof *p->chol[w]);
+  p->chol1i = calloc((size_t)nb * nb, sizeof *p->chol1i);
+  p->delta1 = malloc(sizeof *p->delta1 * (size_t)p->nout_pix);
+  int rc = !tg || !wg || !ax || !as || !lamc || !lamg || !bary || !p->H || !p->chol[0] || !p->chol[1] ||
+           !p->chol[2] || !p->chol1i || !p->delta1;
+  if (!rc) {
+    for (int pn = 0, j = 0; pn < npan; pn++)
+      for (int q = 0; q < POLAR_GL; q++, j++) {
+        const double t = hp * (pn + 0.5 * (glx[q] + 1.0));
+        tg[j] = t;
+        wg[j] = 2.0 * M_PI * 0.5 * hp * glw[q] * (2.0 * t / (3.0 * n * n)) * chi_of_t(t, t2);
+      }
+    /* Chebyshev nodes in t, then the disc's rings */
+    double tc[POLAR_NCHEB], bw[POLAR_NCHEB];
+    for (int c = 0; c < nc; c++) {
+      const double u = cos(M_PI * (c + 0.5) / nc);
+      tc[c] = 0.5 * t2 * (u + 1.0);
+      bw[c] = ((c & 1) ? -1.0 : 1.0) * sin(M_PI * (c + 0.5) / nc);
+      const double th = theta_of_t(tc[c], n);
+      ax[c] = cos(th);
+      as[c] = sin(th);
+    }
+    for (int r = 0; r < rd; r++) {
+      ax[nc + r] = cos(g->rings[r].theta);
+      as[nc + r] = sin(g->rings[r].theta);
+    }
+    for (int j = 0; j < ng; j++) {
+      double *b = bary + (size_t)j * nc, tot = 0;
+      int exact = -1;
+      for (int c = 0; c < nc; c++) {
+        const double d = tg[j] - tc[c];
+        if (d == 0) exact = c;
+        b[c] = exact >= 0 ? 0 : bw[c] / d;
+        tot += b[c];
+      }
+      if (exact >= 0) {
+        memset(b, 0, sizeof *b * nc);
+        b[exact] = 1;
+      } else {
+        for (int c = 0; c < nc; c++) b[c] /= tot;
+      }
+    }
+    int bad = 0;
+#pragma omp parallel num_threads(nthreads) reduction(| : bad)
+    {
+      double *l0 = malloc(sizeof *l0 * na), *l1 = malloc(sizeof *l1 * na);
+      bad |= !l0 || !l1;
+#pragma omp for schedule(dynamic, 1)
+      for (int m = 0; m <= mm; m++) {
+        if (!l0 || !l1) continue;
+        double *acc = lamc + (size_t)m * na * rd;
+        lam_sums(m, L, na, rd, ax, as, acc, l0, l1);
+        double *lg = lamg + (size_t)m * ng * rd;
+        for (int j = 0; j < ng; j++)
+          for (int r = 0; r < rd; r++) {
+            double v = 0;
+            for (int c = 0; c < nc; c++) v += bary[(size_t)j * nc + c] * acc[c * rd + r];
+            lg[(size_t)j * rd + r] = v;
+          }
+      }
+      free(l0);
+      free(l1);
+    }
+    rc = bad;
+  }
+  /* H_m(i, r) = sum_j wg_j k_m(i, t_j) Lam_m(t_j, r); KP = chi_r w_r k_m(i, r) */
+  if (!rc && p->mp) {
+    p->KP = calloc((size_t)nout * (t2 - 1) * (p->mp + 1), sizeof *p->KP);
+    rc = !p->KP;
+  }
+  if (!rc) {
+    int bad = 0;
+    const int mk = mm > p->mp ? mm : p->mp;
+#pragma omp parallel num_threads(nthreads) reduction(| : bad)
+    {
+      int cap = 0;
+      double *kv = NULL, *km = malloc(sizeof *km * (mk + 1));
+      bad |= !km;
+#pragma omp for schedule(dynamic, 1)
+      for (int i = 1; i <= nout; i++) {
+        if (!km) continue;
+        const arkcos_ring *ro = &g->rings[i - 1];
+        double *hi = p->H + (size_t)(i - 1) * rd * (mm + 1);
+        for (int j = 0; j < ng && !bad; j++) {
+          if (wg[j] == 0) continue;
+          const int got = az_spectrum(kf, sigma, ro->theta, theta_of_t(tg[j], n), mm, km, &kv, &cap);
+          if (got < 0) bad = 1;
+          if (got <= 0) continue;
+          for (int m = 0; m <= mm; m++) km[m] *= wg[j];
+          for (int r = 0; r < rd; r++)
+            for (int m = 0; m <= mm; m++) hi[(size_t)r * (mm + 1) + m] += km[m] * lamg[((size_t)m * ng + j) * rd + r];
+        }
+        for (int r = 1; p->mp && r < t2 && !bad; r++) {
+          const arkcos_ring *rg = &g->rings[r - 1];
+          const int got = az_spectrum(kf, sigma, ro->theta, rg->theta, p->mp, km, &kv, &cap);
+          if (got < 0) bad = 1;
+          if (got <= 0) continue;
+          double *kp = p->KP + ((size_t)(i - 1) * (t2 - 1) + (r - 1)) * (p->mp + 1);
+          for (int m = 0; m <= p->mp; m++) kp[m] = p->chi[r] * rg->weight * km[m];
+        }
+      }
+      free(kv);
+      free(km);
+    }
+    rc = bad;
+  }
+  /* the blocks: 4 sum_{m = w mod 4} Lam_|m|(r, r') e^{i m dphi}, plus the nugget */
+  if (!rc) {
+    const double nug = POLAR_NUGGET * (L + 1.0) * (L + 1.0) / (4.0 * M_PI);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads)
+    for (int r = 1; r <= rd; r++) {
+      const int j0 = r * (r - 1) / 2;
+      for (int a = 0; a < r; a++)
+        for (int r2 = 1; r2 <= r; r2++) {
+          const int j20 = r2 * (r2 - 1) / 2;
+          for (int a2 = 0; a2 < r2; a2++) {
+            const int jj = j0 + a, jj2 = j20 + a2;
+            if (jj2 > jj) continue;
+            const double dphi = (a + 0.5) * M_PI / (2.0 * r) - (a2 + 0.5) * M_PI / (2.0 * r2);
+            const double c1 = cos(dphi), s1 = sin(dphi);
+            double er = 1, ei = 0, b0 = 0, b2 = 0, b1r = 0, b1i = 0;
+            for (int m = 0; m <= mm; m++) {
+              const double lam = lamc[((size_t)m * na + nc + (r - 1)) * rd + (r2 - 1)];
+              /* m and -m: e^{i m dphi} to residue m mod 4, its conjugate to -m mod 4 */
+              switch (m & 3) {
+                case 0: b0 += m ? 2 * lam * er : lam; break;
+                case 1: b1r += lam * er, b1i += lam * ei; break; /* -m = 3: not stored */
+                case 2: b2 += 2 * lam * er; break;
+                case 3: b1r += lam * er, b1i -= lam * ei; break; /* -m = 1 mod 4 */
+              }
+              const double t = er * c1 - ei * s1;
+              ei = er * s1 + ei * c1;
+              er = t;
+            }
+            const size_t at = (size_t)jj * nb + jj2;
+            const double dg = jj == jj2 ? nug : 0.0;
+            p->chol[0][at] = 4.0 * b0 + dg;
+            p->chol[1][at] = 4.0 * b1r + dg;
+            p->chol1i[at] = 4.0 * b1i;
+            p->chol[2][at] = 4.0 * b2 + dg;
+          }
+        }
+    }
+    for (int w = 0; w < 3 && !rc; w++) rc = cholesky(p->chol[w], w == 1 ? p->chol1i : NULL, nb, nthreads) ? 2 : 0;
+  }
+  free(tg);
+  free(wg);
+  free(ax);
+  free(as);
+  free(lamc);
+  free(lamg);
+  free(bary);
+  if (rc == 2) {
+    arkcos_polar_destroy(p);
+    return arkcos_fail(err, ARKCOS_ERUNTIME, "polar caps: the reconstruction's covariance is not positive"), NULL;
+  }
+  if (rc) {
+    arkcos_polar_destroy(p);
+    return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
+  }
+  double *ones = malloc(sizeof *ones * (size_t)p->nd);
+  if (!ones) {
+    arkcos_polar_destroy(p);
+    return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
+  }
+  for (int64_t j = 0; j < p->nd; j++) ones[j] = 1;
+  correct_cap(p, ones, p->delta1, nthreads);
+  free(ones);
+  p->create_s = omp_get_wtime() - t0;
+  return p;
+}
+
+int64_t arkcos_polar_disc_pixels(const arkcos_polar *p) { return p ? p->nd : 0; }
+int64_t arkcos_polar_out_pixels(const arkcos_polar *p) { return p ? p->nout_pix : 0; }
+const double *arkcos_polar_delta_one(const arkcos_polar *p) { return p ? p->delta1 : NULL; }
+double arkcos_polar_create_time(const arkcos_polar *p) { return p ? p->create_s : 0; }
+
+int64_t arkcos_polar_mirror(const arkcos_polar *p, int64_t j) {
+  /* north output pixel j: its ring (from the pole) and azimuth index */
+  const arkcos_geometry *g = p->g;
+  int lo = 0, hi = p->nout - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (g->rings[mid].ofs <= j) lo = mid; else hi = mid - 1;
+  }
+  return g->rings[g->nrings - 1 - lo].ofs + (j - g->rings[lo].ofs);
+}
+
+void arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, int caps, int nthreads) {
+  if (!p || !caps) return;
+  if (nthreads <= 0) nthreads = omp_get_max_threads();
+  const arkcos_geometry *g = p->g;
+  double *fd = malloc(sizeof *fd * (size_t)p->nd), *d = malloc(sizeof *d * (size_t)p->nout_pix);
+  if (!fd || !d) {
+    free(fd);
+    free(d);
+    return;
+  }
+  for (int cap = 0; cap < 2; cap++) {
+    if (!(caps >> cap & 1)) continue;
+    for (int r = 1; r <= p->rd; r++) {
+      const arkcos_ring *rg = &g->rings[cap ? g->nrings - r : r - 1];
+      memcpy(fd + 2 * (int64_t)r * (r - 1), in + rg->ofs, sizeof *fd * (size_t)(4 * r));
+    }
+    correct_cap(p, fd, d, nthreads);
+    for (int i = 1; i <= p->nout; i++) {
+      const arkcos_ring *rn = &g->rings[i - 1], *rg = &g->rings[cap ? g->nrings - i : i - 1];
+      for (int64_t a = 0; a < rn->nph; a++) out[rg->ofs + a] += d[rn->ofs + a];
+    }
+  }
+  free(fd);
+  free(d);
+}

@@ -1,0 +1,59 @@
+/*
+ * polar.h -- the polar caps' reconstruction quadrature of the smoother
+ * (polar.c; docs/EXACTNESS.md, "Polar reconstruction").
+ *
+ * Near a pole the pixel sum of K f errs by what a band-limited map's
+ * azimuthal sampling aliases on the short rings (2e-4 - 5e-3 of the map's
+ * largest value on the first rings, whatever the ring weights). In each cap
+ * the part of the integral under a smooth window chi(t) (t the ring index
+ * as a continuous coordinate: 1 up to ring POLAR_T1, 0 from POLAR_T2) is
+ * taken instead against the map's band-limited reconstruction from the
+ * pixels of the first POLAR_RD rings:
+ *
+ *   out(x) += I(x) - P(x),  I(x) = int chi K(x, y) f~(y) dy,
+ *   P(x) = sum_p chi(r_p) w_p K(x, p) f_p  (what the pixel sum put there),
+ *
+ * f~ = sum_q c_q C(., q), (C_DD + nu C(0)) c = f_D: kriging with the
+ * covariance C of white C_l up to 2 nside and a nugget nu = 1e-10. The
+ * correction is linear in the map, so A(w) and A(W) take it as the maps do.
+ */
+#ifndef ARKCOS_POLAR_H
+#define ARKCOS_POLAR_H
+
+#include <stdint.h>
+
+#include "arkcos/arkcos.h"
+
+typedef struct arkcos_polar arkcos_polar;
+
+/* The correction for this HEALPix geometry (its rings' weights as the pixel
+ * sum uses them) and kernel; NULL with err->code 0 where it does not apply
+ * (nside below 32, a top-hat, a kernel reaching the equator from the caps'
+ * window or wider than POLAR_MAX_REACH rings there), NULL with err->code set
+ * on failure (memory). nthreads <= 0: OpenMP's default. */
+arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel *k, int nthreads,
+                                  arkcos_error *err);
+void arkcos_polar_destroy(arkcos_polar *p);
+/* The bytes arkcos_polar_create would hold at its peak (0: none applies). */
+double arkcos_polar_estimate(const arkcos_geometry *g, const arkcos_kernel *k);
+
+/* out += I(in) - P(in) on the output rings of the caps in `caps` (bit 0 the
+ * north cap, bit 1 the south), in and out RING maps of g->npix values. */
+void arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, int caps, int nthreads);
+
+/* The pixels the correction reads in each cap: RING indices [0, n) and
+ * [npix - n, npix). */
+int64_t arkcos_polar_disc_pixels(const arkcos_polar *p);
+/* The pixels it changes in each cap: [0, n) and [npix - n, npix). */
+int64_t arkcos_polar_out_pixels(const arkcos_polar *p);
+/* The correction of the constant map 1 at the north cap's output pixels
+ * (arkcos_polar_out_pixels of them; the south cap's mirror them: pixel
+ * npix - n + j of the south takes the value of north pixel ... of the same
+ * ring and azimuth, see arkcos_polar_mirror). */
+const double *arkcos_polar_delta_one(const arkcos_polar *p);
+/* RING index of the south cap's pixel mirroring north output pixel j. */
+int64_t arkcos_polar_mirror(const arkcos_polar *p, int64_t j);
+/* Seconds the creation took. */
+double arkcos_polar_create_time(const arkcos_polar *p);
+
+#endif
