@@ -21,8 +21,8 @@
 
 enum { GL_N = 20 };
 
-/* Gauss-Legendre nodes and weights on [-1, 1] (Newton on P_n). */
-static void gauss_legendre(int n, double *x, double *w) {
+/* Gauss-Legendre nodes and weights on [-1, 1] (Newton on P_n; kernel_internal.h). */
+void arkcos_gauss_legendre(int n, double *x, double *w) {
   for (int i = 0; i < (n + 1) / 2; i++) {
     double z = cos(M_PI * (i + 0.75) / (n + 0.5)), dp = 1;
     for (int it = 0; it < 100; it++) {
@@ -49,7 +49,7 @@ static void gauss_legendre(int n, double *x, double *w) {
 static int quad_nodes(const arkcos_kfun *f, double c, double maxstep, double **xa,
                       double **wa) {
   double gx[GL_N], gw[GL_N];
-  gauss_legendre(GL_N, gx, gw);
+  arkcos_gauss_legendre(GL_N, gx, gw);
   int nb = 0, cap = 64;
   double *bp = malloc(sizeof(double) * cap);
   if (!bp) return -1;

@@ -21,6 +21,9 @@ arkcos_kernel *arkcos_kernel_create_gaussian_poly(double fwhm, double cut, const
 arkcos_kernel *arkcos_kernel_gaussian_harmonic_cut(double fwhm, double cutoff_rel, double cut,
                                                    arkcos_error *err);
 
+/* Gauss-Legendre nodes x (increasing) and weights w on [-1, 1], n of each. */
+void arkcos_gauss_legendre(int n, double *x, double *w);
+
 /* The truncated, normalised profile (for the backends). */
 static inline const arkcos_kfun *arkcos_kernel_fun(const arkcos_kernel *k) {
   return &k->f;

@@ -72,27 +72,6 @@ static double chi_of_t(double t, int t2) {
   return a / (a + b);
 }
 
-/* Gauss-Legendre nodes and weights on [-1, 1] (Newton on P_n). */
-static void gauss_legendre(int n, double *x, double *w) {
-  for (int i = 0; i < n; i++) {
-    double z = cos(M_PI * (i + 0.75) / (n + 0.5)), dp = 1;
-    for (int it = 0; it < 100; it++) {
-      double p0 = 1, p1 = z;
-      for (int k = 2; k <= n; k++) {
-        const double p2 = ((2.0 * k - 1) * z * p1 - (k - 1.0) * p0) / k;
-        p0 = p1;
-        p1 = p2;
-      }
-      dp = n * (z * p1 - p0) / (z * z - 1);
-      const double dz = p1 / dp;
-      z -= dz;
-      if (fabs(dz) < 1e-16) break;
-    }
-    x[i] = z;
-    w[i] = 2.0 / ((1 - z * z) * dp * dp);
-  }
-}
-
 /* The kernel's half maximum angle (a sigma for sampling decisions). */
 static double kernel_sigma(const arkcos_kfun *kf) {
   const double k0 = arkcos_kfun_alpha(kf, 0.0);
@@ -501,7 +480,7 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
   const int ng = lay.ng, npan = ng / POLAR_GL;
   const double hp = (double)t2 / npan;
   double glx[POLAR_GL], glw[POLAR_GL];
-  gauss_legendre(POLAR_GL, glx, glw);
+  arkcos_gauss_legendre(POLAR_GL, glx, glw);
   const int nc = POLAR_NCHEB, na = nc + rd;
   double *tg = malloc(sizeof *tg * ng), *wg = malloc(sizeof *wg * ng);
   double *ax = malloc(sizeof *ax * na), *as = malloc(sizeof *as * na);
