@@ -46,20 +46,23 @@
 #define POLAR_NCHEB 64        /* Chebyshev nodes in t for Lam_m */
 #define POLAR_GL 8            /* Gauss-Legendre nodes per panel */
 
+/* What a correction for (g, k) would hold; 0 where none applies. */
+typedef struct layout {
+  int t2, rd, nb, mm, mp, nout, ng;
+  int64_t nd, nout_pix;
+  double sigma, h;
+} layout;
+
 struct arkcos_polar {
   const arkcos_geometry *g;
   arkcos_kfun kf;
-  int64_t nside, npix;
-  int t2, rd, nb, mm, nout;
-  int64_t nd, nout_pix;
+  layout lay;             /* rings, disc, band limits, outputs (make_layout) */
   double chi[POLAR_T2_MAX]; /* chi at pixel ring r (index r), 0 unused */
   double *H;              /* [nout][rd][mm + 1] */
-  int mp;                 /* P by azimuthal spectra up to mp (smooth kernels), or 0: summed pixel by pixel */
   double *KP;             /* [nout][t2 - 1][mp + 1]: chi_r w_r k_m(i, r) */
   double *chol[3];        /* lower Cholesky factors, nb x nb row-major: w = 0, 2 real, w = 1 real part */
   double *chol1i;         /* w = 1's imaginary part */
   double *delta1;         /* correction of 1 at the north outputs */
-  double create_s;
 };
 
 static double theta_of_t(double t, double n) { return 2.0 * asin(t / (sqrt(6.0) * n)); }
@@ -264,7 +267,7 @@ static double inner_pixel_sum(const arkcos_polar *p, const double *sdt2, const d
                               double phi, const double *fd) {
   const arkcos_ring *rings = p->g->rings;
   double sum = 0;
-  for (int r = 1; r < p->t2; r++) {
+  for (int r = 1; r < p->lay.t2; r++) {
     if (half[r] < 0) continue;
     const arkcos_ring *rg = &rings[r - 1];
     const int n = 4 * r;
@@ -289,14 +292,14 @@ static double inner_pixel_sum(const arkcos_polar *p, const double *sdt2, const d
 /* dout[j] = I - P at the north-order output pixels, fd the disc's values
  * in north order. */
 static void correct_cap(const arkcos_polar *p, const double *fd, double *dout, int nthreads) {
-  const int rd = p->rd, nb = p->nb, mm = p->mm;
+  const int rd = p->lay.rd, nb = p->lay.nb, mm = p->lay.mm;
   /* block right-hand sides and solves */
   double *cwr = malloc(sizeof *cwr * 6 * (size_t)nb), *cwi = cwr ? cwr + 3 * (size_t)nb : NULL;
   double complex *cr = malloc(sizeof *cr * (size_t)rd * (mm + 1));
   if (!cwr || !cr) {
     free(cwr);
     free(cr);
-    memset(dout, 0, sizeof *dout * (size_t)p->nout_pix);
+    memset(dout, 0, sizeof *dout * (size_t)p->lay.nout_pix);
     return;
   }
   for (int r = 1, j = 0; r <= rd; r++)
@@ -326,15 +329,15 @@ static void correct_cap(const arkcos_polar *p, const double *fd, double *dout, i
     }
   const arkcos_ring *rings = p->g->rings;
   /* P's ring spectra F_r(m) = sum_k f_rk e^{-i m phi_rk} (smooth kernels) */
-  const int mp = p->mp, mx = mm > mp ? mm : mp;
-  double complex *fr = mp ? malloc(sizeof *fr * (size_t)p->t2 * (mp + 1)) : NULL;
+  const int mp = p->lay.mp, mx = mm > mp ? mm : mp;
+  double complex *fr = mp ? malloc(sizeof *fr * (size_t)p->lay.t2 * (mp + 1)) : NULL;
   if (mp && !fr) {
     free(cwr);
     free(cr);
-    memset(dout, 0, sizeof *dout * (size_t)p->nout_pix);
+    memset(dout, 0, sizeof *dout * (size_t)p->lay.nout_pix);
     return;
   }
-  for (int r = 1; mp && r < p->t2; r++) {
+  for (int r = 1; mp && r < p->lay.t2; r++) {
     const double *f = fd + 2 * (int64_t)r * (r - 1);
     for (int m = 0; m <= mp; m++) {
       const double complex e1 = cexp(-I * m * M_PI / (2.0 * r));
@@ -347,7 +350,7 @@ static void correct_cap(const arkcos_polar *p, const double *fd, double *dout, i
     }
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads)
-  for (int i = 1; i <= p->nout; i++) {
+  for (int i = 1; i <= p->lay.nout; i++) {
     const arkcos_ring *ro = &rings[i - 1];
     double complex gm[1025];
     double sdt2[POLAR_T2_MAX], ss[POLAR_T2_MAX], half[POLAR_T2_MAX];
@@ -357,12 +360,12 @@ static void correct_cap(const arkcos_polar *p, const double *fd, double *dout, i
         for (int r = 0; r < rd; r++)
           v += p->H[((size_t)(i - 1) * rd + r) * (mm + 1) + m] * cr[(size_t)r * (mm + 1) + m];
       if (mp && m <= mp)
-        for (int r = 1; r < p->t2; r++)
-          v -= p->KP[((size_t)(i - 1) * (p->t2 - 1) + (r - 1)) * (mp + 1) + m] * fr[(size_t)r * (mp + 1) + m];
+        for (int r = 1; r < p->lay.t2; r++)
+          v -= p->KP[((size_t)(i - 1) * (p->lay.t2 - 1) + (r - 1)) * (mp + 1) + m] * fr[(size_t)r * (mp + 1) + m];
       gm[m] = v;
     }
     if (!mp)
-      for (int r = 1; r < p->t2; r++) {
+      for (int r = 1; r < p->lay.t2; r++) {
         const double th = rings[r - 1].theta, sd = sin(0.5 * (ro->theta - th));
         sdt2[r] = sd * sd;
         ss[r] = sin(ro->theta) * sin(th);
@@ -396,12 +399,6 @@ void arkcos_polar_destroy(arkcos_polar *p) {
   free(p);
 }
 
-/* What a correction for (g, k) would hold; 0 where none applies. */
-typedef struct layout {
-  int t2, rd, nb, mm, mp, nout, ng;
-  int64_t nd, nout_pix;
-  double sigma, h;
-} layout;
 
 static int make_layout(const arkcos_geometry *g, const arkcos_kernel *k, layout *o) {
   memset(o, 0, sizeof *o);
@@ -456,7 +453,6 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
   if (!make_layout(g, k, &lay)) return NULL;
   const arkcos_kfun *kf = arkcos_kernel_fun(k);
   if (nthreads <= 0) nthreads = omp_get_max_threads();
-  const double t0 = omp_get_wtime();
   const double n = (double)g->nside;
   const int t2 = lay.t2, nout = lay.nout;
   const double sigma = lay.sigma;
@@ -464,18 +460,9 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
   if (!p) return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
   p->g = g;
   p->kf = *kf;
-  p->nside = g->nside;
-  p->npix = g->npix;
-  p->t2 = t2;
-  p->rd = lay.rd;
-  p->nb = lay.nb;
-  p->nd = lay.nd;
-  p->mm = lay.mm;
-  p->mp = lay.mp;
-  p->nout = nout;
-  p->nout_pix = lay.nout_pix;
+  p->lay = lay;
   for (int r = 1; r < t2; r++) p->chi[r] = chi_of_t(r, t2);
-  const int rd = p->rd, mm = p->mm, nb = p->nb, L = (int)(2 * g->nside);
+  const int rd = p->lay.rd, mm = p->lay.mm, nb = p->lay.nb, L = (int)(2 * g->nside);
   /* Gauss-Legendre panels in t */
   const int ng = lay.ng, npan = ng / POLAR_GL;
   const double hp = (double)t2 / npan;
@@ -490,7 +477,7 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
   p->H = calloc((size_t)nout * rd * (mm + 1), sizeof *p->H);
   for (int w = 0; w < 3; w++) p->chol[w] = calloc((size_t)nb * nb, sizeof *p->chol[w]);
   p->chol1i = calloc((size_t)nb * nb, sizeof *p->chol1i);
-  p->delta1 = malloc(sizeof *p->delta1 * (size_t)p->nout_pix);
+  p->delta1 = malloc(sizeof *p->delta1 * (size_t)p->lay.nout_pix);
   int rc = !tg || !wg || !ax || !as || !lamc || !lamg || !bary || !p->H || !p->chol[0] || !p->chol[1] ||
            !p->chol[2] || !p->chol1i || !p->delta1;
   if (!rc) {
@@ -554,13 +541,13 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
     rc = bad;
   }
   /* H_m(i, r) = sum_j wg_j k_m(i, t_j) Lam_m(t_j, r); KP = chi_r w_r k_m(i, r) */
-  if (!rc && p->mp) {
-    p->KP = calloc((size_t)nout * (t2 - 1) * (p->mp + 1), sizeof *p->KP);
+  if (!rc && p->lay.mp) {
+    p->KP = calloc((size_t)nout * (t2 - 1) * (p->lay.mp + 1), sizeof *p->KP);
     rc = !p->KP;
   }
   if (!rc) {
     int bad = 0;
-    const int mk = mm > p->mp ? mm : p->mp;
+    const int mk = mm > p->lay.mp ? mm : p->lay.mp;
 #pragma omp parallel num_threads(nthreads) reduction(| : bad)
     {
       int cap = 0;
@@ -580,13 +567,13 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
           for (int r = 0; r < rd; r++)
             for (int m = 0; m <= mm; m++) hi[(size_t)r * (mm + 1) + m] += km[m] * lamg[((size_t)m * ng + j) * rd + r];
         }
-        for (int r = 1; p->mp && r < t2 && !bad; r++) {
+        for (int r = 1; p->lay.mp && r < t2 && !bad; r++) {
           const arkcos_ring *rg = &g->rings[r - 1];
-          const int got = az_spectrum(kf, sigma, ro->theta, rg->theta, p->mp, km, &kv, &cap);
+          const int got = az_spectrum(kf, sigma, ro->theta, rg->theta, p->lay.mp, km, &kv, &cap);
           if (got < 0) bad = 1;
           if (got <= 0) continue;
-          double *kp = p->KP + ((size_t)(i - 1) * (t2 - 1) + (r - 1)) * (p->mp + 1);
-          for (int m = 0; m <= p->mp; m++) kp[m] = p->chi[r] * rg->weight * km[m];
+          double *kp = p->KP + ((size_t)(i - 1) * (t2 - 1) + (r - 1)) * (p->lay.mp + 1);
+          for (int m = 0; m <= p->lay.mp; m++) kp[m] = p->chi[r] * rg->weight * km[m];
         }
       }
       free(kv);
@@ -648,27 +635,25 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
     arkcos_polar_destroy(p);
     return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
   }
-  double *ones = malloc(sizeof *ones * (size_t)p->nd);
+  double *ones = malloc(sizeof *ones * (size_t)p->lay.nd);
   if (!ones) {
     arkcos_polar_destroy(p);
     return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
   }
-  for (int64_t j = 0; j < p->nd; j++) ones[j] = 1;
+  for (int64_t j = 0; j < p->lay.nd; j++) ones[j] = 1;
   correct_cap(p, ones, p->delta1, nthreads);
   free(ones);
-  p->create_s = omp_get_wtime() - t0;
   return p;
 }
 
-int64_t arkcos_polar_disc_pixels(const arkcos_polar *p) { return p ? p->nd : 0; }
-int64_t arkcos_polar_out_pixels(const arkcos_polar *p) { return p ? p->nout_pix : 0; }
+int64_t arkcos_polar_disc_pixels(const arkcos_polar *p) { return p ? p->lay.nd : 0; }
+int64_t arkcos_polar_out_pixels(const arkcos_polar *p) { return p ? p->lay.nout_pix : 0; }
 const double *arkcos_polar_delta_one(const arkcos_polar *p) { return p ? p->delta1 : NULL; }
-double arkcos_polar_create_time(const arkcos_polar *p) { return p ? p->create_s : 0; }
 
 int64_t arkcos_polar_mirror(const arkcos_polar *p, int64_t j) {
   /* north output pixel j: its ring (from the pole) and azimuth index */
   const arkcos_geometry *g = p->g;
-  int lo = 0, hi = p->nout - 1;
+  int lo = 0, hi = p->lay.nout - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
     if (g->rings[mid].ofs <= j) lo = mid; else hi = mid - 1;
@@ -680,7 +665,7 @@ void arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, in
   if (!p || !caps) return;
   if (nthreads <= 0) nthreads = omp_get_max_threads();
   const arkcos_geometry *g = p->g;
-  double *fd = malloc(sizeof *fd * (size_t)p->nd), *d = malloc(sizeof *d * (size_t)p->nout_pix);
+  double *fd = malloc(sizeof *fd * (size_t)p->lay.nd), *d = malloc(sizeof *d * (size_t)p->lay.nout_pix);
   if (!fd || !d) {
     free(fd);
     free(d);
@@ -688,12 +673,12 @@ void arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, in
   }
   for (int cap = 0; cap < 2; cap++) {
     if (!(caps >> cap & 1)) continue;
-    for (int r = 1; r <= p->rd; r++) {
+    for (int r = 1; r <= p->lay.rd; r++) {
       const arkcos_ring *rg = &g->rings[cap ? g->nrings - r : r - 1];
       memcpy(fd + 2 * (int64_t)r * (r - 1), in + rg->ofs, sizeof *fd * (size_t)(4 * r));
     }
     correct_cap(p, fd, d, nthreads);
-    for (int i = 1; i <= p->nout; i++) {
+    for (int i = 1; i <= p->lay.nout; i++) {
       const arkcos_ring *rn = &g->rings[i - 1], *rg = &g->rings[cap ? g->nrings - i : i - 1];
       for (int64_t a = 0; a < rn->nph; a++) out[rg->ofs + a] += d[rn->ofs + a];
     }

@@ -47,13 +47,10 @@ int64_t arkcos_polar_disc_pixels(const arkcos_polar *p);
 /* The pixels it changes in each cap: [0, n) and [npix - n, npix). */
 int64_t arkcos_polar_out_pixels(const arkcos_polar *p);
 /* The correction of the constant map 1 at the north cap's output pixels
- * (arkcos_polar_out_pixels of them; the south cap's mirror them: pixel
- * npix - n + j of the south takes the value of north pixel ... of the same
- * ring and azimuth, see arkcos_polar_mirror). */
+ * (arkcos_polar_out_pixels of them); the south cap's outputs take the same
+ * values at their mirrors (arkcos_polar_mirror). */
 const double *arkcos_polar_delta_one(const arkcos_polar *p);
 /* RING index of the south cap's pixel mirroring north output pixel j. */
 int64_t arkcos_polar_mirror(const arkcos_polar *p, int64_t j);
-/* Seconds the creation took. */
-double arkcos_polar_create_time(const arkcos_polar *p);
 
 #endif
