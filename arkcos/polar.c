@@ -96,55 +96,87 @@ static double kernel_sigma(const arkcos_kfun *kf) {
   return 0.5 * (lo + hi) / sqrt(2.0 * log(2.0));
 }
 
+#define LAM_LB 64 /* degrees l per block of the sums */
+
 /* Lam_m(a, r) for the na angles (cos x, sin s) against the last nr of them:
- * acc[a * nr + r] = sum_{l=m}^{L} lambda_lm(a) lambda_lm(nr-part r). */
-static void lam_sums(int m, int L, int na, int nr, const double *x, const double *s, double *acc,
-                     double *l0, double *l1) {
-  double lmm_log = 0.5 * log(1.0 / (4.0 * M_PI));
-  for (int k = 1; k <= m; k++) lmm_log += 0.5 * log((2.0 * k + 1.0) / (2.0 * k));
-  for (int a = 0; a < na; a++) {
-    const double lg = lmm_log + (m ? m * log(s[a]) : 0.0);
-    l0[a] = lg < -700 ? 0.0 : exp(lg); /* lambda_mm */
-    l1[a] = x[a] * sqrt(2.0 * m + 3.0) * l0[a]; /* lambda_{m+1,m} */
+ * acc[a * nr + r] = sum_{l=m}^{L} lambda_lm(a) lambda_lm(nr-part r), term
+ * by term (Christoffel-Darboux's closed form loses ~1e-13 to cancellation
+ * here, which the solve's nugget amplifies for noisy maps). The recurrence
+ * fills LAM_LB degrees at a time into buf [LAM_LB][nap] (nap = na rounded
+ * up to 8, zero padded); each block is then a small matrix product, 4 x 8
+ * outputs held in registers; the disc's part of a row (from na - nr = POLAR_NCHEB, a multiple
+ * of 8) pads as the row does. x: nap values (padding 0); buf: LAM_LB * nap,
+ * sacc: nap * nrp doubles. */
+static void lam_sums(int m, int L, int na, int nr, const double *x, const double *s, double *acc, double *buf,
+                     double *sacc) {
+  const int nap = (na + 7) & ~7, nrp = (nr + 7) & ~7, off = na - nr;
+  memset(sacc, 0, sizeof *sacc * (size_t)nap * nrp);
+  if (m <= L) {
+    double lmm_log = 0.5 * log(1.0 / (4.0 * M_PI));
+    for (int k = 1; k <= m; k++) lmm_log += 0.5 * log((2.0 * k + 1.0) / (2.0 * k));
+    double *l0 = buf, *l1 = buf + nap; /* rows l = m, m + 1 */
+    memset(buf, 0, sizeof *buf * (size_t)LAM_LB * nap);
+    for (int a = 0; a < na; a++) {
+      const double lg = lmm_log + (m ? m * log(s[a]) : 0.0);
+      l0[a] = lg < -700 ? 0.0 : exp(lg); /* lambda_mm */
+      l1[a] = m + 1 <= L ? x[a] * sqrt(2.0 * m + 3.0) * l0[a] : 0.0; /* lambda_{m+1,m} */
+    }
+    for (int lb = m; lb <= L; lb += LAM_LB) {
+      const int nl = L + 1 - lb < LAM_LB ? L + 1 - lb : LAM_LB;
+      /* rows k = l - lb; the first block's first two rows are set, later
+       * blocks continue from the previous block's last two */
+      for (int k = 0; k < nl; k++) {
+        const int l = lb + k;
+        if (l < m + 2) continue;
+        const double al = sqrt((4.0 * l * l - 1.0) / ((double)(l - m) * (l + m)));
+        const double bl = sqrt(((double)(l - 1 - m) * (l - 1 + m)) / (4.0 * (l - 1.0) * (l - 1.0) - 1.0));
+        const double *p1 = k >= 1 ? buf + (size_t)(k - 1) * nap : buf + (size_t)(LAM_LB - 1) * nap;
+        const double *p2 = k >= 2 ? buf + (size_t)(k - 2) * nap : buf + (size_t)(LAM_LB - 2 + k) * nap;
+        double *row = buf + (size_t)k * nap;
+#pragma omp simd
+        for (int a = 0; a < nap; a++) row[a] = al * (x[a] * p1[a] - bl * p2[a]);
+      }
+      for (int a0 = 0; a0 < nap; a0 += 4)
+        for (int r0 = 0; r0 < nrp; r0 += 8) {
+          double t[4][8] = {{0}};
+          for (int k = 0; k < nl; k++) {
+            const double *bk = buf + (size_t)k * nap, *br = bk + off + r0;
+            for (int i = 0; i < 4; i++) {
+              const double ba = bk[a0 + i];
+#pragma omp simd
+              for (int j = 0; j < 8; j++) t[i][j] += ba * br[j];
+            }
+          }
+          for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 8; j++) sacc[(size_t)(a0 + i) * nrp + r0 + j] += t[i][j];
+        }
+    }
   }
-  memset(acc, 0, sizeof *acc * (size_t)na * nr);
-  const double *lr0 = l0 + (na - nr), *lr1 = l1 + (na - nr);
   for (int a = 0; a < na; a++)
-    for (int r = 0; r < nr; r++) acc[a * nr + r] += l0[a] * lr0[r] + (m + 1 <= L ? l1[a] * lr1[r] : 0.0);
-  for (int l = m + 2; l <= L; l++) {
-    const double al = sqrt((4.0 * l * l - 1.0) / ((double)(l - m) * (l + m)));
-    const double bl = sqrt(((double)(l - 1 - m) * (l - 1 + m)) / (4.0 * (l - 1.0) * (l - 1.0) - 1.0));
-#pragma omp simd
-    for (int a = 0; a < na; a++) {
-      const double v = al * (x[a] * l1[a] - bl * l0[a]);
-      l0[a] = l1[a];
-      l1[a] = v;
-    }
-    const double *lr = l1 + (na - nr);
-    for (int a = 0; a < na; a++) {
-      const double la = l1[a];
-      double *row = acc + (size_t)a * nr;
-#pragma omp simd
-      for (int r = 0; r < nr; r++) row[r] += la * lr[r];
-    }
-  }
+    for (int r = 0; r < nr; r++) acc[(size_t)a * nr + r] = sacc[(size_t)a * nrp + r];
 }
 
 /* Lower Cholesky factor L L^H of the Hermitian positive matrix (re, im)
  * (n x n row-major, lower triangle read; im NULL: real), in place, the
  * rows below each column in parallel; -1 if not positive. Complex
- * arithmetic written out (no C99 complex multiply and its NaN checks). */
+ * arithmetic written out (no C99 complex multiply and its NaN checks);
+ * one parallel region, a barrier per column. */
 static int cholesky(double *re, double *im, int n, int nthreads) {
+  int bad = 0;
+#pragma omp parallel num_threads(nthreads)
   for (int j = 0; j < n; j++) {
     double *rj = re + (size_t)j * n, *ij = im ? im + (size_t)j * n : NULL;
-    double d = rj[j];
-    for (int k = 0; k < j; k++) d -= rj[k] * rj[k] + (ij ? ij[k] * ij[k] : 0.0);
-    if (!(d > 0)) return -1;
-    d = sqrt(d);
-    rj[j] = d;
-    if (ij) ij[j] = 0;
-    const double inv = 1.0 / d;
-#pragma omp parallel for schedule(static) num_threads(nthreads) if (n - j > 64)
+#pragma omp single
+    {
+      double d = rj[j];
+      for (int k = 0; k < j; k++) d -= rj[k] * rj[k] + (ij ? ij[k] * ij[k] : 0.0);
+      if (!(d > 0)) bad = 1;
+      rj[j] = sqrt(d);
+      if (ij) ij[j] = 0;
+    } /* its barrier: every thread reads the same bad and rj[j] */
+    if (bad) break;
+    const double inv = 1.0 / rj[j];
+#pragma omp for schedule(static)
     for (int i = j + 1; i < n; i++) {
       double *ri = re + (size_t)i * n;
       double vr = ri[j], vi = 0;
@@ -165,7 +197,7 @@ static int cholesky(double *re, double *im, int n, int nthreads) {
       ri[j] = vr * inv;
     }
   }
-  return 0;
+  return bad ? -1 : 0;
 }
 
 /* (L L^H) x = b in place, b as (br, bi). */
@@ -319,13 +351,19 @@ static void correct_cap(const arkcos_polar *p, const double *fd, double *dout, i
   for (int r = 1, j0 = 0; r <= rd; j0 += r, r++)
     for (int m = 0; m <= mm; m++) {
       const int w = m & 3;
-      double complex v = 0;
+      /* e^{-i m phi_ra}, phi_ra = (a + 1/2) pi / (2 r), by its recurrence in a */
+      const double st = -m * M_PI / (2.0 * r), sr = cos(st), si = sin(st);
+      double er = cos(0.5 * st), ei = sin(0.5 * st), vr = 0, vi = 0;
       for (int a = 0; a < r; a++) {
-        const double complex c = w == 3 ? cwr[nb + j0 + a] - I * cwi[nb + j0 + a]
-                                        : cwr[(size_t)w * nb + j0 + a] + I * cwi[(size_t)w * nb + j0 + a];
-        v += cexp(-I * m * (a + 0.5) * M_PI / (2.0 * r)) * c;
+        const double cre = w == 3 ? cwr[nb + j0 + a] : cwr[(size_t)w * nb + j0 + a];
+        const double cim = w == 3 ? -cwi[nb + j0 + a] : cwi[(size_t)w * nb + j0 + a];
+        vr += er * cre - ei * cim;
+        vi += er * cim + ei * cre;
+        const double t = er * sr - ei * si;
+        ei = er * si + ei * sr;
+        er = t;
       }
-      cr[(size_t)(r - 1) * (mm + 1) + m] = v;
+      cr[(size_t)(r - 1) * (mm + 1) + m] = vr + I * vi;
     }
   const arkcos_ring *rings = p->g->rings;
   /* P's ring spectra F_r(m) = sum_k f_rk e^{-i m phi_rk} (smooth kernels) */
@@ -470,9 +508,9 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
   arkcos_gauss_legendre(POLAR_GL, glx, glw);
   const int nc = POLAR_NCHEB, na = nc + rd;
   double *tg = malloc(sizeof *tg * ng), *wg = malloc(sizeof *wg * ng);
-  double *ax = malloc(sizeof *ax * na), *as = malloc(sizeof *as * na);
+  double *ax = calloc((size_t)(na + 8), sizeof *ax), *as = calloc((size_t)(na + 8), sizeof *as);
   double *lamc = malloc(sizeof *lamc * (size_t)(mm + 1) * na * rd); /* [m][a][r] */
-  double *lamg = malloc(sizeof *lamg * (size_t)(mm + 1) * ng * rd); /* [m][j][r] */
+  double *lamg = malloc(sizeof *lamg * (size_t)(mm + 1) * ng * rd); /* [j][r][m] */
   double *bary = malloc(sizeof *bary * (size_t)ng * nc);
   p->H = calloc((size_t)nout * rd * (mm + 1), sizeof *p->H);
   for (int w = 0; w < 3; w++) p->chol[w] = calloc((size_t)nb * nb, sizeof *p->chol[w]);
@@ -520,19 +558,19 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
     int bad = 0;
 #pragma omp parallel num_threads(nthreads) reduction(| : bad)
     {
-      double *l0 = malloc(sizeof *l0 * na), *l1 = malloc(sizeof *l1 * na);
+      const int nap = (na + 7) & ~7, nrp = (rd + 7) & ~7;
+      double *l0 = malloc(sizeof *l0 * (size_t)LAM_LB * nap), *l1 = malloc(sizeof *l1 * (size_t)nap * nrp);
       bad |= !l0 || !l1;
 #pragma omp for schedule(dynamic, 1)
       for (int m = 0; m <= mm; m++) {
         if (!l0 || !l1) continue;
         double *acc = lamc + (size_t)m * na * rd;
         lam_sums(m, L, na, rd, ax, as, acc, l0, l1);
-        double *lg = lamg + (size_t)m * ng * rd;
         for (int j = 0; j < ng; j++)
           for (int r = 0; r < rd; r++) {
             double v = 0;
             for (int c = 0; c < nc; c++) v += bary[(size_t)j * nc + c] * acc[c * rd + r];
-            lg[(size_t)j * rd + r] = v;
+            lamg[((size_t)j * rd + r) * (mm + 1) + m] = v;
           }
       }
       free(l0);
@@ -564,8 +602,13 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
           if (got < 0) bad = 1;
           if (got <= 0) continue;
           for (int m = 0; m <= mm; m++) km[m] *= wg[j];
-          for (int r = 0; r < rd; r++)
-            for (int m = 0; m <= mm; m++) hi[(size_t)r * (mm + 1) + m] += km[m] * lamg[((size_t)m * ng + j) * rd + r];
+          const double *lj = lamg + (size_t)j * rd * (mm + 1);
+          for (int r = 0; r < rd; r++) {
+            double *h = hi + (size_t)r * (mm + 1);
+            const double *lr = lj + (size_t)r * (mm + 1);
+#pragma omp simd
+            for (int m = 0; m <= mm; m++) h[m] += km[m] * lr[m];
+          }
         }
         for (int r = 1; p->lay.mp && r < t2 && !bad; r++) {
           const arkcos_ring *rg = &g->rings[r - 1];
@@ -584,40 +627,77 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
   /* the blocks: 4 sum_{m = w mod 4} Lam_|m|(r, r') e^{i m dphi}, plus the nugget */
   if (!rc) {
     const double nug = POLAR_NUGGET * (L + 1.0) * (L + 1.0) / (4.0 * M_PI);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads)
-    for (int r = 1; r <= rd; r++) {
-      const int j0 = r * (r - 1) / 2;
-      for (int a = 0; a < r; a++)
+    int bad = 0;
+    /* per ring pair (r, r2 <= r), its pixel pairs side by side: e^{i m dphi}
+     * by its recurrence in m, each class of m mod 4 added where it goes */
+#pragma omp parallel num_threads(nthreads) reduction(| : bad)
+    {
+      const size_t cap = (size_t)rd * rd;
+      double *w8 = malloc(sizeof *w8 * 8 * cap);
+      size_t *at = malloc(sizeof *at * cap);
+      bad |= !w8 || !at;
+#pragma omp for schedule(dynamic, 1)
+      for (int r = 1; r <= rd; r++) {
+        if (!w8 || !at) continue;
+        double *c1 = w8, *s1 = w8 + cap, *er = w8 + 2 * cap, *ei = w8 + 3 * cap, *b0 = w8 + 4 * cap,
+               *b2 = w8 + 5 * cap, *b1r = w8 + 6 * cap, *b1i = w8 + 7 * cap;
+        const int j0 = r * (r - 1) / 2;
         for (int r2 = 1; r2 <= r; r2++) {
           const int j20 = r2 * (r2 - 1) / 2;
-          for (int a2 = 0; a2 < r2; a2++) {
-            const int jj = j0 + a, jj2 = j20 + a2;
-            if (jj2 > jj) continue;
-            const double dphi = (a + 0.5) * M_PI / (2.0 * r) - (a2 + 0.5) * M_PI / (2.0 * r2);
-            const double c1 = cos(dphi), s1 = sin(dphi);
-            double er = 1, ei = 0, b0 = 0, b2 = 0, b1r = 0, b1i = 0;
-            for (int m = 0; m <= mm; m++) {
-              const double lam = lamc[((size_t)m * na + nc + (r - 1)) * rd + (r2 - 1)];
-              /* m and -m: e^{i m dphi} to residue m mod 4, its conjugate to -m mod 4 */
-              switch (m & 3) {
-                case 0: b0 += m ? 2 * lam * er : lam; break;
-                case 1: b1r += lam * er, b1i += lam * ei; break; /* -m = 3: not stored */
-                case 2: b2 += 2 * lam * er; break;
-                case 3: b1r += lam * er, b1i -= lam * ei; break; /* -m = 1 mod 4 */
-              }
-              const double t = er * c1 - ei * s1;
-              ei = er * s1 + ei * c1;
-              er = t;
+          int np = 0;
+          for (int a = 0; a < r; a++)
+            for (int a2 = 0; a2 < r2; a2++) {
+              const int jj = j0 + a, jj2 = j20 + a2;
+              if (jj2 > jj) continue;
+              const double dphi = (a + 0.5) * M_PI / (2.0 * r) - (a2 + 0.5) * M_PI / (2.0 * r2);
+              c1[np] = cos(dphi), s1[np] = sin(dphi), er[np] = 1, ei[np] = 0;
+              b0[np] = b2[np] = b1r[np] = b1i[np] = 0;
+              at[np++] = (size_t)jj * nb + jj2;
             }
-            const size_t at = (size_t)jj * nb + jj2;
-            const double dg = jj == jj2 ? nug : 0.0;
-            p->chol[0][at] = 4.0 * b0 + dg;
-            p->chol[1][at] = 4.0 * b1r + dg;
-            p->chol1i[at] = 4.0 * b1i;
-            p->chol[2][at] = 4.0 * b2 + dg;
+          for (int m = 0; m <= mm; m++) {
+            const double lam = lamc[((size_t)m * na + nc + (r - 1)) * rd + (r2 - 1)];
+            /* m and -m: e^{i m dphi} to residue m mod 4, its conjugate to -m mod 4 */
+            switch (m & 3) {
+              case 0: {
+                const double f = m ? 2 * lam : lam;
+#pragma omp simd
+                for (int q = 0; q < np; q++) b0[q] += f * er[q];
+                break;
+              }
+              case 1:
+#pragma omp simd
+                for (int q = 0; q < np; q++) b1r[q] += lam * er[q], b1i[q] += lam * ei[q];
+                break; /* -m = 3: not stored */
+              case 2:
+#pragma omp simd
+                for (int q = 0; q < np; q++) b2[q] += 2 * lam * er[q];
+                break;
+              default:
+#pragma omp simd
+                for (int q = 0; q < np; q++) b1r[q] += lam * er[q], b1i[q] -= lam * ei[q];
+                break; /* -m = 1 mod 4 */
+            }
+#pragma omp simd
+            for (int q = 0; q < np; q++) {
+              const double t = er[q] * c1[q] - ei[q] * s1[q];
+              ei[q] = er[q] * s1[q] + ei[q] * c1[q];
+              er[q] = t;
+            }
+          }
+          for (int q = 0; q < np; q++) {
+            const size_t o = at[q];
+            const double dg = o / nb == o % nb ? nug : 0.0;
+            p->chol[0][o] = 4.0 * b0[q] + dg;
+            p->chol[1][o] = 4.0 * b1r[q] + dg;
+            p->chol1i[o] = 4.0 * b1i[q];
+            p->chol[2][o] = 4.0 * b2[q] + dg;
           }
         }
+      }
+      free(w8);
+      free(at);
     }
+    rc = bad;
     for (int w = 0; w < 3 && !rc; w++) rc = cholesky(p->chol[w], w == 1 ? p->chol1i : NULL, nb, nthreads) ? 2 : 0;
   }
   free(tg);
