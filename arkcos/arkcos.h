@@ -578,33 +578,37 @@ typedef struct arkcos_smoother_spec {
    * offered. Borrowed for the smoother's life. */
   const char *normalize_name, *allow_subpixel_name, *harmonic_name;
   /* How the pixel sum integrates (not for harmonic operators):
-   * ARKCOS_QUADRATURE_RING (the default): each ring's pixels weighted by
-   * arkcos_healpix_ring_weights, which cuts a band-limited map's error at
-   * the cap/belt boundary 350-7000 fold from 4 pixels per FWHM and next to
-   * the poles 2-6 fold (docs/EXACTNESS.md, "Polar quadrature"); below
-   * ARKCOS_RING_DIVIDE_PPF pixels per FWHM the result is also divided by
-   * the smoothing of those weights, A(W m) / A(W) (with a mask:
-   * A(W w m) / A(W w), zero mode A(W w m) / A(W)), so that a constant map
-   * stays constant to rounding, at the cost of one
-   * more smoothing per smoother; wider, the weights alone keep it within
-   * 2.1e-6 (3e-8 at 24 pixels per FWHM). ARKCOS_QUADRATURE_POINT: pixel
-   * centres with equal weights, A(m) (healpy's iter 0 and the paper).
-   * ARKCOS_QUADRATURE_POLAR: ring quadrature, and for scalar maps the part
-   * of the integral within ~26 rings of each pole taken against the map's
+   * ARKCOS_QUADRATURE_POLAR (arkcos_smoother_spec_default's; a zeroed spec
+   * has RING): ring quadrature, and for scalar maps the part of the
+   * integral within ~26 rings of each pole taken against the map's
    * band-limited reconstruction there (docs/EXACTNESS.md, "Polar
    * reconstruction"): a band-limited map's error next to the poles falls
    * from 1e-3 - 5e-3 to 3e-7, the kink's level, from 4 pixels per FWHM at
-   * nside >= 64; not for maps split over MPI ranks; Q and U as RING; a cap
-   * with a missing or masked pixel among its first ~32 rings as RING. */
+   * nside >= 64; its solve rounds at ~5e-8 of the output for maps with
+   * pixel-scale noise. Q and U, top-hats, nside < 32, and a cap with a
+   * missing or masked pixel among its first ~32 rings as RING; not for maps
+   * split over MPI ranks (arkcos smooth falls back to RING there, with a
+   * note). ARKCOS_QUADRATURE_RING: each ring's pixels weighted by
+   * arkcos_healpix_ring_weights, which cuts a band-limited map's error at
+   * the cap/belt boundary 350-7000 fold from 4 pixels per FWHM and next to
+   * the poles 2-6 fold (docs/EXACTNESS.md, "Polar quadrature"); below
+   * ARKCOS_RING_DIVIDE_PPF pixels per FWHM the result (RING or POLAR) is
+   * also divided by the smoothing of those weights, A(W m) / A(W) (with a
+   * mask: A(W w m) / A(W w), zero mode A(W w m) / A(W)), so that a constant
+   * map stays constant to rounding, at the cost of one more smoothing per
+   * smoother; wider, the weights alone keep it within 2.1e-6 (3e-8 at 24
+   * pixels per FWHM; 1e-7 with POLAR). ARKCOS_QUADRATURE_POINT: pixel
+   * centres with equal weights, A(m) (healpy's iter 0 and the paper). */
   int quadrature;
 } arkcos_smoother_spec;
 
 enum { ARKCOS_QUADRATURE_RING = 0, ARKCOS_QUADRATURE_POINT = 1, ARKCOS_QUADRATURE_POLAR = 2 };
 #define ARKCOS_RING_DIVIDE_PPF 8.0
 
-/* nside 0 (must be set), RING, a Gaussian of fwhm 0, no beam, no user
- * kernel, arkcos_options_default, normalize mode, min_weight -1 (default),
- * no normalize, no allow_subpixel, no operator, no names. */
+/* nside 0 (must be set), a Gaussian of fwhm 0, no beam, no user kernel,
+ * arkcos_options_default, normalize mode, min_weight -1 (default), no
+ * normalize, no allow_subpixel, no operator, no names, quadrature
+ * ARKCOS_QUADRATURE_POLAR. */
 void arkcos_smoother_spec_default(arkcos_smoother_spec *s);
 
 /* A warning returned as data: code and message (no trailing newline). */

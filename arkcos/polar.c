@@ -757,10 +757,18 @@ void arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, in
       const arkcos_ring *rg = &g->rings[cap ? g->nrings - r : r - 1];
       memcpy(fd + 2 * (int64_t)r * (r - 1), in + rg->ofs, sizeof *fd * (size_t)(4 * r));
     }
+    /* the disc scaled by a power of 2 to a largest value in [1, 2): the
+     * same bits for maps in the normal range, and denormal or huge maps
+     * keep their relative precision through the solve */
+    double mx = 0;
+    for (int64_t j = 0; j < p->lay.nd; j++) mx = fmax(mx, fabs(fd[j]));
+    const int ex = mx > 0 && isfinite(mx) ? ilogb(mx) : 0;
+    if (ex)
+      for (int64_t j = 0; j < p->lay.nd; j++) fd[j] = ldexp(fd[j], -ex);
     correct_cap(p, fd, d, nthreads);
     for (int i = 1; i <= p->lay.nout; i++) {
       const arkcos_ring *rn = &g->rings[i - 1], *rg = &g->rings[cap ? g->nrings - i : i - 1];
-      for (int64_t a = 0; a < rn->nph; a++) out[rg->ofs + a] += d[rn->ofs + a];
+      for (int64_t a = 0; a < rn->nph; a++) out[rg->ofs + a] += ex ? ldexp(d[rn->ofs + a], ex) : d[rn->ofs + a];
     }
   }
   free(fd);

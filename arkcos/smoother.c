@@ -28,6 +28,7 @@ void arkcos_smoother_spec_default(arkcos_smoother_spec *s) {
   arkcos_options_default(&s->options);
   s->mask_mode = ARKCOS_MASK_NORMALIZE;
   s->min_weight = -1;
+  s->quadrature = ARKCOS_QUADRATURE_POLAR;
 }
 
 /* ---------------------------------------------------------------- kernel */

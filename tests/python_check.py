@@ -502,8 +502,9 @@ def rel(a, b):
 # (measured at nside 128: 4.0e-4 and 2.5e-4 for I). Measured here (nside 64):
 # I 8.3e-4, P 9.0e-4 at 2.8 pixels per FWHM; I 5.7e-4, P 6.3e-4 at 5;
 # beam_window 5.7e-4; Q, U smoothed as scalars 41 and 107 times worse in P.
-# measured I 2.58e-4, P 2.62e-4 at 2.8 pixels per FWHM; I 5.5e-5, P 6.4e-5 at 5
-DEFAULT_BOUNDS = ((2.8, 3.5e-4, 3.5e-4), (5.0, 8e-5, 9e-5))
+# the defaults (polar quadrature) measured I 1.98e-4, P 2.61e-4 at 2.8; I 3.09e-5, P 6.42e-5 at 5
+# (ring quadrature: I 2.58e-4, 5.5e-5)
+DEFAULT_BOUNDS = ((2.8, 2.5e-4, 3.5e-4), (5.0, 4e-5, 9e-5))
 
 
 def p_rel(a, h):
@@ -526,10 +527,10 @@ a = arkcos.smoothing(iqu2[0], beam_window=bl, quadrature="point")
 h = hp.smoothing(iqu2[0], beam_window=bl, lmax=3 * N2 - 1, iter=3)
 check_le("I with beam_window = gauss_beam at 5 pixels, relative rms", rel(a, h), 7.5e-4)
 
-# The package's defaults: healpy's Gaussian beam and ring quadrature
-# (docs/EXACTNESS.md, "Polar quadrature"), the same bits as the command's
+# The package's defaults: healpy's Gaussian beam and polar quadrature
+# (docs/EXACTNESS.md, "Polar reconstruction"), the same bits as the command's
 # --gaussian harmonic; closer to healpy than the figures above.
-print("the defaults (gaussian='harmonic', quadrature='ring'):")
+print("the defaults (gaussian='harmonic', quadrature='polar'):")
 hp.write_map(f"{D}/iqu2.fits", iqu2, dtype=np.float64, overwrite=True)
 for ppf, bi, bp in DEFAULT_BOUNDS:
     f_arcmin = ppf * hp.nside2resol(N2) / ARCMIN
@@ -544,14 +545,16 @@ for ppf, bi, bp in DEFAULT_BOUNDS:
     c = _smoothing(np.ones(hp.nside2npix(N2)), fwhm=fw)
     check_le(f"defaults: a constant map at {ppf} pixels per FWHM, max |out - 1|", float(np.max(np.abs(c - 1))), 1e-13)
 
-# quadrature="polar": the same bits as arkcos smooth --quadrature polar; only
-# I changes (Q, U keep ring quadrature), and only near the poles
+# quadrature="polar" (the default): the same bits as arkcos smooth (whose
+# default it is too) and as quadrature="polar" given; against "ring" only I
+# changes (Q, U keep ring quadrature), and only near the poles
 print("quadrature='polar':")
 f_arcmin = 5.0 * hp.nside2resol(N2) / ARCMIN
 a = _smoothing(iqu2, fwhm=f_arcmin * ARCMIN, quadrature="polar")
-r = _smoothing(iqu2, fwhm=f_arcmin * ARCMIN)
-smooth_cli(f"{D}/iqu2.fits", f"{D}/iqu2_p.fits", "--fwhm-arcmin", f_arcmin, "--gaussian", "harmonic",
-           "--quadrature", "polar")
+d = _smoothing(iqu2, fwhm=f_arcmin * ARCMIN)
+r = _smoothing(iqu2, fwhm=f_arcmin * ARCMIN, quadrature="ring")
+smooth_cli(f"{D}/iqu2.fits", f"{D}/iqu2_p.fits", "--fwhm-arcmin", f_arcmin, "--gaussian", "harmonic")
+check(same_bits(np.asarray(a), np.asarray(d)), "polar: the default differs from quadrature='polar'")
 check(same_bits(np.asarray(a), read(f"{D}/iqu2_p.fits")), "polar: smoothing differs from arkcos smooth")
 check(same_bits(np.asarray(a)[1:], np.asarray(r)[1:]), "polar: Q and U differ from ring quadrature")
 z = np.abs(hp.pix2vec(N2, np.arange(hp.nside2npix(N2)))[2])

@@ -424,9 +424,13 @@ with fits.open(f"{d}/base.fits") as h:   # healpy would write inf as UNSEEN
     h[1].data["T"] = flat.reshape(col.shape)
     h.writeto(f"{d}/inf.fits")
 EOF
-for meth in arkcos direct; do
+# (ring quadrature: the polar reconstruction's solve rounds at ~5e-8 of the
+# output for any change of a noisy map's bits, denormal quantisation included;
+# its own bound below)
+for meth in arkcos direct polar; do
   for f in base denorm zero inf; do
-    "$ARKCOS" smooth "$T/$f.fits" "$T/o_${f}_$meth.fits" --fwhm-arcmin 400 --method $meth \
+    if [ $meth = polar ]; then q=(--method arkcos --quadrature polar); else q=(--method $meth --quadrature ring); fi
+    "$ARKCOS" smooth "$T/$f.fits" "$T/o_${f}_$meth.fits" --fwhm-arcmin 400 "${q[@]}" \
       >/dev/null 2>"$T/stderr_$f" || bad "$f $meth: exit $? ($(cat "$T/stderr_$f"))"
   done
   grep -qF "inf.fits: T: 1 of 12288 pixels missing" "$T/stderr_inf" && ok || bad "inf not missing: $(cat "$T/stderr_inf")"
@@ -439,8 +443,10 @@ d, meth = sys.argv[1], sys.argv[2]
 rd = lambda f: fits.open(f"{d}/o_{f}_{meth}.fits")[1].data["T"].ravel().astype(float)
 b, den, z, inf = rd("base"), rd("denorm"), rd("zero"), rd("inf")
 rel = np.abs(den - 1e-310 * b).max() / np.abs(1e-310 * b).max()
-print(f"  {meth}: denormal map relative error {rel:.2e} (bound 1e-10; measured 2.2e-12 arkcos, 8.3e-13 direct)")
-assert rel < 1e-10
+bound = 1e-7 if meth == "polar" else 1e-10
+print(f"  {meth}: denormal map relative error {rel:.2e} (bound {bound:g}; measured 2.2e-12 arkcos, 8.3e-13 direct, "
+      "4.7e-8 polar: its solve's rounding, nugget 1e-8)")
+assert rel < bound
 assert np.all(z == 0)
 assert np.all(np.isfinite(inf)) and not np.any(inf == -1.6375e30)
 EOF

@@ -175,6 +175,13 @@ for n in 2 4; do
   c=$(grep -o -- "smooth: [^ ]* -> $T/many$n/" "$T/many$n.log" | wc -l)
   [ "$c" = "${#maps[@]}" ] && ok || bad "-n $n: $c summary lines for ${#maps[@]} maps"
 done
+grep -q "quadrature=polar" "$T/one.log" && ok || bad "many maps: the default is not polar quadrature: $(tail -1 "$T/one.log")"
+# From here one map over ranks, which has no polar reconstruction: ring
+# quadrature given, and one process's files made again with it. The default
+# there falls back to ring with a note (below).
+KP=("${K[@]}")
+K=("${K[@]}" --quadrature ring)
+"$PLAIN" smooth "${maps[@]}" "$T/one/" "${K[@]}" --force >"$T/one.log" 2>&1 || bad "single-process smooth, ring: $(tail -2 "$T/one.log")"
 
 # ---- 3. one map over ranks
 for f in a_ring b_nest c_f32 d_unseen e_iqu g_two; do
@@ -215,16 +222,16 @@ masked holes_zero 2 1 holes.fits "${K[@]}" --mask-mode zero
 masked holes_minw "3" 1 holes.fits "${K[@]}" --min-weight 0.8
 masked holes_minw0 2 1 holes.fits "${K[@]}" --min-weight 0
 masked holes_weight 2 1 holes.fits "${K[@]}" --write-weight
-masked holes_wide 2 1 holes.fits --fwhm-arcmin 1000 --threads 1 --write-weight # 9 pixels per FWHM: no A(W) divisor
-masked holes_point 3 1 holes.fits "${K[@]}" --quadrature point --write-weight
+masked holes_wide 2 1 holes.fits --fwhm-arcmin 1000 --threads 1 --quadrature ring --write-weight # 9 pixels per FWHM: no A(W) divisor
+masked holes_point 3 1 holes.fits "${KP[@]}" --quadrature point --write-weight
 masked three_f32 "2 3" 1 three.fits "${K[@]}" --write-weight # WEIGHT_A, WEIGHT_B, WEIGHT_C
 masked three_mask 2 1 three.fits "${K[@]}" --mask "$MK/mask01.fits" --write-weight
 masked nest_frac "2 3" 1 holes_nest.fits "${K[@]}" --mask "$MK/mask_frac_nest.fits" --write-weight
 masked nest_frac_zero 2 1 holes_nest.fits "${K[@]}" --mask "$MK/mask_frac_nest.fits" --mask-mode zero --write-weight
 masked full_mask 3 1 full.fits "${K[@]}" --mask "$MK/mask01.fits"
 masked full_weight 2 1 full.fits "${K[@]}" --write-weight
-masked point_norm 3 1 three.fits "${K[@]}" --quadrature point --normalize --mask "$MK/mask_frac_nest.fits" --write-weight
-masked point_norm_zero 2 1 three.fits "${K[@]}" --quadrature point --normalize --mask-mode zero --mask "$MK/mask01.fits"
+masked point_norm 3 1 three.fits "${KP[@]}" --quadrature point --normalize --mask "$MK/mask_frac_nest.fits" --write-weight
+masked point_norm_zero 2 1 three.fits "${KP[@]}" --quadrature point --normalize --mask-mode zero --mask "$MK/mask01.fits"
 masked partial "2 3" 1 partial.fits "${K[@]}"
 masked mask_partial 3 1 holes.fits "${K[@]}" --mask "$MK/mask_partial.fits" --write-weight
 masked partial_nest "2 3" 1 partial_nest.fits "${K[@]}" --write-weight
@@ -232,13 +239,19 @@ masked partial_shuffled "2 3" 1 partial_shuffled.fits "${K[@]}"
 masked mask_shuffled "2 3" 1 holes_nest.fits "${K[@]}" --mask "$MK/mask_shuffled_nest.fits" --write-weight
 # --quadrature polar: refused for a map over ranks (exit 2, nothing written);
 # one process takes it
-"$PLAIN" smooth "$MK/holes.fits" "$T/polar_1.fits" "${K[@]}" --quadrature polar >"$T/polar1.log" 2>&1
+"$PLAIN" smooth "$MK/holes.fits" "$T/polar_1.fits" "${KP[@]}" --quadrature polar >"$T/polar1.log" 2>&1
 rc1=$?
 [ $rc1 -eq 0 ] && [ -e "$T/polar_1.fits" ] && ok || bad "--quadrature polar, one process: exit $rc1: $(tail -2 "$T/polar1.log")"
-run 2 "$MPIBIN" smooth "$MK/holes.fits" "$T/polar_2.fits" "${K[@]}" --quadrature polar >"$T/polar.log" 2>&1
+run 2 "$MPIBIN" smooth "$MK/holes.fits" "$T/polar_2.fits" "${KP[@]}" --quadrature polar >"$T/polar.log" 2>&1
 rc=$?
 [ $rc -eq 2 ] && grep -q "quadrature polar: a map split over MPI ranks" "$T/polar.log" && [ ! -e "$T/polar_2.fits" ] && ok ||
   bad "--quadrature polar over 2 ranks: exit $rc: $(grep arkcos "$T/polar.log" | tail -2)"
+# the default (polar) over ranks: ring quadrature, said once, the bytes of
+# one process's --quadrature ring
+run 2 "$MPIBIN" smooth "$T/in/a_ring.fits" "$T/default_2.fits" "${KP[@]}" >"$T/default2.log" 2>&1
+rc=$? nn=$(grep -c "note: a map split over MPI ranks takes ring quadrature" "$T/default2.log")
+[ $rc -eq 0 ] && [ "$nn" = 1 ] && grep -q "quadrature=ring" "$T/default2.log" && cmp -s "$T/one/a_ring.fits" "$T/default_2.fits" &&
+  ok || bad "the default over 2 ranks: exit $rc, $nn notes, $(grep -o "quadrature=[a-z]*" "$T/default2.log")"
 # a pixel listed twice: refused as one process refuses it (exit 2, the
 # message once), whichever rank's band holds it, nothing written
 "$PLAIN" smooth "$MK/partial_dup.fits" "$T/dup_1.fits" "${K[@]}" >"$T/dup1.log" 2>&1
@@ -261,17 +274,17 @@ masked iqu_mask "2 3" 1 iqu.fits "${K[@]}" --mask "$MK/mask_frac_nest.fits"
 # Q and U as spin 2 band-wise (complete maps): the spin-2 plan has the
 # scalar plan's bands (arkcos_plan_create_mpi_as), its own halo
 masked iqu "2 3 4" 1 iqu.fits "${K[@]}"
-masked iqu_wide 2 1 iqu.fits --fwhm-arcmin 1000 --threads 1 # 9 pixels per FWHM: no A(W) divisor
-masked iqu_point_norm 3 1 iqu.fits "${K[@]}" --quadrature point --normalize
+masked iqu_wide 2 1 iqu.fits --fwhm-arcmin 1000 --threads 1 --quadrature ring # 9 pixels per FWHM: no A(W) divisor
+masked iqu_point_norm 3 1 iqu.fits "${KP[@]}" --quadrature point --normalize
 masked qu_pol "2 3" 1 qu.fits "${K[@]}" --pol
 masked iqu_nest_f32 "2 3" 1 iqu_nest.fits "${K[@]}"
 # with holes (Q's make P's: the union, its note) and masks, as one process's smooth_pair
 masked iqu_holes "2 3" 1 iqu_holes.fits "${K[@]}"
 masked iqu_holes_zero 2 1 iqu_holes.fits "${K[@]}" --mask-mode zero --write-weight
 masked iqu_holes_minw 3 1 iqu_holes.fits "${K[@]}" --min-weight 0.8 --write-weight --mask "$MK/mask01.fits"
-masked iqu_holes_wide 2 1 iqu_holes.fits --fwhm-arcmin 1000 --threads 1 --write-weight
+masked iqu_holes_wide 2 1 iqu_holes.fits --fwhm-arcmin 1000 --threads 1 --quadrature ring --write-weight
 masked qu_holes_pol "2 3" 1 qu_holes.fits "${K[@]}" --pol --write-weight
-masked iqu_holes_point 2 1 iqu_holes.fits "${K[@]}" --quadrature point --normalize --mask "$MK/mask_frac_nest.fits"
+masked iqu_holes_point 2 1 iqu_holes.fits "${KP[@]}" --quadrature point --normalize --mask "$MK/mask_frac_nest.fits"
 # values beyond float's range: a double plan takes them band-wise; a
 # single-precision plan refuses them, over ranks as in one process (the
 # whole-map path names the map's first such pixel)
@@ -287,7 +300,7 @@ rc2=$?
 masked accuracy "2 3" 1 holes.fits "${K[@]}" --accuracy 1e-6 --mask "$MK/mask01.fits"
 masked accuracy_full 3 1 full.fits "${K[@]}" --accuracy 1e-6
 masked accuracy_iqu 2 1 iqu_holes.fits "${K[@]}" --accuracy 1e-6 --write-weight
-masked accuracy_wide 2 1 holes.fits --fwhm-arcmin 1000 --threads 1 --accuracy 1e-6 --write-weight # no A(1): bands
+masked accuracy_wide 2 1 holes.fits --fwhm-arcmin 1000 --threads 1 --quadrature ring --accuracy 1e-6 --write-weight # no A(1): bands
 # masked at nside 256 over 3 ranks: rank 0 holds neither the whole map nor the whole mask
 "$PLAIN" smooth "$MK/h256.fits" "$T/h256_one.fits" --fwhm-arcmin 40 --threads 1 -q --mask "$MK/mask256.fits" --write-weight \
   >/dev/null 2>&1
@@ -298,7 +311,7 @@ r0=$(awk '{print $1}' "$T/mrss.0" 2>/dev/null); r1=$(awk '{print $1}' "$T/mrss.1
 [ -n "$r0" ] && [ -n "$r1" ] && [ -n "$r2" ] && check_le "masked nside 256, 3 ranks: rank 0's peak / the other ranks' largest" \
   "$("$PYTHON" -c "print(round($r0 / max($r1, $r2), 3))")" 1.2 || bad "masked: no peak memory per rank"
 # NESTED at nside 256: each rank reads and writes only the blocks of 32 x 32 pixels its band meets
-"$PLAIN" smooth "$T/n256.fits" "$T/n256_one.fits" --fwhm-arcmin 40 --threads 1 -q >/dev/null 2>&1
+"$PLAIN" smooth "$T/n256.fits" "$T/n256_one.fits" --fwhm-arcmin 40 --threads 1 -q --quadrature ring >/dev/null 2>&1
 for n in 3 5; do
   run $n "$MPIBIN" smooth "$T/n256.fits" "$T/n256_$n.fits" --fwhm-arcmin 40 --threads 1 -q >"$T/n256.log" 2>&1 &&
     cmp -s "$T/n256_one.fits" "$T/n256_$n.fits" && ok || bad "NESTED nside 256 over $n ranks differs: $(tail -3 "$T/n256.log")"

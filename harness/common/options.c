@@ -148,7 +148,7 @@ const opt_def opt_table[OPT_COUNT] = {
          "top-hat: constant inside this radius (its cutoff), degrees"),
     CHOICE(OPT_GAUSSIAN, "gaussian", "--gaussian", "profile|harmonic", "\"profile\"",
            "--fwhm-arcmin: a Gaussian in angle (profile) or healpy's harmonic beam"),
-    CHOICE(OPT_QUADRATURE, "quadrature", "--quadrature", "ring|point|polar", "\"ring\"",
+    CHOICE(OPT_QUADRATURE, "quadrature", "--quadrature", "ring|point|polar", "\"polar\"",
            "arkcos and direct: ring-weighted pixels, pixel centres, or ring-weighted with the poles reconstructed"),
     ROW(OPT_BEAM_FILE, "beam_file", "--beam-file", OPT_T_STR, 0, 0, NULL,
         "beam transfer function B_l (FITS table or `l B_l` text)"),

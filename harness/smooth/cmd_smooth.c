@@ -68,7 +68,8 @@ typedef struct smooth_args {
    * "applies only to" checks read the parsed table, opts) */
   int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_lmax, has_oversample,
       has_accuracy, has_ranks;
-  int quadrature;        /* --quadrature: ARKCOS_QUADRATURE_RING (default), _POINT or _POLAR */
+  int quadrature;        /* --quadrature: ARKCOS_QUADRATURE_POLAR (default), _RING or _POINT */
+  int has_quadrature;    /* given: polar over MPI ranks is refused, not made ring */
   json_t *opts;          /* the parsed options (options.h); strings above point into it or argv */
   int gaussian_harmonic; /* --gaussian harmonic: healpy's Gaussian beam for --fwhm-arcmin */
 } smooth_args;
@@ -119,23 +120,24 @@ static void usage(FILE *f) {
 "  --method M           arkcos (default), direct (exact direct sum over the\n"
 "                       pixels within the cutoff; slow), fsht (libsharp\n"
 "                       map2alm, times K_l, alm2map)\n"
-"  --quadrature Q       arkcos and direct: ring (default): each ring's pixels\n"
-"                       weighted for an accurate integral near the poles and at\n"
-"                       |z| = 2/3 (a band-limited map's error falls 350-7000\n"
-"                       fold at |z| = 2/3 from 4 pixels per FWHM, 2-6 fold next\n"
-"                       to the poles), and below 8 pixels per FWHM the result\n"
-"                       divided by the smoothing of those weights, A(W m) /\n"
-"                       A(W), so that a constant map stays constant (wider:\n"
-"                       within 2e-6 without it; docs/EXACTNESS.md); point:\n"
-"                       pixel centres, equal weights, A(m) (the paper's,\n"
-"                       healpy's iter 0); polar: ring, and for scalar maps\n"
-"                       the integral within ~26 rings of each pole taken\n"
-"                       against the map's band-limited reconstruction there\n"
-"                       (from nside 32; not a top-hat): a band-limited map's\n"
-"                       error next to the poles falls from 1e-3 - 5e-3 to\n"
-"                       3e-7 at 4 pixels per FWHM and wider (nside >= 64);\n"
-"                       Q and U, and a cap with missing or masked pixels\n"
-"                       near its pole, as ring; not with a map over MPI ranks\n"
+"  --quadrature Q       arkcos and direct: polar (default): ring, and for\n"
+"                       scalar maps the integral within ~26 rings of each pole\n"
+"                       taken against the map's band-limited reconstruction\n"
+"                       there: a band-limited map's error next to the poles\n"
+"                       falls from 1e-3 - 5e-3 to 3e-7 at 4 pixels per FWHM\n"
+"                       and wider (nside >= 64; docs/EXACTNESS.md); Q and U,\n"
+"                       top-hats, nside < 32, a cap with missing or masked\n"
+"                       pixels near its pole, and a map split over MPI ranks\n"
+"                       (with a note; given explicitly there: exit 2) take\n"
+"                       ring; ring: each ring's pixels weighted for an\n"
+"                       accurate integral at |z| = 2/3 and near the poles (a\n"
+"                       band-limited map's error falls 350-7000 fold at\n"
+"                       |z| = 2/3 from 4 pixels per FWHM, 2-6 fold next to the\n"
+"                       poles), and below 8 pixels per FWHM the result divided\n"
+"                       by the smoothing of those weights, A(W m) / A(W), so\n"
+"                       that a constant map stays constant (wider: within 2e-6\n"
+"                       without it); point: pixel centres, equal weights, A(m)\n"
+"                       (the paper's, healpy's iter 0)\n"
 "  --mode M             arkcos only: enhanced (default) or paper\n"
 "  --precision P        arkcos only: double (default) or single\n"
 "  --oversample Q       arkcos only: no effect (the polar caps are summed exactly\n"
@@ -310,6 +312,7 @@ static int args_from_options(const json_t *v, smooth_args *a) {
   a->has_lmax = opt_given(v, OPT_LMAX);
   a->has_oversample = opt_given(v, OPT_OVERSAMPLE);
   a->has_accuracy = opt_given(v, OPT_ACCURACY);
+  a->has_quadrature = opt_given(v, OPT_QUADRATURE);
   a->has_ranks = opt_given(v, OPT_RANKS);
   mask_opts_read(&a->mask, v);
   smooth_beam_read(&a->beam, v);
@@ -767,7 +770,9 @@ static void print_summary(smooth_state *s, const file_job *job) {
     snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " normalize=yes");
   if (a->method != METHOD_FSHT)
     snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " quadrature=%s",
-             a->quadrature == ARKCOS_QUADRATURE_POINT ? "point" : a->quadrature == ARKCOS_QUADRATURE_POLAR ? "polar" : "ring");
+             s->spec.quadrature == ARKCOS_QUADRATURE_POINT   ? "point"
+             : s->spec.quadrature == ARKCOS_QUADRATURE_POLAR ? "polar"
+                                                             : "ring");
   char pol[2 * HPX_NAME_LEN + 32] = "";
   if (job->pol.q >= 0) {
     char qb[HPX_NAME_LEN], ub[HPX_NAME_LEN];
@@ -854,7 +859,7 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
     if (rc) return rc;
     const mask_opts *mo = &s->a->mask;
     const hmpi_mask mk = {mo->has_file ? mo->file : NULL, mo->mode == MASK_MODE_ZERO, mo->min_weight,
-                          s->a->quadrature != ARKCOS_QUADRATURE_POINT, mo->write_weight};
+                          s->spec.quadrature != ARKCOS_QUADRATURE_POINT, mo->write_weight};
     if (bands && (rc = hmpi_split_file(job.in, job.out, job.pol.q, job.pol.u, s->a->force, normalize, &mk, &st,
                                        err)) != HMPI_WHOLE_MAP) {
       if (rc) return rc;
@@ -1011,6 +1016,15 @@ static int make_kernel(smooth_state *s, arkcos_error *err) {
   s->op = (arkcos_smoother_operator){s, op_prepare, op_apply, op_apply_spin2, a->method == METHOD_FSHT, op_plan};
   sp->op = &s->op;
   sp->quadrature = a->quadrature;
+  /* one map over MPI ranks has no polar reconstruction (smooth_all refuses
+   * --quadrature polar there): the default is ring quadrature, said once */
+  if (sp->quadrature == ARKCOS_QUADRATURE_POLAR && !a->has_quadrature && a->method == METHOD_ARKCOS &&
+      hmpi_size() > 1 && (a->mpi_split || s->ninputs == 1)) {
+    sp->quadrature = ARKCOS_QUADRATURE_RING;
+    fprintf(stderr, "arkcos smooth: note: a map split over MPI ranks takes ring quadrature (no polar "
+                    "reconstruction: a band-limited map's error next to the poles 1e-3 - 5e-3, not 3e-7; "
+                    "one process, or several inputs without --mpi-split, have it)\n");
+  }
   if (a->has_fwhm) {
     sp->kernel.type = a->gaussian_harmonic ? ARKCOS_KERNEL_GAUSSIAN_HARMONIC : ARKCOS_KERNEL_GAUSSIAN;
     sp->kernel.fwhm = a->fwhm_arcmin * ARCMIN;
@@ -1159,7 +1173,7 @@ static int sync_wisdom(smooth_state *s, arkcos_error *err) {
 static int smooth_all(smooth_state *s, arkcos_error *err) {
   const int n = hmpi_size(), r = hmpi_rank();
   s->split = n > 1 && (s->a->mpi_split || s->ninputs == 1);
-  if (s->split && s->a->quadrature == ARKCOS_QUADRATURE_POLAR && s->a->method == METHOD_ARKCOS)
+  if (s->split && s->spec.quadrature == ARKCOS_QUADRATURE_POLAR && s->a->method == METHOD_ARKCOS)
     return hmpi_max(smooth_usage_error("--quadrature polar: a map split over MPI ranks has no polar "
                                        "reconstruction (its bands hold no pole's disc whole); use --quadrature "
                                        "ring, or several inputs without --mpi-split"));
@@ -1211,7 +1225,7 @@ static int check_memory(smooth_state *s, int hard_only) {
       sp.nside = h->nside;
       arkcos_smoother *t = a->method != METHOD_FSHT ? arkcos_smoother_create(&sp, NULL) : NULL;
       w[j].normalize = a->method != METHOD_FSHT &&
-                       (t ? arkcos_smoother_divides(t) : a->narrow.normalize || a->quadrature != ARKCOS_QUADRATURE_POINT);
+                       (t ? arkcos_smoother_divides(t) : a->narrow.normalize || s->spec.quadrature != ARKCOS_QUADRATURE_POINT);
       arkcos_smoother_destroy(t);
       /* the GPU may take the maps: --backend gpu, or auto with a device */
       w[j].gpu = a->method == METHOD_ARKCOS && (a->backend == ARKCOS_BACKEND_GPU ||
@@ -1221,6 +1235,14 @@ static int check_memory(smooth_state *s, int hard_only) {
       sp.options.direct_weights = w[j].o0.direct_weights;
       w[j].norm_streamed = a->method == METHOD_ARKCOS &&
                            arkcos_smoother_streams_division(&sp, w[j].normalize, w[j].masked);
+      /* the polar reconstruction: what the smoother's estimate adds for it */
+      if (a->method == METHOD_ARKCOS && sp.quadrature == ARKCOS_QUADRATURE_POLAR && !split) {
+        sp.op = NULL; /* the engine's plans: an operator's estimate counts maps only */
+        const double with = arkcos_smoother_estimate(&sp, 1, 0, 0, NULL);
+        sp.quadrature = ARKCOS_QUADRATURE_RING;
+        const double without = arkcos_smoother_estimate(&sp, 1, 0, 0, NULL);
+        w[j].polar = with > without ? with - without : 0;
+      }
       nw++;
     }
     if (h->ncols > w[j].maxcols) w[j].maxcols = h->ncols;

@@ -214,7 +214,7 @@ class Plan:
          cutoff=None, cutoff_rel=None, nest=False, pol=True, threads=0,
          precision="double", backend="auto", accuracy=0.0, min_weight=None,
          mask_mode="normalize", normalize=False, gaussian="harmonic",
-         quadrature="ring")
+         quadrature="polar")
 
     Arguments
       nside        the maps' HEALPix nside (any nside >= 1; a power of 2
@@ -259,24 +259,24 @@ class Plan:
                    constant (kernels narrow against the pixels, as
                    `arkcos smooth --normalize`; not where mask_mode
                    "normalize" divided by A(w) already)
-      quadrature   "ring" (default): each ring's pixels weighted for an
-                   accurate integral near the poles and at |z| = 2/3 (a
+      quadrature   "polar" (default): "ring", and for scalar maps the
+                   integral within ~26 rings of each pole taken against
+                   the map's band-limited reconstruction there: a
+                   band-limited map's error next to the poles falls from
+                   1e-3 - 5e-3 to 3e-7 from 4 pixels per FWHM (nside
+                   >= 64); Q and U, top-hats, nside < 32, and a cap with
+                   missing or masked pixels near its pole as "ring";
+                   "ring": each ring's pixels weighted for an accurate
+                   integral near the poles and at |z| = 2/3 (a
                    band-limited map's error falls 350-7000 fold at
                    |z| = 2/3 from 4 pixels per FWHM, 2-6 fold next to
-                   the poles), and
-                   below 8 pixels per FWHM the result divided by the
-                   smoothing of those weights, A(W m) / A(W), so that a
-                   constant map stays constant (wider: within 2e-6
-                   without it); "point": pixel centres with equal
-                   weights, A(m) (healpy's iter 0, the paper's);
-                   "polar": "ring", and for scalar maps the integral
-                   within ~26 rings of each pole taken against the
-                   map's band-limited reconstruction there (from nside
-                   32, not a top-hat): a band-limited map's error next
-                   to the poles falls from 1e-3 - 5e-3 to 3e-7 from 4
-                   pixels per FWHM (nside >= 64); Q and U, and a cap
-                   with missing or masked pixels near its pole, as
-                   "ring"; as `arkcos smooth --quadrature`
+                   the poles), and below 8 pixels per FWHM ("ring" or
+                   "polar") the result divided by the smoothing of those
+                   weights, A(W m) / A(W), so that a constant map stays
+                   constant (wider: within 2e-6 without it, 1e-7 with
+                   "polar"); "point": pixel centres with equal weights,
+                   A(m) (healpy's iter 0, the paper's); as `arkcos smooth
+                   --quadrature`
       weights      the polar caps' direct weights (narrow beams: below 4
                    pixels per FWHM, and top-hats): "auto" (default)
                    tabulated when the plan is made where the plan with
@@ -313,7 +313,7 @@ class Plan:
     def __init__(self, nside, fwhm=None, sigma=None, beam_window=None, tophat=None,
                  cutoff=None, cutoff_rel=None, nest=False, pol=True, threads=0,
                  precision="double", backend="auto", accuracy=0.0, min_weight=None,
-                 mask_mode="normalize", normalize=False, gaussian="harmonic", quadrature="ring",
+                 mask_mode="normalize", normalize=False, gaussian="harmonic", quadrature="polar",
                  weights="auto", _cache=True, _once=False):
         # the library's arkcos_smoother (arkcos.h) holds every rule: missing
         # data, the narrow-kernel rule, the default cut, Q and U, NESTED order;
@@ -635,7 +635,7 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
               nest=False, tophat=None, cutoff=None, cutoff_rel=None, threads=0,
               precision="double", backend="auto", accuracy=0.0, min_weight=None,
               mask=None, mask_mode="normalize", return_weight=False, normalize=False,
-              gaussian="harmonic", quadrature="ring"):
+              gaussian="harmonic", quadrature="polar"):
     """Smooths a HEALPix map, or I, Q, U maps, with a radial kernel.
 
     As healpy.smoothing: map_in is one map or a sequence of maps (numpy
@@ -655,11 +655,11 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     0 left out, 1 kept, as `arkcos smooth --mask`), mask_mode ("normalize":
     A(w m) / A(w), UNSEEN where A(w) < min_weight, default 0.5; "zero":
     A(w m) on every pixel) and return_weight (also return A(w)), normalize
-    (True: A(m) / A(1), a constant map stays constant), quadrature ("ring",
-    the default: ring weights, and A(W m) / A(W) below 8 pixels per FWHM,
-    accurate at the poles; "point": pixel centres, healpy's iter 0;
-    "polar": ring, the poles' integral against the map's band-limited
-    reconstruction, for scalar maps). See
+    (True: A(m) / A(1), a constant map stays constant), quadrature ("polar",
+    the default: ring weights, A(W m) / A(W) below 8 pixels per FWHM, and
+    for scalar maps the poles' integral against the map's band-limited
+    reconstruction; "ring": without the reconstruction; "point": pixel
+    centres, healpy's iter 0). See
     Plan for each argument.
 
     Missing data: UNSEEN, NaN, +inf and -inf pixels, masked entries and
