@@ -384,8 +384,8 @@ TEST_GROUP(divide_streamed) {
     dev = 0;
     for (int64_t p = 0; p < npix; p++) dev = fmax(dev, fabs(a[0][p] - 3.0));
   }
-  /* measured 1.6e-12 */
-  CHECK_LE("polar: A(3 W) / A(W) by rings: max |out - 3|", dev, 4e-12);
+  /* measured 1.6e-12 (-O3 -march=native), 5.5e-12 (the sanitizers' build) */
+  CHECK_LE("polar: A(3 W) / A(W) by rings: max |out - 3|", dev, 2e-11);
   for (int c = 0; c < 3; c++) free(x[c]), free(a[c]), free(b[c]);
   free(wt);
   arkcos_smoother_destroy(fly);
