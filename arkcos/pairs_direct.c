@@ -1740,10 +1740,12 @@ int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, 
         }
         if (acc)
           for (int64_t a = 0; a < ni; a++) y[a] += acc[a]; /* c acc[a], c = 1, exactly */
-        for (int64_t a = 0; a < ni; a++) np += !(y[a] > 0);
-        /* the first and last nkeep pixels: A(1) kept, the maps not divided */
+        /* the first and last nkeep pixels: A(1) kept, the maps not divided,
+         * not counted (the caller divides and counts them, corrected) */
         const int64_t o = rg[ir].ofs, npx = p->geom->npix;
         const int kept = keep1 && (o < nkeep || o + ni > npx - nkeep);
+        for (int64_t a = 0; a < ni; a++)
+          np += !(y[a] > 0) && !(kept && (o + a < nkeep || o + a >= npx - nkeep));
         if (kept)
           for (int64_t a = 0; a < ni; a++) {
             const int64_t q = o + a;

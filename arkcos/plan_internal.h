@@ -261,7 +261,8 @@ int arkcos_plan_constant(arkcos_plan *p, double c, double *out, int nthreads);
  * (arkcos_plan_stages: the map's and its division). keep1 (or NULL):
  * the first and last nkeep pixels (RING) are not divided, their A(1) goes
  * to keep1[0 .. nkeep) and keep1[nkeep .. 2 nkeep) (the polar caps'
- * reconstruction divides them itself). 1 when done, 0 when
+ * reconstruction divides them itself) and not counted in *nonpos (the
+ * caller counts them with their correction). 1 when done, 0 when
  * the plan is of another kind (maps untouched), -1 out of memory (maps
  * partly divided). */
 int arkcos_plan_divide_constant(arkcos_plan *p, double *const *maps, int nmaps, int64_t *nonpos,

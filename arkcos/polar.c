@@ -322,8 +322,9 @@ static double inner_pixel_sum(const arkcos_polar *p, const double *sdt2, const d
 }
 
 /* dout[j] = I - P at the north-order output pixels, fd the disc's values
- * in north order. */
-static void correct_cap(const arkcos_polar *p, const double *fd, double *dout, int nthreads) {
+ * in north order; ARKCOS_ENOMEM (dout untouched) when its scratch cannot be
+ * had. */
+static int correct_cap(const arkcos_polar *p, const double *fd, double *dout, int nthreads) {
   const int rd = p->lay.rd, nb = p->lay.nb, mm = p->lay.mm;
   /* block right-hand sides and solves */
   double *cwr = malloc(sizeof *cwr * 6 * (size_t)nb), *cwi = cwr ? cwr + 3 * (size_t)nb : NULL;
@@ -331,8 +332,7 @@ static void correct_cap(const arkcos_polar *p, const double *fd, double *dout, i
   if (!cwr || !cr) {
     free(cwr);
     free(cr);
-    memset(dout, 0, sizeof *dout * (size_t)p->lay.nout_pix);
-    return;
+    return ARKCOS_ENOMEM;
   }
   for (int r = 1, j = 0; r <= rd; r++)
     for (int a = 0; a < r; a++, j++) {
@@ -372,8 +372,7 @@ static void correct_cap(const arkcos_polar *p, const double *fd, double *dout, i
   if (mp && !fr) {
     free(cwr);
     free(cr);
-    memset(dout, 0, sizeof *dout * (size_t)p->lay.nout_pix);
-    return;
+    return ARKCOS_ENOMEM;
   }
   for (int r = 1; mp && r < p->lay.t2; r++) {
     const double *f = fd + 2 * (int64_t)r * (r - 1);
@@ -425,6 +424,7 @@ static void correct_cap(const arkcos_polar *p, const double *fd, double *dout, i
   free(fr);
   free(cwr);
   free(cr);
+  return ARKCOS_OK;
 }
 
 void arkcos_polar_destroy(arkcos_polar *p) {
@@ -721,8 +721,12 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
     return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
   }
   for (int64_t j = 0; j < p->lay.nd; j++) ones[j] = 1;
-  correct_cap(p, ones, p->delta1, nthreads);
+  const int orc = correct_cap(p, ones, p->delta1, nthreads);
   free(ones);
+  if (orc) {
+    arkcos_polar_destroy(p);
+    return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
+  }
   return p;
 }
 
@@ -741,17 +745,13 @@ int64_t arkcos_polar_mirror(const arkcos_polar *p, int64_t j) {
   return g->rings[g->nrings - 1 - lo].ofs + (j - g->rings[lo].ofs);
 }
 
-void arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, int caps, int nthreads) {
-  if (!p || !caps) return;
+int arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, int caps, int nthreads) {
+  if (!p || !caps) return ARKCOS_OK;
   if (nthreads <= 0) nthreads = omp_get_max_threads();
   const arkcos_geometry *g = p->g;
   double *fd = malloc(sizeof *fd * (size_t)p->lay.nd), *d = malloc(sizeof *d * (size_t)p->lay.nout_pix);
-  if (!fd || !d) {
-    free(fd);
-    free(d);
-    return;
-  }
-  for (int cap = 0; cap < 2; cap++) {
+  int rc = fd && d ? ARKCOS_OK : ARKCOS_ENOMEM;
+  for (int cap = 0; cap < 2 && !rc; cap++) {
     if (!(caps >> cap & 1)) continue;
     for (int r = 1; r <= p->lay.rd; r++) {
       const arkcos_ring *rg = &g->rings[cap ? g->nrings - r : r - 1];
@@ -765,7 +765,7 @@ void arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, in
     const int ex = mx > 0 && isfinite(mx) ? ilogb(mx) : 0;
     if (ex)
       for (int64_t j = 0; j < p->lay.nd; j++) fd[j] = ldexp(fd[j], -ex);
-    correct_cap(p, fd, d, nthreads);
+    if ((rc = correct_cap(p, fd, d, nthreads))) break;
     for (int i = 1; i <= p->lay.nout; i++) {
       const arkcos_ring *rn = &g->rings[i - 1], *rg = &g->rings[cap ? g->nrings - i : i - 1];
       for (int64_t a = 0; a < rn->nph; a++) out[rg->ofs + a] += ex ? ldexp(d[rn->ofs + a], ex) : d[rn->ofs + a];
@@ -773,4 +773,5 @@ void arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, in
   }
   free(fd);
   free(d);
+  return rc;
 }

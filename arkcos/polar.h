@@ -38,8 +38,11 @@ void arkcos_polar_destroy(arkcos_polar *p);
 double arkcos_polar_estimate(const arkcos_geometry *g, const arkcos_kernel *k);
 
 /* out += I(in) - P(in) on the output rings of the caps in `caps` (bit 0 the
- * north cap, bit 1 the south), in and out RING maps of g->npix values. */
-void arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, int caps, int nthreads);
+ * north cap, bit 1 the south), in and out RING maps of g->npix values.
+ * ARKCOS_ENOMEM when its scratch (a disc and the outputs' corrections, per
+ * cap) cannot be had: out may then hold the north cap's correction and not
+ * the south's, and the caller must fail the whole apply. */
+int arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, int caps, int nthreads);
 
 /* The pixels the correction reads in each cap: RING indices [0, n) and
  * [npix - n, npix). */

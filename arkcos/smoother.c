@@ -314,11 +314,14 @@ int smoother_polar_norm(arkcos_smoother *s) {
   return ARKCOS_OK;
 }
 
-static void add_polar(arkcos_smoother *s, const double *in, double *out) {
-  if (!s->polar || !s->polar_caps) return;
+/* The correction added to out; an error (out of memory for its scratch)
+ * fails the apply: out is then not the operator's. */
+static int add_polar(arkcos_smoother *s, const double *in, double *out, arkcos_error *err) {
+  if (!s->polar || !s->polar_caps) return ARKCOS_OK;
   const double t0 = omp_get_wtime();
-  arkcos_polar_apply(s->polar, in, out, s->polar_caps, s->spec.options.threads);
+  const int rc = arkcos_polar_apply(s->polar, in, out, s->polar_caps, s->spec.options.threads);
   s->last.stages.other += omp_get_wtime() - t0;
+  return rc ? arkcos_fail(err, rc, "smoother: out of memory for the polar caps' correction") : ARKCOS_OK;
 }
 
 int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err) {
@@ -363,15 +366,14 @@ int smoother_apply0(arkcos_smoother *s, const double *in, double *out, arkcos_er
   if (rc) return rc;
   if (s->has_op) {
     rc = s->op.apply(s->op.ctx, in, out, err);
-    if (!rc) add_polar(s, in, out);
-    return rc;
+    return rc ? rc : add_polar(s, in, out, err);
   }
   rc = arkcos_execute(s->plan[0], in, out, err);
   if (!rc) {
     arkcos_stage_times t;
     arkcos_plan_stages(s->plan[0], &t);
     arkcos_stages_add(&s->last.stages, &t);
-    add_polar(s, in, out);
+    rc = add_polar(s, in, out, err);
   }
   return rc;
 }
@@ -389,8 +391,8 @@ int smoother_apply0_two(arkcos_smoother *s, const double *in1, double *out1, con
     arkcos_stage_times t;
     arkcos_plan_stages(s->plan[0], &t);
     arkcos_stages_add(&s->last.stages, &t);
-    add_polar(s, in1, out1);
-    add_polar(s, in2, out2);
+    rc = add_polar(s, in1, out1, err);
+    if (!rc) rc = add_polar(s, in2, out2, err);
   }
   return rc;
 }

@@ -354,6 +354,22 @@ static int ensure_norm(call *c, double *scratch, arkcos_error *err) {
   s->norm_w = w;
   if ((rc = arkcos_smoother_prepare(s, 0, err)) || smoother_polar_norm(s))
     return rc ? rc : arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the polar caps");
+  /* the caps' outputs are divided by A(1) + its correction (norm_polar):
+   * positive there too, each pixel counted once */
+  const arkcos_polar *pl = s->norm_polar ? s->polar : NULL;
+  const int64_t no = pl ? arkcos_polar_out_pixels(pl) : 0;
+  for (int64_t j = 0; j < no; j++)
+    for (int h = 0; h < 2; h++)
+      bad += !(s->norm_polar[h * no + j] > 0) && w[h ? arkcos_polar_mirror(pl, j) : j] > 0;
+  if (bad) {
+    free(s->norm_polar);
+    s->norm_polar = NULL;
+    s->norm_w = NULL;
+    free(w);
+    return arkcos_fail(err, ARKCOS_EINVAL,
+                       "normalize: the kernel's discrete sum is not positive at %lld of %lld pixels "
+                       "(negative lobes); cannot divide by it", (long long)bad, (long long)npix);
+  }
   return ARKCOS_OK;
 }
 

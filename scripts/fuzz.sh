@@ -58,6 +58,22 @@ for t in "${targets[@]}"; do
   if [ "$rc" -ne 0 ] || [ "$ncr" -gt 0 ]; then
     failed+=("$t")
     grep -E 'ERROR|SUMMARY|runtime error|Test unit written' "$log" | head -20
+    # what came before the finding: a "deadly signal" (abort, SIGILL) has no
+    # sanitizer report of its own, its cause is in the lines above it (a
+    # fortified library's "buffer overflow detected", an entry's "refused
+    # an input without a message", an OpenMP runtime error) and its stack
+    echo "fuzz $t: the log before the finding ($log):"
+    grep -v -E '^#[0-9]+|^==[0-9]+==WARNING: AddressSanitizer failed to allocate' "$log" |
+      grep -B 40 -A 30 -m 1 -E 'ERROR: libFuzzer|ERROR: AddressSanitizer|runtime error|ERROR: LeakSanitizer' | head -80
+    # and the inputs themselves, which a fresh machine's run would lose:
+    # gzip | base64 (FITS inputs of a few kB: mostly blanks and zeros);
+    # `base64 -d | gunzip > crash.fits` restores one
+    for f in "$crashes"/*; do
+      [ -f "$f" ] || continue
+      echo "fuzz $t: input $(basename "$f") ($(wc -c <"$f") bytes), gzip | base64:"
+      gzip -9c "$f" | base64 -w 0 | head -c 20000
+      echo
+    done
   fi
 done
 if [ "${#failed[@]}" -gt 0 ]; then

@@ -202,7 +202,8 @@ def _warn_ignored(given):
              if not _is_default(given[n], d)]
     if names:
         warnings.warn(f"{', '.join(names)} ignored: arkcos smooths in pixel space (the direct "
-                      "sum: no band limit, no harmonic iterations, no quadrature weights)",
+                      "sum: no band limit, no harmonic iterations, no healpy weight files; its "
+                      "own quadrature is chosen by quadrature=)",
                       ArkcosWarning, stacklevel=3)
 
 # -------------------------------------------------------------------- plan
