@@ -53,6 +53,13 @@ typedef struct layout {
   double sigma, h;
 } layout;
 
+/* One mirror-basis vector: its (at most two) pixels of the quadrant's
+ * block index (j0 + a, j0 + r - 1 - a) and their coefficients. */
+typedef struct {
+  int k[2], n;
+  double cr[2], ci[2];
+} mvec;
+
 struct arkcos_polar {
   const arkcos_geometry *g;
   arkcos_kfun kf;
@@ -60,8 +67,12 @@ struct arkcos_polar {
   double chi[POLAR_T2_MAX]; /* chi at pixel ring r (index r), 0 unused */
   double *H;              /* [nout][rd][mm + 1] */
   double *KP;             /* [nout][t2 - 1][mp + 1]: chi_r w_r k_m(i, r) */
-  double *chol[3];        /* lower Cholesky factors, nb x nb row-major: w = 0, 2 real, w = 1 real part */
-  double *chol1i;         /* w = 1's imaginary part */
+  /* lower Cholesky factors (row-major) of the blocks in the disc's mirror
+   * basis (fold_pair): w = 0 and w = 2 split into their even and odd
+   * parts (fac[0], fac[1]; fac[2], fac[3]), w = 1 made real (fac[4]) */
+  double *fac[5];
+  int nfac[5];
+  mvec *mv_e, *mv_o, *mv_1; /* the even and odd vectors; w = 1's u (the even ones) then v */
   double *delta1;         /* correction of 1 at the north outputs */
 };
 
@@ -156,73 +167,199 @@ static void lam_sums(int m, int L, int na, int nr, const double *x, const double
     for (int r = 0; r < nr; r++) acc[(size_t)a * nr + r] = sacc[(size_t)a * nrp + r];
 }
 
-/* Lower Cholesky factor L L^H of the Hermitian positive matrix (re, im)
- * (n x n row-major, lower triangle read; im NULL: real), in place, the
- * rows below each column in parallel; -1 if not positive. Complex
- * arithmetic written out (no C99 complex multiply and its NaN checks);
- * one parallel region, a barrier per column. */
-static int cholesky(double *re, double *im, int n, int nthreads) {
+/* Lower Cholesky factor L L^T of the symmetric positive matrix a (n x n
+ * row-major, lower triangle read), in place, the rows below each column in
+ * parallel; -1 if not positive. One parallel region, a barrier per column. */
+static int cholesky(double *a, int n, int nthreads) {
   int bad = 0;
 #pragma omp parallel num_threads(nthreads)
   for (int j = 0; j < n; j++) {
-    double *rj = re + (size_t)j * n, *ij = im ? im + (size_t)j * n : NULL;
+    double *rj = a + (size_t)j * n;
 #pragma omp single
     {
       double d = rj[j];
-      for (int k = 0; k < j; k++) d -= rj[k] * rj[k] + (ij ? ij[k] * ij[k] : 0.0);
+      for (int k = 0; k < j; k++) d -= rj[k] * rj[k];
       if (!(d > 0)) bad = 1;
       rj[j] = sqrt(d);
-      if (ij) ij[j] = 0;
     } /* its barrier: every thread reads the same bad and rj[j] */
     if (bad) break;
     const double inv = 1.0 / rj[j];
 #pragma omp for schedule(static)
     for (int i = j + 1; i < n; i++) {
-      double *ri = re + (size_t)i * n;
-      double vr = ri[j], vi = 0;
-      if (ij) {
-        double *ii = im + (size_t)i * n;
-        vi = ii[j];
-        /* v -= a_ik conj(a_jk) */
-#pragma omp simd reduction(+ : vr, vi)
-        for (int k = 0; k < j; k++) {
-          vr -= ri[k] * rj[k] + ii[k] * ij[k];
-          vi -= ii[k] * rj[k] - ri[k] * ij[k];
-        }
-        ii[j] = vi * inv;
-      } else {
-#pragma omp simd reduction(+ : vr)
-        for (int k = 0; k < j; k++) vr -= ri[k] * rj[k];
-      }
-      ri[j] = vr * inv;
+      double *ri = a + (size_t)i * n;
+      double v = ri[j];
+#pragma omp simd reduction(+ : v)
+      for (int k = 0; k < j; k++) v -= ri[k] * rj[k];
+      ri[j] = v * inv;
     }
   }
   return bad ? -1 : 0;
 }
 
-/* (L L^H) x = b in place, b as (br, bi). */
-static void chol_solve(const double *re, const double *im, int n, double *br, double *bi) {
+/* (L L^T) x = b in place for the real lower factor L (n x n row-major)
+ * and a complex b as (br, bi): forward by rows, backward by the rows of L
+ * as well (each x_i known, its column of L^T subtracted from the rest). */
+static void chol_solve(const double *L, int n, double *br, double *bi) {
   for (int i = 0; i < n; i++) {
-    const double *ri = re + (size_t)i * n, *ii = im ? im + (size_t)i * n : NULL;
+    const double *ri = L + (size_t)i * n;
     double vr = br[i], vi = bi[i];
+#pragma omp simd reduction(+ : vr, vi)
     for (int k = 0; k < i; k++) {
-      const double lr = ri[k], li = ii ? ii[k] : 0.0;
-      vr -= lr * br[k] - li * bi[k];
-      vi -= lr * bi[k] + li * br[k];
+      vr -= ri[k] * br[k];
+      vi -= ri[k] * bi[k];
     }
     br[i] = vr / ri[i];
     bi[i] = vi / ri[i];
   }
   for (int i = n - 1; i >= 0; i--) {
-    double vr = br[i], vi = bi[i];
-    for (int k = i + 1; k < n; k++) {
-      /* conj(L_ki) b_k */
-      const double lr = re[(size_t)k * n + i], li = im ? im[(size_t)k * n + i] : 0.0;
-      vr -= lr * br[k] + li * bi[k];
-      vi -= lr * bi[k] - li * br[k];
+    const double *ri = L + (size_t)i * n;
+    const double xr = br[i] / ri[i], xi = bi[i] / ri[i];
+    br[i] = xr;
+    bi[i] = xi;
+#pragma omp simd
+    for (int k = 0; k < i; k++) {
+      br[k] -= ri[k] * xr;
+      bi[k] -= ri[k] * xi;
     }
-    br[i] = vr / re[(size_t)i * n + i];
-    bi[i] = vi / re[(size_t)i * n + i];
+  }
+}
+
+/* The disc's mirror a -> r - 1 - a (phi -> pi/2 - phi) within a quadrant
+ * turns block w into block -w: B^w[M., M.] = B^{-w}, so B^0 and B^2 (real)
+ * commute with M and split into an even and an odd part, and B^1
+ * (Hermitian, B^1[M., M.] = conj B^1) is real in the basis u = (e_a +
+ * e_Ma) / sqrt 2, v = i (e_a - e_Ma) / sqrt 2: the factorisations cost a
+ * quarter of the blocks' (two real of about nb / 2, one real of nb,
+ * instead of two real and one complex of nb). Ring r's even vectors are
+ * a = 0 .. ceil(r / 2) - 1 (the middle pixel of an odd ring alone), its
+ * odd ones a = 0 .. floor(r / 2) - 1, numbered ring after ring: even
+ * index er0(r) + a, odd index or0(r) + a. */
+static int er0(int r) {
+  int n = 0;
+  for (int k = 1; k < r; k++) n += (k + 1) / 2;
+  return n;
+}
+static int or0(int r) {
+  int n = 0;
+  for (int k = 1; k < r; k++) n += k / 2;
+  return n;
+}
+
+/* Vector `which` of the basis (0: even, 1: odd, 2: w = 1's u, 3: its v) for
+ * ring r's representative a (a <= r - 1 - a; odd and v need a < r - 1 - a) */
+static mvec mirror_vec(int r, int a, int which) {
+  const int j0 = r * (r - 1) / 2, b = r - 1 - a;
+  mvec v = {{j0 + a, j0 + b}, a == b ? 1 : 2, {0, 0}, {0, 0}};
+  const double s = a == b ? 1.0 : M_SQRT1_2;
+  switch (which) {
+    case 0: case 2: v.cr[0] = v.cr[1] = s; break;
+    case 1: v.cr[0] = s, v.cr[1] = -s; break;
+    default: v.ci[0] = s, v.ci[1] = -s; break;
+  }
+  return v;
+}
+
+/* Re(conj(u) B v) for two mirror vectors of rings r (u) and r2 (v), B the
+ * pair's block entries [a][a2] (r x r2; im NULL: real) */
+static double pair_entry(const double *re, const double *im, int r, int r2, const mvec *u, const mvec *v) {
+  const int j0 = r * (r - 1) / 2, j20 = r2 * (r2 - 1) / 2;
+  double acc = 0;
+  for (int x = 0; x < u->n; x++)
+    for (int y = 0; y < v->n; y++) {
+      const size_t o = (size_t)(u->k[x] - j0) * r2 + (v->k[y] - j20);
+      const double br = re[o], bi = im ? im[o] : 0.0, cr = v->cr[y], ci = v->ci[y];
+      acc += u->cr[x] * (br * cr - bi * ci) + u->ci[x] * (br * ci + bi * cr);
+    }
+  return acc;
+}
+
+/* Ring pair (r, r2 <= r)'s entries of the folded matrices (p->fac, lower
+ * triangles) from its block entries [a][a2]: w = 0 (b0), 2 (b2), 1 (b1r,
+ * b1i), each 4 B; the nugget on the diagonal. A vector's index grows with
+ * its ring, so (ring r, ring r2) lies in the lower triangle, but for w = 1's
+ * (u, v) pairs: every v comes after every u, F[v][u] holds them. */
+static void fold_pair(arkcos_polar *p, int r, int r2, double *b0, double *b2, double *b1r, double *b1i,
+                      double nug) {
+  const int ne = p->nfac[0], nr = (r + 1) / 2, nr2 = (r2 + 1) / 2, mr = r / 2, mr2 = r2 / 2;
+  const int e = er0(r), e2 = er0(r2), o = or0(r), o2 = or0(r2);
+  const size_t np = (size_t)r * r2;
+  for (size_t q = 0; q < np; q++) b0[q] *= 4.0, b2[q] *= 4.0, b1r[q] *= 4.0, b1i[q] *= 4.0;
+  double *F0e = p->fac[0], *F0o = p->fac[1], *F2e = p->fac[2], *F2o = p->fac[3], *F1 = p->fac[4];
+  const int n1 = p->nfac[4];
+  /* even-even and u-u */
+  for (int a = 0; a < nr; a++)
+    for (int a2 = 0; a2 < nr2 && (r2 < r || a2 <= a); a2++) {
+      const mvec u = mirror_vec(r, a, 0), v = mirror_vec(r2, a2, 0);
+      const double dg = r == r2 && a == a2 ? nug : 0.0;
+      const size_t at = (size_t)(e + a) * ne + (e2 + a2);
+      F0e[at] = pair_entry(b0, NULL, r, r2, &u, &v) + dg;
+      F2e[at] = pair_entry(b2, NULL, r, r2, &u, &v) + dg;
+      F1[(size_t)(e + a) * n1 + (e2 + a2)] = pair_entry(b1r, b1i, r, r2, &u, &v) + dg;
+    }
+  /* odd-odd and v-v */
+  const int no = p->nfac[1];
+  for (int a = 0; a < mr; a++)
+    for (int a2 = 0; a2 < mr2 && (r2 < r || a2 <= a); a2++) {
+      const mvec u = mirror_vec(r, a, 1), v = mirror_vec(r2, a2, 1);
+      const mvec uv = mirror_vec(r, a, 3), vv = mirror_vec(r2, a2, 3);
+      const double dg = r == r2 && a == a2 ? nug : 0.0;
+      const size_t at = (size_t)(o + a) * no + (o2 + a2);
+      F0o[at] = pair_entry(b0, NULL, r, r2, &u, &v) + dg;
+      F2o[at] = pair_entry(b2, NULL, r, r2, &u, &v) + dg;
+      F1[(size_t)(ne + o + a) * n1 + (ne + o2 + a2)] = pair_entry(b1r, b1i, r, r2, &uv, &vv) + dg;
+    }
+  /* w = 1's u of one ring against the v of the other: F[v][u] (real
+   * symmetric, so also Re(conj(u) B v) = Re(conj(v) B^H u)) */
+  for (int a = 0; a < nr; a++)
+    for (int a2 = 0; a2 < mr2; a2++) { /* u in ring r, v in ring r2 */
+      const mvec u = mirror_vec(r, a, 2), v = mirror_vec(r2, a2, 3);
+      F1[(size_t)(ne + o2 + a2) * n1 + (e + a)] = pair_entry(b1r, b1i, r, r2, &u, &v);
+    }
+  if (r2 < r)
+    for (int a = 0; a < mr; a++)
+      for (int a2 = 0; a2 < nr2; a2++) { /* v in ring r, u in ring r2 */
+        const mvec v = mirror_vec(r, a, 3), u = mirror_vec(r2, a2, 2);
+        F1[(size_t)(ne + o + a) * n1 + (e2 + a2)] = pair_entry(b1r, b1i, r, r2, &v, &u);
+      }
+}
+
+/* x = (B^w)^{-1} c for the block index's c = (cr, ci) in place, through
+ * the mirror basis: y = U^H c, F y' = y, x = U y'. scr: 2 nb doubles. */
+static void mirror_solve(const arkcos_polar *p, int w, double *cr, double *ci, double *scr) {
+  const int nb = p->lay.nb;
+  const mvec *lists[2] = {w == 1 ? p->mv_1 : p->mv_e, p->mv_o};
+  const int ngroups = w == 1 ? 1 : 2;
+  double *yr = scr, *yi = scr + nb;
+  int at = 0;
+  for (int gi = 0; gi < ngroups; gi++) {
+    const int f = w == 1 ? 4 : (w == 0 ? 0 : 2) + gi, n = p->nfac[f];
+    const mvec *vs = lists[gi];
+    for (int q = 0; q < n; q++) {
+      double vr = 0, vi = 0;
+      for (int x = 0; x < vs[q].n; x++) { /* conj(alpha) c */
+        const int k = vs[q].k[x];
+        vr += vs[q].cr[x] * cr[k] + vs[q].ci[x] * ci[k];
+        vi += vs[q].cr[x] * ci[k] - vs[q].ci[x] * cr[k];
+      }
+      yr[at + q] = vr;
+      yi[at + q] = vi;
+    }
+    chol_solve(p->fac[f], n, yr + at, yi + at);
+    at += n;
+  }
+  memset(cr, 0, sizeof *cr * (size_t)nb);
+  memset(ci, 0, sizeof *ci * (size_t)nb);
+  at = 0;
+  for (int gi = 0; gi < ngroups; gi++) {
+    const int f = w == 1 ? 4 : (w == 0 ? 0 : 2) + gi, n = p->nfac[f];
+    const mvec *vs = lists[gi];
+    for (int q = 0; q < n; q++)
+      for (int x = 0; x < vs[q].n; x++) { /* alpha y' */
+        const int k = vs[q].k[x];
+        cr[k] += vs[q].cr[x] * yr[at + q] - vs[q].ci[x] * yi[at + q];
+        ci[k] += vs[q].cr[x] * yi[at + q] + vs[q].ci[x] * yr[at + q];
+      }
+    at += n;
   }
 }
 
@@ -327,7 +464,7 @@ static double inner_pixel_sum(const arkcos_polar *p, const double *sdt2, const d
 static int correct_cap(const arkcos_polar *p, const double *fd, double *dout, int nthreads) {
   const int rd = p->lay.rd, nb = p->lay.nb, mm = p->lay.mm;
   /* block right-hand sides and solves */
-  double *cwr = malloc(sizeof *cwr * 6 * (size_t)nb), *cwi = cwr ? cwr + 3 * (size_t)nb : NULL;
+  double *cwr = malloc(sizeof *cwr * 8 * (size_t)nb), *cwi = cwr ? cwr + 3 * (size_t)nb : NULL;
   double complex *cr = malloc(sizeof *cr * (size_t)rd * (mm + 1));
   if (!cwr || !cr) {
     free(cwr);
@@ -345,8 +482,7 @@ static int correct_cap(const arkcos_polar *p, const double *fd, double *dout, in
       cwr[2 * nb + j] = f0 - f1 + f2 - f3;
       cwi[2 * nb + j] = 0;
     }
-  for (int w = 0; w < 3; w++)
-    chol_solve(p->chol[w], w == 1 ? p->chol1i : NULL, nb, cwr + (size_t)w * nb, cwi + (size_t)w * nb);
+  for (int w = 0; w < 3; w++) mirror_solve(p, w, cwr + (size_t)w * nb, cwi + (size_t)w * nb, cwr + 6 * (size_t)nb);
   /* c_r(m) = sum_a e^{-i m phi_ra} c^{m mod 4}_(r,a) */
   for (int r = 1, j0 = 0; r <= rd; j0 += r, r++)
     for (int m = 0; m <= mm; m++) {
@@ -431,8 +567,10 @@ void arkcos_polar_destroy(arkcos_polar *p) {
   if (!p) return;
   free(p->H);
   free(p->KP);
-  for (int w = 0; w < 3; w++) free(p->chol[w]);
-  free(p->chol1i);
+  for (int f = 0; f < 5; f++) free(p->fac[f]);
+  free(p->mv_e);
+  free(p->mv_o);
+  free(p->mv_1);
   free(p->delta1);
   free(p);
 }
@@ -474,13 +612,15 @@ static int make_layout(const arkcos_geometry *g, const arkcos_kernel *k, layout 
 double arkcos_polar_estimate(const arkcos_geometry *g, const arkcos_kernel *k) {
   layout o;
   if (!make_layout(g, k, &o)) return 0;
+  const double ne = er0(o.rd + 1), no = or0(o.rd + 1);
   const double held = 8.0 * ((double)o.nout * o.rd * (o.mm + 1) + (double)o.nout * (o.t2 - 1) * (o.mp + 1) +
-                             4.0 * o.nb * o.nb + (double)o.nout_pix);
+                             2.0 * (ne * ne + no * no) + (double)o.nb * o.nb + (double)o.nout_pix) +
+                      sizeof(mvec) * 3.0 * o.nb;
   const int na = POLAR_NCHEB + o.rd;
   const double made = 8.0 * ((double)(o.mm + 1) * na * o.rd + (double)(o.mm + 1) * o.ng * o.rd +
                              (double)o.ng * POLAR_NCHEB);
   /* and per apply: the disc, its outputs and the solves */
-  const double apply = 8.0 * ((double)o.nd + o.nout_pix + 6.0 * o.nb + 2.0 * o.rd * (o.mm + 1));
+  const double apply = 8.0 * ((double)o.nd + o.nout_pix + 8.0 * o.nb + 2.0 * o.rd * (o.mm + 1));
   return held + (made > apply ? made : apply);
 }
 
@@ -513,11 +653,23 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
   double *lamg = malloc(sizeof *lamg * (size_t)(mm + 1) * ng * rd); /* [j][r][m] */
   double *bary = malloc(sizeof *bary * (size_t)ng * nc);
   p->H = calloc((size_t)nout * rd * (mm + 1), sizeof *p->H);
-  for (int w = 0; w < 3; w++) p->chol[w] = calloc((size_t)nb * nb, sizeof *p->chol[w]);
-  p->chol1i = calloc((size_t)nb * nb, sizeof *p->chol1i);
+  const int ne = er0(rd + 1), no = or0(rd + 1);
+  p->mv_e = malloc(sizeof *p->mv_e * (size_t)ne);
+  p->mv_o = malloc(sizeof *p->mv_o * (size_t)(no > 0 ? no : 1));
+  p->mv_1 = malloc(sizeof *p->mv_1 * (size_t)nb);
+  if (p->mv_e && p->mv_o && p->mv_1)
+    for (int r = 1; r <= rd; r++) {
+      for (int a = 0; a < (r + 1) / 2; a++) p->mv_e[er0(r) + a] = p->mv_1[er0(r) + a] = mirror_vec(r, a, 0);
+      for (int a = 0; a < r / 2; a++) {
+        p->mv_o[or0(r) + a] = mirror_vec(r, a, 1);
+        p->mv_1[ne + or0(r) + a] = mirror_vec(r, a, 3);
+      }
+    }
+  p->nfac[0] = p->nfac[2] = ne;
+  p->nfac[1] = p->nfac[3] = no;
+  p->nfac[4] = nb;
   p->delta1 = malloc(sizeof *p->delta1 * (size_t)p->lay.nout_pix);
-  int rc = !tg || !wg || !ax || !as || !lamc || !lamg || !bary || !p->H || !p->chol[0] || !p->chol[1] ||
-           !p->chol[2] || !p->chol1i || !p->delta1;
+  int rc = !tg || !wg || !ax || !as || !lamc || !lamg || !bary || !p->H || !p->mv_e || !p->mv_o || !p->mv_1 || !p->delta1;
   if (!rc) {
     for (int pn = 0, j = 0; pn < npan; pn++)
       for (int q = 0; q < POLAR_GL; q++, j++) {
@@ -624,35 +776,34 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
     }
     rc = bad;
   }
-  /* the blocks: 4 sum_{m = w mod 4} Lam_|m|(r, r') e^{i m dphi}, plus the nugget */
+  /* the blocks B^w = 4 sum_{m = w mod 4} Lam_|m|(r, r') e^{i m dphi} in the
+   * mirror basis (fold_pair), plus the nugget, then factored */
+  for (int f = 0; f < 5 && !rc; f++)
+    if (p->nfac[f] && !(p->fac[f] = calloc((size_t)p->nfac[f] * p->nfac[f], sizeof *p->fac[f]))) rc = 1;
   if (!rc) {
     const double nug = POLAR_NUGGET * (L + 1.0) * (L + 1.0) / (4.0 * M_PI);
     int bad = 0;
-    /* per ring pair (r, r2 <= r), its pixel pairs side by side: e^{i m dphi}
-     * by its recurrence in m, each class of m mod 4 added where it goes */
+    /* per ring pair (r, r2 <= r), all its pixel pairs side by side: e^{i m
+     * dphi} by its recurrence in m, each class of m mod 4 added where it
+     * goes; then the pair's entries of the folded matrices, whose vectors
+     * take their pixels from one ring each */
 #pragma omp parallel num_threads(nthreads) reduction(| : bad)
     {
       const size_t cap = (size_t)rd * rd;
       double *w8 = malloc(sizeof *w8 * 8 * cap);
-      size_t *at = malloc(sizeof *at * cap);
-      bad |= !w8 || !at;
+      bad |= !w8;
 #pragma omp for schedule(dynamic, 1)
       for (int r = 1; r <= rd; r++) {
-        if (!w8 || !at) continue;
+        if (!w8) continue;
         double *c1 = w8, *s1 = w8 + cap, *er = w8 + 2 * cap, *ei = w8 + 3 * cap, *b0 = w8 + 4 * cap,
                *b2 = w8 + 5 * cap, *b1r = w8 + 6 * cap, *b1i = w8 + 7 * cap;
-        const int j0 = r * (r - 1) / 2;
         for (int r2 = 1; r2 <= r; r2++) {
-          const int j20 = r2 * (r2 - 1) / 2;
-          int np = 0;
-          for (int a = 0; a < r; a++)
-            for (int a2 = 0; a2 < r2; a2++) {
-              const int jj = j0 + a, jj2 = j20 + a2;
-              if (jj2 > jj) continue;
+          const int np = r * r2;
+          for (int a = 0, q = 0; a < r; a++)
+            for (int a2 = 0; a2 < r2; a2++, q++) {
               const double dphi = (a + 0.5) * M_PI / (2.0 * r) - (a2 + 0.5) * M_PI / (2.0 * r2);
-              c1[np] = cos(dphi), s1[np] = sin(dphi), er[np] = 1, ei[np] = 0;
-              b0[np] = b2[np] = b1r[np] = b1i[np] = 0;
-              at[np++] = (size_t)jj * nb + jj2;
+              c1[q] = cos(dphi), s1[q] = sin(dphi), er[q] = 1, ei[q] = 0;
+              b0[q] = b2[q] = b1r[q] = b1i[q] = 0;
             }
           for (int m = 0; m <= mm; m++) {
             const double lam = lamc[((size_t)m * na + nc + (r - 1)) * rd + (r2 - 1)];
@@ -684,21 +835,14 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
               er[q] = t;
             }
           }
-          for (int q = 0; q < np; q++) {
-            const size_t o = at[q];
-            const double dg = o / nb == o % nb ? nug : 0.0;
-            p->chol[0][o] = 4.0 * b0[q] + dg;
-            p->chol[1][o] = 4.0 * b1r[q] + dg;
-            p->chol1i[o] = 4.0 * b1i[q];
-            p->chol[2][o] = 4.0 * b2[q] + dg;
-          }
+          fold_pair(p, r, r2, b0, b2, b1r, b1i, nug);
         }
       }
       free(w8);
-      free(at);
     }
     rc = bad;
-    for (int w = 0; w < 3 && !rc; w++) rc = cholesky(p->chol[w], w == 1 ? p->chol1i : NULL, nb, nthreads) ? 2 : 0;
+    for (int f = 0; f < 5 && !rc; f++)
+      if (p->nfac[f]) rc = cholesky(p->fac[f], p->nfac[f], nthreads) ? 2 : 0;
   }
   free(tg);
   free(wg);
