@@ -579,14 +579,15 @@ typedef struct arkcos_smoother_spec {
   const char *normalize_name, *allow_subpixel_name, *harmonic_name;
   /* How the pixel sum integrates (not for harmonic operators):
    * ARKCOS_QUADRATURE_POLAR (arkcos_smoother_spec_default's; a zeroed spec
-   * has RING): ring quadrature, and for scalar maps the part of the
-   * integral within ~26 rings of each pole taken against the map's
-   * band-limited reconstruction there (docs/EXACTNESS.md, "Polar
+   * has RING): ring quadrature, and the part of the integral within ~26
+   * rings of each pole taken against the map's band-limited reconstruction
+   * there, Q and U as one spin-2 field (docs/EXACTNESS.md, "Polar
    * reconstruction"): a band-limited map's error next to the poles falls
    * from 1e-3 - 5e-3 to 3e-7, the kink's level, from 4 pixels per FWHM at
    * nside >= 64; its solve rounds at ~5e-8 of the output for maps with
-   * pixel-scale noise. Q and U, top-hats, nside < 32, and a cap with a
-   * missing or masked pixel among its first ~32 rings as RING; not for maps
+   * pixel-scale noise. Top-hats, nside < 32, a cap with a missing or
+   * masked pixel among its first ~32 rings, and the Q and U of a masked
+   * I, Q, U set as RING; not for maps
    * split over MPI ranks (arkcos smooth falls back to RING there, with a
    * note). ARKCOS_QUADRATURE_RING: each ring's pixels weighted by
    * arkcos_healpix_ring_weights, which cuts a band-limited map's error at

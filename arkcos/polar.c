@@ -74,6 +74,11 @@ struct arkcos_polar {
   int nfac[5];
   mvec *mv_e, *mv_o, *mv_1; /* the even and odd vectors; w = 1's u (the even ones) then v */
   double *delta1;         /* correction of 1 at the north outputs */
+  /* spin 2 (arkcos_polar_create_spin2): H [nout][rd][2 mm + 1] and KP
+   * [nout][t2 - 1][2 mp + 1] over signed m (index m + mm, m + mp), and the
+   * four blocks' complex lower Cholesky factors (nb x nb, w = 0..3) */
+  int spin;
+  double *c2re[4], *c2im[4];
 };
 
 static double theta_of_t(double t, double n) { return 2.0 * asin(t / (sqrt(6.0) * n)); }
@@ -118,34 +123,74 @@ static double kernel_sigma(const arkcos_kfun *kf) {
  * outputs held in registers; the disc's part of a row (from na - nr = POLAR_NCHEB, a multiple
  * of 8) pads as the row does. x: nap values (padding 0); buf: LAM_LB * nap,
  * sacc: nap * nrp doubles. */
-static void lam_sums(int m, int L, int na, int nr, const double *x, const double *s, double *acc, double *buf,
-                     double *sacc) {
+/* lam_sums of spin 0 (mp = 0) or of the spin-weighted lambda_lm of spin
+ * -mp (mp = -2: the spin-2 prior Lam2_m = sum_{l >= max(|m|, 2)} (2 l + 1)
+ * / (4 pi) d^l_{m,mp}(a) d^l_{m,mp}(r), m signed; polar.c's spin-2 part).
+ * The Wigner d's three-term recurrence in l, normalised by sqrt((2 l + 1)
+ * / (4 pi)), starts at l0 = max(|m|, |mp|) from its closed form (half
+ * angles: c = cos(theta / 2), ch[a], and sin(theta / 2) = s / (2 c)). */
+static void lam_sums_spin(int m, int mp, int L, int na, int nr, const double *x, const double *s,
+                          const double *ch, double *acc, double *buf, double *sacc) {
   const int nap = (na + 7) & ~7, nrp = (nr + 7) & ~7, off = na - nr;
   memset(sacc, 0, sizeof *sacc * (size_t)nap * nrp);
-  if (m <= L) {
-    double lmm_log = 0.5 * log(1.0 / (4.0 * M_PI));
-    for (int k = 1; k <= m; k++) lmm_log += 0.5 * log((2.0 * k + 1.0) / (2.0 * k));
-    double *l0 = buf, *l1 = buf + nap; /* rows l = m, m + 1 */
+  const int am = m < 0 ? -m : m, amp = mp < 0 ? -mp : mp, l0 = am > amp ? am : amp;
+  if (l0 <= L) {
+    double *q0 = buf, *q1 = buf + nap; /* rows l = l0, l0 + 1 */
     memset(buf, 0, sizeof *buf * (size_t)LAM_LB * nap);
-    for (int a = 0; a < na; a++) {
-      const double lg = lmm_log + (m ? m * log(s[a]) : 0.0);
-      l0[a] = lg < -700 ? 0.0 : exp(lg); /* lambda_mm */
-      l1[a] = m + 1 <= L ? x[a] * sqrt(2.0 * m + 3.0) * l0[a] : 0.0; /* lambda_{m+1,m} */
+    if (!mp) {
+      double lmm_log = 0.5 * log(1.0 / (4.0 * M_PI));
+      for (int k = 1; k <= m; k++) lmm_log += 0.5 * log((2.0 * k + 1.0) / (2.0 * k));
+      for (int a = 0; a < na; a++) {
+        const double lg = lmm_log + (m ? m * log(s[a]) : 0.0);
+        q0[a] = lg < -700 ? 0.0 : exp(lg); /* lambda_mm */
+        q1[a] = m + 1 <= L ? x[a] * sqrt(2.0 * m + 3.0) * q0[a] : 0.0; /* lambda_{m+1,m} */
+      }
+    } else {
+      /* d^{l0}: c^ec s^es sqrt((2 l0)! / (ec! es!)), ec + es = 2 l0 (its
+       * sign, the same for every l, cancels in the products) */
+      int ec, es;
+      if (am >= amp) ec = m >= 0 ? l0 + mp : l0 - mp;
+      else ec = mp > 0 ? l0 + m : l0 - m;
+      es = 2 * l0 - ec;
+      const double lb0 = 0.5 * (lgamma(2.0 * l0 + 1) - lgamma(ec + 1.0) - lgamma(es + 1.0)) +
+                         0.5 * log((2.0 * l0 + 1.0) / (4.0 * M_PI));
+      const double dl = l0 * sqrt(((l0 + 1.0) * (l0 + 1) - (double)m * m) * ((l0 + 1.0) * (l0 + 1) - (double)mp * mp));
+      const double al = sqrt((2.0 * l0 + 3) / (2.0 * l0 + 1)) * (2.0 * l0 + 1) * l0 * (l0 + 1.0) / dl;
+      const double bt = -sqrt((2.0 * l0 + 3) / (2.0 * l0 + 1)) * (2.0 * l0 + 1) * (double)m * mp / dl;
+      for (int a = 0; a < na; a++) {
+        const double c = ch[a], sh = s[a] / (2.0 * c);
+        const double lg = lb0 + (ec ? ec * log(c) : 0.0) + (es ? es * log(sh) : 0.0);
+        q0[a] = lg < -700 ? 0.0 : exp(lg);
+        q1[a] = l0 + 1 <= L ? (al * x[a] + bt) * q0[a] : 0.0;
+      }
     }
-    for (int lb = m; lb <= L; lb += LAM_LB) {
+    for (int lb = l0; lb <= L; lb += LAM_LB) {
       const int nl = L + 1 - lb < LAM_LB ? L + 1 - lb : LAM_LB;
       /* rows k = l - lb; the first block's first two rows are set, later
        * blocks continue from the previous block's last two */
       for (int k = 0; k < nl; k++) {
         const int l = lb + k;
-        if (l < m + 2) continue;
-        const double al = sqrt((4.0 * l * l - 1.0) / ((double)(l - m) * (l + m)));
-        const double bl = sqrt(((double)(l - 1 - m) * (l - 1 + m)) / (4.0 * (l - 1.0) * (l - 1.0) - 1.0));
+        if (l < l0 + 2) continue;
         const double *p1 = k >= 1 ? buf + (size_t)(k - 1) * nap : buf + (size_t)(LAM_LB - 1) * nap;
         const double *p2 = k >= 2 ? buf + (size_t)(k - 2) * nap : buf + (size_t)(LAM_LB - 2 + k) * nap;
         double *row = buf + (size_t)k * nap;
+        if (!mp) {
+          const double al = sqrt((4.0 * l * l - 1.0) / ((double)(l - m) * (l + m)));
+          const double bl = sqrt(((double)(l - 1 - m) * (l - 1 + m)) / (4.0 * (l - 1.0) * (l - 1.0) - 1.0));
 #pragma omp simd
-        for (int a = 0; a < nap; a++) row[a] = al * (x[a] * p1[a] - bl * p2[a]);
+          for (int a = 0; a < nap; a++) row[a] = al * (x[a] * p1[a] - bl * p2[a]);
+        } else {
+          /* row(l) = (al x + bt) row(l - 1) - gm row(l - 2) */
+          double al, bt, gm;
+          const double j = l - 1.0; /* d^{j+1} from d^j and d^{j-1} */
+          const double dl = j * sqrt(((j + 1) * (j + 1) - (double)m * m) * ((j + 1) * (j + 1) - (double)mp * mp));
+          const double nu = sqrt((2 * j + 3) / (2 * j + 1));
+          al = nu * (2 * j + 1) * j * (j + 1) / dl;
+          bt = -nu * (2 * j + 1) * (double)m * mp / dl;
+          gm = sqrt((2 * j + 3) / (2 * j - 1)) * (j + 1) * sqrt((j * j - (double)m * m) * (j * j - (double)mp * mp)) / dl;
+#pragma omp simd
+          for (int a = 0; a < nap; a++) row[a] = (al * x[a] + bt) * p1[a] - gm * p2[a];
+        }
       }
       for (int a0 = 0; a0 < nap; a0 += 4)
         for (int r0 = 0; r0 < nrp; r0 += 8) {
@@ -167,33 +212,82 @@ static void lam_sums(int m, int L, int na, int nr, const double *x, const double
     for (int r = 0; r < nr; r++) acc[(size_t)a * nr + r] = sacc[(size_t)a * nrp + r];
 }
 
-/* Lower Cholesky factor L L^T of the symmetric positive matrix a (n x n
- * row-major, lower triangle read), in place, the rows below each column in
- * parallel; -1 if not positive. One parallel region, a barrier per column. */
-static int cholesky(double *a, int n, int nthreads) {
+static void lam_sums(int m, int L, int na, int nr, const double *x, const double *s, double *acc, double *buf,
+                     double *sacc) {
+  lam_sums_spin(m, 0, L, na, nr, x, s, NULL, acc, buf, sacc);
+}
+
+/* Lower Cholesky factor L L^H of the Hermitian positive matrix (re, im)
+ * (n x n row-major, lower triangle read; im NULL: real symmetric), in
+ * place, the rows below each column in parallel; -1 if not positive.
+ * Complex arithmetic written out (no C99 complex multiply and its NaN
+ * checks); one parallel region, a barrier per column. */
+static int cholesky(double *re, double *im, int n, int nthreads) {
   int bad = 0;
 #pragma omp parallel num_threads(nthreads)
   for (int j = 0; j < n; j++) {
-    double *rj = a + (size_t)j * n;
+    double *rj = re + (size_t)j * n, *ij = im ? im + (size_t)j * n : NULL;
 #pragma omp single
     {
       double d = rj[j];
-      for (int k = 0; k < j; k++) d -= rj[k] * rj[k];
+      for (int k = 0; k < j; k++) d -= rj[k] * rj[k] + (ij ? ij[k] * ij[k] : 0.0);
       if (!(d > 0)) bad = 1;
       rj[j] = sqrt(d);
+      if (ij) ij[j] = 0;
     } /* its barrier: every thread reads the same bad and rj[j] */
     if (bad) break;
     const double inv = 1.0 / rj[j];
 #pragma omp for schedule(static)
     for (int i = j + 1; i < n; i++) {
-      double *ri = a + (size_t)i * n;
-      double v = ri[j];
-#pragma omp simd reduction(+ : v)
-      for (int k = 0; k < j; k++) v -= ri[k] * rj[k];
-      ri[j] = v * inv;
+      double *ri = re + (size_t)i * n;
+      double vr = ri[j], vi = 0;
+      if (ij) {
+        double *ii = im + (size_t)i * n;
+        vi = ii[j];
+        /* v -= a_ik conj(a_jk) */
+#pragma omp simd reduction(+ : vr, vi)
+        for (int k = 0; k < j; k++) {
+          vr -= ri[k] * rj[k] + ii[k] * ij[k];
+          vi -= ii[k] * rj[k] - ri[k] * ij[k];
+        }
+        ii[j] = vi * inv;
+      } else {
+#pragma omp simd reduction(+ : vr)
+        for (int k = 0; k < j; k++) vr -= ri[k] * rj[k];
+      }
+      ri[j] = vr * inv;
     }
   }
   return bad ? -1 : 0;
+}
+
+/* (L L^H) x = b in place for the complex lower factor (re, im), b as (br,
+ * bi): forward by rows, backward by the rows of L (each x_i known, its
+ * column of L^H subtracted from the rest). */
+static void chol_solve_c(const double *re, const double *im, int n, double *br, double *bi) {
+  for (int i = 0; i < n; i++) {
+    const double *ri = re + (size_t)i * n, *ii = im + (size_t)i * n;
+    double vr = br[i], vi = bi[i];
+#pragma omp simd reduction(+ : vr, vi)
+    for (int k = 0; k < i; k++) {
+      vr -= ri[k] * br[k] - ii[k] * bi[k];
+      vi -= ri[k] * bi[k] + ii[k] * br[k];
+    }
+    br[i] = vr / ri[i];
+    bi[i] = vi / ri[i];
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    const double *ri = re + (size_t)i * n, *ii = im + (size_t)i * n;
+    const double xr = br[i] / ri[i], xi = bi[i] / ri[i];
+    br[i] = xr;
+    bi[i] = xi;
+    /* b_k -= conj(L_ik) x_i */
+#pragma omp simd
+    for (int k = 0; k < i; k++) {
+      br[k] -= ri[k] * xr + ii[k] * xi;
+      bi[k] -= ri[k] * xi - ii[k] * xr;
+    }
+  }
 }
 
 /* (L L^T) x = b in place for the real lower factor L (n x n row-major)
@@ -571,6 +665,10 @@ void arkcos_polar_destroy(arkcos_polar *p) {
   free(p->mv_e);
   free(p->mv_o);
   free(p->mv_1);
+  for (int w = 0; w < 4; w++) {
+    free(p->c2re[w]);
+    free(p->c2im[w]);
+  }
   free(p->delta1);
   free(p);
 }
@@ -842,7 +940,7 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
     }
     rc = bad;
     for (int f = 0; f < 5 && !rc; f++)
-      if (p->nfac[f]) rc = cholesky(p->fac[f], p->nfac[f], nthreads) ? 2 : 0;
+      if (p->nfac[f]) rc = cholesky(p->fac[f], NULL, p->nfac[f], nthreads) ? 2 : 0;
   }
   free(tg);
   free(wg);
@@ -916,6 +1014,520 @@ int arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, int
     }
   }
   free(fd);
+  free(d);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ spin 2
+ *
+ * Q and U (P = Q + iU, smoothed as P'(p) = sum_q w_q K(alpha) W(p, q) P(q),
+ * W the transport factor arkcos_spin2_transport) take the same
+ * reconstruction with the spin-2 prior: the covariance of E and B white up
+ * to L = 2 nside, C2(y, q) = sum_l (2 l + 1) / (4 pi) d^l_22(beta) W(y, q) =
+ * sum_m e^{i m (phi_y - phi_q)} Lam2_m(theta_y, theta_q), Lam2_m = sum_l
+ * (2 l + 1) / (4 pi) d^l_{m,-2} d^l_{m,-2} (lam_sums_spin), over signed m
+ * (Lam2_-m is not Lam2_m). Kriging then is complex: (C2_DD + nu) c = P_D,
+ * its four quadrant blocks B^w = 4 sum_{m = w mod 4} Lam2_m e^{i m dphi}
+ * Hermitian and distinct (complex Cholesky), and
+ *
+ *   I(x) = sum_{|m| <= M} e^{i m phi_x} sum_r H2_m(ring x, r) c_r(m),
+ *   H2_m(i, r) = 2 pi int dt (dz/dt) chi k2_m(theta_i, theta(t)) Lam2_m(theta(t), theta_r),
+ *
+ * k2_m the azimuthal coefficients of K W (real: K W is Hermitian in the
+ * offset). P is the same pixel sum with W. The south cap is the north's
+ * mirror: W -> conj W and (Q, U) -> (Q, -U), so it takes the north tables
+ * with U negated on the way in and out. */
+
+#define POLAR_S2_MP (-2) /* d^l_{m,-2}: e^{i m (phi_y - phi_q)} Lam2_m sums to G(beta) W(y, q) */
+#define POLAR_S2_DM 4    /* spin 2's m band: the scalar's and 4 more */
+
+/* The azimuthal coefficients of K W between colatitudes tho (the output's)
+ * and th: km[mk + m] = (1/N) sum_k K W(x_k) e^{-i m x_k}, x = phi_out -
+ * phi_in, m in [-mk, mk]; as az_spectrum, 0 where the kernel does not
+ * reach, -1 out of memory. */
+static int az_spectrum2(const arkcos_kfun *kf, double sigma, double tho, double th, int mk, double *km, double **kv,
+                        int *cap) {
+  const double sd = sin(0.5 * (tho - th)), sdt2 = sd * sd, ss = sin(tho) * sin(th);
+  const double half = arkcos_dphi_window(kf, sdt2, ss);
+  if (half < 0) return 0;
+  int nphi = next_pow2((int)(mk + 10.0 * sqrt(ss) / sigma) + 48);
+  if (nphi < 128) nphi = 128;
+  const int nh = nphi / 2;
+  if (2 * (nh + 1) > *cap) {
+    free(*kv);
+    *kv = malloc(sizeof **kv * (size_t)(2 * (nh + 1)));
+    *cap = *kv ? 2 * (nh + 1) : 0;
+    if (!*kv) return -1;
+  }
+  double *kr = *kv, *ki = *kv + nh + 1;
+  int nlast = nh;
+  if (half < M_PI) {
+    nlast = (int)ceil(half * nphi / (2.0 * M_PI)) + 1;
+    if (nlast > nh) nlast = nh;
+  }
+  for (int q = 0; q <= nlast; q++) {
+    const double x = 2.0 * M_PI * q / nphi;
+    const double v = arkcos_kfun_d2(kf, arkcos_chord2(sdt2, ss, x)) * (q == 0 || q == nh ? 1.0 : 2.0) / nphi;
+    double wr = 1, wi = 0;
+    if (v != 0) arkcos_spin2_transport(tho, th, -x, &wr, &wi); /* the input at phi_out - x */
+    kr[q] = v * wr;
+    ki[q] = v * wi;
+  }
+  /* k_{+-m} = C_m +- S_m, C = sum Re cos(m x), S = sum Im sin(m x) */
+  for (int m = 0; m <= 2 * mk; m++) km[m] = 0;
+  for (int q0 = 0; q0 <= nlast; q0 += 64) {
+    const int nq = nlast + 1 - q0 < 64 ? nlast + 1 - q0 : 64;
+    double c0[64], c1[64], s0[64], s1[64], c2[64], ar[64], ai[64], cs = 0, ss1 = 0, cs1 = 0;
+    for (int q = 0; q < nq; q++) {
+      const double x = 2.0 * M_PI * (q0 + q) / nphi;
+      ar[q] = kr[q0 + q];
+      ai[q] = ki[q0 + q];
+      c0[q] = 1.0, s0[q] = 0.0;
+      c1[q] = cos(x), s1[q] = sin(x);
+      c2[q] = 2.0 * c1[q];
+      cs += ar[q];
+      cs1 += ar[q] * c1[q];
+      ss1 += ai[q] * s1[q];
+    }
+    km[mk] += cs;
+    if (mk >= 1) km[mk + 1] += cs1 + ss1, km[mk - 1] += cs1 - ss1;
+    for (int m = 2; m <= mk; m++) {
+      double vc = 0, vs = 0;
+#pragma omp simd reduction(+ : vc, vs)
+      for (int q = 0; q < nq; q++) {
+        const double cn = c2[q] * c1[q] - c0[q], sn = c2[q] * s1[q] - s0[q];
+        c0[q] = c1[q], c1[q] = cn;
+        s0[q] = s1[q], s1[q] = sn;
+        vc += ar[q] * cn;
+        vs += ai[q] * sn;
+      }
+      km[mk + m] += vc + vs;
+      km[mk - m] += vc - vs;
+    }
+  }
+  return 1;
+}
+
+/* P with W at one output pixel (phi) of a ring whose per-ring geometry
+ * (tho, sdt2, ss, half) is given, of the disc's values (fq, fu, north
+ * order): *vr + i *vi. */
+static void inner_pixel_sum2(const arkcos_polar *p, double tho, const double *sdt2, const double *ss,
+                             const double *half, double phi, const double *fq, const double *fu, double *vr,
+                             double *vi) {
+  const arkcos_ring *rings = p->g->rings;
+  double sr = 0, si = 0;
+  for (int r = 1; r < p->lay.t2; r++) {
+    if (half[r] < 0) continue;
+    const arkcos_ring *rg = &rings[r - 1];
+    const int n = 4 * r;
+    const int64_t o = 2 * (int64_t)r * (r - 1);
+    int64_t k0 = 0, k1 = n - 1;
+    if (half[r] < M_PI) {
+      const double sc = n / (2.0 * M_PI);
+      k0 = (int64_t)floor((phi - half[r] - rg->phi0) * sc) - 1;
+      k1 = (int64_t)ceil((phi + half[r] - rg->phi0) * sc) + 1;
+      if (k1 > k0 + n - 1) k1 = k0 + n - 1;
+    }
+    double rr = 0, ri = 0;
+    for (int64_t kk = k0; kk <= k1; kk++) {
+      const int64_t k = ((kk % n) + n) % n;
+      const double dphi = ring_phi(rg, k) - phi;
+      const double v = arkcos_kfun_d2(&p->kf, arkcos_chord2(sdt2[r], ss[r], dphi));
+      if (v == 0) continue;
+      double wr, wi;
+      arkcos_spin2_transport(tho, rg->theta, dphi, &wr, &wi);
+      rr += v * (wr * fq[o + k] - wi * fu[o + k]);
+      ri += v * (wr * fu[o + k] + wi * fq[o + k]);
+    }
+    sr += p->chi[r] * rg->weight * rr;
+    si += p->chi[r] * rg->weight * ri;
+  }
+  *vr = sr;
+  *vi = si;
+}
+
+/* (dq, dq) = I - P at the north-order output pixels, (fq, fu) the disc's
+ * values in north order; ARKCOS_ENOMEM when its scratch cannot be had. */
+static int correct_cap2(const arkcos_polar *p, const double *fq, const double *fu, double *dq, double *du,
+                        int nthreads) {
+  const int rd = p->lay.rd, nb = p->lay.nb, mm = p->lay.mm, mp = p->lay.mp, mx = mm > mp ? mm : mp;
+  const int nmm = 2 * mm + 1, nmp = 2 * mp + 1;
+  double *cw = malloc(sizeof *cw * 8 * (size_t)nb); /* c^w: re [w][nb], then im */
+  double complex *cr = malloc(sizeof *cr * (size_t)rd * nmm);
+  double complex *fr = mp ? malloc(sizeof *fr * (size_t)p->lay.t2 * nmp) : NULL;
+  if (!cw || !cr || (mp && !fr)) {
+    free(cw);
+    free(cr);
+    free(fr);
+    return ARKCOS_ENOMEM;
+  }
+  double *cwr = cw, *cwi = cw + 4 * (size_t)nb;
+  /* c^w = sum_j P_j e^{-i pi w j / 2}, the quadrants j */
+  for (int r = 1, j = 0; r <= rd; r++)
+    for (int a = 0; a < r; a++, j++) {
+      const int64_t o = 2 * (int64_t)r * (r - 1) + a;
+      const double q0 = fq[o], q1 = fq[o + r], q2 = fq[o + 2 * r], q3 = fq[o + 3 * r];
+      const double u0 = fu[o], u1 = fu[o + r], u2 = fu[o + 2 * r], u3 = fu[o + 3 * r];
+      cwr[j] = q0 + q1 + q2 + q3, cwi[j] = u0 + u1 + u2 + u3;
+      /* w = 1: P0 - i P1 - P2 + i P3 */
+      cwr[nb + j] = q0 + u1 - q2 - u3, cwi[nb + j] = u0 - q1 - u2 + q3;
+      cwr[2 * nb + j] = q0 - q1 + q2 - q3, cwi[2 * nb + j] = u0 - u1 + u2 - u3;
+      /* w = 3: P0 + i P1 - P2 - i P3 */
+      cwr[3 * nb + j] = q0 - u1 - q2 + u3, cwi[3 * nb + j] = u0 + q1 - u2 - q3;
+    }
+  for (int w = 0; w < 4; w++) chol_solve_c(p->c2re[w], p->c2im[w], nb, cwr + (size_t)w * nb, cwi + (size_t)w * nb);
+  /* c_r(m) = sum_a e^{-i m phi_ra} c^{m mod 4}_(r,a), m signed */
+  for (int r = 1, j0 = 0; r <= rd; j0 += r, r++)
+    for (int m = -mm; m <= mm; m++) {
+      const int w = m & 3; /* two's complement: m mod 4 for negative m too */
+      const double st = -m * M_PI / (2.0 * r), sr = cos(st), si = sin(st);
+      double er = cos(0.5 * st), ei = sin(0.5 * st), vr = 0, vi = 0;
+      const double *xr = cwr + (size_t)w * nb + j0, *xi = cwi + (size_t)w * nb + j0;
+      for (int a = 0; a < r; a++) {
+        vr += er * xr[a] - ei * xi[a];
+        vi += er * xi[a] + ei * xr[a];
+        const double t = er * sr - ei * si;
+        ei = er * si + ei * sr;
+        er = t;
+      }
+      cr[(size_t)(r - 1) * nmm + (m + mm)] = vr + I * vi;
+    }
+  const arkcos_ring *rings = p->g->rings;
+  /* P's ring spectra F_r(m) = sum_k P_rk e^{-i m phi_rk}, m in [-mp, mp] */
+  for (int r = 1; mp && r < p->lay.t2; r++) {
+    const int64_t o = 2 * (int64_t)r * (r - 1);
+    for (int m = -mp; m <= mp; m++) {
+      const double complex e1 = cexp(-I * m * M_PI / (2.0 * r));
+      double complex e = cexp(-I * m * M_PI / (4.0 * r)), v = 0;
+      for (int k = 0; k < 4 * r; k++) {
+        v += (fq[o + k] + I * fu[o + k]) * e;
+        e *= e1;
+      }
+      fr[(size_t)r * nmp + (m + mp)] = v;
+    }
+  }
+  int bad = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nthreads) reduction(| : bad)
+  for (int i = 1; i <= p->lay.nout; i++) {
+    const arkcos_ring *ro = &rings[i - 1];
+    double complex gm[2 * (1024 + POLAR_S2_DM) + 1];
+    double sdt2[POLAR_T2_MAX], ss[POLAR_T2_MAX], half[POLAR_T2_MAX];
+    if (mx > 1024 + POLAR_S2_DM) {
+      bad = 1;
+      continue;
+    }
+    for (int m = -mx; m <= mx; m++) {
+      double complex v = 0;
+      if (m >= -mm && m <= mm)
+        for (int r = 0; r < rd; r++)
+          v += p->H[((size_t)(i - 1) * rd + r) * nmm + (m + mm)] * cr[(size_t)r * nmm + (m + mm)];
+      if (mp && m >= -mp && m <= mp)
+        for (int r = 1; r < p->lay.t2; r++)
+          v -= p->KP[((size_t)(i - 1) * (p->lay.t2 - 1) + (r - 1)) * nmp + (m + mp)] * fr[(size_t)r * nmp + (m + mp)];
+      gm[m + mx] = v;
+    }
+    if (!mp)
+      for (int r = 1; r < p->lay.t2; r++) {
+        const double th = rings[r - 1].theta, sd = sin(0.5 * (ro->theta - th));
+        sdt2[r] = sd * sd;
+        ss[r] = sin(ro->theta) * sin(th);
+        half[r] = arkcos_dphi_window(&p->kf, sdt2[r], ss[r]);
+      }
+    for (int64_t a = 0; a < ro->nph; a++) {
+      const double phi = ring_phi(ro, a);
+      const double complex e1 = cexp(I * phi);
+      double complex ep = e1, acc = gm[mx];
+      for (int m = 1; m <= mx; m++) {
+        acc += gm[mx + m] * ep + gm[mx - m] * conj(ep);
+        ep *= e1;
+      }
+      double vr = creal(acc), vi = cimag(acc);
+      if (!mp) {
+        double pr, pi;
+        inner_pixel_sum2(p, ro->theta, sdt2, ss, half, phi, fq, fu, &pr, &pi);
+        vr -= pr;
+        vi -= pi;
+      }
+      dq[ro->ofs + a] = vr;
+      du[ro->ofs + a] = vi;
+    }
+  }
+  free(fr);
+  free(cw);
+  free(cr);
+  return bad ? ARKCOS_ENOMEM : ARKCOS_OK;
+}
+
+double arkcos_polar_estimate_spin2(const arkcos_geometry *g, const arkcos_kernel *k) {
+  layout o;
+  if (!make_layout(g, k, &o)) return 0;
+  const double nmm = 2.0 * (o.mm + POLAR_S2_DM) + 1, nmp = 2.0 * o.mp + 1;
+  const double held = 8.0 * ((double)o.nout * o.rd * nmm + (double)o.nout * (o.t2 - 1) * nmp +
+                             8.0 * o.nb * o.nb);
+  const int na = POLAR_NCHEB + o.rd;
+  const double made = 8.0 * (nmm * na * o.rd + nmm * o.ng * o.rd + (double)o.ng * POLAR_NCHEB);
+  const double apply = 8.0 * (2.0 * o.nd + 2.0 * o.nout_pix + 8.0 * o.nb + 2.0 * o.rd * nmm + 2.0 * o.t2 * nmp);
+  return held + (made > apply ? made : apply);
+}
+
+arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_kernel *k, int nthreads,
+                                        arkcos_error *err) {
+  if (err) err->code = 0;
+  layout lay;
+  if (!make_layout(g, k, &lay)) return NULL;
+  lay.mm += POLAR_S2_DM;
+  const arkcos_kfun *kf = arkcos_kernel_fun(k);
+  if (nthreads <= 0) nthreads = omp_get_max_threads();
+  const double n = (double)g->nside;
+  const int t2 = lay.t2, nout = lay.nout;
+  const double sigma = lay.sigma;
+  arkcos_polar *p = calloc(1, sizeof *p);
+  if (!p) return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps (Q, U): out of memory"), NULL;
+  p->g = g;
+  p->kf = *kf;
+  p->lay = lay;
+  p->spin = 2;
+  for (int r = 1; r < t2; r++) p->chi[r] = chi_of_t(r, t2);
+  const int rd = lay.rd, mm = lay.mm, nb = lay.nb, L = (int)(2 * g->nside), nmm = 2 * mm + 1, mp = lay.mp,
+            nmp = 2 * mp + 1;
+  const int ng = lay.ng, npan = ng / POLAR_GL;
+  const double hp = (double)t2 / npan;
+  double glx[POLAR_GL], glw[POLAR_GL];
+  arkcos_gauss_legendre(POLAR_GL, glx, glw);
+  const int nc = POLAR_NCHEB, na = nc + rd;
+  double *tg = malloc(sizeof *tg * ng), *wg = malloc(sizeof *wg * ng);
+  double *ax = calloc((size_t)(na + 8), sizeof *ax), *as = calloc((size_t)(na + 8), sizeof *as);
+  double *ac = calloc((size_t)(na + 8), sizeof *ac);
+  double *lamc = malloc(sizeof *lamc * (size_t)nmm * na * rd); /* [m + mm][a][r] */
+  double *lamg = malloc(sizeof *lamg * (size_t)nmm * ng * rd); /* [j][r][m + mm] */
+  double *bary = malloc(sizeof *bary * (size_t)ng * nc);
+  p->H = calloc((size_t)nout * rd * nmm, sizeof *p->H);
+  int rc = !tg || !wg || !ax || !as || !ac || !lamc || !lamg || !bary || !p->H;
+  for (int w = 0; w < 4 && !rc; w++) {
+    p->c2re[w] = calloc((size_t)nb * nb, sizeof *p->c2re[w]);
+    p->c2im[w] = calloc((size_t)nb * nb, sizeof *p->c2im[w]);
+    rc = !p->c2re[w] || !p->c2im[w];
+  }
+  if (!rc) {
+    for (int pn = 0, j = 0; pn < npan; pn++)
+      for (int q = 0; q < POLAR_GL; q++, j++) {
+        const double t = hp * (pn + 0.5 * (glx[q] + 1.0));
+        tg[j] = t;
+        wg[j] = 2.0 * M_PI * 0.5 * hp * glw[q] * (2.0 * t / (3.0 * n * n)) * chi_of_t(t, t2);
+      }
+    double tc[POLAR_NCHEB], bw[POLAR_NCHEB];
+    for (int c = 0; c < nc; c++) {
+      const double u = cos(M_PI * (c + 0.5) / nc);
+      tc[c] = 0.5 * t2 * (u + 1.0);
+      bw[c] = ((c & 1) ? -1.0 : 1.0) * sin(M_PI * (c + 0.5) / nc);
+      const double th = theta_of_t(tc[c], n);
+      ax[c] = cos(th), as[c] = sin(th), ac[c] = cos(0.5 * th);
+    }
+    for (int r = 0; r < rd; r++) {
+      const double th = g->rings[r].theta;
+      ax[nc + r] = cos(th), as[nc + r] = sin(th), ac[nc + r] = cos(0.5 * th);
+    }
+    for (int j = 0; j < ng; j++) {
+      double *b = bary + (size_t)j * nc, tot = 0;
+      int exact = -1;
+      for (int c = 0; c < nc; c++) {
+        const double d = tg[j] - tc[c];
+        if (d == 0) exact = c;
+        b[c] = exact >= 0 ? 0 : bw[c] / d;
+        tot += b[c];
+      }
+      if (exact >= 0) {
+        memset(b, 0, sizeof *b * nc);
+        b[exact] = 1;
+      } else {
+        for (int c = 0; c < nc; c++) b[c] /= tot;
+      }
+    }
+    int bad = 0;
+#pragma omp parallel num_threads(nthreads) reduction(| : bad)
+    {
+      const int nap = (na + 7) & ~7, nrp = (rd + 7) & ~7;
+      double *l0 = malloc(sizeof *l0 * (size_t)LAM_LB * nap), *l1 = malloc(sizeof *l1 * (size_t)nap * nrp);
+      bad |= !l0 || !l1;
+#pragma omp for schedule(dynamic, 1)
+      for (int mi = 0; mi < nmm; mi++) {
+        if (!l0 || !l1) continue;
+        double *acc = lamc + (size_t)mi * na * rd;
+        lam_sums_spin(mi - mm, POLAR_S2_MP, L, na, rd, ax, as, ac, acc, l0, l1);
+        for (int j = 0; j < ng; j++)
+          for (int r = 0; r < rd; r++) {
+            double v = 0;
+            for (int c = 0; c < nc; c++) v += bary[(size_t)j * nc + c] * acc[c * rd + r];
+            lamg[((size_t)j * rd + r) * nmm + mi] = v;
+          }
+      }
+      free(l0);
+      free(l1);
+    }
+    rc = bad;
+  }
+  if (!rc && mp) {
+    p->KP = calloc((size_t)nout * (t2 - 1) * nmp, sizeof *p->KP);
+    rc = !p->KP;
+  }
+  /* H2_m(i, r) = sum_j wg_j k2_m(i, t_j) Lam2_m(t_j, r); KP = chi_r w_r k2_m(i, r) */
+  if (!rc) {
+    int bad = 0;
+    const int mk = mm > mp ? mm : mp;
+#pragma omp parallel num_threads(nthreads) reduction(| : bad)
+    {
+      int cap = 0;
+      double *kv = NULL, *km = malloc(sizeof *km * (2 * mk + 1));
+      bad |= !km;
+#pragma omp for schedule(dynamic, 1)
+      for (int i = 1; i <= nout; i++) {
+        if (!km) continue;
+        const arkcos_ring *ro = &g->rings[i - 1];
+        double *hi = p->H + (size_t)(i - 1) * rd * nmm;
+        for (int j = 0; j < ng && !bad; j++) {
+          if (wg[j] == 0) continue;
+          const int got = az_spectrum2(kf, sigma, ro->theta, theta_of_t(tg[j], n), mm, km, &kv, &cap);
+          if (got < 0) bad = 1;
+          if (got <= 0) continue;
+          for (int m = 0; m < nmm; m++) km[m] *= wg[j];
+          const double *lj = lamg + (size_t)j * rd * nmm;
+          for (int r = 0; r < rd; r++) {
+            double *h = hi + (size_t)r * nmm;
+            const double *lr = lj + (size_t)r * nmm;
+#pragma omp simd
+            for (int m = 0; m < nmm; m++) h[m] += km[m] * lr[m];
+          }
+        }
+        for (int r = 1; mp && r < t2 && !bad; r++) {
+          const arkcos_ring *rg = &g->rings[r - 1];
+          const int got = az_spectrum2(kf, sigma, ro->theta, rg->theta, mp, km, &kv, &cap);
+          if (got < 0) bad = 1;
+          if (got <= 0) continue;
+          double *kp = p->KP + ((size_t)(i - 1) * (t2 - 1) + (r - 1)) * nmp;
+          for (int m = 0; m < nmp; m++) kp[m] = p->chi[r] * rg->weight * km[m];
+        }
+      }
+      free(kv);
+      free(km);
+    }
+    rc = bad;
+  }
+  /* the blocks B^w = 4 sum_{m = w mod 4} Lam2_m e^{i m dphi}, m signed, and
+   * the nugget; lower triangles, then factored */
+  if (!rc) {
+    const double nug = POLAR_NUGGET * (L + 1.0) * (L + 1.0) / (4.0 * M_PI);
+    int bad = 0;
+#pragma omp parallel num_threads(nthreads) reduction(| : bad)
+    {
+      const size_t cap = (size_t)rd * rd;
+      double *w12 = malloc(sizeof *w12 * 12 * cap);
+      size_t *at = malloc(sizeof *at * cap);
+      bad |= !w12 || !at;
+#pragma omp for schedule(dynamic, 1)
+      for (int r = 1; r <= rd; r++) {
+        if (!w12 || !at) continue;
+        double *c1 = w12, *s1 = w12 + cap, *er = w12 + 2 * cap, *ei = w12 + 3 * cap, *bre = w12 + 4 * cap,
+               *bim = w12 + 8 * cap; /* bre, bim: [w][cap] */
+        const int j0 = r * (r - 1) / 2;
+        for (int r2 = 1; r2 <= r; r2++) {
+          const int j20 = r2 * (r2 - 1) / 2;
+          int np = 0;
+          for (int a = 0; a < r; a++)
+            for (int a2 = 0; a2 < r2; a2++) {
+              const int jj = j0 + a, jj2 = j20 + a2;
+              if (jj2 > jj) continue;
+              const double dphi = (a + 0.5) * M_PI / (2.0 * r) - (a2 + 0.5) * M_PI / (2.0 * r2);
+              c1[np] = cos(dphi), s1[np] = sin(dphi), er[np] = 1, ei[np] = 0;
+              for (int w = 0; w < 4; w++) bre[w * cap + np] = bim[w * cap + np] = 0;
+              at[np++] = (size_t)jj * nb + jj2;
+            }
+          for (int m = 0; m <= mm; m++) {
+            const double lp = lamc[((size_t)(m + mm) * na + nc + (r - 1)) * rd + (r2 - 1)];
+            const double lm = lamc[((size_t)(mm - m) * na + nc + (r - 1)) * rd + (r2 - 1)];
+            /* +m: e to residue m mod 4; -m: conj(e) to residue -m mod 4 */
+            double *pr = bre + (size_t)(m & 3) * cap, *pi = bim + (size_t)(m & 3) * cap;
+#pragma omp simd
+            for (int q = 0; q < np; q++) pr[q] += lp * er[q], pi[q] += lp * ei[q];
+            if (m) {
+              double *nr = bre + (size_t)((-m) & 3) * cap, *ni = bim + (size_t)((-m) & 3) * cap;
+#pragma omp simd
+              for (int q = 0; q < np; q++) nr[q] += lm * er[q], ni[q] -= lm * ei[q];
+            }
+#pragma omp simd
+            for (int q = 0; q < np; q++) {
+              const double t = er[q] * c1[q] - ei[q] * s1[q];
+              ei[q] = er[q] * s1[q] + ei[q] * c1[q];
+              er[q] = t;
+            }
+          }
+          for (int q = 0; q < np; q++) {
+            const size_t o = at[q];
+            const double dg = o / nb == o % nb ? nug : 0.0;
+            for (int w = 0; w < 4; w++) {
+              p->c2re[w][o] = 4.0 * bre[w * cap + q] + dg;
+              p->c2im[w][o] = 4.0 * bim[w * cap + q];
+            }
+          }
+        }
+      }
+      free(w12);
+      free(at);
+    }
+    rc = bad;
+    for (int w = 0; w < 4 && !rc; w++) rc = cholesky(p->c2re[w], p->c2im[w], nb, nthreads) ? 2 : 0;
+  }
+  free(tg);
+  free(wg);
+  free(ax);
+  free(as);
+  free(ac);
+  free(lamc);
+  free(lamg);
+  free(bary);
+  if (rc) {
+    arkcos_polar_destroy(p);
+    return rc == 2 ? arkcos_fail(err, ARKCOS_ERUNTIME, "polar caps (Q, U): the reconstruction's covariance is not positive"),
+           NULL : (arkcos_fail(err, ARKCOS_ENOMEM, "polar caps (Q, U): out of memory"), NULL);
+  }
+  return p;
+}
+
+int arkcos_polar_apply2(const arkcos_polar *p, const double *q, const double *u, double *qo, double *uo, int caps,
+                        int nthreads) {
+  if (!p || !caps) return ARKCOS_OK;
+  if (nthreads <= 0) nthreads = omp_get_max_threads();
+  const arkcos_geometry *g = p->g;
+  const int64_t nd = p->lay.nd, no = p->lay.nout_pix;
+  double *fq = malloc(sizeof *fq * 2 * (size_t)nd), *d = malloc(sizeof *d * 2 * (size_t)no);
+  double *fu = fq ? fq + nd : NULL, *dq = d, *du = d ? d + no : NULL;
+  int rc = fq && d ? ARKCOS_OK : ARKCOS_ENOMEM;
+  for (int cap = 0; cap < 2 && !rc; cap++) {
+    if (!(caps >> cap & 1)) continue;
+    /* the south cap as the north's mirror: U negated */
+    const double su = cap ? -1.0 : 1.0;
+    for (int r = 1; r <= p->lay.rd; r++) {
+      const arkcos_ring *rg = &g->rings[cap ? g->nrings - r : r - 1];
+      const int64_t o = 2 * (int64_t)r * (r - 1);
+      for (int k = 0; k < 4 * r; k++) {
+        fq[o + k] = q[rg->ofs + k];
+        fu[o + k] = su * u[rg->ofs + k];
+      }
+    }
+    double mx = 0;
+    for (int64_t j = 0; j < 2 * nd; j++) mx = fmax(mx, fabs(fq[j]));
+    const int ex = mx > 0 && isfinite(mx) ? ilogb(mx) : 0;
+    if (ex)
+      for (int64_t j = 0; j < 2 * nd; j++) fq[j] = ldexp(fq[j], -ex);
+    if ((rc = correct_cap2(p, fq, fu, dq, du, nthreads))) break;
+    for (int i = 1; i <= p->lay.nout; i++) {
+      const arkcos_ring *rn = &g->rings[i - 1], *rg = &g->rings[cap ? g->nrings - i : i - 1];
+      for (int64_t a = 0; a < rn->nph; a++) {
+        qo[rg->ofs + a] += ex ? ldexp(dq[rn->ofs + a], ex) : dq[rn->ofs + a];
+        uo[rg->ofs + a] += su * (ex ? ldexp(du[rn->ofs + a], ex) : du[rn->ofs + a]);
+      }
+    }
+  }
+  free(fq);
   free(d);
   return rc;
 }

@@ -44,6 +44,15 @@ double arkcos_polar_estimate(const arkcos_geometry *g, const arkcos_kernel *k);
  * the south's, and the caller must fail the whole apply. */
 int arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, int caps, int nthreads);
 
+/* Q and U (spin 2; polar.c's spin-2 part): the same correction with the
+ * spin-2 prior, where the scalar one would apply to kernel k. */
+arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_kernel *k, int nthreads,
+                                        arkcos_error *err);
+double arkcos_polar_estimate_spin2(const arkcos_geometry *g, const arkcos_kernel *k);
+/* (qo, uo) += I - P of (q, u), as arkcos_polar_apply does for scalars */
+int arkcos_polar_apply2(const arkcos_polar *p, const double *q, const double *u, double *qo, double *uo, int caps,
+                        int nthreads);
+
 /* The pixels the correction reads in each cap: RING indices [0, n) and
  * [npix - n, npix). */
 int64_t arkcos_polar_disc_pixels(const arkcos_polar *p);

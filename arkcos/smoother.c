@@ -281,21 +281,24 @@ arkcos_smoother *arkcos_smoother_create(const arkcos_smoother_spec *spec, arkcos
 
 /* ------------------------------------------------------------------ plans */
 
-/* ARKCOS_QUADRATURE_POLAR's reconstruction for spin 0 (polar.h): where it
- * applies, every scalar apply adds it (the plans' and the operators' alike,
- * so the direct sum defines the same operator). */
-static int make_polar(arkcos_smoother *s, arkcos_error *err) {
-  if (!s->ring_quadrature || s->spec.quadrature != ARKCOS_QUADRATURE_POLAR || s->identity || s->polar)
+/* ARKCOS_QUADRATURE_POLAR's reconstruction (polar.h), of spin 0 or 2:
+ * where it applies, every apply of that spin adds it (the plans' and the
+ * operators' alike, so the direct sum defines the same operator). */
+static int make_polar(arkcos_smoother *s, int spin, arkcos_error *err) {
+  arkcos_polar **pp = spin ? &s->polar2 : &s->polar;
+  if (!s->ring_quadrature || s->spec.quadrature != ARKCOS_QUADRATURE_POLAR || s->identity || *pp)
     return ARKCOS_OK;
   arkcos_error e = {0};
   const double t0 = omp_get_wtime();
-  s->polar = arkcos_polar_create(s->g, s->k[0], s->spec.options.threads, &e);
+  *pp = spin ? arkcos_polar_create_spin2(s->g, s->k[1], s->spec.options.threads, &e)
+             : arkcos_polar_create(s->g, s->k[0], s->spec.options.threads, &e);
   s->last.stages.other += omp_get_wtime() - t0;
-  if (!s->polar && e.code) {
+  if (!*pp && e.code) {
     if (err) *err = e;
     return e.code;
   }
-  s->polar_caps = 3;
+  if (spin) s->polar2_caps = 3;
+  else s->polar_caps = 3;
   return ARKCOS_OK;
 }
 
@@ -324,6 +327,15 @@ static int add_polar(arkcos_smoother *s, const double *in, double *out, arkcos_e
   return rc ? arkcos_fail(err, rc, "smoother: out of memory for the polar caps' correction") : ARKCOS_OK;
 }
 
+static int add_polar2(arkcos_smoother *s, const double *q, const double *u, double *qo, double *uo,
+                      arkcos_error *err) {
+  if (!s->polar2 || !s->polar2_caps) return ARKCOS_OK;
+  const double t0 = omp_get_wtime();
+  const int rc = arkcos_polar_apply2(s->polar2, q, u, qo, uo, s->polar2_caps, s->spec.options.threads);
+  s->last.stages.other += omp_get_wtime() - t0;
+  return rc ? arkcos_fail(err, rc, "smoother: out of memory for the polar caps' correction of Q, U") : ARKCOS_OK;
+}
+
 int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err) {
   if (spin != 0 && spin != 2) return arkcos_fail(err, ARKCOS_EINVAL, "spin must be 0 or 2, got %d", spin);
   const int k = spin / 2;
@@ -332,7 +344,7 @@ int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err) {
     int rc = s->op.prepare(s->op.ctx, spin, s->g, s->k[k], err);
     if (rc) return rc;
     s->ready[k] = 1;
-    return k == 0 ? make_polar(s, err) : ARKCOS_OK;
+    return make_polar(s, spin, err);
   }
   arkcos_options o = s->spec.options;
   o.spin = spin;
@@ -345,10 +357,8 @@ int arkcos_smoother_prepare(arkcos_smoother *s, int spin, arkcos_error *err) {
   if (!s->plan[k]) return err && err->code ? err->code : ARKCOS_ERUNTIME;
   s->ready[k] = 1;
   if (k == 0 && !s->normalize) arkcos_direct_drop_constant_sums(s->plan[0]); /* A(1) never asked for */
-  if (k == 0) {
-    const int prc = make_polar(s, err);
-    if (prc) return prc;
-  }
+  const int prc = make_polar(s, spin, err);
+  if (prc) return prc;
   const char *note = arkcos_plan_note(s->plan[k]), *inexact = arkcos_plan_exactness(s->plan[k]);
   int rc = note[0] ? smoother_warn(s, ARKCOS_WARN_NOTE, "%s", note) : ARKCOS_OK;
   if (!rc && inexact[0])
@@ -406,12 +416,16 @@ int smoother_apply2(arkcos_smoother *s, const double *q, const double *u, double
   }
   int rc = arkcos_smoother_prepare(s, 2, err);
   if (rc) return rc;
-  if (s->has_op) return s->op.apply_spin2(s->op.ctx, q, u, qo, uo, err);
+  if (s->has_op) {
+    rc = s->op.apply_spin2(s->op.ctx, q, u, qo, uo, err);
+    return rc ? rc : add_polar2(s, q, u, qo, uo, err);
+  }
   rc = arkcos_execute_spin2(s->plan[1], q, u, qo, uo, err);
   if (!rc) {
     arkcos_stage_times t;
     arkcos_plan_stages(s->plan[1], &t);
     arkcos_stages_add(&s->last.stages, &t);
+    rc = add_polar2(s, q, u, qo, uo, err);
   }
   return rc;
 }
@@ -488,9 +502,9 @@ double arkcos_smoother_estimate(const arkcos_smoother_spec *spec, int nmaps, int
     o.spin = spin;
     if (spin == 2) o.precision = ARKCOS_DOUBLE, o.accuracy = 0;
     double b = kk ? arkcos_plan_estimate(g, kk, &o, err) : 0;
-    /* ring quadrature's polar reconstruction (polar.h), made with the spin-0 plan */
-    if (b > 0 && spin == 0 && spec->quadrature == ARKCOS_QUADRATURE_POLAR && smoother_ring_quadrature(spec))
-      b += arkcos_polar_estimate(g, kk);
+    /* ring quadrature's polar reconstruction (polar.h), made with each spin's plan */
+    if (b > 0 && spec->quadrature == ARKCOS_QUADRATURE_POLAR && smoother_ring_quadrature(spec))
+      b += spin ? arkcos_polar_estimate_spin2(g, kk) : arkcos_polar_estimate(g, kk);
     arkcos_kernel_destroy(own);
     bytes = b > 0 ? bytes + b : 0;
   }
@@ -505,6 +519,7 @@ void arkcos_smoother_destroy(arkcos_smoother *s) {
     arkcos_kernel_destroy(s->own[k]);
   }
   arkcos_polar_destroy(s->polar);
+  arkcos_polar_destroy(s->polar2);
   arkcos_geometry_destroy(s->g);
   free(s->n2r);
   free(s->norm_w);

@@ -30,6 +30,8 @@ struct arkcos_smoother {
   int normalize;               /* divide by norm_w: spec.normalize or ring quadrature */
   arkcos_polar *polar;         /* ring quadrature's polar reconstruction (polar.h), or NULL */
   int polar_caps;              /* the caps it corrects in the next spin-0 apply (bits 0, 1) */
+  arkcos_polar *polar2;        /* its spin-2 form for Q and U (arkcos_polar_create_spin2), or NULL */
+  int polar2_caps;             /* the caps it corrects in the next spin-2 apply */
   arkcos_warning *warn;
   int nwarn, capwarn;
   arkcos_smoother_report last; /* the last execute */

@@ -514,10 +514,20 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
 
 static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   wset *w = &c->sets[c->set_of[q]];
-  c->s->polar_caps = 0; /* Q and U, and their A(w): ring quadrature */
+  c->s->polar_caps = 0; /* the A(w) of Q and U: ring quadrature */
   int rc = ensure_weight(c, w, err);
   c->s->polar_caps = 3;
   if (rc) return rc;
+  /* Q and U take their polar reconstruction where nothing is missing or
+   * masked; divided by A(1), they take it where the scalar maps' A(1)
+   * does (norm_polar), else neither */
+  if ((rc = arkcos_smoother_prepare(c->s, 2, err))) return rc;
+  int caps = c->s->polar2 && w->trivial ? 3 : 0;
+  if (caps && c->s->normalize && !c->s->identity) {
+    if ((rc = arkcos_smoother_prepare(c->s, 0, err))) return rc;
+    if (!c->s->polar) caps = 0;
+  }
+  c->s->polar2_caps = caps;
   const double *const *in = c->m->in;
   double *const *out = c->m->out;
   double *dq = out[q], *du = out[u];
@@ -538,10 +548,11 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
     if (c->s->n2r) dq = c->tmp[0], du = c->tmp[1];
     rc = smoother_apply2(c->s, c->work[0], c->work[1], dq, du, err);
   }
+  c->s->polar2_caps = 3;
   int streamed = 0;
   if (!rc) {
     double *qu[2] = {dq, du};
-    rc = divide_streamed(c, w, qu, 2, weight_out(c, q) || weight_out(c, u), 0, &streamed, err);
+    rc = divide_streamed(c, w, qu, 2, weight_out(c, q) || weight_out(c, u), caps, &streamed, err);
   }
   if (!rc && !streamed) rc = ensure_norm(c, NULL, err);
   if (rc) return rc;
@@ -550,8 +561,8 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
     c->s->reports[u].unseen = finish(c, w->aw, du);
   }
   if (!streamed) {
-    normalize_map(c, w, dq, 0); /* Q and U: no polar reconstruction */
-    normalize_map(c, w, du, 0);
+    normalize_map(c, w, dq, caps);
+    normalize_map(c, w, du, caps);
   }
   store(c, dq, out[q]);
   store(c, du, out[u]);

@@ -260,13 +260,14 @@ class Plan:
                    constant (kernels narrow against the pixels, as
                    `arkcos smooth --normalize`; not where mask_mode
                    "normalize" divided by A(w) already)
-      quadrature   "polar" (default): "ring", and for scalar maps the
-                   integral within ~26 rings of each pole taken against
-                   the map's band-limited reconstruction there: a
-                   band-limited map's error next to the poles falls from
-                   1e-3 - 5e-3 to 3e-7 from 4 pixels per FWHM (nside
-                   >= 64); Q and U, top-hats, nside < 32, and a cap with
-                   missing or masked pixels near its pole as "ring";
+      quadrature   "polar" (default): "ring", and the integral within
+                   ~26 rings of each pole taken against the map's
+                   band-limited reconstruction there (Q and U as one
+                   spin-2 field): a band-limited map's error next to the
+                   poles falls from 1e-3 - 5e-3 to 3e-7 from 4 pixels per
+                   FWHM (nside >= 64); top-hats, nside < 32, a cap with
+                   missing or masked pixels near its pole, and the Q and
+                   U of a masked I, Q, U set as "ring";
                    "ring": each ring's pixels weighted for an accurate
                    integral near the poles and at |z| = 2/3 (a
                    band-limited map's error falls 350-7000 fold at
@@ -658,8 +659,8 @@ def smoothing(map_in, fwhm=None, sigma=None, beam_window=None, pol=True, iter=3,
     A(w m) on every pixel) and return_weight (also return A(w)), normalize
     (True: A(m) / A(1), a constant map stays constant), quadrature ("polar",
     the default: ring weights, A(W m) / A(W) below 8 pixels per FWHM, and
-    for scalar maps the poles' integral against the map's band-limited
-    reconstruction; "ring": without the reconstruction; "point": pixel
+    the poles' integral against the map's band-limited reconstruction, Q
+    and U's too; "ring": without the reconstruction; "point": pixel
     centres, healpy's iter 0). See
     Plan for each argument.
 
