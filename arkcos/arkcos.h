@@ -585,7 +585,8 @@ typedef struct arkcos_smoother_spec {
    * reconstruction"): a band-limited map's error next to the poles falls
    * from 1e-3 - 5e-3 to 3e-7, the kink's level, from 4 pixels per FWHM at
    * nside >= 64; its solve rounds at ~5e-8 of the output for maps with
-   * pixel-scale noise. Top-hats, nside < 32, a cap with a missing or
+   * pixel-scale noise. Kernels below ARKCOS_POLAR_MIN_PPF pixels per
+   * FWHM, top-hats, nside < 32, a cap with a missing or
    * masked pixel among its first ~32 rings, and the Q and U of a masked
    * I, Q, U set as RING; not for maps
    * split over MPI ranks (arkcos smooth falls back to RING there, with a
@@ -605,6 +606,13 @@ typedef struct arkcos_smoother_spec {
 
 enum { ARKCOS_QUADRATURE_RING = 0, ARKCOS_QUADRATURE_POINT = 1, ARKCOS_QUADRATURE_POLAR = 2 };
 #define ARKCOS_RING_DIVIDE_PPF 8.0
+/* ARKCOS_QUADRATURE_POLAR reconstructs the caps from this many pixels per
+ * FWHM: narrower, the pixel sum's own error on the caps' middle rings
+ * (4.7e-2 of a band-limited map's largest value at 1.5 px/FWHM, nside 64)
+ * is larger than what the reconstruction removes at the pole (there 4.7e-2
+ * -> 2.1e-2), so it would cost time for no gain in the map's worst pixel;
+ * at 2 px/FWHM that worst pixel goes from 2.3e-2 to 9.3e-3. */
+#define ARKCOS_POLAR_MIN_PPF 2.0
 
 /* nside 0 (must be set), a Gaussian of fwhm 0, no beam, no user kernel,
  * arkcos_options_default, normalize mode, min_weight -1 (default), no

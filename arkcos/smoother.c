@@ -286,7 +286,8 @@ arkcos_smoother *arkcos_smoother_create(const arkcos_smoother_spec *spec, arkcos
  * operators' alike, so the direct sum defines the same operator). */
 static int make_polar(arkcos_smoother *s, int spin, arkcos_error *err) {
   arkcos_polar **pp = spin ? &s->polar2 : &s->polar;
-  if (!s->ring_quadrature || s->spec.quadrature != ARKCOS_QUADRATURE_POLAR || s->identity || *pp)
+  if (!s->ring_quadrature || s->spec.quadrature != ARKCOS_QUADRATURE_POLAR || s->identity || *pp ||
+      !(narrow_pixels_per_fwhm(s->width, s->spec.nside) >= ARKCOS_POLAR_MIN_PPF))
     return ARKCOS_OK;
   arkcos_error e = {0};
   const double t0 = omp_get_wtime();
@@ -476,13 +477,15 @@ double arkcos_smoother_estimate(const arkcos_smoother_spec *spec, int nmaps, int
    * smoother divides by it (normalize; ring quadrature below
    * ARKCOS_RING_DIVIDE_PPF pixels per FWHM, as arkcos_smoother_create
    * decides), and the NESTED index */
-  int normalize = spec->normalize;
-  if (!normalize && smoother_ring_quadrature(spec)) {
+  int normalize = spec->normalize, polar = 0;
+  if (smoother_ring_quadrature(spec)) {
     arkcos_kernel *own = spec->user_kernel || is_gaussian(spec) ? NULL : arkcos_smoother_make_kernel(spec, 0, NULL);
     const arkcos_kernel *kk = spec->user_kernel ? spec->user_kernel : own;
     const double width = is_gaussian(spec) || kk ? kernel_width(spec, kk) : 0;
     /* no kernel (an error the loop below reports): counted, on the safe side */
-    normalize = !(width > 0) || narrow_pixels_per_fwhm(width, spec->nside) < ARKCOS_RING_DIVIDE_PPF;
+    if (!normalize) normalize = !(width > 0) || narrow_pixels_per_fwhm(width, spec->nside) < ARKCOS_RING_DIVIDE_PPF;
+    polar = spec->quadrature == ARKCOS_QUADRATURE_POLAR &&
+            (!(width > 0) || narrow_pixels_per_fwhm(width, spec->nside) >= ARKCOS_POLAR_MIN_PPF);
     arkcos_kernel_destroy(own);
   }
   /* A(1) made ring by ring, not held (smoother_mask.c, divide_streamed);
@@ -503,7 +506,7 @@ double arkcos_smoother_estimate(const arkcos_smoother_spec *spec, int nmaps, int
     if (spin == 2) o.precision = ARKCOS_DOUBLE, o.accuracy = 0;
     double b = kk ? arkcos_plan_estimate(g, kk, &o, err) : 0;
     /* ring quadrature's polar reconstruction (polar.h), made with each spin's plan */
-    if (b > 0 && spec->quadrature == ARKCOS_QUADRATURE_POLAR && smoother_ring_quadrature(spec))
+    if (b > 0 && polar)
       b += spin ? arkcos_polar_estimate_spin2(g, kk) : arkcos_polar_estimate(g, kk);
     arkcos_kernel_destroy(own);
     bytes = b > 0 ? bytes + b : 0;

@@ -518,6 +518,19 @@ TEST_GROUP(polar) {
   CHECK(south == cap, "polar, masked north disc: %lld of %lld south pixels corrected", (long long)south,
         (long long)cap);
   free(a), free(r);
+  /* below ARKCOS_POLAR_MIN_PPF (2) pixels per FWHM no reconstruction: the
+   * same bits as ring quadrature at 1.8 px/FWHM, not at 2.2 */
+  for (int i = 0; i < 2; i++) {
+    const double ppf = i ? 2.2 : 1.8;
+    s = spec_fwhm(nside, ppf * sqrt(4 * PI / npix) / ARCMIN);
+    s.quadrature = ARKCOS_QUADRATURE_POLAR;
+    a = smooth_polar(&s, x, NULL);
+    s.quadrature = ARKCOS_QUADRATURE_RING;
+    r = smooth_polar(&s, x, NULL);
+    const int same = a && r && !memcmp(a, r, sizeof *a * npix);
+    CHECK(a && r && same == !i, "polar at %.1f px/FWHM: %s ring quadrature's map", ppf, same ? "the same as" : "not");
+    free(a), free(r);
+  }
   /* the estimate counts the reconstruction's tables */
   arkcos_error e = {0, ""};
   s = spec_fwhm(nside, 240);

@@ -265,7 +265,8 @@ class Plan:
                    band-limited reconstruction there (Q and U as one
                    spin-2 field): a band-limited map's error next to the
                    poles falls from 1e-3 - 5e-3 to 3e-7 from 4 pixels per
-                   FWHM (nside >= 64); top-hats, nside < 32, a cap with
+                   FWHM (nside >= 64); kernels below 2 pixels per FWHM,
+                   top-hats, nside < 32, a cap with
                    missing or masked pixels near its pole, and the Q and
                    U of a masked I, Q, U set as "ring";
                    "ring": each ring's pixels weighted for an accurate
