@@ -62,7 +62,7 @@ for t in "${targets[@]}"; do
     # sanitizer report of its own, its cause is in the lines above it (a
     # fortified library's "buffer overflow detected", an entry's "refused
     # an input without a message", an OpenMP runtime error) and its stack
-    echo "fuzz $t: the log before the finding ($log):"
+    echo "fuzz $t: $(grep -m 1 'INFO: Seed' "$log") (-seed= replays the run); the log before the finding ($log):"
     grep -v -E '^#[0-9]+|^==[0-9]+==WARNING: AddressSanitizer failed to allocate' "$log" |
       grep -B 40 -A 30 -m 1 -E 'ERROR: libFuzzer|ERROR: AddressSanitizer|runtime error|ERROR: LeakSanitizer' | head -80
     # and the inputs themselves, which a fresh machine's run would lose:
