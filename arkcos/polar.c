@@ -51,6 +51,8 @@
  * px/FWHM) */
 #define POLAR_HSIG 1.5
 #define POLAR_HMAX 3.0
+#define POLAR_S2_MP (-2) /* spin 2: d^l_{m,-2}, e^{i m (phi_y - phi_q)} Lam2_m sums to G(beta) W(y, q) */
+#define POLAR_S2_DM 4    /* spin 2's m band: the scalar's and 4 more */
 
 /* What a correction for (g, k) would hold; 0 where none applies. */
 typedef struct layout {
@@ -216,11 +218,6 @@ static void lam_sums_spin(int m, int mp, int L, int na, int nr, const double *x,
   }
   for (int a = 0; a < na; a++)
     for (int r = 0; r < nr; r++) acc[(size_t)a * nr + r] = sacc[(size_t)a * nrp + r];
-}
-
-static void lam_sums(int m, int L, int na, int nr, const double *x, const double *s, double *acc, double *buf,
-                     double *sacc) {
-  lam_sums_spin(m, 0, L, na, nr, x, s, NULL, acc, buf, sacc);
 }
 
 /* Lower Cholesky factor L L^H of the Hermitian positive matrix (re, im)
@@ -477,26 +474,43 @@ static int next_pow2(int v) {
  * cosines' three-term recurrence, vectorised over blocks of samples.
  * *kv, *cap: the caller's scratch. Returns 0 where the kernel does not
  * reach (km untouched), 1 otherwise, -1 out of memory. */
-static int az_spectrum(const arkcos_kfun *kf, double sigma, double tho, double th, int mk, double *km, double **kv,
-                       int *cap) {
-  const double sd = sin(0.5 * (tho - th)), sdt2 = sd * sd, ss = sin(tho) * sin(th);
-  const double half = arkcos_dphi_window(kf, sdt2, ss);
+/* The azimuthal sampling of a kernel between colatitudes tho and th: the
+ * chord's terms (sdt2, ss), nphi samples over the circle, of which 0..nlast
+ * are inside the kernel's reach; and the caller's scratch *kv grown to per
+ * values each of nphi / 2 + 1. 0 where the kernel does not reach, -1 out
+ * of memory, else 1. */
+static int az_grid(const arkcos_kfun *kf, double sigma, double tho, double th, int mk, int per, double *sdt2,
+                   double *ss, int *nphi, int *nlast, double **kv, int *cap) {
+  const double sd = sin(0.5 * (tho - th));
+  *sdt2 = sd * sd, *ss = sin(tho) * sin(th);
+  const double half = arkcos_dphi_window(kf, *sdt2, *ss);
   if (half < 0) return 0;
-  int nphi = next_pow2((int)(mk + 10.0 * sqrt(ss) / sigma) + 48);
-  if (nphi < 128) nphi = 128;
-  const int nh = nphi / 2;
-  if (nh + 1 > *cap) {
+  int n = next_pow2((int)(mk + 10.0 * sqrt(*ss) / sigma) + 48);
+  if (n < 128) n = 128;
+  const int nh = n / 2;
+  if (per * (nh + 1) > *cap) {
     free(*kv);
-    *kv = malloc(sizeof **kv * (size_t)(nh + 1));
-    *cap = *kv ? nh + 1 : 0;
+    *kv = malloc(sizeof **kv * (size_t)(per * (nh + 1)));
+    *cap = *kv ? per * (nh + 1) : 0;
     if (!*kv) return -1;
   }
-  double *k = *kv;
-  int nlast = nh;
+  *nlast = nh;
   if (half < M_PI) {
-    nlast = (int)ceil(half * nphi / (2.0 * M_PI)) + 1;
-    if (nlast > nh) nlast = nh;
+    *nlast = (int)ceil(half * n / (2.0 * M_PI)) + 1;
+    if (*nlast > nh) *nlast = nh;
   }
+  *nphi = n;
+  return 1;
+}
+
+static int az_spectrum(const arkcos_kfun *kf, double sigma, double tho, double th, int mk, double *km, double **kv,
+                       int *cap) {
+  double sdt2, ss;
+  int nphi, nlast;
+  const int got = az_grid(kf, sigma, tho, th, mk, 1, &sdt2, &ss, &nphi, &nlast, kv, cap);
+  if (got <= 0) return got;
+  const int nh = nphi / 2;
+  double *k = *kv;
   for (int q = 0; q <= nlast; q++)
     k[q] = arkcos_kfun_d2(kf, arkcos_chord2(sdt2, ss, 2.0 * M_PI * q / nphi)) * (q == 0 || q == nh ? 1.0 : 2.0) /
            nphi;
@@ -527,6 +541,17 @@ static int az_spectrum(const arkcos_kfun *kf, double sigma, double tho, double t
     }
   }
   return 1;
+}
+
+/* The chord's terms and the kernel's azimuth window between an output ring
+ * at colatitude tho and each inner ring r = 1..t2-1 (inner_pixel_sum's). */
+static void inner_geometry(const arkcos_polar *p, double tho, double *sdt2, double *ss, double *half) {
+  for (int r = 1; r < p->lay.t2; r++) {
+    const double th = p->g->rings[r - 1].theta, sd = sin(0.5 * (tho - th));
+    sdt2[r] = sd * sd;
+    ss[r] = sin(tho) * sin(th);
+    half[r] = arkcos_dphi_window(&p->kf, sdt2[r], ss[r]);
+  }
 }
 
 /* Pixel sum over rings 1..t2-1 weighted chi: P at the output pixel phi of
@@ -637,13 +662,7 @@ static int correct_cap(const arkcos_polar *p, const double *fd, double *dout, in
           v -= p->KP[((size_t)(i - 1) * (p->lay.t2 - 1) + (r - 1)) * (mp + 1) + m] * fr[(size_t)r * (mp + 1) + m];
       gm[m] = v;
     }
-    if (!mp)
-      for (int r = 1; r < p->lay.t2; r++) {
-        const double th = rings[r - 1].theta, sd = sin(0.5 * (ro->theta - th));
-        sdt2[r] = sd * sd;
-        ss[r] = sin(ro->theta) * sin(th);
-        half[r] = arkcos_dphi_window(&p->kf, sdt2[r], ss[r]);
-      }
+    if (!mp) inner_geometry(p, ro->theta, sdt2, ss, half);
     for (int64_t a = 0; a < ro->nph; a++) {
       const double phi = ring_phi(ro, a);
       const double complex e1 = cexp(I * phi);
@@ -727,52 +746,37 @@ double arkcos_polar_estimate(const arkcos_geometry *g, const arkcos_kernel *k) {
   return held + (made > apply ? made : apply);
 }
 
-arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel *k, int nthreads,
-                                  arkcos_error *err) {
-  if (err) err->code = 0;
-  layout lay;
-  if (!make_layout(g, k, &lay)) return NULL;
-  const arkcos_kfun *kf = arkcos_kernel_fun(k);
-  if (nthreads <= 0) nthreads = omp_get_max_threads();
-  const double n = (double)g->nside;
-  const int t2 = lay.t2, nout = lay.nout;
-  const double sigma = lay.sigma;
-  arkcos_polar *p = calloc(1, sizeof *p);
-  if (!p) return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
-  p->g = g;
-  p->kf = *kf;
-  p->lay = lay;
-  for (int r = 1; r < t2; r++) p->chi[r] = chi_of_t(r, t2);
-  const int rd = p->lay.rd, mm = p->lay.mm, nb = p->lay.nb, L = (int)(2 * g->nside);
-  /* Gauss-Legendre panels in t */
-  const int ng = lay.ng, npan = ng / POLAR_GL;
+static int az_spectrum2(const arkcos_kfun *kf, double sigma, double tho, double th, int mk, double *km, double **kv,
+                        int *cap);
+
+/* The tables both spins' corrections share the shape of, for p (its g,
+ * kf, lay, chi and spin set): Lam_m (spin 0, m = 0..mm) or Lam2_m (spin 2,
+ * m = -mm..mm at index m + mm; lam_sums_spin) on the Chebyshev nodes in t
+ * and the disc's rings against the disc's rings, *lamc [mi][a][r] (a < na
+ * = POLAR_NCHEB + rd; the caller's, for the blocks), interpolated to the
+ * Gauss-Legendre nodes of the t integral, and from them p->H [nout][rd][nm]
+ * and, where P goes by the rings' spectra (mp), p->KP [nout][t2 - 1][nmp].
+ * ARKCOS_ENOMEM if short of memory. */
+static int polar_tables(arkcos_polar *p, int nthreads, double **lamc_out) {
+  const arkcos_geometry *g = p->g;
+  const arkcos_kfun *kf = &p->kf;
+  const layout *lay = &p->lay;
+  const int spin = p->spin, t2 = lay->t2, nout = lay->nout, rd = lay->rd, mm = lay->mm, mp = lay->mp;
+  const int nm = spin ? 2 * mm + 1 : mm + 1, nmp = spin ? 2 * mp + 1 : mp + 1, L = (int)(2 * g->nside);
+  const double n = (double)g->nside, sigma = lay->sigma;
+  const int ng = lay->ng, npan = ng / POLAR_GL, nc = POLAR_NCHEB, na = nc + rd;
   const double hp = (double)t2 / npan;
   double glx[POLAR_GL], glw[POLAR_GL];
   arkcos_gauss_legendre(POLAR_GL, glx, glw);
-  const int nc = POLAR_NCHEB, na = nc + rd;
   double *tg = malloc(sizeof *tg * ng), *wg = malloc(sizeof *wg * ng);
-  double *ax = calloc((size_t)(na + 8), sizeof *ax), *as = calloc((size_t)(na + 8), sizeof *as);
-  double *lamc = malloc(sizeof *lamc * (size_t)(mm + 1) * na * rd); /* [m][a][r] */
-  double *lamg = malloc(sizeof *lamg * (size_t)(mm + 1) * ng * rd); /* [j][r][m] */
+  double *ax = calloc((size_t)(na + 8), sizeof *ax), *as = calloc((size_t)(na + 8), sizeof *as),
+         *ac = calloc((size_t)(na + 8), sizeof *ac);
+  double *lamc = malloc(sizeof *lamc * (size_t)nm * na * rd); /* [mi][a][r] */
+  double *lamg = malloc(sizeof *lamg * (size_t)nm * ng * rd); /* [j][r][mi] */
   double *bary = malloc(sizeof *bary * (size_t)ng * nc);
-  p->H = calloc((size_t)nout * rd * (mm + 1), sizeof *p->H);
-  const int ne = er0(rd + 1), no = or0(rd + 1);
-  p->mv_e = malloc(sizeof *p->mv_e * (size_t)ne);
-  p->mv_o = malloc(sizeof *p->mv_o * (size_t)(no > 0 ? no : 1));
-  p->mv_1 = malloc(sizeof *p->mv_1 * (size_t)nb);
-  if (p->mv_e && p->mv_o && p->mv_1)
-    for (int r = 1; r <= rd; r++) {
-      for (int a = 0; a < (r + 1) / 2; a++) p->mv_e[er0(r) + a] = p->mv_1[er0(r) + a] = mirror_vec(r, a, 0);
-      for (int a = 0; a < r / 2; a++) {
-        p->mv_o[or0(r) + a] = mirror_vec(r, a, 1);
-        p->mv_1[ne + or0(r) + a] = mirror_vec(r, a, 3);
-      }
-    }
-  p->nfac[0] = p->nfac[2] = ne;
-  p->nfac[1] = p->nfac[3] = no;
-  p->nfac[4] = nb;
-  p->delta1 = malloc(sizeof *p->delta1 * (size_t)p->lay.nout_pix);
-  int rc = !tg || !wg || !ax || !as || !lamc || !lamg || !bary || !p->H || !p->mv_e || !p->mv_o || !p->mv_1 || !p->delta1;
+  p->H = calloc((size_t)nout * rd * nm, sizeof *p->H);
+  if (mp) p->KP = calloc((size_t)nout * (t2 - 1) * nmp, sizeof *p->KP);
+  int rc = !tg || !wg || !ax || !as || !ac || !lamc || !lamg || !bary || !p->H || (mp && !p->KP);
   if (!rc) {
     for (int pn = 0, j = 0; pn < npan; pn++)
       for (int q = 0; q < POLAR_GL; q++, j++) {
@@ -787,12 +791,11 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
       tc[c] = 0.5 * t2 * (u + 1.0);
       bw[c] = ((c & 1) ? -1.0 : 1.0) * sin(M_PI * (c + 0.5) / nc);
       const double th = theta_of_t(tc[c], n);
-      ax[c] = cos(th);
-      as[c] = sin(th);
+      ax[c] = cos(th), as[c] = sin(th), ac[c] = cos(0.5 * th);
     }
     for (int r = 0; r < rd; r++) {
-      ax[nc + r] = cos(g->rings[r].theta);
-      as[nc + r] = sin(g->rings[r].theta);
+      const double th = g->rings[r].theta;
+      ax[nc + r] = cos(th), as[nc + r] = sin(th), ac[nc + r] = cos(0.5 * th);
     }
     for (int j = 0; j < ng; j++) {
       double *b = bary + (size_t)j * nc, tot = 0;
@@ -817,15 +820,15 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
       double *l0 = malloc(sizeof *l0 * (size_t)LAM_LB * nap), *l1 = malloc(sizeof *l1 * (size_t)nap * nrp);
       bad |= !l0 || !l1;
 #pragma omp for schedule(dynamic, 1)
-      for (int m = 0; m <= mm; m++) {
+      for (int mi = 0; mi < nm; mi++) {
         if (!l0 || !l1) continue;
-        double *acc = lamc + (size_t)m * na * rd;
-        lam_sums(m, L, na, rd, ax, as, acc, l0, l1);
+        double *acc = lamc + (size_t)mi * na * rd;
+        lam_sums_spin(spin ? mi - mm : mi, spin ? POLAR_S2_MP : 0, L, na, rd, ax, as, ac, acc, l0, l1);
         for (int j = 0; j < ng; j++)
           for (int r = 0; r < rd; r++) {
             double v = 0;
             for (int c = 0; c < nc; c++) v += bary[(size_t)j * nc + c] * acc[c * rd + r];
-            lamg[((size_t)j * rd + r) * (mm + 1) + m] = v;
+            lamg[((size_t)j * rd + r) * nm + mi] = v;
           }
       }
       free(l0);
@@ -833,45 +836,45 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
     }
     rc = bad;
   }
-  /* H_m(i, r) = sum_j wg_j k_m(i, t_j) Lam_m(t_j, r); KP = chi_r w_r k_m(i, r) */
-  if (!rc && p->lay.mp) {
-    p->KP = calloc((size_t)nout * (t2 - 1) * (p->lay.mp + 1), sizeof *p->KP);
-    rc = !p->KP;
-  }
+  /* H_m(i, r) = sum_j wg_j k_m(i, t_j) Lam_m(t_j, r); KP = chi_r w_r k_m(i, r)
+   * (k_m of K, or of K W for spin 2) */
   if (!rc) {
     int bad = 0;
-    const int mk = mm > p->lay.mp ? mm : p->lay.mp;
+    const int mk = mm > mp ? mm : mp;
 #pragma omp parallel num_threads(nthreads) reduction(| : bad)
     {
       int cap = 0;
-      double *kv = NULL, *km = malloc(sizeof *km * (mk + 1));
+      double *kv = NULL, *km = malloc(sizeof *km * (2 * mk + 1));
       bad |= !km;
 #pragma omp for schedule(dynamic, 1)
       for (int i = 1; i <= nout; i++) {
         if (!km) continue;
         const arkcos_ring *ro = &g->rings[i - 1];
-        double *hi = p->H + (size_t)(i - 1) * rd * (mm + 1);
+        double *hi = p->H + (size_t)(i - 1) * rd * nm;
         for (int j = 0; j < ng && !bad; j++) {
           if (wg[j] == 0) continue;
-          const int got = az_spectrum(kf, sigma, ro->theta, theta_of_t(tg[j], n), mm, km, &kv, &cap);
+          const double th = theta_of_t(tg[j], n);
+          const int got = spin ? az_spectrum2(kf, sigma, ro->theta, th, mm, km, &kv, &cap)
+                               : az_spectrum(kf, sigma, ro->theta, th, mm, km, &kv, &cap);
           if (got < 0) bad = 1;
           if (got <= 0) continue;
-          for (int m = 0; m <= mm; m++) km[m] *= wg[j];
-          const double *lj = lamg + (size_t)j * rd * (mm + 1);
+          for (int m = 0; m < nm; m++) km[m] *= wg[j];
+          const double *lj = lamg + (size_t)j * rd * nm;
           for (int r = 0; r < rd; r++) {
-            double *h = hi + (size_t)r * (mm + 1);
-            const double *lr = lj + (size_t)r * (mm + 1);
+            double *h = hi + (size_t)r * nm;
+            const double *lr = lj + (size_t)r * nm;
 #pragma omp simd
-            for (int m = 0; m <= mm; m++) h[m] += km[m] * lr[m];
+            for (int m = 0; m < nm; m++) h[m] += km[m] * lr[m];
           }
         }
-        for (int r = 1; p->lay.mp && r < t2 && !bad; r++) {
+        for (int r = 1; mp && r < t2 && !bad; r++) {
           const arkcos_ring *rg = &g->rings[r - 1];
-          const int got = az_spectrum(kf, sigma, ro->theta, rg->theta, p->lay.mp, km, &kv, &cap);
+          const int got = spin ? az_spectrum2(kf, sigma, ro->theta, rg->theta, mp, km, &kv, &cap)
+                               : az_spectrum(kf, sigma, ro->theta, rg->theta, mp, km, &kv, &cap);
           if (got < 0) bad = 1;
           if (got <= 0) continue;
-          double *kp = p->KP + ((size_t)(i - 1) * (t2 - 1) + (r - 1)) * (p->lay.mp + 1);
-          for (int m = 0; m <= p->lay.mp; m++) kp[m] = p->chi[r] * rg->weight * km[m];
+          double *kp = p->KP + ((size_t)(i - 1) * (t2 - 1) + (r - 1)) * nmp;
+          for (int m = 0; m < nmp; m++) kp[m] = p->chi[r] * rg->weight * km[m];
         }
       }
       free(kv);
@@ -879,6 +882,56 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
     }
     rc = bad;
   }
+  free(tg);
+  free(wg);
+  free(ax);
+  free(as);
+  free(ac);
+  free(lamg);
+  free(bary);
+  if (rc) {
+    free(lamc);
+    lamc = NULL;
+  }
+  *lamc_out = lamc;
+  return rc ? ARKCOS_ENOMEM : ARKCOS_OK;
+}
+
+arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel *k, int nthreads,
+                                  arkcos_error *err) {
+  if (err) err->code = 0;
+  layout lay;
+  if (!make_layout(g, k, &lay)) return NULL;
+  const arkcos_kfun *kf = arkcos_kernel_fun(k);
+  if (nthreads <= 0) nthreads = omp_get_max_threads();
+  const int t2 = lay.t2;
+  arkcos_polar *p = calloc(1, sizeof *p);
+  if (!p) return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
+  p->g = g;
+  p->kf = *kf;
+  p->lay = lay;
+  for (int r = 1; r < t2; r++) p->chi[r] = chi_of_t(r, t2);
+  const int rd = p->lay.rd, mm = p->lay.mm, nb = p->lay.nb, L = (int)(2 * g->nside);
+  const int nc = POLAR_NCHEB, na = nc + rd;
+  const int ne = er0(rd + 1), no = or0(rd + 1);
+  p->mv_e = malloc(sizeof *p->mv_e * (size_t)ne);
+  p->mv_o = malloc(sizeof *p->mv_o * (size_t)(no > 0 ? no : 1));
+  p->mv_1 = malloc(sizeof *p->mv_1 * (size_t)nb);
+  if (p->mv_e && p->mv_o && p->mv_1)
+    for (int r = 1; r <= rd; r++) {
+      for (int a = 0; a < (r + 1) / 2; a++) p->mv_e[er0(r) + a] = p->mv_1[er0(r) + a] = mirror_vec(r, a, 0);
+      for (int a = 0; a < r / 2; a++) {
+        p->mv_o[or0(r) + a] = mirror_vec(r, a, 1);
+        p->mv_1[ne + or0(r) + a] = mirror_vec(r, a, 3);
+      }
+    }
+  p->nfac[0] = p->nfac[2] = ne;
+  p->nfac[1] = p->nfac[3] = no;
+  p->nfac[4] = nb;
+  p->delta1 = malloc(sizeof *p->delta1 * (size_t)p->lay.nout_pix);
+  double *lamc = NULL;
+  int rc = !p->mv_e || !p->mv_o || !p->mv_1 || !p->delta1;
+  if (!rc) rc = polar_tables(p, nthreads, &lamc) ? 1 : 0;
   /* the blocks B^w = 4 sum_{m = w mod 4} Lam_|m|(r, r') e^{i m dphi} in the
    * mirror basis (fold_pair), plus the nugget, then factored */
   for (int f = 0; f < 5 && !rc; f++)
@@ -947,13 +1000,7 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
     for (int f = 0; f < 5 && !rc; f++)
       if (p->nfac[f]) rc = cholesky(p->fac[f], NULL, p->nfac[f], nthreads) ? 2 : 0;
   }
-  free(tg);
-  free(wg);
-  free(ax);
-  free(as);
   free(lamc);
-  free(lamg);
-  free(bary);
   if (rc == 2) {
     arkcos_polar_destroy(p);
     return arkcos_fail(err, ARKCOS_ERUNTIME, "polar caps: the reconstruction's covariance is not positive"), NULL;
@@ -1043,8 +1090,6 @@ int arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, int
  * mirror: W -> conj W and (Q, U) -> (Q, -U), so it takes the north tables
  * with U negated on the way in and out. */
 
-#define POLAR_S2_MP (-2) /* d^l_{m,-2}: e^{i m (phi_y - phi_q)} Lam2_m sums to G(beta) W(y, q) */
-#define POLAR_S2_DM 4    /* spin 2's m band: the scalar's and 4 more */
 
 /* The azimuthal coefficients of K W between colatitudes tho (the output's)
  * and th: km[mk + m] = (1/N) sum_k K W(x_k) e^{-i m x_k}, x = phi_out -
@@ -1052,24 +1097,12 @@ int arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, int
  * reach, -1 out of memory. */
 static int az_spectrum2(const arkcos_kfun *kf, double sigma, double tho, double th, int mk, double *km, double **kv,
                         int *cap) {
-  const double sd = sin(0.5 * (tho - th)), sdt2 = sd * sd, ss = sin(tho) * sin(th);
-  const double half = arkcos_dphi_window(kf, sdt2, ss);
-  if (half < 0) return 0;
-  int nphi = next_pow2((int)(mk + 10.0 * sqrt(ss) / sigma) + 48);
-  if (nphi < 128) nphi = 128;
+  double sdt2, ss;
+  int nphi, nlast;
+  const int got = az_grid(kf, sigma, tho, th, mk, 2, &sdt2, &ss, &nphi, &nlast, kv, cap);
+  if (got <= 0) return got;
   const int nh = nphi / 2;
-  if (2 * (nh + 1) > *cap) {
-    free(*kv);
-    *kv = malloc(sizeof **kv * (size_t)(2 * (nh + 1)));
-    *cap = *kv ? 2 * (nh + 1) : 0;
-    if (!*kv) return -1;
-  }
   double *kr = *kv, *ki = *kv + nh + 1;
-  int nlast = nh;
-  if (half < M_PI) {
-    nlast = (int)ceil(half * nphi / (2.0 * M_PI)) + 1;
-    if (nlast > nh) nlast = nh;
-  }
   for (int q = 0; q <= nlast; q++) {
     const double x = 2.0 * M_PI * q / nphi;
     const double v = arkcos_kfun_d2(kf, arkcos_chord2(sdt2, ss, x)) * (q == 0 || q == nh ? 1.0 : 2.0) / nphi;
@@ -1231,13 +1264,7 @@ static int correct_cap2(const arkcos_polar *p, const double *fq, const double *f
           v -= p->KP[((size_t)(i - 1) * (p->lay.t2 - 1) + (r - 1)) * nmp + (m + mp)] * fr[(size_t)r * nmp + (m + mp)];
       gm[m + mx] = v;
     }
-    if (!mp)
-      for (int r = 1; r < p->lay.t2; r++) {
-        const double th = rings[r - 1].theta, sd = sin(0.5 * (ro->theta - th));
-        sdt2[r] = sd * sd;
-        ss[r] = sin(ro->theta) * sin(th);
-        half[r] = arkcos_dphi_window(&p->kf, sdt2[r], ss[r]);
-      }
+    if (!mp) inner_geometry(p, ro->theta, sdt2, ss, half);
     for (int64_t a = 0; a < ro->nph; a++) {
       const double phi = ring_phi(ro, a);
       const double complex e1 = cexp(I * phi);
@@ -1283,9 +1310,7 @@ arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_k
   lay.mm += POLAR_S2_DM;
   const arkcos_kfun *kf = arkcos_kernel_fun(k);
   if (nthreads <= 0) nthreads = omp_get_max_threads();
-  const double n = (double)g->nside;
-  const int t2 = lay.t2, nout = lay.nout;
-  const double sigma = lay.sigma;
+  const int t2 = lay.t2;
   arkcos_polar *p = calloc(1, sizeof *p);
   if (!p) return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps (Q, U): out of memory"), NULL;
   p->g = g;
@@ -1293,130 +1318,15 @@ arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_k
   p->lay = lay;
   p->spin = 2;
   for (int r = 1; r < t2; r++) p->chi[r] = chi_of_t(r, t2);
-  const int rd = lay.rd, mm = lay.mm, nb = lay.nb, L = (int)(2 * g->nside), nmm = 2 * mm + 1, mp = lay.mp,
-            nmp = 2 * mp + 1;
-  const int ng = lay.ng, npan = ng / POLAR_GL;
-  const double hp = (double)t2 / npan;
-  double glx[POLAR_GL], glw[POLAR_GL];
-  arkcos_gauss_legendre(POLAR_GL, glx, glw);
-  const int nc = POLAR_NCHEB, na = nc + rd;
-  double *tg = malloc(sizeof *tg * ng), *wg = malloc(sizeof *wg * ng);
-  double *ax = calloc((size_t)(na + 8), sizeof *ax), *as = calloc((size_t)(na + 8), sizeof *as);
-  double *ac = calloc((size_t)(na + 8), sizeof *ac);
-  double *lamc = malloc(sizeof *lamc * (size_t)nmm * na * rd); /* [m + mm][a][r] */
-  double *lamg = malloc(sizeof *lamg * (size_t)nmm * ng * rd); /* [j][r][m + mm] */
-  double *bary = malloc(sizeof *bary * (size_t)ng * nc);
-  p->H = calloc((size_t)nout * rd * nmm, sizeof *p->H);
-  int rc = !tg || !wg || !ax || !as || !ac || !lamc || !lamg || !bary || !p->H;
+  const int rd = lay.rd, mm = lay.mm, nb = lay.nb, L = (int)(2 * g->nside), nc = POLAR_NCHEB, na = nc + rd;
+  double *lamc = NULL;
+  int rc = 0;
   for (int w = 0; w < 4 && !rc; w++) {
     p->c2re[w] = calloc((size_t)nb * nb, sizeof *p->c2re[w]);
     p->c2im[w] = calloc((size_t)nb * nb, sizeof *p->c2im[w]);
     rc = !p->c2re[w] || !p->c2im[w];
   }
-  if (!rc) {
-    for (int pn = 0, j = 0; pn < npan; pn++)
-      for (int q = 0; q < POLAR_GL; q++, j++) {
-        const double t = hp * (pn + 0.5 * (glx[q] + 1.0));
-        tg[j] = t;
-        wg[j] = 2.0 * M_PI * 0.5 * hp * glw[q] * (2.0 * t / (3.0 * n * n)) * chi_of_t(t, t2);
-      }
-    double tc[POLAR_NCHEB], bw[POLAR_NCHEB];
-    for (int c = 0; c < nc; c++) {
-      const double u = cos(M_PI * (c + 0.5) / nc);
-      tc[c] = 0.5 * t2 * (u + 1.0);
-      bw[c] = ((c & 1) ? -1.0 : 1.0) * sin(M_PI * (c + 0.5) / nc);
-      const double th = theta_of_t(tc[c], n);
-      ax[c] = cos(th), as[c] = sin(th), ac[c] = cos(0.5 * th);
-    }
-    for (int r = 0; r < rd; r++) {
-      const double th = g->rings[r].theta;
-      ax[nc + r] = cos(th), as[nc + r] = sin(th), ac[nc + r] = cos(0.5 * th);
-    }
-    for (int j = 0; j < ng; j++) {
-      double *b = bary + (size_t)j * nc, tot = 0;
-      int exact = -1;
-      for (int c = 0; c < nc; c++) {
-        const double d = tg[j] - tc[c];
-        if (d == 0) exact = c;
-        b[c] = exact >= 0 ? 0 : bw[c] / d;
-        tot += b[c];
-      }
-      if (exact >= 0) {
-        memset(b, 0, sizeof *b * nc);
-        b[exact] = 1;
-      } else {
-        for (int c = 0; c < nc; c++) b[c] /= tot;
-      }
-    }
-    int bad = 0;
-#pragma omp parallel num_threads(nthreads) reduction(| : bad)
-    {
-      const int nap = (na + 7) & ~7, nrp = (rd + 7) & ~7;
-      double *l0 = malloc(sizeof *l0 * (size_t)LAM_LB * nap), *l1 = malloc(sizeof *l1 * (size_t)nap * nrp);
-      bad |= !l0 || !l1;
-#pragma omp for schedule(dynamic, 1)
-      for (int mi = 0; mi < nmm; mi++) {
-        if (!l0 || !l1) continue;
-        double *acc = lamc + (size_t)mi * na * rd;
-        lam_sums_spin(mi - mm, POLAR_S2_MP, L, na, rd, ax, as, ac, acc, l0, l1);
-        for (int j = 0; j < ng; j++)
-          for (int r = 0; r < rd; r++) {
-            double v = 0;
-            for (int c = 0; c < nc; c++) v += bary[(size_t)j * nc + c] * acc[c * rd + r];
-            lamg[((size_t)j * rd + r) * nmm + mi] = v;
-          }
-      }
-      free(l0);
-      free(l1);
-    }
-    rc = bad;
-  }
-  if (!rc && mp) {
-    p->KP = calloc((size_t)nout * (t2 - 1) * nmp, sizeof *p->KP);
-    rc = !p->KP;
-  }
-  /* H2_m(i, r) = sum_j wg_j k2_m(i, t_j) Lam2_m(t_j, r); KP = chi_r w_r k2_m(i, r) */
-  if (!rc) {
-    int bad = 0;
-    const int mk = mm > mp ? mm : mp;
-#pragma omp parallel num_threads(nthreads) reduction(| : bad)
-    {
-      int cap = 0;
-      double *kv = NULL, *km = malloc(sizeof *km * (2 * mk + 1));
-      bad |= !km;
-#pragma omp for schedule(dynamic, 1)
-      for (int i = 1; i <= nout; i++) {
-        if (!km) continue;
-        const arkcos_ring *ro = &g->rings[i - 1];
-        double *hi = p->H + (size_t)(i - 1) * rd * nmm;
-        for (int j = 0; j < ng && !bad; j++) {
-          if (wg[j] == 0) continue;
-          const int got = az_spectrum2(kf, sigma, ro->theta, theta_of_t(tg[j], n), mm, km, &kv, &cap);
-          if (got < 0) bad = 1;
-          if (got <= 0) continue;
-          for (int m = 0; m < nmm; m++) km[m] *= wg[j];
-          const double *lj = lamg + (size_t)j * rd * nmm;
-          for (int r = 0; r < rd; r++) {
-            double *h = hi + (size_t)r * nmm;
-            const double *lr = lj + (size_t)r * nmm;
-#pragma omp simd
-            for (int m = 0; m < nmm; m++) h[m] += km[m] * lr[m];
-          }
-        }
-        for (int r = 1; mp && r < t2 && !bad; r++) {
-          const arkcos_ring *rg = &g->rings[r - 1];
-          const int got = az_spectrum2(kf, sigma, ro->theta, rg->theta, mp, km, &kv, &cap);
-          if (got < 0) bad = 1;
-          if (got <= 0) continue;
-          double *kp = p->KP + ((size_t)(i - 1) * (t2 - 1) + (r - 1)) * nmp;
-          for (int m = 0; m < nmp; m++) kp[m] = p->chi[r] * rg->weight * km[m];
-        }
-      }
-      free(kv);
-      free(km);
-    }
-    rc = bad;
-  }
+  if (!rc) rc = polar_tables(p, nthreads, &lamc) ? 1 : 0;
   /* the blocks B^w = 4 sum_{m = w mod 4} Lam2_m e^{i m dphi}, m signed, and
    * the nugget; lower triangles, then factored */
   if (!rc) {
@@ -1481,14 +1391,7 @@ arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_k
     rc = bad;
     for (int w = 0; w < 4 && !rc; w++) rc = cholesky(p->c2re[w], p->c2im[w], nb, nthreads) ? 2 : 0;
   }
-  free(tg);
-  free(wg);
-  free(ax);
-  free(as);
-  free(ac);
   free(lamc);
-  free(lamg);
-  free(bary);
   if (rc) {
     arkcos_polar_destroy(p);
     return rc == 2 ? arkcos_fail(err, ARKCOS_ERUNTIME, "polar caps (Q, U): the reconstruction's covariance is not positive"),
