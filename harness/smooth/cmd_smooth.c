@@ -1237,12 +1237,14 @@ static int check_memory(smooth_state *s, int hard_only) {
       sp.options.direct_weights = w[j].o0.direct_weights;
       w[j].norm_streamed = a->method == METHOD_ARKCOS &&
                            arkcos_smoother_streams_division(&sp, w[j].normalize, w[j].masked);
-      /* the polar reconstruction: what the smoother's estimate adds for it */
+      /* the polar reconstruction: what the smoother's estimate adds for it
+       * (Q and U's own as well, for a file with them) */
       if (a->method == METHOD_ARKCOS && sp.quadrature == ARKCOS_QUADRATURE_POLAR && !split) {
         sp.op = NULL; /* the engine's plans: an operator's estimate counts maps only */
-        const double with = arkcos_smoother_estimate(&sp, 1, 0, 0, NULL);
+        const int qu = s->pol[i].q >= 0, nm = qu ? (int)h->ncols : 1;
+        const double with = arkcos_smoother_estimate(&sp, nm, qu, 0, NULL);
         sp.quadrature = ARKCOS_QUADRATURE_RING;
-        const double without = arkcos_smoother_estimate(&sp, 1, 0, 0, NULL);
+        const double without = arkcos_smoother_estimate(&sp, nm, qu, 0, NULL);
         w[j].polar = with > without ? with - without : 0;
       }
       nw++;
