@@ -123,17 +123,17 @@ static double kernel_sigma(const arkcos_kfun *kf) {
 #define LAM_LB 64 /* degrees l per block of the sums */
 
 /* Lam_m(a, r) for the na angles (cos x, sin s) against the last nr of them:
- * acc[a * nr + r] = sum_{l=m}^{L} lambda_lm(a) lambda_lm(nr-part r), term
- * by term (Christoffel-Darboux's closed form loses ~1e-13 to cancellation
- * here, which the solve's nugget amplifies for noisy maps). The recurrence
- * fills LAM_LB degrees at a time into buf [LAM_LB][nap] (nap = na rounded
- * up to 8, zero padded); each block is then a small matrix product, 4 x 8
- * outputs held in registers; the disc's part of a row (from na - nr = POLAR_NCHEB, a multiple
- * of 8) pads as the row does. x: nap values (padding 0); buf: LAM_LB * nap,
- * sacc: nap * nrp doubles. */
-/* lam_sums of spin 0 (mp = 0) or of the spin-weighted lambda_lm of spin
- * -mp (mp = -2: the spin-2 prior Lam2_m = sum_{l >= max(|m|, 2)} (2 l + 1)
- * / (4 pi) d^l_{m,mp}(a) d^l_{m,mp}(r), m signed; polar.c's spin-2 part).
+ * acc[a * nr + r] = sum_{l=m}^{L} lambda_lm(a) lambda_lm(nr-part r) (mp =
+ * 0), or with the spin-weighted lambda_lm of spin -mp (mp = -2: the spin-2
+ * prior Lam2_m = sum_{l >= max(|m|, 2)} (2 l + 1) / (4 pi) d^l_{m,mp}(a)
+ * d^l_{m,mp}(r), m signed; polar.c's spin-2 part), term by term
+ * (Christoffel-Darboux's closed form loses ~1e-13 to cancellation here,
+ * which the solve's nugget amplifies for noisy maps). The recurrence fills
+ * LAM_LB degrees at a time into buf [LAM_LB][nap] (nap = na rounded up to
+ * 8, zero padded); each block is then a small matrix product, 4 x 8
+ * outputs held in registers; the disc's part of a row (from na - nr =
+ * POLAR_NCHEB, a multiple of 8) pads as the row does. x: nap values
+ * (padding 0); buf: LAM_LB * nap, sacc: nap * nrp doubles.
  * The Wigner d's three-term recurrence in l, normalised by sqrt((2 l + 1)
  * / (4 pi)), starts at l0 = max(|m|, |mp|) from its closed form (half
  * angles: c = cos(theta / 2), ch[a], and sin(theta / 2) = s / (2 c)). */
@@ -897,20 +897,29 @@ static int polar_tables(arkcos_polar *p, int nthreads, double **lamc_out) {
   return rc ? ARKCOS_ENOMEM : ARKCOS_OK;
 }
 
-arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel *k, int nthreads,
-                                  arkcos_error *err) {
+/* A correction of spin 0 or 2 for (g, k) with its layout and window, its
+ * tables not yet made; NULL with err->code 0 where none applies, with
+ * err->code set out of memory. */
+static arkcos_polar *polar_new(const arkcos_geometry *g, const arkcos_kernel *k, int spin, arkcos_error *err) {
   if (err) err->code = 0;
   layout lay;
   if (!make_layout(g, k, &lay)) return NULL;
-  const arkcos_kfun *kf = arkcos_kernel_fun(k);
-  if (nthreads <= 0) nthreads = omp_get_max_threads();
-  const int t2 = lay.t2;
+  if (spin) lay.mm += POLAR_S2_DM;
   arkcos_polar *p = calloc(1, sizeof *p);
-  if (!p) return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
+  if (!p) return arkcos_fail(err, ARKCOS_ENOMEM, spin ? "polar caps (Q, U): out of memory" : "polar caps: out of memory"), NULL;
   p->g = g;
-  p->kf = *kf;
+  p->kf = *arkcos_kernel_fun(k);
   p->lay = lay;
-  for (int r = 1; r < t2; r++) p->chi[r] = chi_of_t(r, t2);
+  p->spin = spin;
+  for (int r = 1; r < lay.t2; r++) p->chi[r] = chi_of_t(r, lay.t2);
+  return p;
+}
+
+arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel *k, int nthreads,
+                                  arkcos_error *err) {
+  arkcos_polar *p = polar_new(g, k, 0, err);
+  if (!p) return NULL;
+  if (nthreads <= 0) nthreads = omp_get_max_threads();
   const int rd = p->lay.rd, mm = p->lay.mm, nb = p->lay.nb, L = (int)(2 * g->nside);
   const int nc = POLAR_NCHEB, na = nc + rd;
   const int ne = er0(rd + 1), no = or0(rd + 1);
@@ -1304,20 +1313,10 @@ double arkcos_polar_estimate_spin2(const arkcos_geometry *g, const arkcos_kernel
 
 arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_kernel *k, int nthreads,
                                         arkcos_error *err) {
-  if (err) err->code = 0;
-  layout lay;
-  if (!make_layout(g, k, &lay)) return NULL;
-  lay.mm += POLAR_S2_DM;
-  const arkcos_kfun *kf = arkcos_kernel_fun(k);
+  arkcos_polar *p = polar_new(g, k, 2, err);
+  if (!p) return NULL;
   if (nthreads <= 0) nthreads = omp_get_max_threads();
-  const int t2 = lay.t2;
-  arkcos_polar *p = calloc(1, sizeof *p);
-  if (!p) return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps (Q, U): out of memory"), NULL;
-  p->g = g;
-  p->kf = *kf;
-  p->lay = lay;
-  p->spin = 2;
-  for (int r = 1; r < t2; r++) p->chi[r] = chi_of_t(r, t2);
+  const layout lay = p->lay;
   const int rd = lay.rd, mm = lay.mm, nb = lay.nb, L = (int)(2 * g->nside), nc = POLAR_NCHEB, na = nc + rd;
   double *lamc = NULL;
   int rc = 0;
