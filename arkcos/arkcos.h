@@ -700,6 +700,18 @@ typedef struct arkcos_smoother_report {
 /* 0, or EINVAL when i is not a map of the last call. */
 int arkcos_smoother_last(const arkcos_smoother *s, arkcos_smoother_report *r);
 int arkcos_smoother_last_map(const arkcos_smoother *s, int i, arkcos_smoother_map_report *r);
+/* The caps where map i of the last call took the polar reconstruction
+ * (ARKCOS_QUADRATURE_POLAR): bit 0 the north cap, bit 1 the south; 0 where
+ * it took ring quadrature throughout (another quadrature; nside below 32, a
+ * top-hat, a kernel narrower than ARKCOS_POLAR_MIN_PPF pixels per FWHM or
+ * reaching too far from the caps; missing or masked pixels in a cap's
+ * disc; Q and U divided by an A(1) that took none); -1 when i is not a map
+ * of the last call. */
+int arkcos_smoother_last_polar(const arkcos_smoother *s, int i);
+/* Seconds the smoother has spent making its polar reconstructions (with
+ * each spin's plan, at its first map: plan work, not counted in the
+ * stages of arkcos_smoother_last), over its life. */
+double arkcos_smoother_polar_time(const arkcos_smoother *s);
 
 /* The warnings recorded so far (narrow kernel at create, each plan's note
  * and exactness when it is made), i = 0 .. arkcos_smoother_nwarnings - 1. */

@@ -293,7 +293,7 @@ static int make_polar(arkcos_smoother *s, int spin, arkcos_error *err) {
   const double t0 = omp_get_wtime();
   *pp = spin ? arkcos_polar_create_spin2(s->g, s->k[1], s->spec.options.threads, &e)
              : arkcos_polar_create(s->g, s->k[0], s->spec.options.threads, &e);
-  s->last.stages.other += omp_get_wtime() - t0;
+  s->polar_time += omp_get_wtime() - t0; /* plan work, not the apply's: arkcos_smoother_polar_time */
   if (!*pp && e.code) {
     if (err) *err = e;
     return e.code;
@@ -527,6 +527,7 @@ void arkcos_smoother_destroy(arkcos_smoother *s) {
   free(s->n2r);
   free(s->norm_w);
   free(s->norm_polar);
+  free(s->polar_used);
   free(s->warn);
   free(s->reports);
   free(s);

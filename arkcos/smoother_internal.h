@@ -32,6 +32,8 @@ struct arkcos_smoother {
   int polar_caps;              /* the caps it corrects in the next spin-0 apply (bits 0, 1) */
   arkcos_polar *polar2;        /* its spin-2 form for Q and U (arkcos_polar_create_spin2), or NULL */
   int polar2_caps;             /* the caps it corrects in the next spin-2 apply */
+  double polar_time;           /* seconds spent making polar and polar2 (plan work) */
+  int *polar_used;             /* the last execute's caps corrected, per map (nreports) */
   arkcos_warning *warn;
   int nwarn, capwarn;
   arkcos_smoother_report last; /* the last execute */

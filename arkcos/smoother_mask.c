@@ -474,6 +474,7 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
   if (rc) return rc;
   const int caps = c->s->polar ? set_polar_caps(c, w) : 0;
   c->s->polar_caps = caps;
+  c->s->polar_used[i] = caps;
   /* A(w) still to be smoothed: with the map, in one call */
   double *wm = NULL;
   rc = !w->aw && w->need ? weight_input(c, w, &wm, err) : ARKCOS_OK;
@@ -528,6 +529,7 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
     if (!c->s->polar) caps = 0;
   }
   c->s->polar2_caps = caps;
+  c->s->polar_used[q] = c->s->polar_used[u] = caps;
   const double *const *in = c->m->in;
   double *const *out = c->m->out;
   double *dq = out[q], *du = out[u];
@@ -645,6 +647,10 @@ int arkcos_smoother_execute(arkcos_smoother *s, const arkcos_smoother_maps *m, a
     if (!r) return arkcos_fail(err, ARKCOS_ENOMEM, "execute: out of memory");
     s->reports = r;
     memset(r, 0, sizeof *r * (size_t)m->nmaps);
+    int *u = realloc(s->polar_used, sizeof *u * (size_t)m->nmaps);
+    if (!u) return arkcos_fail(err, ARKCOS_ENOMEM, "execute: out of memory");
+    s->polar_used = u;
+    memset(u, 0, sizeof *u * (size_t)m->nmaps);
   }
   call c = {.s = s, .m = m, .npix = s->g->npix};
   c.nthreads = s->spec.options.threads > 0 ? s->spec.options.threads : omp_get_max_threads();
@@ -671,6 +677,12 @@ int arkcos_smoother_last(const arkcos_smoother *s, arkcos_smoother_report *r) {
   *r = s->last;
   return ARKCOS_OK;
 }
+
+int arkcos_smoother_last_polar(const arkcos_smoother *s, int i) {
+  return s && i >= 0 && i < s->nreports ? s->polar_used[i] : -1;
+}
+
+double arkcos_smoother_polar_time(const arkcos_smoother *s) { return s ? s->polar_time : 0; }
 
 int arkcos_smoother_last_map(const arkcos_smoother *s, int i, arkcos_smoother_map_report *r) {
   if (!s || !r || i < 0 || i >= s->nreports) return ARKCOS_EINVAL;

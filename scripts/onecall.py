@@ -9,9 +9,10 @@ the same threads. Reports, never asserts.
 
 Per case (beam, nside):
   - arkcos: `arkcos smooth IN OUT -v` in a fresh process; its summary line
-    gives the plan time (and of it FFTW's planning and the polar caps'
-    tables) and the execute time; "one call" is plan + execute (the file
-    read and write excluded, as for the others); peak RSS of the process
+    gives the plan time (and of it FFTW's planning, the polar caps' direct
+    tables and their polar reconstruction) and the execute time; "one call"
+    is plan + execute (the file read and write excluded, as for the others);
+    peak RSS of the process
     (tests/peak_rss.py), the map itself included. FFTW plans are estimated (no
     wisdom is read or written) unless ARKCOS_FFTW_PLANNER=measure is set.
   - healpy.smoothing(iter=0, lmax=2 nside) and the default (iter=3,
@@ -86,17 +87,19 @@ def run_arkcos(exe, path, out, args, threads):
         return {"error": (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]}
     with open(rssfile) as f:
         rss_kb = int(f.read().split()[0])
-    res = {"wall": wall, "execute": 0.0, "plan": 0.0, "fftw": 0.0, "tables": 0.0, "read": 0.0, "write": 0.0}
+    res = {"wall": wall, "execute": 0.0, "plan": 0.0, "fftw": 0.0, "tables": 0.0, "polar": 0.0, "read": 0.0, "write": 0.0}
     for line in text.splitlines():
         if not line.startswith("smooth:"):
             continue
         m = re.search(r" time=([0-9.eE+-]+)s", line)
         res["execute"] += float(m.group(1)) if m else 0
-        m = re.search(r" plan=([0-9.eE+-]+)s \(fftw ([0-9.eE+-]+) tables ([0-9.eE+-]+)\)", line)
+        m = re.search(r" plan=([0-9.eE+-]+)s \(fftw ([0-9.eE+-]+) tables ([0-9.eE+-]+)(?: polar ([0-9.eE+-]+))?\)",
+                      line)
         if m:
             res["plan"] += float(m.group(1))
             res["fftw"] += float(m.group(2))
             res["tables"] += float(m.group(3))
+            res["polar"] += float(m.group(4) or 0)
         m = re.search(r"cutoff=([0-9.eE+-]+)deg \(K/K0=([0-9.eE+-]+)\)", line)
         if m:
             res["cutoff_deg"], res["cut_level"] = float(m.group(1)), float(m.group(2))
@@ -140,7 +143,7 @@ def main():
     print(f"one call, {T} threads, {platform.node()} ({platform.processor() or platform.machine()}); "
           f"healpy {hp.__version__}, ducc0 {ducc0.__version__ if ducc0 else 'absent'}; FFTW planner "
           f"{os.environ.get('ARKCOS_FFTW_PLANNER', 'estimate')} (no wisdom)", flush=True)
-    hdr = ("| case | nside | px/FWHM | cut | arkcos one call (plan: fftw, tables) | execute | RSS MB | "
+    hdr = ("| case | nside | px/FWHM | cut | arkcos one call (plan: fftw, tables, polar) | execute | RSS MB | "
            "healpy iter 0 | ratio | ducc0 iter 0 | ratio | healpy default | ratio | "
            "file to file: arkcos | healpy iter 0 | ratio |")
     print(hdr)
@@ -210,7 +213,7 @@ def main():
                     ark = f"error: {r['error'][:60]}"
                     exe = rss = cut = "-"
                 else:
-                    ark = f"{oc:.3g} s ({r['plan']:.3g}: {r['fftw']:.2g}, {r['tables']:.2g})"
+                    ark = f"{oc:.3g} s ({r['plan']:.3g}: {r['fftw']:.2g}, {r['tables']:.2g}, {r['polar']:.2g})"
                     exe, rss, cut = f"{r['execute']:.3g} s", f"{r['rss_mb']:.0f}", f"{r.get('cut_level', 0):.0e}"
                 ff = r.get("file_to_file")
                 fr = "-" if not ff else f"x{t_hf / ff:.2f}"

@@ -325,5 +325,36 @@ a, b = (fits.getdata(f, 1)['T'] for f in sys.argv[1:])
 sys.exit(0 if n.array_equal(a, b) else 1)" "$T/os2.fits" "$T/acc1.fits" 2>/dev/null && ok ||
   bad "--oversample 2 changed the map"
 
+# ------------------------------------------ where polar quadrature applied
+# The summary line says which caps took the polar reconstruction (polar=),
+# and counts making it in the plan's time (plan=... polar S), not the
+# execute's: nside 64, 4.4 px/FWHM both caps; 1.8 px/FWHM (below
+# ARKCOS_POLAR_MIN_PPF) and a top-hat none; a missing pixel on the north
+# cap's second ring leaves it the south cap; ring quadrature no field.
+"$PYTHON" - "$T" <<'EOF2' || bad "polar fixtures"
+import sys, warnings
+import numpy as np
+import healpy as hp
+warnings.simplefilter("ignore")
+d = sys.argv[1]
+m = np.random.default_rng(3).standard_normal(12 * 64 ** 2)
+hp.write_map(f"{d}/r64.fits", m, dtype=np.float64)
+m[5] = hp.UNSEEN
+hp.write_map(f"{d}/r64hole.fits", m, dtype=np.float64)
+EOF2
+polar_word() {  # FILE ARGS...: the summary line's polar= word ("-" if none)
+  local f=$1; shift
+  "$ARKCOS" smooth "$f" "$T/pw.fits" --force "$@" >"$T/pw.out" 2>"$T/pw.err" || { echo "exit"; return; }
+  grep -o ' polar=[a-z,]*' "$T/pw.out" | sed 's/ polar=//' | grep . || echo "-"
+}
+w=$(polar_word "$T/r64.fits" --fwhm-arcmin 242); [ "$w" = both ] && ok || bad "polar at 4.4 px/FWHM: polar=$w"
+pt=$(grep -o 'tables [^ ]* polar [^)]*' "$T/pw.out" | awk '{print $4}')
+"$PYTHON" -c "import sys; sys.exit(0 if float('${pt:-0}') > 0 else 1)" && ok ||
+  bad "polar at 4.4 px/FWHM: its plan time not in plan=: $(cat "$T/pw.out")"
+w=$(polar_word "$T/r64.fits" --fwhm-arcmin 99); [ "$w" = none ] && ok || bad "polar at 1.8 px/FWHM: polar=$w"
+w=$(polar_word "$T/r64.fits" --tophat-deg 2); [ "$w" = none ] && ok || bad "polar, a top-hat: polar=$w"
+w=$(polar_word "$T/r64hole.fits" --fwhm-arcmin 242); [ "$w" = south ] && ok || bad "polar, a hole in the north disc: polar=$w"
+w=$(polar_word "$T/r64.fits" --fwhm-arcmin 242 --quadrature ring); [ "$w" = - ] && ok || bad "ring quadrature: polar=$w"
+
 echo "TESTS $pass $fail"
 [ "$fail" -eq 0 ]

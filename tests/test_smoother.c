@@ -447,7 +447,10 @@ TEST_GROUP(streams_division) {
  * and without the division by A(W); A(W) made ring by ring and held give
  * the same maps bit for bit; a cap with a masked pixel in its disc keeps
  * ring quadrature (bit for bit), the other cap does not; the estimate
- * counts the reconstruction */
+ * counts the reconstruction; arkcos_smoother_last_polar says which caps
+ * took it, arkcos_smoother_polar_time what making it took */
+static int polar_caps_seen;        /* arkcos_smoother_last_polar of the last smooth_polar */
+static double polar_time_seen;     /* and its arkcos_smoother_polar_time */
 static double *smooth_polar(const arkcos_smoother_spec *s, const double *x, const double *mask) {
   const int64_t npix = 12 * s->nside * s->nside;
   arkcos_error e = {0, ""};
@@ -458,6 +461,11 @@ static double *smooth_polar(const arkcos_smoother_spec *s, const double *x, cons
   arkcos_smoother_maps m = {1, in, out, NULL, -1, -1, mask, NULL, NULL, 0};
   const int rc = sm ? arkcos_smoother_execute(sm, &m, &e) : -1;
   CHECK(rc == 0, "polar smoothing: %s", e.msg);
+  polar_caps_seen = rc ? -2 : arkcos_smoother_last_polar(sm, 0);
+  polar_time_seen = arkcos_smoother_polar_time(sm);
+  if (!rc)
+    CHECK(arkcos_smoother_last_polar(sm, 1) == -1 && arkcos_smoother_last_polar(sm, -1) == -1,
+          "arkcos_smoother_last_polar: a map beyond the call's is not -1");
   arkcos_smoother_destroy(sm);
   if (rc) {
     free(o);
@@ -492,11 +500,15 @@ TEST_GROUP(polar) {
   s.quadrature = ARKCOS_QUADRATURE_POLAR;
   s.options.direct_weights = ARKCOS_WEIGHTS_ON_THE_FLY;
   double *a = smooth_polar(&s, x, NULL);
+  CHECK(polar_caps_seen == 3 && polar_time_seen > 0, "polar, 3 px/FWHM: caps %d (not both), made in %g s",
+        polar_caps_seen, polar_time_seen);
   s.options.direct_weights = ARKCOS_WEIGHTS_TABLES;
   double *b = smooth_polar(&s, x, NULL);
   CHECK(a && b && !memcmp(a, b, sizeof *a * npix), "polar: A(W) by rings and held give different maps");
   s.quadrature = ARKCOS_QUADRATURE_RING;
   double *r = smooth_polar(&s, x, NULL);
+  CHECK(polar_caps_seen == 0 && polar_time_seen == 0, "ring quadrature: polar caps %d, made in %g s",
+        polar_caps_seen, polar_time_seen);
   int64_t moved = 0;
   for (int64_t p = 0; a && r && p < npix; p++) moved += a[p] != r[p];
   /* the polar outputs of both caps, 4 px/FWHM and narrower: rings 1..26 + the kernel's reach */
@@ -508,6 +520,7 @@ TEST_GROUP(polar) {
   s.options.direct_weights = ARKCOS_WEIGHTS_ON_THE_FLY;
   s.quadrature = ARKCOS_QUADRATURE_POLAR;
   a = smooth_polar(&s, x, mask);
+  CHECK(polar_caps_seen == 2, "polar, masked north disc: caps %d, not the south's (2)", polar_caps_seen);
   s.quadrature = ARKCOS_QUADRATURE_RING;
   r = smooth_polar(&s, x, mask);
   const int64_t cap = 2 * 10 * 11; /* the first 10 rings */
@@ -525,6 +538,8 @@ TEST_GROUP(polar) {
     s = spec_fwhm(nside, ppf * sqrt(4 * PI / npix) / ARCMIN);
     s.quadrature = ARKCOS_QUADRATURE_POLAR;
     a = smooth_polar(&s, x, NULL);
+    CHECK(polar_caps_seen == (i ? 3 : 0) && (polar_time_seen > 0) == i, "polar at %.1f px/FWHM: caps %d, made in %g s",
+          ppf, polar_caps_seen, polar_time_seen);
     s.quadrature = ARKCOS_QUADRATURE_RING;
     r = smooth_polar(&s, x, NULL);
     const int same = a && r && !memcmp(a, r, sizeof *a * npix);

@@ -130,7 +130,10 @@ static void usage(FILE *f) {
 "                       32, a cap with missing or masked pixels near its\n"
 "                       pole, the Q and U of a masked map, and a map split\n"
 "                       over MPI ranks (with a note; given explicitly there:\n"
-"                       exit 2) take ring; ring: each ring's pixels weighted\n"
+"                       exit 2) take ring; the summary line's polar= says\n"
+"                       which caps took it (both, north, south, none; per\n"
+"                       column where they differ), its plan= the time making\n"
+"                       it took (polar S); ring: each ring's pixels weighted\n"
 "                       for an accurate integral at |z| = 2/3 and near the\n"
 "                       poles (a band-limited map's error falls 350-7000 fold\n"
 "                       at |z| = 2/3 from 4 pixels per FWHM, 2-6 fold next to\n"
@@ -418,6 +421,8 @@ typedef struct smooth_state {
   int rc_done;          /* progress: an error (out of memory) */
   double plan_time;     /* sum over arkcos plans created */
   double plan_fftw, plan_tables; /* their FFTW planning and direct tables */
+  double plan_polar;    /* the engine's polar reconstructions made (part of plan_time) */
+  double polar_seen;    /* arkcos_smoother_polar_time(lib) when last taken */
   int nplans;
   double *map_times;    /* execute time per map */
   int nmaps_done, map_cap;
@@ -575,6 +580,17 @@ static arkcos_plan *op_plan(void *ctx, int spin) {
   return smoother_engine_plan(spin == 2 ? s->sm2 : s->sm);
 }
 
+/* The polar reconstructions the engine's smoother made since the last
+ * look (in its prepare, at a spin's first map): plan time, not the
+ * execute's (METHOD_ARKCOS; the other methods report no plan). */
+static void take_polar_time(smooth_state *s) {
+  if (!s->lib || s->a->method != METHOD_ARKCOS) return;
+  const double t = arkcos_smoother_polar_time(s->lib), d = t - s->polar_seen;
+  s->polar_seen = t;
+  s->plan_time += d;
+  s->plan_polar += d;
+}
+
 /* The engine's smoother for nside (kept while the nside stays) and, made
  * now, the method's smoothers a file needs: scalar (need0) and spin 2
  * (need2); else each is made at the first need. */
@@ -595,10 +611,12 @@ static int ensure_smoothers(smooth_state *s, int64_t nside, int need0, int need2
     }
     /* the narrow-kernel warnings were printed by the checks */
     s->nwarn_done = arkcos_smoother_nwarnings(s->lib);
+    s->polar_seen = 0;
   }
   int rc = ARKCOS_OK;
   if (need0) rc = arkcos_smoother_prepare(s->lib, 0, err);
   if (!rc && need2) rc = arkcos_smoother_prepare(s->lib, 2, err);
+  take_polar_time(s);
   return rc;
 }
 
@@ -633,8 +651,9 @@ struct file_job {
   int64_t nbad;
   arkcos_stage_times sum;  /* METHOD_ARKCOS: stages over the columns */
   double t_read, t_exec, t_write, plan_time;
-  double plan_fftw, plan_tables; /* parts of plan_time */
+  double plan_fftw, plan_tables, plan_polar; /* parts of plan_time */
 };
+
 
 static void op_stages(smooth_state *s, const smoother *sm) {
   if (s->a->method != METHOD_ARKCOS || !s->job) return;
@@ -650,6 +669,7 @@ static void maps_done(void *ctx, int map, int n) {
   (void)map;
   smooth_state *s = ctx;
   file_job *job = s->job;
+  take_polar_time(s);
   const double now = wall_time(), dt = now - s->t_mark - (s->plan_time - s->plan_mark);
   s->t_mark = now;
   s->plan_mark = s->plan_time;
@@ -668,7 +688,7 @@ static void maps_done(void *ctx, int map, int n) {
 /* The file's columns smoothed by the engine's smoother (missing data, Q and
  * U, --normalize: arkcos_smoother_execute), in place. */
 static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
-  double plan_time0 = s->plan_time, fftw0 = s->plan_fftw, tables0 = s->plan_tables;
+  double plan_time0 = s->plan_time, fftw0 = s->plan_fftw, tables0 = s->plan_tables, polar0 = s->plan_polar;
   int rc = ensure_smoothers(s, job->h->nside, 0, 0, err);
   if (rc) return rc;
   if (s->a->mask.write_weight) {
@@ -692,6 +712,7 @@ static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
   s->rc_done = ARKCOS_OK;
   rc = arkcos_smoother_execute(s->lib, &m, err);
   s->job = NULL;
+  take_polar_time(s);
   /* what the smoother ran on the operator's plan itself (A(W) made ring by
    * ring where it divides): its stages beside the applies' */
   if (!rc && s->a->method == METHOD_ARKCOS) {
@@ -702,6 +723,7 @@ static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
   job->plan_time = s->plan_time - plan_time0; /* 0 when the plans are reused */
   job->plan_fftw = s->plan_fftw - fftw0;
   job->plan_tables = s->plan_tables - tables0;
+  job->plan_polar = s->plan_polar - polar0;
   /* the library's messages name its spec; the command's option is --normalize */
   if (rc && !strncmp(err->msg, "normalize: ", 11)) {
     char msg[sizeof err->msg];
@@ -775,6 +797,29 @@ static void print_summary(smooth_state *s, const file_job *job) {
              s->spec.quadrature == ARKCOS_QUADRATURE_POINT   ? "point"
              : s->spec.quadrature == ARKCOS_QUADRATURE_POLAR ? "polar"
                                                              : "ring");
+  /* where polar quadrature was asked: the caps that took it, per column
+   * (one word when every column's are the same; counts past 8 columns) */
+  if (a->method != METHOD_FSHT && s->spec.quadrature == ARKCOS_QUADRATURE_POLAR && job->ncols > 0) {
+    static const char *const caps_name[4] = {"none", "north", "south", "both"};
+    int same = 1, n[4] = {0}, c0 = arkcos_smoother_last_polar(s->lib, 0);
+    for (int c = 0; c < job->ncols; c++) {
+      const int k = arkcos_smoother_last_polar(s->lib, c);
+      same &= k == c0;
+      n[k >= 0 && k <= 3 ? k : 0]++;
+    }
+    char *e = extra + strlen(extra);
+    const size_t room = sizeof extra - strlen(extra);
+    if (same)
+      snprintf(e, room, " polar=%s", c0 >= 0 && c0 <= 3 ? caps_name[c0] : "none");
+    else if (job->ncols > 8)
+      snprintf(e, room, " polar=mixed(both %d, one cap %d, none %d)", n[3], n[1] + n[2], n[0]);
+    else
+      for (int c = 0; c < job->ncols; c++) {
+        const int k = arkcos_smoother_last_polar(s->lib, c);
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "%s%s", c ? "," : " polar=",
+                 k >= 0 && k <= 3 ? caps_name[k] : "none");
+      }
+  }
   char pol[2 * HPX_NAME_LEN + 32] = "";
   if (job->pol.q >= 0) {
     char qb[HPX_NAME_LEN], ub[HPX_NAME_LEN];
@@ -801,8 +846,8 @@ static void print_summary(smooth_state *s, const file_job *job) {
            "map_ifft %.3g",
            t->map_fft, t->kernel_eval, t->kernel_fft, t->reduction, t->map_ifft);
     if (gpu) printf(" h2d %.3g d2h %.3g", t->h2d, t->d2h);
-    printf(" other %.3g) plan=%.3gs (fftw %.3g tables %.3g)", t->other, job->plan_time, job->plan_fftw,
-           job->plan_tables);
+    printf(" other %.3g) plan=%.3gs (fftw %.3g tables %.3g polar %.3g)", t->other, job->plan_time,
+           job->plan_fftw, job->plan_tables, job->plan_polar);
   }
   printf(" read=%.3gs write=%.3gs bad_pixels=%lld\n", job->t_read, job->t_write,
          (long long)job->nbad);
