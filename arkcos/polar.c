@@ -84,9 +84,11 @@ struct arkcos_polar {
   double *delta1;         /* correction of 1 at the north outputs */
   /* spin 2 (arkcos_polar_create_spin2): H [nout][rd][2 mm + 1] and KP
    * [nout][t2 - 1][2 mp + 1] over signed m (index m + mm, m + mp), and the
-   * four blocks' complex lower Cholesky factors (nb x nb, w = 0..3) */
+   * four blocks' lower Cholesky factors in the mirror basis of w = 1's
+   * (mv_1: each block is Hermitian with M B M = conj B, so real there;
+   * nb x nb, w = 0..3) */
   int spin;
-  double *c2re[4], *c2im[4];
+  double *fac2[4];
 };
 
 static double theta_of_t(double t, double n) { return 2.0 * asin(t / (sqrt(6.0) * n)); }
@@ -220,77 +222,33 @@ static void lam_sums_spin(int m, int mp, int L, int na, int nr, const double *x,
     for (int r = 0; r < nr; r++) acc[(size_t)a * nr + r] = sacc[(size_t)a * nrp + r];
 }
 
-/* Lower Cholesky factor L L^H of the Hermitian positive matrix (re, im)
- * (n x n row-major, lower triangle read; im NULL: real symmetric), in
- * place, the rows below each column in parallel; -1 if not positive.
- * Complex arithmetic written out (no C99 complex multiply and its NaN
- * checks); one parallel region, a barrier per column. */
-static int cholesky(double *re, double *im, int n, int nthreads) {
+/* Lower Cholesky factor L L^T of the symmetric positive matrix a (n x n
+ * row-major, lower triangle read), in place, the rows below each column in
+ * parallel; -1 if not positive. One parallel region, a barrier per column. */
+static int cholesky(double *a, int n, int nthreads) {
   int bad = 0;
 #pragma omp parallel num_threads(nthreads)
   for (int j = 0; j < n; j++) {
-    double *rj = re + (size_t)j * n, *ij = im ? im + (size_t)j * n : NULL;
+    double *rj = a + (size_t)j * n;
 #pragma omp single
     {
       double d = rj[j];
-      for (int k = 0; k < j; k++) d -= rj[k] * rj[k] + (ij ? ij[k] * ij[k] : 0.0);
+      for (int k = 0; k < j; k++) d -= rj[k] * rj[k];
       if (!(d > 0)) bad = 1;
       rj[j] = sqrt(d);
-      if (ij) ij[j] = 0;
     } /* its barrier: every thread reads the same bad and rj[j] */
     if (bad) break;
     const double inv = 1.0 / rj[j];
 #pragma omp for schedule(static)
     for (int i = j + 1; i < n; i++) {
-      double *ri = re + (size_t)i * n;
-      double vr = ri[j], vi = 0;
-      if (ij) {
-        double *ii = im + (size_t)i * n;
-        vi = ii[j];
-        /* v -= a_ik conj(a_jk) */
-#pragma omp simd reduction(+ : vr, vi)
-        for (int k = 0; k < j; k++) {
-          vr -= ri[k] * rj[k] + ii[k] * ij[k];
-          vi -= ii[k] * rj[k] - ri[k] * ij[k];
-        }
-        ii[j] = vi * inv;
-      } else {
+      double *ri = a + (size_t)i * n;
+      double vr = ri[j];
 #pragma omp simd reduction(+ : vr)
-        for (int k = 0; k < j; k++) vr -= ri[k] * rj[k];
-      }
+      for (int k = 0; k < j; k++) vr -= ri[k] * rj[k];
       ri[j] = vr * inv;
     }
   }
   return bad ? -1 : 0;
-}
-
-/* (L L^H) x = b in place for the complex lower factor (re, im), b as (br,
- * bi): forward by rows, backward by the rows of L (each x_i known, its
- * column of L^H subtracted from the rest). */
-static void chol_solve_c(const double *re, const double *im, int n, double *br, double *bi) {
-  for (int i = 0; i < n; i++) {
-    const double *ri = re + (size_t)i * n, *ii = im + (size_t)i * n;
-    double vr = br[i], vi = bi[i];
-#pragma omp simd reduction(+ : vr, vi)
-    for (int k = 0; k < i; k++) {
-      vr -= ri[k] * br[k] - ii[k] * bi[k];
-      vi -= ri[k] * bi[k] + ii[k] * br[k];
-    }
-    br[i] = vr / ri[i];
-    bi[i] = vi / ri[i];
-  }
-  for (int i = n - 1; i >= 0; i--) {
-    const double *ri = re + (size_t)i * n, *ii = im + (size_t)i * n;
-    const double xr = br[i] / ri[i], xi = bi[i] / ri[i];
-    br[i] = xr;
-    bi[i] = xi;
-    /* b_k -= conj(L_ik) x_i */
-#pragma omp simd
-    for (int k = 0; k < i; k++) {
-      br[k] -= ri[k] * xr + ii[k] * xi;
-      bi[k] -= ri[k] * xi - ii[k] * xr;
-    }
-  }
 }
 
 /* (L L^T) x = b in place for the real lower factor L (n x n row-major)
@@ -370,20 +328,55 @@ static double pair_entry(const double *re, const double *im, int r, int r2, cons
   return acc;
 }
 
+/* Ring pair (r, r2 <= r)'s entries of a block folded into the real
+ * symmetric matrix F (n1 x n1, lower triangle) of the mirror basis of w =
+ * 1's kind (mv_1: the ne even vectors u, then the odd ones v with
+ * imaginary coefficients), from the pair's complex block entries (br, bi)
+ * [a][a2] (r x r2), the nugget on the diagonal: every block B with M B M =
+ * conj B (M the mirror a -> r - 1 - a) is real in that basis. A vector's
+ * index grows with its ring, so (ring r, ring r2) lies in the lower
+ * triangle, but for the (u, v) pairs: every v comes after every u, F[v][u]
+ * holds them. */
+static void fold_real(double *F, int n1, int ne, int r, int r2, const double *br, const double *bi, double nug) {
+  const int nr = (r + 1) / 2, nr2 = (r2 + 1) / 2, mr = r / 2, mr2 = r2 / 2;
+  const int e = er0(r), e2 = er0(r2), o = or0(r), o2 = or0(r2);
+  for (int a = 0; a < nr; a++) /* u-u */
+    for (int a2 = 0; a2 < nr2 && (r2 < r || a2 <= a); a2++) {
+      const mvec u = mirror_vec(r, a, 0), v = mirror_vec(r2, a2, 0);
+      F[(size_t)(e + a) * n1 + (e2 + a2)] = pair_entry(br, bi, r, r2, &u, &v) + (r == r2 && a == a2 ? nug : 0.0);
+    }
+  for (int a = 0; a < mr; a++) /* v-v */
+    for (int a2 = 0; a2 < mr2 && (r2 < r || a2 <= a); a2++) {
+      const mvec u = mirror_vec(r, a, 3), v = mirror_vec(r2, a2, 3);
+      F[(size_t)(ne + o + a) * n1 + (ne + o2 + a2)] =
+          pair_entry(br, bi, r, r2, &u, &v) + (r == r2 && a == a2 ? nug : 0.0);
+    }
+  /* u of one ring against the v of the other: F[v][u] (real symmetric, so
+   * also Re(conj(u) B v) = Re(conj(v) B^H u)) */
+  for (int a = 0; a < nr; a++)
+    for (int a2 = 0; a2 < mr2; a2++) { /* u in ring r, v in ring r2 */
+      const mvec u = mirror_vec(r, a, 2), v = mirror_vec(r2, a2, 3);
+      F[(size_t)(ne + o2 + a2) * n1 + (e + a)] = pair_entry(br, bi, r, r2, &u, &v);
+    }
+  if (r2 < r)
+    for (int a = 0; a < mr; a++)
+      for (int a2 = 0; a2 < nr2; a2++) { /* v in ring r, u in ring r2 */
+        const mvec v = mirror_vec(r, a, 3), u = mirror_vec(r2, a2, 2);
+        F[(size_t)(ne + o + a) * n1 + (e2 + a2)] = pair_entry(br, bi, r, r2, &v, &u);
+      }
+}
+
 /* Ring pair (r, r2 <= r)'s entries of the folded matrices (p->fac, lower
  * triangles) from its block entries [a][a2]: w = 0 (b0), 2 (b2), 1 (b1r,
- * b1i), each 4 B; the nugget on the diagonal. A vector's index grows with
- * its ring, so (ring r, ring r2) lies in the lower triangle, but for w = 1's
- * (u, v) pairs: every v comes after every u, F[v][u] holds them. */
+ * b1i), each 4 B; the nugget on the diagonal. */
 static void fold_pair(arkcos_polar *p, int r, int r2, double *b0, double *b2, double *b1r, double *b1i,
                       double nug) {
   const int ne = p->nfac[0], nr = (r + 1) / 2, nr2 = (r2 + 1) / 2, mr = r / 2, mr2 = r2 / 2;
   const int e = er0(r), e2 = er0(r2), o = or0(r), o2 = or0(r2);
   const size_t np = (size_t)r * r2;
   for (size_t q = 0; q < np; q++) b0[q] *= 4.0, b2[q] *= 4.0, b1r[q] *= 4.0, b1i[q] *= 4.0;
-  double *F0e = p->fac[0], *F0o = p->fac[1], *F2e = p->fac[2], *F2o = p->fac[3], *F1 = p->fac[4];
-  const int n1 = p->nfac[4];
-  /* even-even and u-u */
+  double *F0e = p->fac[0], *F0o = p->fac[1], *F2e = p->fac[2], *F2o = p->fac[3];
+  /* even-even */
   for (int a = 0; a < nr; a++)
     for (int a2 = 0; a2 < nr2 && (r2 < r || a2 <= a); a2++) {
       const mvec u = mirror_vec(r, a, 0), v = mirror_vec(r2, a2, 0);
@@ -391,47 +384,30 @@ static void fold_pair(arkcos_polar *p, int r, int r2, double *b0, double *b2, do
       const size_t at = (size_t)(e + a) * ne + (e2 + a2);
       F0e[at] = pair_entry(b0, NULL, r, r2, &u, &v) + dg;
       F2e[at] = pair_entry(b2, NULL, r, r2, &u, &v) + dg;
-      F1[(size_t)(e + a) * n1 + (e2 + a2)] = pair_entry(b1r, b1i, r, r2, &u, &v) + dg;
     }
-  /* odd-odd and v-v */
+  /* odd-odd */
   const int no = p->nfac[1];
   for (int a = 0; a < mr; a++)
     for (int a2 = 0; a2 < mr2 && (r2 < r || a2 <= a); a2++) {
       const mvec u = mirror_vec(r, a, 1), v = mirror_vec(r2, a2, 1);
-      const mvec uv = mirror_vec(r, a, 3), vv = mirror_vec(r2, a2, 3);
       const double dg = r == r2 && a == a2 ? nug : 0.0;
       const size_t at = (size_t)(o + a) * no + (o2 + a2);
       F0o[at] = pair_entry(b0, NULL, r, r2, &u, &v) + dg;
       F2o[at] = pair_entry(b2, NULL, r, r2, &u, &v) + dg;
-      F1[(size_t)(ne + o + a) * n1 + (ne + o2 + a2)] = pair_entry(b1r, b1i, r, r2, &uv, &vv) + dg;
     }
-  /* w = 1's u of one ring against the v of the other: F[v][u] (real
-   * symmetric, so also Re(conj(u) B v) = Re(conj(v) B^H u)) */
-  for (int a = 0; a < nr; a++)
-    for (int a2 = 0; a2 < mr2; a2++) { /* u in ring r, v in ring r2 */
-      const mvec u = mirror_vec(r, a, 2), v = mirror_vec(r2, a2, 3);
-      F1[(size_t)(ne + o2 + a2) * n1 + (e + a)] = pair_entry(b1r, b1i, r, r2, &u, &v);
-    }
-  if (r2 < r)
-    for (int a = 0; a < mr; a++)
-      for (int a2 = 0; a2 < nr2; a2++) { /* v in ring r, u in ring r2 */
-        const mvec v = mirror_vec(r, a, 3), u = mirror_vec(r2, a2, 2);
-        F1[(size_t)(ne + o + a) * n1 + (e2 + a2)] = pair_entry(b1r, b1i, r, r2, &v, &u);
-      }
+  fold_real(p->fac[4], p->nfac[4], ne, r, r2, b1r, b1i, nug);
 }
 
-/* x = (B^w)^{-1} c for the block index's c = (cr, ci) in place, through
- * the mirror basis: y = U^H c, F y' = y, x = U y'. scr: 2 nb doubles. */
-static void mirror_solve(const arkcos_polar *p, int w, double *cr, double *ci, double *scr) {
-  const int nb = p->lay.nb;
-  const mvec *lists[2] = {w == 1 ? p->mv_1 : p->mv_e, p->mv_o};
-  const int ngroups = w == 1 ? 1 : 2;
+/* x = B^{-1} c in place (c = (cr, ci), nb values) through a mirror basis:
+ * y = U^H c, F y' = y group by group (the groups' vectors lists[g], their
+ * lower Cholesky factors fac[g] of n[g] rows), x = U y'. scr: 2 nb doubles. */
+static void basis_solve(int ngroups, const double *const *fac, const int *n, const mvec *const *lists, int nb,
+                        double *cr, double *ci, double *scr) {
   double *yr = scr, *yi = scr + nb;
   int at = 0;
   for (int gi = 0; gi < ngroups; gi++) {
-    const int f = w == 1 ? 4 : (w == 0 ? 0 : 2) + gi, n = p->nfac[f];
     const mvec *vs = lists[gi];
-    for (int q = 0; q < n; q++) {
+    for (int q = 0; q < n[gi]; q++) {
       double vr = 0, vi = 0;
       for (int x = 0; x < vs[q].n; x++) { /* conj(alpha) c */
         const int k = vs[q].k[x];
@@ -441,23 +417,39 @@ static void mirror_solve(const arkcos_polar *p, int w, double *cr, double *ci, d
       yr[at + q] = vr;
       yi[at + q] = vi;
     }
-    chol_solve(p->fac[f], n, yr + at, yi + at);
-    at += n;
+    chol_solve(fac[gi], n[gi], yr + at, yi + at);
+    at += n[gi];
   }
   memset(cr, 0, sizeof *cr * (size_t)nb);
   memset(ci, 0, sizeof *ci * (size_t)nb);
   at = 0;
   for (int gi = 0; gi < ngroups; gi++) {
-    const int f = w == 1 ? 4 : (w == 0 ? 0 : 2) + gi, n = p->nfac[f];
     const mvec *vs = lists[gi];
-    for (int q = 0; q < n; q++)
+    for (int q = 0; q < n[gi]; q++)
       for (int x = 0; x < vs[q].n; x++) { /* alpha y' */
         const int k = vs[q].k[x];
         cr[k] += vs[q].cr[x] * yr[at + q] - vs[q].ci[x] * yi[at + q];
         ci[k] += vs[q].cr[x] * yi[at + q] + vs[q].ci[x] * yr[at + q];
       }
-    at += n;
+    at += n[gi];
   }
+}
+
+/* x = (B^w)^{-1} c for the block index's c = (cr, ci) in place, through
+ * the mirror basis (basis_solve): w = 0 and 2 their even and odd groups, w
+ * = 1 one real group. scr: 2 nb doubles. */
+static void mirror_solve(const arkcos_polar *p, int w, double *cr, double *ci, double *scr) {
+  if (w == 1) {
+    const double *f[1] = {p->fac[4]};
+    const mvec *l[1] = {p->mv_1};
+    basis_solve(1, f, &p->nfac[4], l, p->lay.nb, cr, ci, scr);
+    return;
+  }
+  const int f0 = w == 0 ? 0 : 2;
+  const double *f[2] = {p->fac[f0], p->fac[f0 + 1]};
+  const int n[2] = {p->nfac[f0], p->nfac[f0 + 1]};
+  const mvec *l[2] = {p->mv_e, p->mv_o};
+  basis_solve(2, f, n, l, p->lay.nb, cr, ci, scr);
 }
 
 static double ring_phi(const arkcos_ring *r, int64_t a) { return r->phi0 + 2.0 * M_PI * (double)a / (double)r->nph; }
@@ -698,10 +690,7 @@ void arkcos_polar_destroy(arkcos_polar *p) {
   free(p->mv_e);
   free(p->mv_o);
   free(p->mv_1);
-  for (int w = 0; w < 4; w++) {
-    free(p->c2re[w]);
-    free(p->c2im[w]);
-  }
+  for (int w = 0; w < 4; w++) free(p->fac2[w]);
   free(p->delta1);
   free(p);
 }
@@ -905,6 +894,23 @@ static int polar_tables(arkcos_polar *p, int nthreads, double **lamc_out) {
   return rc ? ARKCOS_ENOMEM : ARKCOS_OK;
 }
 
+/* The disc's mirror bases (mv_e, mv_o, mv_1); 1 out of memory. */
+static int mirror_vectors(arkcos_polar *p) {
+  const int rd = p->lay.rd, ne = er0(rd + 1), no = or0(rd + 1);
+  p->mv_e = malloc(sizeof *p->mv_e * (size_t)ne);
+  p->mv_o = malloc(sizeof *p->mv_o * (size_t)(no > 0 ? no : 1));
+  p->mv_1 = malloc(sizeof *p->mv_1 * (size_t)p->lay.nb);
+  if (!p->mv_e || !p->mv_o || !p->mv_1) return 1;
+  for (int r = 1; r <= rd; r++) {
+    for (int a = 0; a < (r + 1) / 2; a++) p->mv_e[er0(r) + a] = p->mv_1[er0(r) + a] = mirror_vec(r, a, 0);
+    for (int a = 0; a < r / 2; a++) {
+      p->mv_o[or0(r) + a] = mirror_vec(r, a, 1);
+      p->mv_1[ne + or0(r) + a] = mirror_vec(r, a, 3);
+    }
+  }
+  return 0;
+}
+
 /* A correction of spin 0 or 2 for (g, k) with its layout and window, its
  * tables not yet made; NULL with err->code 0 where none applies, with
  * err->code set out of memory. */
@@ -931,23 +937,13 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
   const int rd = p->lay.rd, mm = p->lay.mm, nb = p->lay.nb, L = (int)(2 * g->nside);
   const int nc = POLAR_NCHEB, na = nc + rd;
   const int ne = er0(rd + 1), no = or0(rd + 1);
-  p->mv_e = malloc(sizeof *p->mv_e * (size_t)ne);
-  p->mv_o = malloc(sizeof *p->mv_o * (size_t)(no > 0 ? no : 1));
-  p->mv_1 = malloc(sizeof *p->mv_1 * (size_t)nb);
-  if (p->mv_e && p->mv_o && p->mv_1)
-    for (int r = 1; r <= rd; r++) {
-      for (int a = 0; a < (r + 1) / 2; a++) p->mv_e[er0(r) + a] = p->mv_1[er0(r) + a] = mirror_vec(r, a, 0);
-      for (int a = 0; a < r / 2; a++) {
-        p->mv_o[or0(r) + a] = mirror_vec(r, a, 1);
-        p->mv_1[ne + or0(r) + a] = mirror_vec(r, a, 3);
-      }
-    }
+  const int mrc = mirror_vectors(p);
   p->nfac[0] = p->nfac[2] = ne;
   p->nfac[1] = p->nfac[3] = no;
   p->nfac[4] = nb;
   p->delta1 = malloc(sizeof *p->delta1 * (size_t)p->lay.nout_pix);
   double *lamc = NULL;
-  int rc = !p->mv_e || !p->mv_o || !p->mv_1 || !p->delta1;
+  int rc = mrc || !p->delta1;
   if (!rc) rc = polar_tables(p, nthreads, &lamc) ? 1 : 0;
   /* the blocks B^w = 4 sum_{m = w mod 4} Lam_|m|(r, r') e^{i m dphi} in the
    * mirror basis (fold_pair), plus the nugget, then factored */
@@ -1015,7 +1011,7 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
     }
     rc = bad;
     for (int f = 0; f < 5 && !rc; f++)
-      if (p->nfac[f]) rc = cholesky(p->fac[f], NULL, p->nfac[f], nthreads) ? 2 : 0;
+      if (p->nfac[f]) rc = cholesky(p->fac[f], p->nfac[f], nthreads) ? 2 : 0;
   }
   free(lamc);
   if (rc == 2) {
@@ -1097,7 +1093,11 @@ int arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, int
  * (2 l + 1) / (4 pi) d^l_{m,-2} d^l_{m,-2} (lam_sums_spin), over signed m
  * (Lam2_-m is not Lam2_m). Kriging then is complex: (C2_DD + nu) c = P_D,
  * its four quadrant blocks B^w = 4 sum_{m = w mod 4} Lam2_m e^{i m dphi}
- * Hermitian and distinct (complex Cholesky), and
+ * Hermitian and distinct. Each is conjugated by the mirror a -> r - 1 - a
+ * of the quadrant's azimuths (dphi -> -dphi, Lam2_m real): M B M = conj B,
+ * so B is real symmetric in the basis of w = 1's even vectors and i times
+ * its odd ones (fold_real), and real Cholesky factors solve its real and
+ * imaginary parts (a quarter of the complex factorisation's flops), and
  *
  *   I(x) = sum_{|m| <= M} e^{i m phi_x} sum_r H2_m(ring x, r) c_r(m),
  *   H2_m(i, r) = 2 pi int dt (dz/dt) chi k2_m(theta_i, theta(t)) Lam2_m(theta(t), theta_r),
@@ -1225,7 +1225,7 @@ static int correct_cap2(const arkcos_polar *p, const double *fq, const double *f
                         int nthreads) {
   const int rd = p->lay.rd, nb = p->lay.nb, mm = p->lay.mm, mp = p->lay.mp, mx = mm > mp ? mm : mp;
   const int nmm = 2 * mm + 1, nmp = 2 * mp + 1;
-  double *cw = malloc(sizeof *cw * 8 * (size_t)nb); /* c^w: re [w][nb], then im */
+  double *cw = malloc(sizeof *cw * 10 * (size_t)nb); /* c^w: re [w][nb], then im, then the solves' scratch */
   double complex *cr = malloc(sizeof *cr * (size_t)rd * nmm);
   double complex *fr = mp ? malloc(sizeof *fr * (size_t)p->lay.t2 * nmp) : NULL;
   if (!cw || !cr || (mp && !fr)) {
@@ -1248,7 +1248,11 @@ static int correct_cap2(const arkcos_polar *p, const double *fq, const double *f
       /* w = 3: P0 + i P1 - P2 - i P3 */
       cwr[3 * nb + j] = q0 - u1 - q2 + u3, cwi[3 * nb + j] = u0 + q1 - u2 - q3;
     }
-  for (int w = 0; w < 4; w++) chol_solve_c(p->c2re[w], p->c2im[w], nb, cwr + (size_t)w * nb, cwi + (size_t)w * nb);
+  for (int w = 0; w < 4; w++) {
+    const double *f[1] = {p->fac2[w]};
+    const mvec *l[1] = {p->mv_1};
+    basis_solve(1, f, &nb, l, nb, cwr + (size_t)w * nb, cwi + (size_t)w * nb, cw + 8 * (size_t)nb);
+  }
   /* c_r(m) = sum_a e^{-i m phi_ra} c^{m mod 4}_(r,a), m signed */
   for (int r = 1, j0 = 0; r <= rd; j0 += r, r++)
     for (int m = -mm; m <= mm; m++) {
@@ -1330,10 +1334,10 @@ double arkcos_polar_estimate_spin2(const arkcos_geometry *g, const arkcos_kernel
   if (!make_layout(g, k, &o)) return 0;
   const double nmm = 2.0 * (o.mm + POLAR_S2_DM) + 1, nmp = 2.0 * o.mp + 1;
   const double held = 8.0 * ((double)o.nout * o.rd * nmm + (double)o.nout * (o.t2 - 1) * nmp +
-                             8.0 * o.nb * o.nb);
+                             4.0 * o.nb * o.nb) + sizeof(mvec) * 3.0 * o.nb;
   const int na = POLAR_NCHEB + o.rd;
   const double made = 8.0 * (nmm * na * o.rd + nmm * o.ng * o.rd + (double)o.ng * POLAR_NCHEB);
-  const double apply = 8.0 * (2.0 * o.nd + 2.0 * o.nout_pix + 8.0 * o.nb + 2.0 * o.rd * nmm + 2.0 * o.t2 * nmp);
+  const double apply = 8.0 * (2.0 * o.nd + 2.0 * o.nout_pix + 10.0 * o.nb + 2.0 * o.rd * nmm + 2.0 * o.t2 * nmp);
   return held + (made > apply ? made : apply);
 }
 
@@ -1344,16 +1348,14 @@ arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_k
   if (nthreads <= 0) nthreads = omp_get_max_threads();
   const layout lay = p->lay;
   const int rd = lay.rd, mm = lay.mm, nb = lay.nb, L = (int)(2 * g->nside), nc = POLAR_NCHEB, na = nc + rd;
+  const int ne = er0(rd + 1);
   double *lamc = NULL;
-  int rc = 0;
-  for (int w = 0; w < 4 && !rc; w++) {
-    p->c2re[w] = calloc((size_t)nb * nb, sizeof *p->c2re[w]);
-    p->c2im[w] = calloc((size_t)nb * nb, sizeof *p->c2im[w]);
-    rc = !p->c2re[w] || !p->c2im[w];
-  }
+  int rc = mirror_vectors(p);
+  for (int w = 0; w < 4 && !rc; w++) rc = !(p->fac2[w] = calloc((size_t)nb * nb, sizeof *p->fac2[w]));
   if (!rc) rc = polar_tables(p, nthreads, &lamc) ? 1 : 0;
-  /* the blocks B^w = 4 sum_{m = w mod 4} Lam2_m e^{i m dphi}, m signed, and
-   * the nugget; lower triangles, then factored */
+  /* the blocks B^w = 4 sum_{m = w mod 4} Lam2_m e^{i m dphi}, m signed:
+   * per ring pair (r, r2 <= r), all its pixel pairs, then folded into the
+   * real mirror basis (fold_real) with the nugget; then factored */
   if (!rc) {
     const double nug = POLAR_NUGGET * (L + 1.0) * (L + 1.0) / (4.0 * M_PI);
     int bad = 0;
@@ -1361,25 +1363,19 @@ arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_k
     {
       const size_t cap = (size_t)rd * rd;
       double *w12 = malloc(sizeof *w12 * 12 * cap);
-      size_t *at = malloc(sizeof *at * cap);
-      bad |= !w12 || !at;
+      bad |= !w12;
 #pragma omp for schedule(dynamic, 1)
       for (int r = 1; r <= rd; r++) {
-        if (!w12 || !at) continue;
+        if (!w12) continue;
         double *c1 = w12, *s1 = w12 + cap, *er = w12 + 2 * cap, *ei = w12 + 3 * cap, *bre = w12 + 4 * cap,
                *bim = w12 + 8 * cap; /* bre, bim: [w][cap] */
-        const int j0 = r * (r - 1) / 2;
         for (int r2 = 1; r2 <= r; r2++) {
-          const int j20 = r2 * (r2 - 1) / 2;
-          int np = 0;
-          for (int a = 0; a < r; a++)
-            for (int a2 = 0; a2 < r2; a2++) {
-              const int jj = j0 + a, jj2 = j20 + a2;
-              if (jj2 > jj) continue;
+          const int np = r * r2;
+          for (int a = 0, q = 0; a < r; a++)
+            for (int a2 = 0; a2 < r2; a2++, q++) {
               const double dphi = (a + 0.5) * M_PI / (2.0 * r) - (a2 + 0.5) * M_PI / (2.0 * r2);
-              c1[np] = cos(dphi), s1[np] = sin(dphi), er[np] = 1, ei[np] = 0;
-              for (int w = 0; w < 4; w++) bre[w * cap + np] = bim[w * cap + np] = 0;
-              at[np++] = (size_t)jj * nb + jj2;
+              c1[q] = cos(dphi), s1[q] = sin(dphi), er[q] = 1, ei[q] = 0;
+              for (int w = 0; w < 4; w++) bre[w * cap + q] = bim[w * cap + q] = 0;
             }
           for (int m = 0; m <= mm; m++) {
             const double lp = lamc[((size_t)(m + mm) * na + nc + (r - 1)) * rd + (r2 - 1)];
@@ -1400,21 +1396,17 @@ arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_k
               er[q] = t;
             }
           }
-          for (int q = 0; q < np; q++) {
-            const size_t o = at[q];
-            const double dg = o / nb == o % nb ? nug : 0.0;
-            for (int w = 0; w < 4; w++) {
-              p->c2re[w][o] = 4.0 * bre[w * cap + q] + dg;
-              p->c2im[w][o] = 4.0 * bim[w * cap + q];
-            }
+          for (int w = 0; w < 4; w++) {
+            double *br = bre + (size_t)w * cap, *bi = bim + (size_t)w * cap;
+            for (int q = 0; q < np; q++) br[q] *= 4.0, bi[q] *= 4.0;
+            fold_real(p->fac2[w], nb, ne, r, r2, br, bi, nug);
           }
         }
       }
       free(w12);
-      free(at);
     }
     rc = bad;
-    for (int w = 0; w < 4 && !rc; w++) rc = cholesky(p->c2re[w], p->c2im[w], nb, nthreads) ? 2 : 0;
+    for (int w = 0; w < 4 && !rc; w++) rc = cholesky(p->fac2[w], nb, nthreads) ? 2 : 0;
   }
   free(lamc);
   if (rc) {
