@@ -460,12 +460,6 @@ static int next_pow2(int v) {
   return n;
 }
 
-/* The kernel's azimuthal Fourier coefficients k_m, m = 0..mk, between
- * colatitudes tho and th: sampled at nphi points, nphi - mk beyond the
- * kernel's azimuthal band (10 sqrt(sin sin) / sigma), and summed by the
- * cosines' three-term recurrence, vectorised over blocks of samples.
- * *kv, *cap: the caller's scratch. Returns 0 where the kernel does not
- * reach (km untouched), 1 otherwise, -1 out of memory. */
 /* The azimuthal sampling of a kernel between colatitudes tho and th: the
  * chord's terms (sdt2, ss), nphi samples over the circle, of which 0..nlast
  * are inside the kernel's reach; and the caller's scratch *kv grown to per
@@ -495,17 +489,62 @@ static int az_grid(const arkcos_kfun *kf, double sigma, double tho, double th, i
   return 1;
 }
 
+/* arkcos_spin2_transport's arithmetic for output colatitude tp and input
+ * tq from the half angle's sine and cosine (sin dphi = 2 sh ch): the two
+ * colatitudes' part once (transport_geometry), then flops only */
+typedef struct {
+  double stp, ctp, stq, ctq, sqp;
+} transport_geo;
+static transport_geo transport_geometry(double tp, double tq) {
+  return (transport_geo){sin(tp), cos(tp), sin(tq), cos(tq), sin(tq - tp)};
+}
+static void transport_half(const transport_geo *t, double sh, double ch, double *wr, double *wi) {
+  const double s2 = 2.0 * sh * sh, sd = 2.0 * sh * ch;
+  const double ar = t->sqp - t->ctp * t->stq * s2, ai = t->stq * sd;
+  const double br = -t->sqp - t->stp * t->ctq * s2, bi = -t->stp * sd;
+  const double zr = ar * br + ai * bi, zi = ai * br - ar * bi; /* A conj(B) */
+  const double n2 = zr * zr + zi * zi;
+  if (!(n2 > 0)) {
+    *wr = 1.0, *wi = 0.0;
+    return;
+  }
+  *wr = (zr * zr - zi * zi) / n2;
+  *wi = 2.0 * zr * zi / n2;
+}
+
+/* sin and cos of the half angles pi q / nphi, q = 0..nlast: exact at every
+ * 64th q, between by the rotation recurrence (within 64 ulps) */
+static void half_angles(int nphi, int nlast, double *sh, double *ch) {
+  const double st = M_PI / nphi, cd = cos(st), sd = sin(st);
+  for (int q0 = 0; q0 <= nlast; q0 += 64) {
+    double s = sin(st * q0), c = cos(st * q0);
+    for (int q = q0; q <= nlast && q < q0 + 64; q++) {
+      sh[q] = s, ch[q] = c;
+      const double t = s * cd + c * sd;
+      c = c * cd - s * sd;
+      s = t;
+    }
+  }
+}
+
+/* The kernel's azimuthal Fourier coefficients k_m, m = 0..mk, between
+ * colatitudes tho and th: sampled at nphi points, nphi - mk beyond the
+ * kernel's azimuthal band (10 sqrt(sin sin) / sigma), and summed by the
+ * cosines' three-term recurrence, vectorised over blocks of samples;
+ * the samples' angles from half_angles (no sine or cosine a sample).
+ * *kv, *cap: the caller's scratch. Returns 0 where the kernel does not
+ * reach (km untouched), 1 otherwise, -1 out of memory. */
 static int az_spectrum(const arkcos_kfun *kf, double sigma, double tho, double th, int mk, double *km, double **kv,
                        int *cap) {
   double sdt2, ss;
   int nphi, nlast;
-  const int got = az_grid(kf, sigma, tho, th, mk, 1, &sdt2, &ss, &nphi, &nlast, kv, cap);
+  const int got = az_grid(kf, sigma, tho, th, mk, 3, &sdt2, &ss, &nphi, &nlast, kv, cap);
   if (got <= 0) return got;
   const int nh = nphi / 2;
-  double *k = *kv;
+  double *k = *kv, *sh = k + nh + 1, *ch = sh + nh + 1;
+  half_angles(nphi, nlast, sh, ch);
   for (int q = 0; q <= nlast; q++)
-    k[q] = arkcos_kfun_d2(kf, arkcos_chord2(sdt2, ss, 2.0 * M_PI * q / nphi)) * (q == 0 || q == nh ? 1.0 : 2.0) /
-           nphi;
+    k[q] = arkcos_kfun_d2(kf, 4.0 * (sdt2 + ss * sh[q] * sh[q])) * (q == 0 || q == nh ? 1.0 : 2.0) / nphi;
   for (int m = 0; m <= mk; m++) km[m] = 0;
   for (int q0 = 0; q0 <= nlast; q0 += 64) {
     const int nq = nlast + 1 - q0 < 64 ? nlast + 1 - q0 : 64;
@@ -513,7 +552,7 @@ static int az_spectrum(const arkcos_kfun *kf, double sigma, double tho, double t
     for (int q = 0; q < nq; q++) {
       kq[q] = k[q0 + q];
       c0[q] = 1.0;
-      c1[q] = cos(2.0 * M_PI * (q0 + q) / nphi);
+      c1[q] = (ch[q0 + q] - sh[q0 + q]) * (ch[q0 + q] + sh[q0 + q]); /* cos(2 pi q / nphi) */
       c2[q] = 2.0 * c1[q];
       s0 += kq[q];
       s1 += kq[q] * c1[q];
@@ -1116,15 +1155,16 @@ static int az_spectrum2(const arkcos_kfun *kf, double sigma, double tho, double 
                         int *cap) {
   double sdt2, ss;
   int nphi, nlast;
-  const int got = az_grid(kf, sigma, tho, th, mk, 2, &sdt2, &ss, &nphi, &nlast, kv, cap);
+  const int got = az_grid(kf, sigma, tho, th, mk, 4, &sdt2, &ss, &nphi, &nlast, kv, cap);
   if (got <= 0) return got;
   const int nh = nphi / 2;
-  double *kr = *kv, *ki = *kv + nh + 1;
+  double *kr = *kv, *ki = kr + nh + 1, *sh = ki + nh + 1, *ch = sh + nh + 1;
+  half_angles(nphi, nlast, sh, ch);
+  const transport_geo tg = transport_geometry(tho, th);
   for (int q = 0; q <= nlast; q++) {
-    const double x = 2.0 * M_PI * q / nphi;
-    const double v = arkcos_kfun_d2(kf, arkcos_chord2(sdt2, ss, x)) * (q == 0 || q == nh ? 1.0 : 2.0) / nphi;
+    const double v = arkcos_kfun_d2(kf, 4.0 * (sdt2 + ss * sh[q] * sh[q])) * (q == 0 || q == nh ? 1.0 : 2.0) / nphi;
     double wr = 1, wi = 0;
-    if (v != 0) arkcos_spin2_transport(tho, th, -x, &wr, &wi); /* the input at phi_out - x */
+    if (v != 0) transport_half(&tg, -sh[q], ch[q], &wr, &wi); /* the input at phi_out - x */
     kr[q] = v * wr;
     ki[q] = v * wi;
   }
@@ -1134,11 +1174,11 @@ static int az_spectrum2(const arkcos_kfun *kf, double sigma, double tho, double 
     const int nq = nlast + 1 - q0 < 64 ? nlast + 1 - q0 : 64;
     double c0[64], c1[64], s0[64], s1[64], c2[64], ar[64], ai[64], cs = 0, ss1 = 0, cs1 = 0;
     for (int q = 0; q < nq; q++) {
-      const double x = 2.0 * M_PI * (q0 + q) / nphi;
+      const double hs = sh[q0 + q], hc = ch[q0 + q];
       ar[q] = kr[q0 + q];
       ai[q] = ki[q0 + q];
       c0[q] = 1.0, s0[q] = 0.0;
-      c1[q] = cos(x), s1[q] = sin(x);
+      c1[q] = (hc - hs) * (hc + hs), s1[q] = 2.0 * hs * hc; /* cos and sin of x = 2 pi q / nphi */
       c2[q] = 2.0 * c1[q];
       cs += ar[q];
       cs1 += ar[q] * c1[q];
@@ -1173,7 +1213,6 @@ static void inner_pixel_sum2(const arkcos_polar *p, double tho, const double *sd
                              const double *half, double phi, const double *fq, const double *fu, double *vr,
                              double *vi) {
   const arkcos_ring *rings = p->g->rings;
-  const double stp = sin(tho), ctp = cos(tho);
   double sr = 0, si = 0;
   for (int r = 1; r < p->lay.t2; r++) {
     if (half[r] < 0) continue;
@@ -1187,23 +1226,15 @@ static void inner_pixel_sum2(const arkcos_polar *p, double tho, const double *sd
       const int64_t k1 = (int64_t)ceil((phi + half[r] - rg->phi0) * sc) + 1;
       cnt = k1 - k0 + 1 < n ? k1 - k0 + 1 : n;
     }
-    const double stq = sin(rg->theta), ctq = cos(rg->theta), sqp = sin(rg->theta - tho);
+    const transport_geo tg = transport_geometry(tho, rg->theta);
     const double h0 = 0.5 * (ring_phi(rg, k0) - phi), cd = cos(M_PI / n), sd = sin(M_PI / n);
     double sh = sin(h0), ch = cos(h0), rr = 0, ri = 0;
     int64_t k = ((k0 % n) + n) % n;
     for (int64_t j = 0; j < cnt; j++) {
-      const double s2 = 2.0 * sh * sh, sdp = 2.0 * sh * ch;
       const double v = arkcos_kfun_d2(&p->kf, 4.0 * (sdt2[r] + ss[r] * sh * sh));
       if (v != 0) {
-        const double ar = sqp - ctp * stq * s2, ai = stq * sdp;
-        const double br = -sqp - stp * ctq * s2, bi = -stp * sdp;
-        const double zr = ar * br + ai * bi, zi = ai * br - ar * bi; /* A conj(B) */
-        const double n2 = zr * zr + zi * zi;
-        double wr = 1.0, wi = 0.0;
-        if (n2 > 0) {
-          wr = (zr * zr - zi * zi) / n2;
-          wi = 2.0 * zr * zi / n2;
-        }
+        double wr, wi;
+        transport_half(&tg, sh, ch, &wr, &wi);
         rr += v * (wr * fq[o + k] - wi * fu[o + k]);
         ri += v * (wr * fu[o + k] + wi * fq[o + k]);
       }
