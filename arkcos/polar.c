@@ -1013,6 +1013,10 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
               c1[q] = cos(dphi), s1[q] = sin(dphi), er[q] = 1, ei[q] = 0;
               b0[q] = b2[q] = b1r[q] = b1i[q] = 0;
             }
+          /* pixel pair q's mirror (a -> r - 1 - a, a2 -> r2 - 1 - a2) is
+           * np - 1 - q, its dphi negated: the sums of the first half, then
+           * the rest as their conjugates */
+          const int nh = (np + 1) / 2;
           for (int m = 0; m <= mm; m++) {
             const double lam = lamc[((size_t)m * na + nc + (r - 1)) * rd + (r2 - 1)];
             /* m and -m: e^{i m dphi} to residue m mod 4, its conjugate to -m mod 4 */
@@ -1020,28 +1024,32 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
               case 0: {
                 const double f = m ? 2 * lam : lam;
 #pragma omp simd
-                for (int q = 0; q < np; q++) b0[q] += f * er[q];
+                for (int q = 0; q < nh; q++) b0[q] += f * er[q];
                 break;
               }
               case 1:
 #pragma omp simd
-                for (int q = 0; q < np; q++) b1r[q] += lam * er[q], b1i[q] += lam * ei[q];
+                for (int q = 0; q < nh; q++) b1r[q] += lam * er[q], b1i[q] += lam * ei[q];
                 break; /* -m = 3: not stored */
               case 2:
 #pragma omp simd
-                for (int q = 0; q < np; q++) b2[q] += 2 * lam * er[q];
+                for (int q = 0; q < nh; q++) b2[q] += 2 * lam * er[q];
                 break;
               default:
 #pragma omp simd
-                for (int q = 0; q < np; q++) b1r[q] += lam * er[q], b1i[q] -= lam * ei[q];
+                for (int q = 0; q < nh; q++) b1r[q] += lam * er[q], b1i[q] -= lam * ei[q];
                 break; /* -m = 1 mod 4 */
             }
 #pragma omp simd
-            for (int q = 0; q < np; q++) {
+            for (int q = 0; q < nh; q++) {
               const double t = er[q] * c1[q] - ei[q] * s1[q];
               ei[q] = er[q] * s1[q] + ei[q] * c1[q];
               er[q] = t;
             }
+          }
+          for (int q = nh; q < np; q++) {
+            const int qm = np - 1 - q;
+            b0[q] = b0[qm], b2[q] = b2[qm], b1r[q] = b1r[qm], b1i[q] = -b1i[qm];
           }
           fold_pair(p, r, r2, b0, b2, b1r, b1i, nug);
         }
@@ -1408,20 +1416,21 @@ arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_k
               c1[q] = cos(dphi), s1[q] = sin(dphi), er[q] = 1, ei[q] = 0;
               for (int w = 0; w < 4; w++) bre[w * cap + q] = bim[w * cap + q] = 0;
             }
+          const int nh = (np + 1) / 2; /* q's mirror is np - 1 - q (as the scalar's) */
           for (int m = 0; m <= mm; m++) {
             const double lp = lamc[((size_t)(m + mm) * na + nc + (r - 1)) * rd + (r2 - 1)];
             const double lm = lamc[((size_t)(mm - m) * na + nc + (r - 1)) * rd + (r2 - 1)];
             /* +m: e to residue m mod 4; -m: conj(e) to residue -m mod 4 */
             double *pr = bre + (size_t)(m & 3) * cap, *pi = bim + (size_t)(m & 3) * cap;
 #pragma omp simd
-            for (int q = 0; q < np; q++) pr[q] += lp * er[q], pi[q] += lp * ei[q];
+            for (int q = 0; q < nh; q++) pr[q] += lp * er[q], pi[q] += lp * ei[q];
             if (m) {
               double *nr = bre + (size_t)((-m) & 3) * cap, *ni = bim + (size_t)((-m) & 3) * cap;
 #pragma omp simd
-              for (int q = 0; q < np; q++) nr[q] += lm * er[q], ni[q] -= lm * ei[q];
+              for (int q = 0; q < nh; q++) nr[q] += lm * er[q], ni[q] -= lm * ei[q];
             }
 #pragma omp simd
-            for (int q = 0; q < np; q++) {
+            for (int q = 0; q < nh; q++) {
               const double t = er[q] * c1[q] - ei[q] * s1[q];
               ei[q] = er[q] * s1[q] + ei[q] * c1[q];
               er[q] = t;
@@ -1429,6 +1438,7 @@ arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_k
           }
           for (int w = 0; w < 4; w++) {
             double *br = bre + (size_t)w * cap, *bi = bim + (size_t)w * cap;
+            for (int q = nh; q < np; q++) br[q] = br[np - 1 - q], bi[q] = -bi[np - 1 - q];
             for (int q = 0; q < np; q++) br[q] *= 4.0, bi[q] *= 4.0;
             fold_real(p->fac2[w], nb, ne, r, r2, br, bi, nug);
           }
