@@ -980,9 +980,8 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
   p->nfac[0] = p->nfac[2] = ne;
   p->nfac[1] = p->nfac[3] = no;
   p->nfac[4] = nb;
-  p->delta1 = malloc(sizeof *p->delta1 * (size_t)p->lay.nout_pix);
   double *lamc = NULL;
-  int rc = mrc || !p->delta1;
+  int rc = mrc;
   if (!rc) rc = polar_tables(p, nthreads, &lamc) ? 1 : 0;
   /* the blocks B^w = 4 sum_{m = w mod 4} Lam_|m|(r, r') e^{i m dphi} in the
    * mirror basis (fold_pair), plus the nugget, then factored */
@@ -1069,24 +1068,23 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
     arkcos_polar_destroy(p);
     return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
   }
-  double *ones = malloc(sizeof *ones * (size_t)p->lay.nd);
-  if (!ones) {
-    arkcos_polar_destroy(p);
-    return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
-  }
-  for (int64_t j = 0; j < p->lay.nd; j++) ones[j] = 1;
-  const int orc = correct_cap(p, ones, p->delta1, nthreads);
-  free(ones);
-  if (orc) {
-    arkcos_polar_destroy(p);
-    return arkcos_fail(err, ARKCOS_ENOMEM, "polar caps: out of memory"), NULL;
-  }
   return p;
 }
 
 int64_t arkcos_polar_disc_pixels(const arkcos_polar *p) { return p ? p->lay.nd : 0; }
 int64_t arkcos_polar_out_pixels(const arkcos_polar *p) { return p ? p->lay.nout_pix : 0; }
-const double *arkcos_polar_delta_one(const arkcos_polar *p) { return p ? p->delta1 : NULL; }
+const double *arkcos_polar_delta_one(arkcos_polar *p, int nthreads) {
+  if (!p || p->spin || p->delta1) return p ? p->delta1 : NULL;
+  if (nthreads <= 0) nthreads = omp_get_max_threads();
+  double *ones = malloc(sizeof *ones * (size_t)p->lay.nd), *d = malloc(sizeof *d * (size_t)p->lay.nout_pix);
+  if (ones && d) {
+    for (int64_t j = 0; j < p->lay.nd; j++) ones[j] = 1;
+    if (!correct_cap(p, ones, d, nthreads)) p->delta1 = d, d = NULL;
+  }
+  free(ones);
+  free(d);
+  return p->delta1;
+}
 
 int64_t arkcos_polar_mirror(const arkcos_polar *p, int64_t j) {
   /* north output pixel j: its ring (from the pole) and azimuth index */

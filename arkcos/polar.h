@@ -59,9 +59,11 @@ int64_t arkcos_polar_disc_pixels(const arkcos_polar *p);
 /* The pixels it changes in each cap: [0, n) and [npix - n, npix). */
 int64_t arkcos_polar_out_pixels(const arkcos_polar *p);
 /* The correction of the constant map 1 at the north cap's output pixels
- * (arkcos_polar_out_pixels of them); the south cap's outputs take the same
- * values at their mirrors (arkcos_polar_mirror). */
-const double *arkcos_polar_delta_one(const arkcos_polar *p);
+ * (arkcos_polar_out_pixels of them) of a scalar correction; the south
+ * cap's outputs take the same values at their mirrors (arkcos_polar_mirror).
+ * Made at the first call (one cap's apply: only a division by A(1) needs
+ * it) and kept; NULL out of memory (or for a spin-2 correction). */
+const double *arkcos_polar_delta_one(arkcos_polar *p, int nthreads);
 /* RING index of the south cap's pixel mirroring north output pixel j. */
 int64_t arkcos_polar_mirror(const arkcos_polar *p, int64_t j);
 
