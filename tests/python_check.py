@@ -561,6 +561,21 @@ for c, name in enumerate("IQU"):
     moved = np.asarray(a)[c] != np.asarray(r)[c]
     check(moved.any() and z[moved].min() > 0.75,  # the first ~47 rings of each cap here (z > 0.82)
           f"polar: {name} moved where |z| = {z[moved].min() if moved.any() else 0:.3f}")
+# Plan.polar: where the last call took it (the summary line's polar= of
+# arkcos smooth): both caps at 5 px/FWHM for I, Q and U; none with ring
+# quadrature; the south cap alone with a missing pixel in the north disc
+pl = arkcos.Plan(N2, fwhm=f_arcmin * ARCMIN, pol=True)
+check(pl.polar == (), f"Plan.polar before a call: {pl.polar}")
+pl(iqu2)
+check(pl.polar == ("both",) * 3, f"Plan.polar, I, Q, U at 5 px/FWHM: {pl.polar}")
+pr = arkcos.Plan(N2, fwhm=f_arcmin * ARCMIN, quadrature="ring")
+pr(iqu2[0])
+check(pr.polar == ("none",), f"Plan.polar, ring quadrature: {pr.polar}")
+hole = np.array(iqu2[0], dtype=np.float64)
+hole[5] = hp.UNSEEN
+ps = arkcos.Plan(N2, fwhm=f_arcmin * ARCMIN)
+ps(hole)
+check(ps.polar == ("south",), f"Plan.polar, a hole in the north disc: {ps.polar}")
 try:
     _smoothing(iqu2[0], fwhm=f_arcmin * ARCMIN, quadrature="poles")
     check(False, "quadrature='poles' accepted")

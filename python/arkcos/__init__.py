@@ -208,6 +208,9 @@ def _warn_ignored(given):
 
 # -------------------------------------------------------------------- plan
 
+_POLAR_CAPS = {0: "none", 1: "north", 2: "south", 3: "both"}
+
+
 class Plan:
     """One kernel on one nside, planned once and applied to many maps.
 
@@ -304,8 +307,8 @@ class Plan:
     reuse all of it.
 
     Properties: nside, npix, nest, pol, precision, mask_mode, min_weight (as
-    given), bound, backend, note, exactness, memory, weights, cutoff (below)
-    and stages().
+    given), bound, backend, note, exactness, memory, weights, cutoff, polar
+    (below) and stages().
 
     Threads: a Plan may be called from several threads; the calls on one
     plan run one at a time (each uses the plan's CPU threads). For maps
@@ -476,6 +479,16 @@ class Plan:
         return {_lib.WEIGHTS_TABLES: "tables", _lib.WEIGHTS_ON_THE_FLY: "fly"}.get(w, "none")
 
     @property
+    def polar(self):
+        """Where the last call's maps took the polar caps' reconstruction
+        (quadrature="polar"): a tuple of "both", "north", "south" or "none",
+        one per map of that call (its Q and U alike); "none" where it took
+        ring quadrature: another quadrature, nside below 32, a top-hat, a
+        kernel below 2 pixels per FWHM, missing or masked pixels in a cap's
+        disc. () before the first call."""
+        return getattr(self, "_polar", ())
+
+    @property
     def cutoff(self):
         """The kernel's truncation radius, radians (0 for fwhm=0)."""
         return 0.0 if self._identity else lib.arkcos_kernel_cutoff(lib.arkcos_smoother_kernel(self._sm, 0))
@@ -595,6 +608,9 @@ class Plan:
         with self._lock:
             rc = lib.arkcos_smoother_execute(self._sm, byref(m), byref(err))
             self._warn()
+            if not rc:
+                self._polar = tuple(_POLAR_CAPS.get(lib.arkcos_smoother_last_polar(self._sm, i), "none")
+                                    for i in range(len(rows)))
         if rc:
             _check(err, "smoothing")
         if out is not None:

@@ -122,6 +122,7 @@ _FUNCTIONS = {
     "arkcos_smoother_execute": (c_int, [c_void_p, POINTER(SmootherMaps), _err]),
     "arkcos_smoother_last": (c_int, [c_void_p, POINTER(SmootherReport)]),
     "arkcos_smoother_last_map": (c_int, [c_void_p, c_int, POINTER(SmootherMapReport)]),
+    "arkcos_smoother_last_polar": (c_int, [c_void_p, c_int]),
     "arkcos_smoother_nwarnings": (c_int, [c_void_p]),
     "arkcos_smoother_warning": (POINTER(WarningRecord), [c_void_p, c_int]),
     "arkcos_smoother_kernel": (c_void_p, [c_void_p, c_int]),
