@@ -585,6 +585,19 @@ static void inner_geometry(const arkcos_polar *p, double tho, double *sdt2, doub
   }
 }
 
+/* The pixels of ring rg an output pixel at phi reaches through the
+ * kernel's azimuth window half (>= pi: the whole ring): *k0 the first
+ * (unwrapped: take it mod n), the count returned (at most n = rg->nph). */
+static int64_t ring_window(const arkcos_ring *rg, double half, double phi, int64_t *k0) {
+  const int64_t n = rg->nph;
+  *k0 = 0;
+  if (half >= M_PI) return n;
+  const double sc = n / (2.0 * M_PI);
+  *k0 = (int64_t)floor((phi - half - rg->phi0) * sc) - 1;
+  const int64_t k1 = (int64_t)ceil((phi + half - rg->phi0) * sc) + 1;
+  return k1 - *k0 + 1 < n ? k1 - *k0 + 1 : n;
+}
+
 /* Pixel sum over rings 1..t2-1 weighted chi: P at the output pixel phi of
  * a ring whose per-ring geometry (sdt2, ss, half) is given, of the disc
  * values fd (north order). Along a ring's window sin((phi - phi_k) / 2)
@@ -600,13 +613,8 @@ static double inner_pixel_sum(const arkcos_polar *p, const double *sdt2, const d
     const arkcos_ring *rg = &rings[r - 1];
     const int n = 4 * r;
     const double *f = fd + 2 * (int64_t)r * (r - 1);
-    int64_t k0 = 0, cnt = n;
-    if (half[r] < M_PI) {
-      const double sc = n / (2.0 * M_PI);
-      k0 = (int64_t)floor((phi - half[r] - rg->phi0) * sc) - 1;
-      const int64_t k1 = (int64_t)ceil((phi + half[r] - rg->phi0) * sc) + 1;
-      cnt = k1 - k0 + 1 < n ? k1 - k0 + 1 : n;
-    }
+    int64_t k0;
+    const int64_t cnt = ring_window(rg, half[r], phi, &k0);
     const double h0 = 0.5 * (phi - ring_phi(rg, k0)), cd = cos(M_PI / n), sd = sin(M_PI / n);
     double sh = sin(h0), ch = cos(h0), rs = 0;
     int64_t k = ((k0 % n) + n) % n;
@@ -1006,16 +1014,16 @@ arkcos_polar *arkcos_polar_create(const arkcos_geometry *g, const arkcos_kernel 
                *b2 = w8 + 5 * cap, *b1r = w8 + 6 * cap, *b1i = w8 + 7 * cap;
         for (int r2 = 1; r2 <= r; r2++) {
           const int np = r * r2;
-          for (int a = 0, q = 0; a < r; a++)
-            for (int a2 = 0; a2 < r2; a2++, q++) {
-              const double dphi = (a + 0.5) * M_PI / (2.0 * r) - (a2 + 0.5) * M_PI / (2.0 * r2);
-              c1[q] = cos(dphi), s1[q] = sin(dphi), er[q] = 1, ei[q] = 0;
-              b0[q] = b2[q] = b1r[q] = b1i[q] = 0;
-            }
-          /* pixel pair q's mirror (a -> r - 1 - a, a2 -> r2 - 1 - a2) is
-           * np - 1 - q, its dphi negated: the sums of the first half, then
-           * the rest as their conjugates */
+          /* pixel pair q = a r2 + a2's mirror (a -> r - 1 - a, a2 -> r2 - 1 -
+           * a2) is np - 1 - q, its dphi negated: the sums of the first
+           * half, then the rest as their conjugates */
           const int nh = (np + 1) / 2;
+          for (int q = 0; q < nh; q++) {
+            const int a = q / r2, a2 = q % r2;
+            const double dphi = (a + 0.5) * M_PI / (2.0 * r) - (a2 + 0.5) * M_PI / (2.0 * r2);
+            c1[q] = cos(dphi), s1[q] = sin(dphi), er[q] = 1, ei[q] = 0;
+            b0[q] = b2[q] = b1r[q] = b1i[q] = 0;
+          }
           for (int m = 0; m <= mm; m++) {
             const double lam = lamc[((size_t)m * na + nc + (r - 1)) * rd + (r2 - 1)];
             /* m and -m: e^{i m dphi} to residue m mod 4, its conjugate to -m mod 4 */
@@ -1225,13 +1233,8 @@ static void inner_pixel_sum2(const arkcos_polar *p, double tho, const double *sd
     const arkcos_ring *rg = &rings[r - 1];
     const int n = 4 * r;
     const int64_t o = 2 * (int64_t)r * (r - 1);
-    int64_t k0 = 0, cnt = n;
-    if (half[r] < M_PI) {
-      const double sc = n / (2.0 * M_PI);
-      k0 = (int64_t)floor((phi - half[r] - rg->phi0) * sc) - 1;
-      const int64_t k1 = (int64_t)ceil((phi + half[r] - rg->phi0) * sc) + 1;
-      cnt = k1 - k0 + 1 < n ? k1 - k0 + 1 : n;
-    }
+    int64_t k0;
+    const int64_t cnt = ring_window(rg, half[r], phi, &k0);
     const transport_geo tg = transport_geometry(tho, rg->theta);
     const double h0 = 0.5 * (ring_phi(rg, k0) - phi), cd = cos(M_PI / n), sd = sin(M_PI / n);
     double sh = sin(h0), ch = cos(h0), rr = 0, ri = 0;
@@ -1408,13 +1411,13 @@ arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_k
                *bim = w12 + 8 * cap; /* bre, bim: [w][cap] */
         for (int r2 = 1; r2 <= r; r2++) {
           const int np = r * r2;
-          for (int a = 0, q = 0; a < r; a++)
-            for (int a2 = 0; a2 < r2; a2++, q++) {
-              const double dphi = (a + 0.5) * M_PI / (2.0 * r) - (a2 + 0.5) * M_PI / (2.0 * r2);
-              c1[q] = cos(dphi), s1[q] = sin(dphi), er[q] = 1, ei[q] = 0;
-              for (int w = 0; w < 4; w++) bre[w * cap + q] = bim[w * cap + q] = 0;
-            }
           const int nh = (np + 1) / 2; /* q's mirror is np - 1 - q (as the scalar's) */
+          for (int q = 0; q < nh; q++) {
+            const int a = q / r2, a2 = q % r2;
+            const double dphi = (a + 0.5) * M_PI / (2.0 * r) - (a2 + 0.5) * M_PI / (2.0 * r2);
+            c1[q] = cos(dphi), s1[q] = sin(dphi), er[q] = 1, ei[q] = 0;
+            for (int w = 0; w < 4; w++) bre[w * cap + q] = bim[w * cap + q] = 0;
+          }
           for (int m = 0; m <= mm; m++) {
             const double lp = lamc[((size_t)(m + mm) * na + nc + (r - 1)) * rd + (r2 - 1)];
             const double lm = lamc[((size_t)(mm - m) * na + nc + (r - 1)) * rd + (r2 - 1)];
