@@ -1094,42 +1094,49 @@ const double *arkcos_polar_delta_one(arkcos_polar *p, int nthreads) {
   return p->delta1;
 }
 
-int64_t arkcos_polar_mirror(const arkcos_polar *p, int64_t j) {
-  /* north output pixel j: its ring (from the pole) and azimuth index */
+int64_t arkcos_polar_cap_pixel(const arkcos_polar *p, int cap, int64_t k) {
+  /* position k: its ring (from the pole, 0-based) and azimuth index */
   const arkcos_geometry *g = p->g;
-  int lo = 0, hi = p->lay.nout - 1;
+  int lo = 0, hi = (p->lay.nout > p->lay.rd ? p->lay.nout : p->lay.rd) - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
-    if (g->rings[mid].ofs <= j) lo = mid; else hi = mid - 1;
+    if (g->rings[mid].ofs <= k) lo = mid; else hi = mid - 1;
   }
-  return g->rings[g->nrings - 1 - lo].ofs + (j - g->rings[lo].ofs);
+  return cap ? g->rings[g->nrings - 1 - lo].ofs + (k - g->rings[lo].ofs) : k;
+}
+
+int64_t arkcos_polar_mirror(const arkcos_polar *p, int64_t j) { return arkcos_polar_cap_pixel(p, 1, j); }
+
+int arkcos_polar_correct(const arkcos_polar *p, const double *disc, double *corr, int nthreads) {
+  if (nthreads <= 0) nthreads = omp_get_max_threads();
+  double *fd = malloc(sizeof *fd * (size_t)p->lay.nd);
+  if (!fd) return ARKCOS_ENOMEM;
+  memcpy(fd, disc, sizeof *fd * (size_t)p->lay.nd);
+  /* the disc scaled by a power of 2 to a largest value in [1, 2): the
+   * same bits for maps in the normal range, and denormal or huge maps
+   * keep their relative precision through the solve */
+  double mx = 0;
+  for (int64_t j = 0; j < p->lay.nd; j++) mx = fmax(mx, fabs(fd[j]));
+  const int ex = mx > 0 && isfinite(mx) ? ilogb(mx) : 0;
+  if (ex)
+    for (int64_t j = 0; j < p->lay.nd; j++) fd[j] = ldexp(fd[j], -ex);
+  const int rc = correct_cap(p, fd, corr, nthreads);
+  if (!rc && ex)
+    for (int64_t j = 0; j < p->lay.nout_pix; j++) corr[j] = ldexp(corr[j], ex);
+  free(fd);
+  return rc;
 }
 
 int arkcos_polar_apply(const arkcos_polar *p, const double *in, double *out, int caps, int nthreads) {
   if (!p || !caps) return ARKCOS_OK;
-  if (nthreads <= 0) nthreads = omp_get_max_threads();
-  const arkcos_geometry *g = p->g;
-  double *fd = malloc(sizeof *fd * (size_t)p->lay.nd), *d = malloc(sizeof *d * (size_t)p->lay.nout_pix);
+  const int64_t nd = p->lay.nd, no = p->lay.nout_pix;
+  double *fd = malloc(sizeof *fd * (size_t)nd), *d = malloc(sizeof *d * (size_t)no);
   int rc = fd && d ? ARKCOS_OK : ARKCOS_ENOMEM;
   for (int cap = 0; cap < 2 && !rc; cap++) {
     if (!(caps >> cap & 1)) continue;
-    for (int r = 1; r <= p->lay.rd; r++) {
-      const arkcos_ring *rg = &g->rings[cap ? g->nrings - r : r - 1];
-      memcpy(fd + 2 * (int64_t)r * (r - 1), in + rg->ofs, sizeof *fd * (size_t)(4 * r));
-    }
-    /* the disc scaled by a power of 2 to a largest value in [1, 2): the
-     * same bits for maps in the normal range, and denormal or huge maps
-     * keep their relative precision through the solve */
-    double mx = 0;
-    for (int64_t j = 0; j < p->lay.nd; j++) mx = fmax(mx, fabs(fd[j]));
-    const int ex = mx > 0 && isfinite(mx) ? ilogb(mx) : 0;
-    if (ex)
-      for (int64_t j = 0; j < p->lay.nd; j++) fd[j] = ldexp(fd[j], -ex);
-    if ((rc = correct_cap(p, fd, d, nthreads))) break;
-    for (int i = 1; i <= p->lay.nout; i++) {
-      const arkcos_ring *rn = &g->rings[i - 1], *rg = &g->rings[cap ? g->nrings - i : i - 1];
-      for (int64_t a = 0; a < rn->nph; a++) out[rg->ofs + a] += ex ? ldexp(d[rn->ofs + a], ex) : d[rn->ofs + a];
-    }
+    for (int64_t k = 0; k < nd; k++) fd[k] = in[arkcos_polar_cap_pixel(p, cap, k)];
+    if ((rc = arkcos_polar_correct(p, fd, d, nthreads))) break;
+    for (int64_t k = 0; k < no; k++) out[arkcos_polar_cap_pixel(p, cap, k)] += d[k];
   }
   free(fd);
   free(d);
@@ -1459,39 +1466,51 @@ arkcos_polar *arkcos_polar_create_spin2(const arkcos_geometry *g, const arkcos_k
   return p;
 }
 
+int arkcos_polar_correct2(const arkcos_polar *p, int cap, const double *q, const double *u, double *cq, double *cu,
+                          int nthreads) {
+  if (nthreads <= 0) nthreads = omp_get_max_threads();
+  const int64_t nd = p->lay.nd, no = p->lay.nout_pix;
+  double *fq = malloc(sizeof *fq * 2 * (size_t)nd), *fu = fq ? fq + nd : NULL;
+  if (!fq) return ARKCOS_ENOMEM;
+  /* the south cap as the north's mirror: U negated */
+  const double su = cap ? -1.0 : 1.0;
+  for (int64_t k = 0; k < nd; k++) {
+    fq[k] = q[k];
+    fu[k] = su * u[k];
+  }
+  double mx = 0;
+  for (int64_t j = 0; j < 2 * nd; j++) mx = fmax(mx, fabs(fq[j]));
+  const int ex = mx > 0 && isfinite(mx) ? ilogb(mx) : 0;
+  if (ex)
+    for (int64_t j = 0; j < 2 * nd; j++) fq[j] = ldexp(fq[j], -ex);
+  const int rc = correct_cap2(p, fq, fu, cq, cu, nthreads);
+  for (int64_t k = 0; !rc && k < no; k++) {
+    cq[k] = ex ? ldexp(cq[k], ex) : cq[k];
+    cu[k] = su * (ex ? ldexp(cu[k], ex) : cu[k]);
+  }
+  free(fq);
+  return rc;
+}
+
 int arkcos_polar_apply2(const arkcos_polar *p, const double *q, const double *u, double *qo, double *uo, int caps,
                         int nthreads) {
   if (!p || !caps) return ARKCOS_OK;
-  if (nthreads <= 0) nthreads = omp_get_max_threads();
-  const arkcos_geometry *g = p->g;
   const int64_t nd = p->lay.nd, no = p->lay.nout_pix;
   double *fq = malloc(sizeof *fq * 2 * (size_t)nd), *d = malloc(sizeof *d * 2 * (size_t)no);
   double *fu = fq ? fq + nd : NULL, *dq = d, *du = d ? d + no : NULL;
   int rc = fq && d ? ARKCOS_OK : ARKCOS_ENOMEM;
   for (int cap = 0; cap < 2 && !rc; cap++) {
     if (!(caps >> cap & 1)) continue;
-    /* the south cap as the north's mirror: U negated */
-    const double su = cap ? -1.0 : 1.0;
-    for (int r = 1; r <= p->lay.rd; r++) {
-      const arkcos_ring *rg = &g->rings[cap ? g->nrings - r : r - 1];
-      const int64_t o = 2 * (int64_t)r * (r - 1);
-      for (int k = 0; k < 4 * r; k++) {
-        fq[o + k] = q[rg->ofs + k];
-        fu[o + k] = su * u[rg->ofs + k];
-      }
+    for (int64_t k = 0; k < nd; k++) {
+      const int64_t j = arkcos_polar_cap_pixel(p, cap, k);
+      fq[k] = q[j];
+      fu[k] = u[j];
     }
-    double mx = 0;
-    for (int64_t j = 0; j < 2 * nd; j++) mx = fmax(mx, fabs(fq[j]));
-    const int ex = mx > 0 && isfinite(mx) ? ilogb(mx) : 0;
-    if (ex)
-      for (int64_t j = 0; j < 2 * nd; j++) fq[j] = ldexp(fq[j], -ex);
-    if ((rc = correct_cap2(p, fq, fu, dq, du, nthreads))) break;
-    for (int i = 1; i <= p->lay.nout; i++) {
-      const arkcos_ring *rn = &g->rings[i - 1], *rg = &g->rings[cap ? g->nrings - i : i - 1];
-      for (int64_t a = 0; a < rn->nph; a++) {
-        qo[rg->ofs + a] += ex ? ldexp(dq[rn->ofs + a], ex) : dq[rn->ofs + a];
-        uo[rg->ofs + a] += su * (ex ? ldexp(du[rn->ofs + a], ex) : du[rn->ofs + a]);
-      }
+    if ((rc = arkcos_polar_correct2(p, cap, fq, fu, dq, du, nthreads))) break;
+    for (int64_t k = 0; k < no; k++) {
+      const int64_t j = arkcos_polar_cap_pixel(p, cap, k);
+      qo[j] += dq[k];
+      uo[j] += du[k];
     }
   }
   free(fq);

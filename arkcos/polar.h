@@ -67,4 +67,19 @@ const double *arkcos_polar_delta_one(arkcos_polar *p, int nthreads);
 /* RING index of the south cap's pixel mirroring north output pixel j. */
 int64_t arkcos_polar_mirror(const arkcos_polar *p, int64_t j);
 
+/* The correction in a cap's own order, for callers that hold the caps and
+ * not whole maps (a map split over MPI ranks): position k of cap `cap` (0
+ * north, 1 south) is RING pixel arkcos_polar_cap_pixel(p, cap, k), the
+ * north cap's k itself, the south cap's the mirror of k (k below the
+ * larger of the disc and output pixel counts). arkcos_polar_apply is
+ *   disc[k] = in[cap_pixel(k)], k < disc pixels; correct; out[cap_pixel(k)] += corr[k],
+ * bit for bit. */
+int64_t arkcos_polar_cap_pixel(const arkcos_polar *p, int cap, int64_t k);
+/* corr (arkcos_polar_out_pixels values) = I - P of a cap whose disc values
+ * are disc (arkcos_polar_disc_pixels values); ARKCOS_ENOMEM without scratch */
+int arkcos_polar_correct(const arkcos_polar *p, const double *disc, double *corr, int nthreads);
+/* The same for Q and U of cap `cap` (the south cap's U sign is handled here) */
+int arkcos_polar_correct2(const arkcos_polar *p, int cap, const double *q, const double *u, double *cq, double *cu,
+                          int nthreads);
+
 #endif
