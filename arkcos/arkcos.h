@@ -588,9 +588,9 @@ typedef struct arkcos_smoother_spec {
    * pixel-scale noise. Kernels below ARKCOS_POLAR_MIN_PPF pixels per
    * FWHM, top-hats, nside < 32, a cap with a missing or
    * masked pixel among its first ~32 rings, and the Q and U of a masked
-   * I, Q, U set as RING; not for maps
-   * split over MPI ranks (arkcos smooth falls back to RING there, with a
-   * note). ARKCOS_QUADRATURE_RING: each ring's pixels weighted by
+   * I, Q, U set as RING (arkcos smooth over MPI ranks applies it to the
+   * bands itself through arkcos_smoother_polar, polar.h; a map with missing
+   * pixels or a mask there as RING, with a note). ARKCOS_QUADRATURE_RING: each ring's pixels weighted by
    * arkcos_healpix_ring_weights, which cuts a band-limited map's error at
    * the cap/belt boundary 350-7000 fold from 4 pixels per FWHM and next to
    * the poles 2-6 fold (docs/EXACTNESS.md, "Polar quadrature"); below

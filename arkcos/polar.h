@@ -82,4 +82,14 @@ int arkcos_polar_correct(const arkcos_polar *p, const double *disc, double *corr
 int arkcos_polar_correct2(const arkcos_polar *p, int cap, const double *q, const double *u, double *cq, double *cu,
                           int nthreads);
 
+/* The smoother's own corrections (arkcos_smoother_prepare of that spin
+ * made it): NULL where its maps of that spin take none (ring or point
+ * quadrature, below ARKCOS_POLAR_MIN_PPF, a top-hat, nside below 32...) or
+ * on failure (err->code set). Owned by the smoother. For a caller that
+ * applies them to the caps itself (a map split over MPI ranks). */
+arkcos_polar *arkcos_smoother_polar(arkcos_smoother *s, int spin, arkcos_error *err);
+/* The scalar correction of 1 (arkcos_polar_delta_one), its making counted
+ * in arkcos_smoother_polar_time; NULL out of memory or without one. */
+const double *arkcos_smoother_polar_delta_one(arkcos_smoother *s);
+
 #endif

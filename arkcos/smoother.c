@@ -310,6 +310,13 @@ const double *smoother_polar_delta_one(arkcos_smoother *s) {
   return d;
 }
 
+arkcos_polar *arkcos_smoother_polar(arkcos_smoother *s, int spin, arkcos_error *err) {
+  if (!s || arkcos_smoother_prepare(s, spin, err)) return NULL;
+  return spin ? s->polar2 : s->polar;
+}
+
+const double *arkcos_smoother_polar_delta_one(arkcos_smoother *s) { return s ? smoother_polar_delta_one(s) : NULL; }
+
 int smoother_polar_norm(arkcos_smoother *s) {
   arkcos_polar *p = s->polar;
   if (!p || s->norm_polar || !s->norm_w) return ARKCOS_OK;

@@ -176,9 +176,9 @@ for n in 2 4; do
   [ "$c" = "${#maps[@]}" ] && ok || bad "-n $n: $c summary lines for ${#maps[@]} maps"
 done
 grep -q "quadrature=polar" "$T/one.log" && ok || bad "many maps: the default is not polar quadrature: $(tail -1 "$T/one.log")"
-# From here one map over ranks, which has no polar reconstruction: ring
-# quadrature given, and one process's files made again with it. The default
-# there falls back to ring with a note (below).
+# From here one map over ranks: ring quadrature given (the band path's
+# missing pixels and masks; the polar reconstruction over ranks below), and
+# one process's files made again with it.
 KP=("${K[@]}")
 K=("${K[@]}" --quadrature ring)
 "$PLAIN" smooth "${maps[@]}" "$T/one/" "${K[@]}" --force >"$T/one.log" 2>&1 || bad "single-process smooth, ring: $(tail -2 "$T/one.log")"
@@ -237,21 +237,38 @@ masked mask_partial 3 1 holes.fits "${K[@]}" --mask "$MK/mask_partial.fits" --wr
 masked partial_nest "2 3" 1 partial_nest.fits "${K[@]}" --write-weight
 masked partial_shuffled "2 3" 1 partial_shuffled.fits "${K[@]}"
 masked mask_shuffled "2 3" 1 holes_nest.fits "${K[@]}" --mask "$MK/mask_shuffled_nest.fits" --write-weight
-# --quadrature polar: refused for a map over ranks (exit 2, nothing written);
-# one process takes it
-"$PLAIN" smooth "$MK/holes.fits" "$T/polar_1.fits" "${KP[@]}" --quadrature polar >"$T/polar1.log" 2>&1
-rc1=$?
-[ $rc1 -eq 0 ] && [ -e "$T/polar_1.fits" ] && ok || bad "--quadrature polar, one process: exit $rc1: $(tail -2 "$T/polar1.log")"
-run 2 "$MPIBIN" smooth "$MK/holes.fits" "$T/polar_2.fits" "${KP[@]}" --quadrature polar >"$T/polar.log" 2>&1
+# the polar reconstruction over ranks (the default; hmpi.h): each cap's
+# disc gathered on rank 0, its correction sent back to the ranks owning the
+# outputs: band-wise, the bytes of one process, polar=both as one process
+# says it (KP: 500' at nside 32, 4.5 pixels per FWHM, divided by A(W) + its
+# correction of 1); I, Q, U with the spin-2 correction; --quadrature polar
+# given; the wide kernel without the division; --normalize; the caps' discs
+# across two ranks' bands at 6 ranks (rank 0 outputs 17 of its 26 rings)
+masked polar_default "2 3 4 6" 1 full.fits "${KP[@]}"
+masked polar_iqu "2 3 4" 1 iqu.fits "${KP[@]}"
+masked polar_given 2 1 full.fits "${KP[@]}" --quadrature polar
+masked polar_wide 3 1 iqu.fits --fwhm-arcmin 1000 --threads 1 # 9 pixels per FWHM: no A(W) divisor
+masked polar_norm 3 1 full.fits "${KP[@]}" --normalize
+masked polar_nest_f32 2 1 iqu_nest.fits "${KP[@]}"
+# ... and it is the polar reconstruction: polar=both, and not ring's bytes
+run 2 "$MPIBIN" smooth "$MK/full.fits" "$T/polar_2.fits" "${KP[@]}" >"$T/polar.log" 2>&1
 rc=$?
-[ $rc -eq 2 ] && grep -q "quadrature polar: a map split over MPI ranks" "$T/polar.log" && [ ! -e "$T/polar_2.fits" ] && ok ||
-  bad "--quadrature polar over 2 ranks: exit $rc: $(grep arkcos "$T/polar.log" | tail -2)"
-# the default (polar) over ranks: ring quadrature, said once, the bytes of
-# one process's --quadrature ring
-run 2 "$MPIBIN" smooth "$T/in/a_ring.fits" "$T/default_2.fits" "${KP[@]}" >"$T/default2.log" 2>&1
-rc=$? nn=$(grep -c "note: a map split over MPI ranks takes ring quadrature" "$T/default2.log")
-[ $rc -eq 0 ] && [ "$nn" = 1 ] && grep -q "quadrature=ring" "$T/default2.log" && cmp -s "$T/one/a_ring.fits" "$T/default_2.fits" &&
-  ok || bad "the default over 2 ranks: exit $rc, $nn notes, $(grep -o "quadrature=[a-z]*" "$T/default2.log")"
+"$PLAIN" smooth "$MK/full.fits" "$T/polar_ring.fits" "${K[@]}" >/dev/null 2>&1
+[ $rc -eq 0 ] && grep -q "quadrature=polar polar=both" "$T/polar.log" && ! cmp -s "$T/polar_2.fits" "$T/polar_ring.fits" &&
+  ok || bad "polar over 2 ranks: exit $rc, $(grep -o "quadrature=[a-z]* polar=[a-z,]*" "$T/polar.log"), ring's bytes?"
+# missing pixels, a mask or --write-weight with it: ring quadrature,
+# band-wise, said once (no band holds a pole's disc to decide by): the
+# bytes of one process's --quadrature ring, polar=none
+"$PLAIN" smooth "$MK/iqu_holes.fits" "$T/pholes_1.fits" "${K[@]}" >/dev/null 2>&1
+for n in 2 3; do
+  ARKCOS_MPI_TIMES=1 run "$n" -x ARKCOS_MPI_TIMES "$MPIBIN" smooth "$MK/iqu_holes.fits" "$T/pholes_$n.fits" "${KP[@]}" \
+    >"$T/pholes.out" 2>"$T/pholes.err"
+  rc=$? alone=$(grep -o "arkcos: rank [0-9]*/$n alone:" "$T/pholes.err" | wc -l)
+  nn=$(grep -c "note: .*iqu_holes.fits: split over MPI ranks, a map with missing pixels, a --mask or --write-weight takes ring quadrature" "$T/pholes.err")
+  [ $rc -eq 0 ] && [ "$alone" = "$n" ] && [ "$nn" = 1 ] && grep -q "quadrature=polar polar=none" "$T/pholes.out" &&
+    cmp -s "$T/pholes_1.fits" "$T/pholes_$n.fits" && ok ||
+    bad "polar with holes over $n ranks: exit $rc, $alone bands, $nn notes, $(grep -o "polar=[a-z,]*" "$T/pholes.out"): $(tail -2 "$T/pholes.err")"
+done
 # a pixel listed twice: refused as one process refuses it (exit 2, the
 # message once), whichever rank's band holds it, nothing written
 "$PLAIN" smooth "$MK/partial_dup.fits" "$T/dup_1.fits" "${K[@]}" >"$T/dup1.log" 2>&1
@@ -310,22 +327,25 @@ run 3 "$PYTHON" tests/peak_rss.py "$T/mrss.%r" "$MPIBIN" smooth "$MK/h256.fits" 
 r0=$(awk '{print $1}' "$T/mrss.0" 2>/dev/null); r1=$(awk '{print $1}' "$T/mrss.1" 2>/dev/null); r2=$(awk '{print $1}' "$T/mrss.2" 2>/dev/null)
 [ -n "$r0" ] && [ -n "$r1" ] && [ -n "$r2" ] && check_le "masked nside 256, 3 ranks: rank 0's peak / the other ranks' largest" \
   "$("$PYTHON" -c "print(round($r0 / max($r1, $r2), 3))")" 1.2 || bad "masked: no peak memory per rank"
-# NESTED at nside 256: each rank reads and writes only the blocks of 32 x 32 pixels its band meets
-"$PLAIN" smooth "$T/n256.fits" "$T/n256_one.fits" --fwhm-arcmin 40 --threads 1 -q --quadrature ring >/dev/null 2>&1
+# NESTED at nside 256: each rank reads and writes only the blocks of 32 x 32
+# pixels its band meets (the default polar quadrature: the caps' discs too)
+"$PLAIN" smooth "$T/n256.fits" "$T/n256_one.fits" --fwhm-arcmin 40 --threads 1 -q >/dev/null 2>&1
 for n in 3 5; do
   run $n "$MPIBIN" smooth "$T/n256.fits" "$T/n256_$n.fits" --fwhm-arcmin 40 --threads 1 -q >"$T/n256.log" 2>&1 &&
     cmp -s "$T/n256_one.fits" "$T/n256_$n.fits" && ok || bad "NESTED nside 256 over $n ranks differs: $(tail -3 "$T/n256.log")"
 done
-# ranks x threads (hybrid): 2 ranks of 2 threads, bands cut by output pixels too, the same bytes
+# ranks x threads (hybrid): 2 ranks of 2 threads (the polar caps solved
+# with 2 threads on rank 0), bands cut by output pixels too, the same bytes
 for f in a_ring b_nest; do
+  "$PLAIN" smooth "$T/in/$f.fits" "$T/hyb1_$f.fits" --fwhm-arcmin 500 --threads 2 >/dev/null 2>&1
   run 2 -x OMP_NUM_THREADS=2 "$MPIBIN" smooth "$T/in/$f.fits" "$T/hyb_$f.fits" --fwhm-arcmin 500 --threads 2 >"$T/hyb.log" 2>&1 &&
-    cmp -s "$T/one/$f.fits" "$T/hyb_$f.fits" && ok || bad "2 ranks x 2 threads: $f differs: $(tail -3 "$T/hyb.log")"
+    cmp -s "$T/hyb1_$f.fits" "$T/hyb_$f.fits" && ok || bad "2 ranks x 2 threads: $f differs: $(tail -3 "$T/hyb.log")"
   ARKCOS_MPI_BANDS=pixels run 3 -x ARKCOS_MPI_BANDS "$MPIBIN" smooth "$T/in/$f.fits" "$T/px_$f.fits" "${K[@]}" >"$T/px.log" 2>&1 &&
     cmp -s "$T/one/$f.fits" "$T/px_$f.fits" && ok || bad "3 ranks, bands of equal pixels: $f differs: $(tail -3 "$T/px.log")"
 done
 # the default threads per rank under mpirun: the node's cores shared out (2 ranks on this host, unbound)
 env -u OMP_NUM_THREADS mpirun --oversubscribe --bind-to none -x ARKCOS_FFTW_WISDOM -n 2 "$MPIBIN" smooth "$T/in/a_ring.fits" \
-  "$T/thr.fits" --fwhm-arcmin 500 >"$T/thr.log" 2>&1
+  "$T/thr.fits" --fwhm-arcmin 500 --quadrature ring >"$T/thr.log" 2>&1
 want=$(( $(nproc) / 2 )); [ "$want" -ge 1 ] || want=1
 grep -q "threads=$want " "$T/thr.log" && cmp -s "$T/one/a_ring.fits" "$T/thr.fits" && ok ||
   bad "default threads under mpirun -n 2 --bind-to none: want $want: $(grep -o 'threads=[0-9]*' "$T/thr.log")"

@@ -181,6 +181,8 @@ typedef struct {
   int pol_q, pol_u; /* OP_FILE: the Q and U columns smoothed as spin 2 (-1: none) */
   int like0;        /* OP_PLAN: with the bands of the scalar plan of the same nside */
   int norm;         /* OP_PLAN, OP_DESTROY: the exact plan of A(1) (hmpi_split_norm_plan) */
+  int polar[2];     /* OP_FILE: the scalar maps, Q and U take the polar reconstruction */
+  int64_t pnd[2], pno[2]; /* OP_FILE: its disc and output pixels per cap (scalar, Q and U) */
 } split_cmd;
 
 /* rank 0's current split plans (hmpi_split_file): scalar, spin 2 and the
@@ -315,6 +317,108 @@ static int same_outputs(const arkcos_plan *p2, const arkcos_mpi_segment *so, int
   return 1;
 }
 
+/* The polar reconstruction over the bands (hmpi_polar): rank 0 holds the
+ * corrections, every rank their sizes (split_cmd's polar, pnd, pno) */
+typedef struct band_pol {
+  const hmpi_polar *pl;  /* rank 0's (NULL elsewhere) */
+  int on[2];             /* the scalar maps, Q and U take it */
+  int64_t nd[2], no[2];  /* disc and output pixels per cap */
+  int64_t npix;
+  double *nrmp;          /* A(1) with the correction of 1 at the caps' outputs (the band's positions), or NULL */
+} band_pol;
+
+/* Position of RING pixel g of cap `cap` in an exchange buffer of both caps'
+ * first (north, [0, n)) or last (south, [npix - n, npix)) n pixels */
+static int64_t cap_slot(int64_t npix, int64_t n, int cap, int64_t g) { return cap ? n + g - (npix - n) : g; }
+
+/* Calls f(i, slot) for each own output pixel (local position i) among the
+ * first and the last n pixels of the sphere */
+#define FOR_CAPS(i, slot, so, lofs, nso, npix, n)                                          \
+  for (int q_ = 0; q_ < (nso); q_++)                                                       \
+    for (int c_ = 0; c_ < 2; c_++)                                                         \
+      for (int64_t g_ = c_ ? ((so)[q_].a > (npix) - (n) ? (so)[q_].a : (npix) - (n)) : (so)[q_].a, \
+                   e_ = c_ ? (so)[q_].b : ((so)[q_].b < (n) ? (so)[q_].b : (n)),            \
+                   i = (lofs)[q_] + g_ - (so)[q_].a, slot = cap_slot((npix), (n), c_, g_); \
+           g_ < e_; g_++, i++, slot++)
+
+/* y (and yu) += the polar correction of x (and xu) at the band's own
+ * output pixels: spin k = 0 (scalar) or 1 (Q, U). Collective: the caps'
+ * disc pixels summed onto rank 0 (each has one owner, the others add 0),
+ * solved there (arkcos_polar_correct, _correct2: the smoother's
+ * arithmetic), the corrections of both caps broadcast. */
+static int band_polar_add(const band_pol *bp, int k, const double *x, const double *xu, double *y, double *yu,
+                          const arkcos_mpi_segment *so, int nso, const int64_t *lofs, arkcos_error *err) {
+  const int r = world_rank(), nv = k ? 2 : 1;
+  const int64_t nd = bp->nd[k], no = bp->no[k], npix = bp->npix;
+  double *D = calloc((size_t)(nv * 2 * nd), sizeof *D), *C = malloc(sizeof *C * (size_t)(nv * 2 * no));
+  double *disc = r == 0 ? malloc(sizeof *disc * (size_t)(nv * nd)) : NULL;
+  double *cc = r == 0 ? malloc(sizeof *cc * (size_t)(nv * no)) : NULL;
+  int ok = D && C && (r != 0 || (disc && cc)), all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  int rc = all ? ARKCOS_OK : ARKCOS_ENOMEM;
+  if (!rc) {
+    for (int v = 0; v < nv; v++) {
+      const double *src = v ? xu : x;
+      FOR_CAPS(i, sl, so, lofs, nso, npix, nd) { D[v * 2 * nd + sl] = src[i]; }
+    }
+    MPI_Reduce(r == 0 ? MPI_IN_PLACE : D, D, (int)(nv * 2 * nd), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (r == 0) {
+      const arkcos_polar *p = k ? bp->pl->p2 : bp->pl->p0;
+      for (int cap = 0; cap < 2 && !rc; cap++) {
+        for (int v = 0; v < nv; v++)
+          for (int64_t j = 0; j < nd; j++)
+            disc[v * nd + j] = D[v * 2 * nd + cap_slot(npix, nd, cap, arkcos_polar_cap_pixel(p, cap, j))];
+        rc = k ? arkcos_polar_correct2(p, cap, disc, disc + nd, cc, cc + no, bp->pl->threads)
+               : arkcos_polar_correct(p, disc, cc, bp->pl->threads);
+        for (int v = 0; !rc && v < nv; v++)
+          for (int64_t j = 0; j < no; j++)
+            C[v * 2 * no + cap_slot(npix, no, cap, arkcos_polar_cap_pixel(p, cap, j))] = cc[v * no + j];
+      }
+    }
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  }
+  if (!rc) {
+    MPI_Bcast(C, (int)(nv * 2 * no), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    for (int v = 0; v < nv; v++) {
+      double *dst = v ? yu : y;
+      FOR_CAPS(i, sl, so, lofs, nso, npix, no) { dst[i] += C[v * 2 * no + sl]; }
+    }
+  }
+  free(D);
+  free(C);
+  free(disc);
+  free(cc);
+  return rc ? arkcos_fail(err, rc, "out of memory for the polar caps' correction") : ARKCOS_OK;
+}
+
+/* bp->nrmp: the band's A(1) (nrm) with rank 0's correction of 1 added at
+ * the caps' outputs (smoother.c's norm_polar: the north output j, and its
+ * south mirror, take delta1[j]). Collective. */
+static int band_polar_norm(band_pol *bp, const double *nrm, int64_t len, const arkcos_mpi_segment *so, int nso,
+                           const int64_t *lofs, arkcos_error *err) {
+  const int64_t no = bp->no[0], npix = bp->npix;
+  double *D = malloc(sizeof *D * (size_t)(2 * no));
+  bp->nrmp = malloc(sizeof *bp->nrmp * (size_t)(len + 1));
+  int ok = D && bp->nrmp && (world_rank() != 0 || bp->pl->delta1), all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (all) {
+    if (world_rank() == 0)
+      for (int64_t j = 0; j < no; j++) {
+        D[j] = bp->pl->delta1[j];
+        D[cap_slot(npix, no, 1, arkcos_polar_mirror(bp->pl->p0, j))] = bp->pl->delta1[j];
+      }
+    MPI_Bcast(D, (int)(2 * no), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    memcpy(bp->nrmp, nrm, sizeof *nrm * (size_t)len);
+    FOR_CAPS(i, sl, so, lofs, nso, npix, no) { bp->nrmp[i] = nrm[i] + D[sl]; }
+  }
+  free(D);
+  if (!all) {
+    free(bp->nrmp);
+    bp->nrmp = NULL;
+  }
+  return all ? ARKCOS_OK : arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the polar caps' A(1)");
+}
+
 /* What the pair's missing pixels and mask make of it (smoother_mask.c's
  * smooth_pair), at the scalar band's positions lofs0 (the same output
  * pixels as the spin-2 band's) */
@@ -350,7 +454,8 @@ static int pair_read(const hpx_header *h, int cq, int cu, const hpx_header *mh, 
  * normalize mode), divided by A(w) in normalize mode, by A(1) where the
  * engine divides; both columns written. */
 static int band_pair(arkcos_plan *p2, const hpx_header *h, int cq, int cu, pair_weights *pw, const int64_t *lofs0,
-                     const char *tmp, const char *out, const hpx_band_layout *L, arkcos_error *err) {
+                     const band_pol *bp, const char *tmp, const char *out, const hpx_band_layout *L,
+                     arkcos_error *err) {
   const arkcos_mpi_segment *si = NULL, *so = NULL;
   int ni = 0, no = 0;
   int rc = arkcos_plan_mpi_segments(p2, 0, &si, &ni, err);
@@ -373,6 +478,9 @@ static int band_pair(arkcos_plan *p2, const hpx_header *h, int cq, int cu, pair_
     local_offsets(si, ni, so, no, lofs);
     rc = arkcos_execute2_mpi_local(p2, q, u, yq, yu, err);
   }
+  /* the polar correction of Q and U (collective: every rank, or none when
+   * one failed; the file then fails) */
+  if (bp->on[1] && !hmpi_max(rc != 0)) rc = band_polar_add(bp, 1, q, u, yq, yu, so, no, lofs, err);
   for (int k = 0; !rc && k < no; k++)
     for (int64_t j = 0; j < so[k].b - so[k].a; j++) {
       const int64_t i0 = lofs0[k] + j, i2 = lofs[k] + j;
@@ -446,8 +554,8 @@ static int set_weight(arkcos_plan *p, const double *x, const double *mw, int64_t
  * weights are in play. Long: the steps share the band's buffers and every
  * rank must take each collective step in the same order. */
 static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int single, int pq, int pu, const char *in,
-                     const char *out, int force, int normalize, const hmpi_mask *mk, hmpi_file_stats *st,
-                     arkcos_error *err) {
+                     const char *out, int force, int normalize, const hmpi_mask *mk, band_pol *bp,
+                     hmpi_file_stats *st, arkcos_error *err) {
   const int r = world_rank();
   hpx_header h = {0}, mh = {0};
   const arkcos_mpi_segment *si = NULL, *so = NULL;
@@ -456,6 +564,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
   int64_t *lofs = NULL, len = 0;
   double t0 = MPI_Wtime();
   const int masked = mk->file != NULL;
+  if (st) memset(st->polar, 0, sizeof st->polar), st->polar_dropped = 0;
   int rc = !p ? arkcos_fail(err, ARKCOS_EINVAL, "%s: rank %d holds no plan", in, r)
            : hpx_read_header(in, &h, err);
   if (!rc && masked) rc = hpx_read_header(mk->file, &mh, err);
@@ -535,6 +644,16 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
   for (int c = 0; !rc && c < ncols; c++) weighted |= nmiss[c] > 0;
   const double t1 = MPI_Wtime();
   if (!rc && ((anyrange && single) || (weighted && ncols > HMPI_MAX_COLS))) rc = HMPI_WHOLE_MAP;
+  /* the polar reconstruction with weights in play (missing pixels, a mask,
+   * --write-weight): ring quadrature, said (st->polar_dropped), as the
+   * smoother's caps with missing pixels take it; the whole map on rank 0
+   * would undo the bands' memory */
+  if (!rc && weighted && (bp->on[0] || bp->on[1])) {
+    bp->on[0] = bp->on[1] = 0;
+    if (st) st->polar_dropped = 1;
+  }
+  const int polar = bp->on[0] || bp->on[1];
+  bp->npix = 12 * (int64_t)h.nside * h.nside;
   /* a Q, U pair needs the spin-2 plan on the scalar plan's output pixels */
   if (!rc && pq >= 0 && (pq >= ncols || pu < 0 || pu >= ncols || pq == pu || hmpi_max(!same_outputs(p2, so, no))))
     rc = HMPI_WHOLE_MAP;
@@ -628,6 +747,29 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
   if (!rc && normalize && !(nrm = malloc(sizeof *nrm * (size_t)(len + 1))))
     wrc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory for its band", in, r);
   if (!rc && normalize && !wrc) wrc = band_ones(pn ? pn : p, so, no, lofs, nrm, err);
+  /* the maps that take the polar correction are divided by A(1) + its
+   * correction of 1 at the caps' outputs (collective); A(1) must be
+   * positive wherever a map is divided by it (smoother_mask.c's
+   * ensure_norm, each pixel counted once) */
+  if (!rc && normalize && polar) {
+    if (hmpi_max(wrc != 0)) wrc = wrc ? wrc : ARKCOS_ERUNTIME;
+    else if (bp->on[0]) wrc = band_polar_norm(bp, nrm, len, so, no, lofs, err);
+  }
+  if (!rc && normalize) {
+    int64_t nonpos = 0;
+    if (!wrc) FOR_OWN(i, so, lofs, no) { nonpos += !(nrm[i] > 0) || (bp->nrmp && !(bp->nrmp[i] > 0)); }
+    if (polar) { /* the loop below is collective then: every rank agrees first */
+      MPI_Allreduce(MPI_IN_PLACE, &nonpos, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+      if (nonpos && !wrc)
+        wrc = arkcos_fail(err, ARKCOS_EINVAL,
+                          "normalize: the kernel's discrete sum is not positive at %lld of %lld pixels "
+                          "(negative lobes); cannot divide by it", (long long)nonpos, (long long)bp->npix);
+    } else if (nonpos && !wrc) {
+      wrc = arkcos_fail(err, ARKCOS_EINVAL,
+                        "normalize: the kernel's discrete sum is not positive at %lld pixel(s) of rank %d's band "
+                        "(negative lobes); cannot divide by it", (long long)nonpos, r);
+    }
+  }
   /* the threshold and the weights: A(w) / A(W) under ring quadrature */
   const double *share = mk->share ? nrm : NULL;
   const double minw = mk->zero ? 0 : mk->min_weight;
@@ -636,7 +778,10 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
     wrc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory for its band", in, r);
   int64_t *unseen = calloc((size_t)ncols + 1, sizeof *unseen);
   if (!rc && !wrc && !unseen) wrc = arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory", in, r);
-  for (int c = 0; !rc && !wrc && c < ncols; c++) {
+  /* with the polar reconstruction each column's correction is collective:
+   * the ranks stop together */
+  for (int c = 0; !rc && c < ncols; c++) {
+    if (polar ? hmpi_max(wrc != 0) : wrc) break;
     if (pq >= 0 && (c == pq || c == pu)) { /* the pair, at the later of its columns */
       if (c != (pq > pu ? pq : pu)) continue;
       band_set *w = sets ? &sets[set_of[pq]] : NULL;
@@ -652,9 +797,16 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
       maps[pq] = maps[pu] = NULL;
       pair_weights pw = {.aw = w && !w->trivial ? w->aw : NULL, .share = share, .minw = minw, .norm_mode = norm_mode,
                          .mh = masked ? &mh : NULL};
-      pw.nrm = nrm && !(norm_mode && pw.aw) ? nrm : NULL;
+      /* Q and U take the polar correction where the scalar maps' A(1) has it
+       * (smoother_mask.c's smooth_pair), and are divided by that A(1) */
+      const int caps2 = bp->on[1] && (!normalize || bp->on[0]) ? 3 : 0;
+      band_pol bq = *bp;
+      bq.on[1] = caps2 != 0;
+      pw.nrm = nrm && !(norm_mode && pw.aw) ? (caps2 && bp->nrmp ? bp->nrmp : nrm) : NULL;
+      if (st) st->polar[pq < HMPI_MAX_COLS ? pq : HMPI_MAX_COLS - 1] =
+                  st->polar[pu < HMPI_MAX_COLS ? pu : HMPI_MAX_COLS - 1] = caps2;
       const double a = MPI_Wtime();
-      wrc = band_pair(p2, &h, pq, pu, &pw, lofs, tmp, out, &L, err);
+      wrc = band_pair(p2, &h, pq, pu, &pw, lofs, &bq, tmp, out, &L, err);
       const double b = MPI_Wtime();
       unseen[pq] = unseen[pu] = pw.unseen;
       arkcos_stage_times t;
@@ -696,6 +848,9 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
         x[i] = band_missing(x[i]) || (mw && mw[i] == 0) ? 0.0 : mw ? mw[i] * x[i] : x[i];
     const double a = MPI_Wtime();
     wrc = arkcos_execute_mpi_local(p, x, y, err);
+    /* the polar correction (collective: every rank, or none when one failed) */
+    if (bp->on[0] && !hmpi_max(wrc != 0)) wrc = band_polar_add(bp, 0, x, NULL, y, NULL, so, no, lofs, err);
+    if (st) st->polar[c < HMPI_MAX_COLS ? c : HMPI_MAX_COLS - 1] = bp->on[0] ? 3 : 0;
     const double b = MPI_Wtime();
     if (!wrc) {
       arkcos_stage_times t;
@@ -714,10 +869,12 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
           }
         }
       }
-      if (nrm && !(norm_mode && w && !w->trivial)) /* normalize_map */
+      if (nrm && !(norm_mode && w && !w->trivial)) { /* normalize_map (A(1) + the correction of 1 with polar) */
+        const double *dv = bp->nrmp ? bp->nrmp : nrm;
         FOR_OWN(i, so, lofs, no) {
-          if (y[i] != ARKCOS_UNSEEN) y[i] /= nrm[i];
+          if (y[i] != ARKCOS_UNSEEN) y[i] /= dv[i];
         }
+      }
       wrc = hpx_band_write_column(tmp, out, &L, c, (const int64_t *)so, lofs, no, y, err);
       if (!wrc && nwcols && (nwcols > 1 || c == 0)) { /* store_weight */
         FOR_OWN(i, so, lofs, no) { wbuf[i] = share ? w->aw[i] / share[i] : w->aw[i]; }
@@ -777,6 +934,8 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
   free(mw);
   free(wbuf);
   free(nrm);
+  free(bp->nrmp);
+  bp->nrmp = NULL;
   free(y);
   free(lofs);
   hpx_header_free(&h);
@@ -785,19 +944,27 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
 }
 
 int hmpi_split_file(const char *in, const char *out, int pol_q, int pol_u, int force, int normalize,
-                    const hmpi_mask *mask, hmpi_file_stats *st, arkcos_error *err) {
+                    const hmpi_mask *mask, const hmpi_polar *polar, hmpi_file_stats *st, arkcos_error *err) {
   if (!mpi_on || hmpi_size() < 2) return HMPI_WHOLE_MAP;
   const hmpi_mask none = {0};
   if (!mask) mask = &none;
   split_cmd c = {.op = OP_FILE, .force = force, .normalize = normalize, .masked = mask->file != NULL,
                  .zero = mask->zero, .min_weight = mask->min_weight, .share = mask->share,
                  .write_weight = mask->write_weight, .pol_q = pol_q, .pol_u = pol_u};
+  band_pol bp = {.pl = polar};
+  for (int k = 0; polar && k < 2; k++) {
+    const arkcos_polar *pk = k ? polar->p2 : polar->p0;
+    /* Q and U take theirs only as one field (a pair of columns) */
+    c.polar[k] = bp.on[k] = pk && (!k || pol_q >= 0);
+    c.pnd[k] = bp.nd[k] = arkcos_polar_disc_pixels(pk);
+    c.pno[k] = bp.no[k] = arkcos_polar_out_pixels(pk);
+  }
   send_cmd(&c);
   char *a = hmpi_bcast_string(in, 0), *b = hmpi_bcast_string(out, 0);
   char *m = hmpi_bcast_string(mask->file ? mask->file : "", 0);
   arkcos_plan *pn = split_plan[SLOT_NORM] && split_nside[SLOT_NORM] == split_nside[0] ? split_plan[SLOT_NORM] : NULL;
   const int rc = a && b && m ? band_file(split_plan[0], split_plan[1], pn, split_single, pol_q, pol_u, a, b, force,
-                                         normalize, mask, st, err)
+                                         normalize, mask, &bp, st, err)
                              : arkcos_fail(err, ARKCOS_ENOMEM, "out of memory");
   free(a);
   free(b);
@@ -837,8 +1004,9 @@ int hmpi_split_serve(hmpi_kernel_fn kernel_for, void *ctx) {
     } else if (c.op == OP_FILE) {
       char *in = hmpi_bcast_string("", 0), *out = hmpi_bcast_string("", 0), *m = hmpi_bcast_string("", 0);
       const hmpi_mask mk = {m && m[0] ? m : NULL, c.zero, c.min_weight, c.share, c.write_weight};
+      band_pol bp = {.on = {c.polar[0], c.polar[1]}, .nd = {c.pnd[0], c.pnd[1]}, .no = {c.pno[0], c.pno[1]}};
       const int rc = in && out && m ? band_file(p[0], p[1], p[2], single, c.pol_q, c.pol_u, in, out, c.force,
-                                                c.normalize, &mk, NULL, &err)
+                                                c.normalize, &mk, &bp, NULL, &err)
                                     : ARKCOS_ENOMEM;
       if (rc && rc != HMPI_WHOLE_MAP) status = 1; /* rank 0 reports it */
       free(in);
@@ -903,8 +1071,9 @@ int hmpi_split_norm_plan(const arkcos_geometry *g, const arkcos_kernel *k, const
   return ARKCOS_EINVAL;
 }
 int hmpi_split_file(const char *in, const char *out, int pol_q, int pol_u, int force, int normalize,
-                    const hmpi_mask *mask, hmpi_file_stats *st, arkcos_error *err) {
-  (void)in, (void)out, (void)pol_q, (void)pol_u, (void)force, (void)normalize, (void)mask, (void)st, (void)err;
+                    const hmpi_mask *mask, const hmpi_polar *polar, hmpi_file_stats *st, arkcos_error *err) {
+  (void)in, (void)out, (void)pol_q, (void)pol_u, (void)force, (void)normalize, (void)mask, (void)polar, (void)st,
+      (void)err;
   return HMPI_WHOLE_MAP;
 }
 void hmpi_split_stop(void) {}

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "arkcos/arkcos.h"
+#include "arkcos/polar.h"
 
 /* MPI_Init_thread when a launcher started the process (mpirun, srun,
  * MPICH's hydra: OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK, PMI_SIZE or
@@ -99,7 +100,15 @@ void hmpi_split_stop(void);
  * normalize mode, A(w) is not above the floor; divided by A(1) (`normalize`)
  * where the engine does; WEIGHT columns as mask_file_columns lays them
  * out. Columns with the same missing pixels (over the sphere) share A(w).
- * st->rep and st->last hold the engine's report of the file (rank 0). */
+ * st->rep and st->last hold the engine's report of the file (rank 0).
+ *
+ * The polar reconstruction (polar, rank 0's; NULL: none) as the smoother
+ * adds it, bit for bit: the caps' disc pixels gathered on rank 0 from the
+ * ranks that own them, the corrections solved there and sent back, each
+ * rank adding them to its own output pixels; where the file is divided by
+ * A(1), the caps' outputs by A(1) plus the correction of 1. A file with
+ * missing pixels, a --mask or --write-weight takes ring quadrature instead
+ * (st->polar_dropped; no band holds a pole's disc to decide by). */
 #define HMPI_WHOLE_MAP (-1)
 #define HMPI_MAX_COLS 999 /* a FITS binary table holds at most 999 columns (TFIELDS) */
 typedef struct hmpi_mask {
@@ -109,8 +118,19 @@ typedef struct hmpi_mask {
   int share;         /* ring quadrature: the threshold and WEIGHT hold A(w) / A(W) */
   int write_weight;  /* --write-weight */
 } hmpi_mask;
+/* Rank 0's polar reconstructions (polar.h) for hmpi_split_file: the
+ * smoother's corrections of the scalar maps and of Q, U (NULL: the maps
+ * take none), the scalar one's correction of 1 where the file is divided
+ * by A(1) (else NULL), and the threads that solve them. */
+typedef struct hmpi_polar {
+  arkcos_polar *p0, *p2;
+  const double *delta1;
+  int threads;
+} hmpi_polar;
 typedef struct hmpi_file_stats {
   int ncols;
+  int polar[HMPI_MAX_COLS];       /* the caps each column took it on (arkcos_smoother_last_polar's bits) */
+  int polar_dropped;              /* weights in play: every column took ring quadrature instead */
   double t_read, t_exec, t_write; /* t_exec: the slowest rank's */
   double map_time[HMPI_MAX_COLS]; /* rank 0's execute per column */
   arkcos_stage_times stages;      /* rank 0's, over the columns */
@@ -119,7 +139,7 @@ typedef struct hmpi_file_stats {
   arkcos_smoother_report last;    /* nweight_maps, weights_smoothed, weight_time (rank 0's) */
 } hmpi_file_stats;
 int hmpi_split_file(const char *in, const char *out, int pol_q, int pol_u, int force, int normalize,
-                    const hmpi_mask *mask, hmpi_file_stats *st, arkcos_error *err);
+                    const hmpi_mask *mask, const hmpi_polar *polar, hmpi_file_stats *st, arkcos_error *err);
 /* Ranks > 0: serve rank 0's plans and executes until rank 0 stops; the
  * kernel of a plan of nside and spin (0, 2) is kernel_for(ctx, nside,
  * spin), which every rank makes from the same arguments; 0 or an exit

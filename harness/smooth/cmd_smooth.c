@@ -69,7 +69,7 @@ typedef struct smooth_args {
   int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_lmax, has_oversample,
       has_accuracy, has_ranks;
   int quadrature;        /* --quadrature: ARKCOS_QUADRATURE_POLAR (default), _RING or _POINT */
-  int has_quadrature;    /* given: polar over MPI ranks is refused, not made ring */
+  int has_quadrature;    /* --quadrature given */
   json_t *opts;          /* the parsed options (options.h); strings above point into it or argv */
   int gaussian_harmonic; /* --gaussian harmonic: healpy's Gaussian beam for --fwhm-arcmin */
 } smooth_args;
@@ -129,8 +129,9 @@ static void usage(FILE *f) {
 "                       kernels below 2 pixels per FWHM, top-hats, nside <\n"
 "                       32, a cap with missing or masked pixels near its\n"
 "                       pole, the Q and U of a masked map, and a map split\n"
-"                       over MPI ranks (with a note; given explicitly there:\n"
-"                       exit 2) take ring; the summary line's polar= says\n"
+"                       over MPI ranks with missing pixels, a mask or\n"
+"                       --write-weight (with a note) take ring; the\n"
+"                       summary line's polar= says\n"
 "                       which caps took it (both, north, south, none; per\n"
 "                       column where they differ), its plan= the time making\n"
 "                       it took (polar S); ring: each ring's pixels weighted\n"
@@ -652,6 +653,8 @@ struct file_job {
   arkcos_stage_times sum;  /* METHOD_ARKCOS: stages over the columns */
   double t_read, t_exec, t_write, plan_time;
   double plan_fftw, plan_tables, plan_polar; /* parts of plan_time */
+  const int *polar_of;     /* the caps each column took the polar reconstruction on (a split map's), or
+                            * NULL: the smoother's arkcos_smoother_last_polar */
 };
 
 
@@ -765,6 +768,12 @@ static const arkcos_kernel *kernel_for(smooth_state *s, int64_t nside, int spin,
 }
 
 /* The summary line: what was done, with what, and where the time went. */
+/* The caps column c took the polar reconstruction on (bits north, south) */
+static int job_polar(const smooth_state *s, const file_job *job, int c) {
+  if (job->polar_of) return job->polar_of[c < HMPI_MAX_COLS ? c : HMPI_MAX_COLS - 1];
+  return arkcos_smoother_last_polar(s->lib, c);
+}
+
 static void print_summary(smooth_state *s, const file_job *job) {
   const smooth_args *a = s->a;
   const hpx_header *h = job->h;
@@ -801,9 +810,9 @@ static void print_summary(smooth_state *s, const file_job *job) {
    * (one word when every column's are the same; counts past 8 columns) */
   if (a->method != METHOD_FSHT && s->spec.quadrature == ARKCOS_QUADRATURE_POLAR && job->ncols > 0) {
     static const char *const caps_name[4] = {"none", "north", "south", "both"};
-    int same = 1, n[4] = {0}, c0 = arkcos_smoother_last_polar(s->lib, 0);
+    int same = 1, n[4] = {0}, c0 = job_polar(s, job, 0);
     for (int c = 0; c < job->ncols; c++) {
-      const int k = arkcos_smoother_last_polar(s->lib, c);
+      const int k = job_polar(s, job, c);
       same &= k == c0;
       n[k >= 0 && k <= 3 ? k : 0]++;
     }
@@ -815,7 +824,7 @@ static void print_summary(smooth_state *s, const file_job *job) {
       snprintf(e, room, " polar=mixed(both %d, one cap %d, none %d)", n[3], n[1] + n[2], n[0]);
     else
       for (int c = 0; c < job->ncols; c++) {
-        const int k = arkcos_smoother_last_polar(s->lib, c);
+        const int k = job_polar(s, job, c);
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), "%s%s", c ? "," : " polar=",
                  k >= 0 && k <= 3 ? caps_name[k] : "none");
       }
@@ -893,7 +902,7 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   file_job job = {.idx = i, .in = s->a->pos[i], .out = s->outs[i], .h = &s->inputs[i], .pol = s->pol[i]};
   const hpx_header *h = job.h;
   if (s->split && s->a->method == METHOD_ARKCOS) { /* MPI: each rank its own band (hmpi.h) */
-    double p0 = s->plan_time, f0 = s->plan_fftw, t0 = s->plan_tables;
+    double p0 = s->plan_time, f0 = s->plan_fftw, t0 = s->plan_tables, q0 = s->plan_polar;
     hmpi_file_stats st;
     int rc = ensure_smoothers(s, h->nside, 1, job.pol.q >= 0, err);
     const int normalize = rc == 0 && arkcos_smoother_divides(s->lib);
@@ -907,12 +916,25 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
     const mask_opts *mo = &s->a->mask;
     const hmpi_mask mk = {mo->has_file ? mo->file : NULL, mo->mode == MASK_MODE_ZERO, mo->min_weight,
                           s->spec.quadrature != ARKCOS_QUADRATURE_POINT, mo->write_weight};
-    if (bands && (rc = hmpi_split_file(job.in, job.out, job.pol.q, job.pol.u, s->a->force, normalize, &mk, &st,
-                                       err)) != HMPI_WHOLE_MAP) {
+    /* rank 0's polar reconstructions (the smoother's, made with its plans;
+     * hmpi.h), and the correction of 1 where the maps are divided by A(1) */
+    hmpi_polar pl = {arkcos_smoother_polar(s->lib, 0, NULL),
+                     job.pol.q >= 0 ? arkcos_smoother_polar(s->lib, 2, NULL) : NULL, NULL, (int)s->a->threads};
+    if (bands && normalize && pl.p0 && !(pl.delta1 = arkcos_smoother_polar_delta_one(s->lib)))
+      return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the polar caps");
+    take_polar_time(s);
+    if (bands && (rc = hmpi_split_file(job.in, job.out, job.pol.q, job.pol.u, s->a->force, normalize, &mk, &pl,
+                                       &st, err)) != HMPI_WHOLE_MAP) {
       if (rc) return rc;
       job.ncols = st.ncols, job.t_read = st.t_read, job.t_exec = st.t_exec, job.t_write = st.t_write;
       job.sum = st.stages, job.plan_time = s->plan_time - p0, job.plan_fftw = s->plan_fftw - f0;
       job.plan_tables = s->plan_tables - t0;
+      job.plan_polar = s->plan_polar - q0;
+      job.polar_of = st.polar;
+      if (st.polar_dropped)
+        fprintf(stderr, "arkcos smooth: note: %s: split over MPI ranks, a map with missing pixels, a --mask or "
+                        "--write-weight takes ring quadrature (no polar reconstruction: a band-limited map's error "
+                        "next to the poles 1e-3 - 5e-3, not 3e-7; one process has it)\n", job.in);
       for (int c = 0; c < st.ncols && !rc; c++) rc = record_map_time(s, st.map_time[c < HMPI_MAX_COLS ? c : 0]);
       if (st.reported) {
         job.nbad = 0;
@@ -1063,15 +1085,6 @@ static int make_kernel(smooth_state *s, arkcos_error *err) {
   s->op = (arkcos_smoother_operator){s, op_prepare, op_apply, op_apply_spin2, a->method == METHOD_FSHT, op_plan};
   sp->op = &s->op;
   sp->quadrature = a->quadrature;
-  /* one map over MPI ranks has no polar reconstruction (smooth_all refuses
-   * --quadrature polar there): the default is ring quadrature, said once */
-  if (sp->quadrature == ARKCOS_QUADRATURE_POLAR && !a->has_quadrature && a->method == METHOD_ARKCOS &&
-      hmpi_size() > 1 && (a->mpi_split || s->ninputs == 1)) {
-    sp->quadrature = ARKCOS_QUADRATURE_RING;
-    fprintf(stderr, "arkcos smooth: note: a map split over MPI ranks takes ring quadrature (no polar "
-                    "reconstruction: a band-limited map's error next to the poles 1e-3 - 5e-3, not 3e-7; "
-                    "one process, or several inputs without --mpi-split, have it)\n");
-  }
   if (a->has_fwhm) {
     sp->kernel.type = a->gaussian_harmonic ? ARKCOS_KERNEL_GAUSSIAN_HARMONIC : ARKCOS_KERNEL_GAUSSIAN;
     sp->kernel.fwhm = a->fwhm_arcmin * ARCMIN;
@@ -1220,10 +1233,6 @@ static int sync_wisdom(smooth_state *s, arkcos_error *err) {
 static int smooth_all(smooth_state *s, arkcos_error *err) {
   const int n = hmpi_size(), r = hmpi_rank();
   s->split = n > 1 && (s->a->mpi_split || s->ninputs == 1);
-  if (s->split && s->spec.quadrature == ARKCOS_QUADRATURE_POLAR && s->a->method == METHOD_ARKCOS)
-    return hmpi_max(smooth_usage_error("--quadrature polar: a map split over MPI ranks has no polar "
-                                       "reconstruction (its bands hold no pole's disc whole); use --quadrature "
-                                       "ring, or several inputs without --mpi-split"));
   if (s->split && r > 0) return hmpi_max(hmpi_split_serve(split_kernel, s));
   int status = n > 1 && !s->split ? sync_wisdom(s, err) : 0;
   const int lo = s->split ? 0 : (int)((int64_t)s->ninputs * r / n);
@@ -1283,8 +1292,8 @@ static int check_memory(smooth_state *s, int hard_only) {
       w[j].norm_streamed = a->method == METHOD_ARKCOS &&
                            arkcos_smoother_streams_division(&sp, w[j].normalize, w[j].masked);
       /* the polar reconstruction: what the smoother's estimate adds for it
-       * (Q and U's own as well, for a file with them) */
-      if (a->method == METHOD_ARKCOS && sp.quadrature == ARKCOS_QUADRATURE_POLAR && !split) {
+       * (Q and U's own as well, for a file with them); rank 0's over ranks */
+      if (a->method == METHOD_ARKCOS && sp.quadrature == ARKCOS_QUADRATURE_POLAR) {
         sp.op = NULL; /* the engine's plans: an operator's estimate counts maps only */
         const int qu = s->pol[i].q >= 0, nm = qu ? (int)h->ncols : 1;
         const double with = arkcos_smoother_estimate(&sp, nm, qu, 0, NULL);

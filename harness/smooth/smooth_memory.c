@@ -75,8 +75,9 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
                 : 8 * (double)e.pixels_in * (w->maxcols + 1 + 2 * w->normalize + 2 * w->masked);
     row->tables = e.tables;
     row->spectra = e.spectra;
-    row->other = e.kernel_spectra + e.workspace + e.fft + (bands ? 0 : w->polar);
-    row->plan = e.total + (bands ? 0 : w->polar);
+    /* the polar reconstruction: the smoother's, on rank 0 (hmpi.h) */
+    row->other = e.kernel_spectra + e.workspace + e.fft + (bands && rank > 0 ? 0 : w->polar);
+    row->plan = e.total + (bands && rank > 0 ? 0 : w->polar);
   }
   /* the spin-2 plan: a band plan over ranks with the scalar plan's bands
    * (arkcos_plan_create_mpi_as), the whole plan in one process; band-wise,

@@ -26,8 +26,9 @@ typedef struct smem_nside {
   int gpu;              /* the GPU may take the maps (--backend gpu, or auto with a
                          * device): the CUDA context's host memory counted */
   int spin2;            /* some file has Q and U: the spin-2 plan too (one process) */
-  double polar;         /* bytes of the polar reconstruction (--quadrature polar, one
-                         * process; arkcos_smoother_estimate's share of it), else 0 */
+  double polar;         /* bytes of the polar reconstruction (--quadrature polar; one
+                         * process's, or rank 0's over ranks; arkcos_smoother_estimate's
+                         * share of it), else 0 */
   arkcos_options o0;    /* the scalar plan's options */
   arkcos_options o2;    /* the spin-2 plan's (when spin2) */
   const arkcos_kernel *k0, *k2; /* their kernels (NULL: the one passed) */
