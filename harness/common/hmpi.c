@@ -331,8 +331,9 @@ typedef struct band_pol {
  * first (north, [0, n)) or last (south, [npix - n, npix)) n pixels */
 static int64_t cap_slot(int64_t npix, int64_t n, int cap, int64_t g) { return cap ? n + g - (npix - n) : g; }
 
-/* Calls f(i, slot) for each own output pixel (local position i) among the
- * first and the last n pixels of the sphere */
+/* A loop over the own output pixels among the first and the last n pixels
+ * of the sphere: i their local position, slot their place in an exchange
+ * buffer (cap_slot) */
 #define FOR_CAPS(i, slot, so, lofs, nso, npix, n)                                          \
   for (int q_ = 0; q_ < (nso); q_++)                                                       \
     for (int c_ = 0; c_ < 2; c_++)                                                         \
@@ -751,10 +752,8 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
    * correction of 1 at the caps' outputs (collective); A(1) must be
    * positive wherever a map is divided by it (smoother_mask.c's
    * ensure_norm, each pixel counted once) */
-  if (!rc && normalize && polar) {
-    if (hmpi_max(wrc != 0)) wrc = wrc ? wrc : ARKCOS_ERUNTIME;
-    else if (bp->on[0]) wrc = band_polar_norm(bp, nrm, len, so, no, lofs, err);
-  }
+  if (!rc && normalize && polar && !hmpi_max(wrc != 0) && bp->on[0])
+    wrc = band_polar_norm(bp, nrm, len, so, no, lofs, err);
   if (!rc && normalize) {
     int64_t nonpos = 0;
     if (!wrc) FOR_OWN(i, so, lofs, no) { nonpos += !(nrm[i] > 0) || (bp->nrmp && !(bp->nrmp[i] > 0)); }
