@@ -69,7 +69,6 @@ typedef struct smooth_args {
   int has_fwhm, has_kernel, has_tophat, has_cutoff_deg, has_cutoff_rel, has_lmax, has_oversample,
       has_accuracy, has_ranks;
   int quadrature;        /* --quadrature: ARKCOS_QUADRATURE_POLAR (default), _RING or _POINT */
-  int has_quadrature;    /* --quadrature given */
   json_t *opts;          /* the parsed options (options.h); strings above point into it or argv */
   int gaussian_harmonic; /* --gaussian harmonic: healpy's Gaussian beam for --fwhm-arcmin */
 } smooth_args;
@@ -318,7 +317,6 @@ static int args_from_options(const json_t *v, smooth_args *a) {
   a->has_lmax = opt_given(v, OPT_LMAX);
   a->has_oversample = opt_given(v, OPT_OVERSAMPLE);
   a->has_accuracy = opt_given(v, OPT_ACCURACY);
-  a->has_quadrature = opt_given(v, OPT_QUADRATURE);
   a->has_ranks = opt_given(v, OPT_RANKS);
   mask_opts_read(&a->mask, v);
   smooth_beam_read(&a->beam, v);
