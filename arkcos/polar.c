@@ -1107,19 +1107,25 @@ int64_t arkcos_polar_cap_pixel(const arkcos_polar *p, int cap, int64_t k) {
 
 int64_t arkcos_polar_mirror(const arkcos_polar *p, int64_t j) { return arkcos_polar_cap_pixel(p, 1, j); }
 
+/* The disc's n values scaled by a power of 2 to a largest value in [1, 2):
+ * the same bits for maps in the normal range, and denormal or huge maps
+ * keep their relative precision through the solve. Returns the exponent
+ * the corrections are scaled back by. */
+static int disc_scale(double *f, int64_t n) {
+  double mx = 0;
+  for (int64_t j = 0; j < n; j++) mx = fmax(mx, fabs(f[j]));
+  const int ex = mx > 0 && isfinite(mx) ? ilogb(mx) : 0;
+  if (ex)
+    for (int64_t j = 0; j < n; j++) f[j] = ldexp(f[j], -ex);
+  return ex;
+}
+
 int arkcos_polar_correct(const arkcos_polar *p, const double *disc, double *corr, int nthreads) {
   if (nthreads <= 0) nthreads = omp_get_max_threads();
   double *fd = malloc(sizeof *fd * (size_t)p->lay.nd);
   if (!fd) return ARKCOS_ENOMEM;
   memcpy(fd, disc, sizeof *fd * (size_t)p->lay.nd);
-  /* the disc scaled by a power of 2 to a largest value in [1, 2): the
-   * same bits for maps in the normal range, and denormal or huge maps
-   * keep their relative precision through the solve */
-  double mx = 0;
-  for (int64_t j = 0; j < p->lay.nd; j++) mx = fmax(mx, fabs(fd[j]));
-  const int ex = mx > 0 && isfinite(mx) ? ilogb(mx) : 0;
-  if (ex)
-    for (int64_t j = 0; j < p->lay.nd; j++) fd[j] = ldexp(fd[j], -ex);
+  const int ex = disc_scale(fd, p->lay.nd);
   const int rc = correct_cap(p, fd, corr, nthreads);
   if (!rc && ex)
     for (int64_t j = 0; j < p->lay.nout_pix; j++) corr[j] = ldexp(corr[j], ex);
@@ -1478,11 +1484,7 @@ int arkcos_polar_correct2(const arkcos_polar *p, int cap, const double *q, const
     fq[k] = q[k];
     fu[k] = su * u[k];
   }
-  double mx = 0;
-  for (int64_t j = 0; j < 2 * nd; j++) mx = fmax(mx, fabs(fq[j]));
-  const int ex = mx > 0 && isfinite(mx) ? ilogb(mx) : 0;
-  if (ex)
-    for (int64_t j = 0; j < 2 * nd; j++) fq[j] = ldexp(fq[j], -ex);
+  const int ex = disc_scale(fq, 2 * nd);
   const int rc = correct_cap2(p, fq, fu, cq, cu, nthreads);
   for (int64_t k = 0; !rc && k < no; k++) {
     cq[k] = ex ? ldexp(cq[k], ex) : cq[k];

@@ -303,7 +303,7 @@ static int make_polar(arkcos_smoother *s, int spin, arkcos_error *err) {
   return ARKCOS_OK;
 }
 
-const double *smoother_polar_delta_one(arkcos_smoother *s) {
+const double *arkcos_smoother_polar_delta_one(arkcos_smoother *s) {
   const double t0 = omp_get_wtime();
   const double *d = arkcos_polar_delta_one(s->polar, s->spec.options.threads);
   s->polar_time += omp_get_wtime() - t0; /* made once, with the first division: plan work */
@@ -315,12 +315,10 @@ arkcos_polar *arkcos_smoother_polar(arkcos_smoother *s, int spin, arkcos_error *
   return spin ? s->polar2 : s->polar;
 }
 
-const double *arkcos_smoother_polar_delta_one(arkcos_smoother *s) { return s ? smoother_polar_delta_one(s) : NULL; }
-
 int smoother_polar_norm(arkcos_smoother *s) {
   arkcos_polar *p = s->polar;
   if (!p || s->norm_polar || !s->norm_w) return ARKCOS_OK;
-  const double *d = smoother_polar_delta_one(s);
+  const double *d = arkcos_smoother_polar_delta_one(s);
   if (!d) return ARKCOS_ENOMEM;
   const int64_t n = arkcos_polar_out_pixels(p);
   double *v = malloc(sizeof *v * 2 * (size_t)n);

@@ -60,8 +60,6 @@ int smoother_ring_quadrature(const arkcos_smoother_spec *s);
 /* s->norm_polar from s->norm_w (A(1) without the polar correction, as Q
  * and U are divided): 0, or ENOMEM. */
 int smoother_polar_norm(arkcos_smoother *s);
-/* The polar correction of 1 (arkcos_polar_delta_one), its making counted
- * in polar_time; NULL out of memory. */
-const double *smoother_polar_delta_one(arkcos_smoother *s);
+/* The polar correction of 1: arkcos_smoother_polar_delta_one (polar.h). */
 
 #endif

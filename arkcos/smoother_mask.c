@@ -307,7 +307,7 @@ static int divide_streamed(call *c, const wset *w, double **maps, int n, int wan
   if (r < 0) return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the weight's rings");
   arkcos_stages_add(&s->last.stages, &t);
   if (keep) {
-    const double *d1 = smoother_polar_delta_one(s);
+    const double *d1 = arkcos_smoother_polar_delta_one(s);
     if (!d1) {
       free(keep);
       return arkcos_fail(err, ARKCOS_ENOMEM, "normalize: out of memory for the polar caps");
