@@ -410,6 +410,9 @@ typedef struct arkcos_estimate {
   int64_t halo_pixels;   /* input pixels beyond its own rings */
   int rings_out;         /* output rings of the band */
   int band;              /* which band: 0 at the poles .. nranks - 1 at the equator */
+  int collective;        /* 1: the band's execute is collective (the harmonic
+                          * path: its a_lm summed over the ranks), so `arkcos
+                          * smooth` takes the whole-map path (docs/MPI.md) */
 } arkcos_estimate;
 
 int arkcos_plan_estimate_rank(const arkcos_geometry *g, const arkcos_kernel *k, const arkcos_options *o,

@@ -231,6 +231,21 @@ static int node_memory_check(MPI_Comm comm, const arkcos_geometry *g, const arkc
   return agree(comm, rc, err);
 }
 
+/* The harmonic path's a_lm (harmonic.c): each band's analysis of its own
+ * rings summed onto rank 0, then sent back, so that every rank
+ * synthesises from the same values. Collective. */
+static int mpi_alm_sum(arkcos_plan *p, double *a, int64_t n, arkcos_error *err) {
+  (void)err;
+  mpi_state *m = (mpi_state *)p->mpi;
+  for (int64_t o = 0; o < n; o += PIECE) {
+    const int c = (int)(n - o < PIECE ? n - o : PIECE);
+    MPI_Reduce(m->rank == 0 ? MPI_IN_PLACE : a + o, m->rank == 0 ? a + o : NULL, c, MPI_DOUBLE, MPI_SUM, 0,
+               m->comm);
+    MPI_Bcast(a + o, c, MPI_DOUBLE, 0, m->comm);
+  }
+  return ARKCOS_OK;
+}
+
 /* arkcos_plan_create_mpi, with the bands cut at cut[] (NULL: by the plan's
  * own cost model) */
 static arkcos_plan *create_mpi(MPI_Comm comm, const arkcos_geometry *g, const arkcos_kernel *k,
@@ -262,6 +277,7 @@ static arkcos_plan *create_mpi(MPI_Comm comm, const arkcos_geometry *g, const ar
     MPI_Comm_dup(comm, &m->comm);
     m->rank = rank;
     m->size = size;
+    if (p->harmonic) p->alm_sum = mpi_alm_sum;
     if ((rc = make_segments(p, m)) || (rc = make_layouts(p, m)))
       arkcos_fail(err, rc, "plan: out of memory (MPI segments)");
   }
@@ -271,7 +287,8 @@ static arkcos_plan *create_mpi(MPI_Comm comm, const arkcos_geometry *g, const ar
   }
   MPI_Allreduce(&p->bound, &m->bound, 1, MPI_DOUBLE, MPI_MAX, m->comm);
   p->bound = m->bound; /* arkcos_plan_bound: the whole map's */
-  p->bytes += (size_t)(m->pix_in + m->pix_out) * sizeof(double); /* the band's resident maps */
+  /* the band's resident maps (over one rank, the caller's whole maps: none) */
+  if (size > 1) p->bytes += (size_t)(m->pix_in + m->pix_out) * sizeof(double);
   return p;
 }
 
@@ -437,5 +454,6 @@ int arkcos_plan_mpi_band(const arkcos_plan *p, arkcos_mpi_band *b, arkcos_error 
   b->pixels_in = m->pix_in;
   b->halo_pixels = m->halo;
   b->bound = m->bound;
+  b->collective = p->alm_sum != NULL;
   return ARKCOS_OK;
 }

@@ -84,6 +84,8 @@ typedef struct arkcos_mpi_band {
   int64_t pixels_in;     /* input pixels received (band and halo) */
   int64_t halo_pixels;   /* input pixels received beyond the band's own rings */
   double bound;          /* arkcos_plan_bound over every band (max over ranks) */
+  int collective;        /* 1: arkcos_execute_mpi_local is collective (the
+                          * harmonic path: its a_lm are summed over the ranks) */
 } arkcos_mpi_band;
 
 int arkcos_plan_mpi_band(const arkcos_plan *p, arkcos_mpi_band *b, arkcos_error *err);
@@ -95,11 +97,15 @@ int arkcos_plan_mpi_band(const arkcos_plan *p, arkcos_mpi_band *b, arkcos_error 
  * map's pixel indices, increasing; the plan keeps the array. A band-local
  * map holds the input runs back to back (pixels_in values); an output run
  * lies inside an input run and takes the same local positions.
- * arkcos_execute_mpi_local: not collective (no messages, no rank 0): in
- * and out are band-local maps of pixels_in values each; out receives the
- * band's output pixels, bit for bit those of arkcos_execute_mpi (and of one
- * process), and the halo positions of out are left as they were. The
- * input values must be finite (not checked here). */
+ * arkcos_execute_mpi_local: not collective (no messages, no rank 0),
+ * but for a plan of the harmonic path (a Gaussian of a low band limit,
+ * docs/EXACTNESS.md), whose bands' a_lm are summed over the ranks: there
+ * every rank calls it, in the same order. in and out are band-local maps
+ * of pixels_in values each; out receives the band's output pixels, bit for
+ * bit those of arkcos_execute_mpi (and of one process, but for the
+ * harmonic path, whose sum over ranks is another order of additions: within
+ * rounding of one process), and the halo positions of out are left as they
+ * were. The input values must be finite (not checked here). */
 typedef struct arkcos_mpi_segment {
   int64_t a, b;
 } arkcos_mpi_segment;

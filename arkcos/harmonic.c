@@ -21,6 +21,11 @@
  * Gibbs's oscillation) and by the tail beyond l_K: the plan's bound
  * counts both, as for the smooth caps (pairs_direct.c).
  *
+ * A band plan of a map split over MPI ranks analyses its own rings only,
+ * the bands' a_lm are summed over the ranks (p->alm_sum, arkcos_mpi.c:
+ * collective) and it synthesises its own rings: one process's operator,
+ * the sum in another order.
+ *
  * The transforms are libsharp's (1.0, as Debian packages it), opened at
  * the first plan that could use them (dlopen of libsharp.so.0); without it
  * the plans keep ARKCoS. ARKCOS_HARMONIC=0 turns the path off, =1 takes it
@@ -89,8 +94,11 @@ int arkcos_harmonic_lmax(const arkcos_kfun *kf) {
 
 typedef struct {
   int lmax, nthreads;
-  sharp_geom *geom;
+  sharp_geom *geom; /* every ring; a band plan's: its own rings at offsets gofs */
   sharp_alm *alm;
+  int nr;           /* a band plan (p->nparts > 1): its own output rings, ring[] */
+  int *ring;
+  int64_t *gofs;    /* their offsets when geom was made (the layout moves them) */
   double *kl;      /* K_l, l <= lmax */
   double *a;       /* a_lm, complex, m-major: m (2 lmax + 1 - m) / 2 + l;
                     * spin 2: E_lm, then B_lm */
@@ -102,6 +110,8 @@ static void harm_destroy(arkcos_plan *p) {
   if (!s) return;
   if (s->geom) sharp.destroy_geom(s->geom);
   if (s->alm) sharp.destroy_alm(s->alm);
+  free(s->ring);
+  free(s->gofs);
   free(s->kl);
   free(s->a);
   free(s);
@@ -116,48 +126,104 @@ static void scale_alm(const harm_state *s, double *a) {
   }
 }
 
-/* spin 0: in -> out; spin 2: (in, in2) = (Q, U) -> (out, out2) */
-static void harm_run(arkcos_plan *p, int spin, const double *in, const double *in2, double *out, double *out2) {
+/* libsharp's geometry of n rings (ring[] of g, or every ring when ring is
+ * NULL) at their present offsets */
+static sharp_geom *make_geometry(const arkcos_geometry *g, const int *ring, int n, arkcos_error *err) {
+  int *nph = malloc(sizeof *nph * (size_t)n), *stride = malloc(sizeof *stride * (size_t)n);
+  ptrdiff_t *ofs = malloc(sizeof *ofs * (size_t)n);
+  double *phi0 = malloc(sizeof *phi0 * (size_t)n), *theta = malloc(sizeof *theta * (size_t)n),
+         *wgt = malloc(sizeof *wgt * (size_t)n);
+  sharp_geom *geom = NULL;
+  if (nph && stride && ofs && phi0 && theta && wgt) {
+    for (int i = 0; i < n; i++) {
+      const arkcos_ring *r = &g->rings[ring ? ring[i] : i];
+      nph[i] = (int)r->nph, stride[i] = 1, ofs[i] = (ptrdiff_t)r->ofs;
+      phi0[i] = r->phi0, theta[i] = r->theta, wgt[i] = r->weight;
+    }
+    sharp.make_geom(n, nph, ofs, stride, phi0, theta, wgt, &geom);
+    if (!geom) arkcos_fail(err, ARKCOS_ERUNTIME, "plan: libsharp's set-up failed");
+  } else {
+    arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  }
+  free(nph);
+  free(stride);
+  free(ofs);
+  free(phi0);
+  free(theta);
+  free(wgt);
+  return geom;
+}
+
+/* A band plan's geometry for the layout its rings have now (whole maps or
+ * band-local ones, arkcos_mpi.c), made again when they moved */
+static int band_geometry(const arkcos_plan *p, harm_state *s, arkcos_error *err) {
+  if (s->nr == 0) return ARKCOS_OK; /* a band without rings: nothing to transform */
+  int same = s->geom != NULL;
+  for (int i = 0; same && i < s->nr; i++) same = s->gofs[i] == p->geom->rings[s->ring[i]].ofs;
+  if (same) return ARKCOS_OK;
+  if (s->geom) sharp.destroy_geom(s->geom);
+  s->geom = make_geometry(p->geom, s->ring, s->nr, err);
+  for (int i = 0; s->geom && i < s->nr; i++) s->gofs[i] = p->geom->rings[s->ring[i]].ofs;
+  return s->geom ? ARKCOS_OK : err && err->code ? err->code : ARKCOS_ERUNTIME;
+}
+
+/* spin 0: in -> out; spin 2: (in, in2) = (Q, U) -> (out, out2). A band
+ * plan analyses its own rings, the bands' a_lm are summed over the ranks
+ * (p->alm_sum, collective) and it synthesises its own rings; the others
+ * stay untouched. */
+static int harm_run(arkcos_plan *p, int spin, const double *in, const double *in2, double *out, double *out2,
+                    arkcos_error *err) {
   harm_state *s = p->impl;
+  const int band = p->nparts > 1;
+  if (band && !p->alm_sum)
+    return arkcos_fail(err, ARKCOS_EINVAL, "execute: a band plan of the harmonic path runs over MPI ranks "
+                                           "only (arkcos_execute_mpi)");
+  int rc = band ? band_geometry(p, s, err) : ARKCOS_OK;
   const double t0 = omp_get_wtime();
   const int old = omp_get_max_threads();
   omp_set_num_threads(s->nthreads); /* libsharp runs on the caller's OpenMP settings */
   void *almp[2] = {s->a, s->a + 2 * s->nalm}, *inp[2] = {(void *)in, (void *)in2}, *outp[2] = {out, out2};
-  sharp.execute(SHARP_MAP2ALM_JOB, spin, almp, inp, s->geom, s->alm, SHARP_DP_FLAG, NULL, NULL);
+  if (!rc && s->geom) sharp.execute(SHARP_MAP2ALM_JOB, spin, almp, inp, s->geom, s->alm, SHARP_DP_FLAG, NULL, NULL);
+  else memset(s->a, 0, (spin ? 4 : 2) * sizeof *s->a * (size_t)s->nalm);
+  /* every band takes part in the sum, a failed one with zeros, so that
+   * none waits for it; the failure is its own */
+  const int rs = band ? p->alm_sum(p, s->a, (spin ? 4 : 2) * s->nalm, rc ? NULL : err) : ARKCOS_OK;
+  if (!rc) rc = rs;
   const double t1 = omp_get_wtime();
-  scale_alm(s, s->a);
-  if (spin) scale_alm(s, s->a + 2 * s->nalm);
+  if (!rc) {
+    scale_alm(s, s->a);
+    if (spin) scale_alm(s, s->a + 2 * s->nalm);
+  }
   const double t2 = omp_get_wtime();
   /* the output's pages first touched by every thread: libsharp clears
    * the map on one (a fresh 400 MB map at nside 2048 took 1.0 s of faults
    * on one thread of a 2-core virtual machine) */
-  const int64_t npix = p->geom->npix;
+  if (!rc && !band) {
+    const int64_t npix = p->geom->npix;
 #pragma omp parallel for schedule(static) num_threads(s->nthreads)
-  for (int64_t k = 0; k < npix; k++) {
-    out[k] = 0;
-    if (out2) out2[k] = 0;
+    for (int64_t k = 0; k < npix; k++) {
+      out[k] = 0;
+      if (out2) out2[k] = 0;
+    }
   }
-  sharp.execute(SHARP_ALM2MAP_JOB, spin, almp, outp, s->geom, s->alm, SHARP_DP_FLAG, NULL, NULL);
+  if (!rc && s->geom) sharp.execute(SHARP_ALM2MAP_JOB, spin, almp, outp, s->geom, s->alm, SHARP_DP_FLAG, NULL, NULL);
   omp_set_num_threads(old);
   arkcos_stage_times *T = &p->last;
   memset(T, 0, sizeof *T);
-  T->map_fft = t1 - t0;      /* the analysis */
+  T->map_fft = t1 - t0;      /* the analysis (a band's: and the sum over ranks) */
   T->kernel_fft = t2 - t1;   /* times K_l */
   T->map_ifft = omp_get_wtime() - t2; /* the synthesis */
   T->total = omp_get_wtime() - t0;
+  return rc;
 }
 
 static int harm_execute(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
-  (void)err;
-  harm_run(p, 0, in, NULL, out, NULL);
-  return ARKCOS_OK;
+  return harm_run(p, 0, in, NULL, out, NULL, err);
 }
 
 static int harm_execute2(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
                          arkcos_error *err) {
-  (void)err;
-  harm_run(p, 2, q, u, q_out, u_out);
-  return ARKCOS_OK;
+  return harm_run(p, 2, q, u, q_out, u_out, err);
 }
 
 int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err) {
@@ -171,38 +237,33 @@ int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err) {
   s->nthreads = p->opt.threads > 0 ? p->opt.threads : omp_get_max_threads();
   s->lmax = p->harmonic_lmax;
   const arkcos_geometry *g = p->geom;
-  const int n = g->nrings;
+  int n = g->nrings;
   s->nalm = (int64_t)(s->lmax + 1) * (s->lmax + 2) / 2;
   s->kl = malloc(sizeof *s->kl * (size_t)(s->lmax + 1));
   const int spin = p->opt.spin;
   s->a = malloc((spin ? 4 : 2) * sizeof *s->a * (size_t)s->nalm);
-  int *nph = malloc(sizeof *nph * (size_t)n), *stride = malloc(sizeof *stride * (size_t)n);
-  ptrdiff_t *ofs = malloc(sizeof *ofs * (size_t)n);
-  double *phi0 = malloc(sizeof *phi0 * (size_t)n), *theta = malloc(sizeof *theta * (size_t)n),
-         *wgt = malloc(sizeof *wgt * (size_t)n);
-  int rc = s->kl && s->a && nph && stride && ofs && phi0 && theta && wgt
-               ? ARKCOS_OK
-               : arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
-  for (int i = 0; !rc && i < n; i++) {
-    const arkcos_ring *r = &g->rings[i];
-    nph[i] = (int)r->nph, stride[i] = 1, ofs[i] = (ptrdiff_t)r->ofs;
-    phi0[i] = r->phi0, theta[i] = r->theta, wgt[i] = r->weight;
+  int rc = s->kl && s->a ? ARKCOS_OK : arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+  if (!rc && p->nparts > 1) { /* a band plan: its own rings */
+    s->ring = malloc(sizeof *s->ring * (size_t)(2 * (p->task_hi - p->task_lo) + 1));
+    s->gofs = malloc(sizeof *s->gofs * (size_t)(2 * (p->task_hi - p->task_lo) + 1));
+    if (!s->ring || !s->gofs) rc = arkcos_fail(err, ARKCOS_ENOMEM, "plan: out of memory");
+    for (int t = p->task_lo; !rc && t < p->task_hi; t++) {
+      const int i = p->task[t], i2 = p->mirror[i];
+      s->ring[s->nr++] = i;
+      if (i2 >= 0 && i2 != i) s->ring[s->nr++] = i2;
+    }
+    n = s->nr;
   }
   const double t0 = omp_get_wtime();
   if (!rc) rc = arkcos_kfun_legendre(&p->kf, s->lmax, spin, s->kl);
   if (rc == ARKCOS_ENOMEM) arkcos_fail(err, rc, "plan: out of memory");
   p->setup.kernel_spectra += omp_get_wtime() - t0;
   if (!rc) {
-    sharp.make_geom(n, nph, ofs, stride, phi0, theta, wgt, &s->geom);
     sharp.make_alm(s->lmax, s->lmax, 1, &s->alm);
-    if (!s->geom || !s->alm) rc = arkcos_fail(err, ARKCOS_ERUNTIME, "plan: libsharp's set-up failed");
+    if (!s->alm) rc = arkcos_fail(err, ARKCOS_ERUNTIME, "plan: libsharp's set-up failed");
   }
-  free(nph);
-  free(stride);
-  free(ofs);
-  free(phi0);
-  free(theta);
-  free(wgt);
+  if (!rc && p->nparts > 1) rc = band_geometry(p, s, err);
+  else if (!rc && !(s->geom = make_geometry(g, NULL, n, err))) rc = err && err->code ? err->code : ARKCOS_ERUNTIME;
   p->bytes = rc ? 0 : arkcos_harmonic_bytes(s->lmax, n, s->nthreads, spin);
   return rc;
 }

@@ -69,6 +69,12 @@ struct arkcos_plan {
   void (*destroy)(arkcos_plan *);
   void *mpi;                 /* arkcos_plan_create_mpi's state (arkcos_mpi.c), or NULL */
   void (*mpi_destroy)(arkcos_plan *);
+  int nparts;                /* bands the tasks are split into (1: one process) */
+  /* A band plan of the harmonic path: the a_lm of n doubles that this
+   * band's analysis gave, summed over every band in place (collective; the
+   * same values on every rank afterwards). Set by arkcos_mpi.c; a band
+   * plan without it refuses to execute. */
+  int (*alm_sum)(arkcos_plan *, double *a, int64_t n, arkcos_error *);
 };
 
 /* plan.c: the plan of rank `rank` of `nranks`, which computes only the

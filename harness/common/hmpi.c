@@ -573,6 +573,14 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
   if (!rc) rc = arkcos_plan_mpi_segments(p, 1, &so, &no, err);
   /* partial-sky maps and masks are read by runs too (mapio.h) */
   if (!rc) whole = h.ncols > HMPI_MAX_COLS && (masked || mk->write_weight);
+  /* a plan whose band execute is collective (the harmonic path: its a_lm
+   * summed over the ranks) runs where every rank takes every execute
+   * together whatever fails: the whole-map path, rank 0 driving */
+  for (int k = 0; !rc && k < 3; k++) {
+    arkcos_plan *q = k == 0 ? p : k == 1 ? p2 : pn;
+    arkcos_mpi_band b;
+    if (q && !arkcos_plan_mpi_band(q, &b, NULL) && b.collective) whole = 1;
+  }
   rc = agree_all(rc, err);
   if (!rc && hmpi_max(whole)) rc = HMPI_WHOLE_MAP;
   if (!rc) {

@@ -899,8 +899,8 @@ static void pol_union_note(const file_job *job, const arkcos_smoother_report *rp
 static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   file_job job = {.idx = i, .in = s->a->pos[i], .out = s->outs[i], .h = &s->inputs[i], .pol = s->pol[i]};
   const hpx_header *h = job.h;
+  const double p0 = s->plan_time, f0 = s->plan_fftw, t0 = s->plan_tables, q0 = s->plan_polar;
   if (s->split && s->a->method == METHOD_ARKCOS) { /* MPI: each rank its own band (hmpi.h) */
-    double p0 = s->plan_time, f0 = s->plan_fftw, t0 = s->plan_tables, q0 = s->plan_polar;
     hmpi_file_stats st;
     int rc = ensure_smoothers(s, h->nside, 1, job.pol.q >= 0, err);
     const int normalize = rc == 0 && arkcos_smoother_divides(s->lib);
@@ -952,6 +952,9 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   if (rc) return rc;
   job.t_read = wall_time() - job.t_read;
   rc = smooth_columns(s, &job, err);
+  /* the plans made for the bands before the file took the whole-map path */
+  job.plan_time = s->plan_time - p0, job.plan_fftw = s->plan_fftw - f0;
+  job.plan_tables = s->plan_tables - t0, job.plan_polar = s->plan_polar - q0;
   print_warnings(s);
   if (!rc) {
     arkcos_smoother_report r;

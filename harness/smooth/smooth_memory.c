@@ -89,7 +89,14 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
                : arkcos_plan_estimate_rank(g, w->k2 ? w->k2 : k, &w->o2, 0, 1, &e2, err);
     if (!rc) row->plan += e2.total;
     if (!rc && !reads) row->maps += 8 * (4 + w->masked) * (double)e2.pixels_in;
+    if (!rc) e.collective |= e2.collective;
   }
+  /* a collective band execute (the harmonic path) sends the file to the
+   * whole-map path: rank 0 holds the maps as one process does, the others
+   * their band's input and output (hmpi.c) */
+  if (!rc && bands && e.collective)
+    row->maps = rank == 0 ? 8 * npix * (w->maxcols + 1 + w->spin2 + 2 * w->masked + (w->normalize && !w->norm_streamed))
+                          : 8 * (double)e.pixels_in * 2 * (1 + w->spin2);
   /* an accuracy where the smoother divides by A(1): an exact plan makes it
    * (held with the others over ranks, made and freed in one process) */
   if (!rc && w->normalize && w->o0.accuracy > 0) {
