@@ -1863,14 +1863,14 @@ static double smooth_caps_level(const arkcos_plan *p) {
 /* The harmonic path (harmonic.c): the series cut at l_K differs from the
  * cut kernel by its jump at the cutoff, spread as Gibbs's oscillation (at
  * most about 1.09 times the jump, a term of 8 per unit of sum |W| as the
- * smooth caps'), and by the Gaussian's tail beyond l_K (below 1e-19 of
- * K(0)); the transforms' rounding grows with the terms of their sums,
+ * smooth caps'), and by the Gaussian's tail beyond l_K (below 1e-15 of
+ * K(0): 5.5e-16 at 1 degree); the transforms' rounding grows with the terms of their sums,
  * modelled as (16 (l_K + 10 log2 L)) u. Per unit of sum_p w_p |K|, which
  * is the kernel's unit integral by a quadrature good to far better than
  * the 10 % added. A model, held against the direct sum by
  * tests/test_exact.c (harmonic). */
 static double harmonic_bound(const arkcos_plan *p, double u, double lg) {
-  const double level = arkcos_kfun_cut_level(&p->kf) + 1e-19;
+  const double level = arkcos_kfun_cut_level(&p->kf) + 1e-15;
   return 1.1 * (8 * level + 16 * ((double)p->harmonic_lmax + 10 * lg) * u);
 }
 

@@ -338,7 +338,8 @@ static int harmonic_exact(const arkcos_plan *p, int nparts) {
   if (p->opt.mode != ARKCOS_MODE_ENHANCED || p->opt.precision != ARKCOS_DOUBLE) return 0;
   const int lk = arkcos_harmonic_lmax(&p->kf);
   if (lk < 0 || arkcos_kfun_cut_level(&p->kf) > ARKCOS_SMOOTH_CAPS_LEVEL) return 0;
-  if (!(env && !strcmp(env, "1")) && lk > harmonic_ratio(p->L, p->opt.spin) * (double)p->L) return 0;
+  const double rule = arkcos_harmonic_rule_l(sqrt(0.5 / p->kf.inv2s2));
+  if (!(env && !strcmp(env, "1")) && rule > harmonic_ratio(p->L, p->opt.spin) * (double)p->L) return 0;
   if (p->target == ARKCOS_BACKEND_GPU) return 0; /* a scalar plan on a GPU keeps ARKCoS */
   return arkcos_harmonic_available() ? lk : 0;
 }
@@ -348,8 +349,8 @@ static int harmonic_exact(const arkcos_plan *p, int nparts) {
 static int harmonic_by_default(double fwhm, int64_t nside) {
   const char *env = getenv("ARKCOS_HARMONIC");
   if ((env && !strcmp(env, "0")) || nside < 1) return 0;
-  const int lk = arkcos_harmonic_lmax_sigma(fwhm / sqrt(8 * log(2.0)));
-  return lk > 0 && lk <= harmonic_ratio(4 * nside, 2) * 4.0 * (double)nside && arkcos_harmonic_available();
+  const double rule = arkcos_harmonic_rule_l(fwhm / sqrt(8 * log(2.0)));
+  return rule > 0 && rule <= harmonic_ratio(4 * nside, 2) * 4.0 * (double)nside && arkcos_harmonic_available();
 }
 
 /* Which path the ring pairs take: in enhanced mode, pairs of rings off the

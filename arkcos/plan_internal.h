@@ -195,6 +195,11 @@ int arkcos_spin2_ring_on_grid(const arkcos_plan *p, int i);
 int arkcos_harmonic_available(void);
 int arkcos_harmonic_lmax(const arkcos_kfun *kf);
 int arkcos_harmonic_lmax_sigma(double sigma); /* the same from the Gaussian's sigma */
+/* The band limit the path's break-evens against ARKCoS were measured in
+ * (plan.c, harmonic_ratio: B_l below 1e-19, 9.4 / sigma + 8), so that the
+ * rule keeps choosing at the widths measured: a kernel's cost rule, not the
+ * transforms' band limit */
+double arkcos_harmonic_rule_l(double sigma);
 int arkcos_harmonic_create(arkcos_plan *p, arkcos_error *err);
 double arkcos_harmonic_bytes(int lmax, int nrings, int nthreads, int spin);
 /* kernel.c: K_l = 2 pi int K P_l, l <= lmax, of a profile, or (spin 2)

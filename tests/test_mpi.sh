@@ -319,7 +319,7 @@ masked accuracy_full 3 1 full.fits "${K[@]}" --accuracy 1e-6
 masked accuracy_iqu 2 1 iqu_holes.fits "${K[@]}" --accuracy 1e-6 --write-weight
 masked accuracy_wide 2 1 holes.fits --fwhm-arcmin 1000 --threads 1 --quadrature ring --accuracy 1e-6 --write-weight # no A(1): bands
 # the harmonic path over ranks (a Gaussian of a low band limit: 1000' at
-# nside 64, l_K 113): each band analyses its own rings, the a_lm are summed
+# nside 64, l_K 76): each band analyses its own rings, the a_lm are summed
 # over the ranks, each band synthesises its own; Q and U too (before, they
 # were refused as too wide for the exact spin-2 path, which one process
 # never takes there). Its band execute is collective, so the file takes
@@ -327,7 +327,7 @@ masked accuracy_wide 2 1 holes.fits --fwhm-arcmin 1000 --threads 1 --quadrature 
 # "alone"), and the smoother on rank 0 does what one process does (the
 # polar caps with holes included). Not bit for bit one process's (another
 # order of additions): every column within 4e-15 of its largest value
-# (measured 6.6e-16 - 1.3e-15 over 2 to 4 ranks, holes, a mask,
+# (measured 7.3e-16 - 1.6e-15 over 2 to 4 ranks, holes, a mask,
 # --normalize); the same report, bad_pixels= and WEIGHT columns
 HM="$T/hm"; mkdir -p "$HM"
 "$PYTHON" - "$HM" <<'EOF2' || bad "harmonic fixtures (healpy)"
