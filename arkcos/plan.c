@@ -331,10 +331,9 @@ static int smooth_caps_exact(const arkcos_plan *p) {
  * cost less than ARKCoS's kernel spectra and reduction (at nside 2048, 1
  * and 2 deg: 2.2 and 1.7 s against 5.0 and 6.2 s). ARKCOS_HARMONIC=0 never
  * takes it, =1 whatever l_K. */
-static int harmonic_exact(const arkcos_plan *p, int nparts) {
+static int harmonic_exact(const arkcos_plan *p) {
   const char *env = getenv("ARKCOS_HARMONIC");
   if (env && !strcmp(env, "0")) return 0;
-  (void)nparts;
   if (p->opt.mode != ARKCOS_MODE_ENHANCED || p->opt.precision != ARKCOS_DOUBLE) return 0;
   const int lk = arkcos_harmonic_lmax(&p->kf);
   if (lk < 0 || arkcos_kfun_cut_level(&p->kf) > ARKCOS_SMOOTH_CAPS_LEVEL) return 0;
@@ -359,7 +358,7 @@ static int harmonic_by_default(double fwhm, int64_t nside) {
  * path, exact for it; the others by the Fourier path, exact for them;
  * paper mode keeps the paper's algorithm everywhere. */
 static int plan_paths_for(arkcos_plan *p, const int *first, int nparts, arkcos_error *err) {
-  if ((p->harmonic_lmax = harmonic_exact(p, nparts)) > 0) {
+  if ((p->harmonic_lmax = harmonic_exact(p)) > 0) {
     p->harmonic = 1;
     return ARKCOS_OK;
   }
