@@ -690,7 +690,6 @@ static void maps_done(void *ctx, int map, int n) {
 /* The file's columns smoothed by the engine's smoother (missing data, Q and
  * U, --normalize: arkcos_smoother_execute), in place. */
 static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
-  double plan_time0 = s->plan_time, fftw0 = s->plan_fftw, tables0 = s->plan_tables, polar0 = s->plan_polar;
   int rc = ensure_smoothers(s, job->h->nside, 0, 0, err);
   if (rc) return rc;
   if (s->a->mask.write_weight) {
@@ -722,10 +721,6 @@ static int smooth_columns(smooth_state *s, file_job *job, arkcos_error *err) {
     arkcos_smoother_last(s->lib, &r);
     stage_times_add(&job->sum, &r.stages);
   }
-  job->plan_time = s->plan_time - plan_time0; /* 0 when the plans are reused */
-  job->plan_fftw = s->plan_fftw - fftw0;
-  job->plan_tables = s->plan_tables - tables0;
-  job->plan_polar = s->plan_polar - polar0;
   /* the library's messages name its spec; the command's option is --normalize */
   if (rc && !strncmp(err->msg, "normalize: ", 11)) {
     char msg[sizeof err->msg];
@@ -953,7 +948,8 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
   if (rc) return rc;
   job.t_read = wall_time() - job.t_read;
   rc = smooth_columns(s, &job, err);
-  /* the plans made for the bands before the file took the whole-map path */
+  /* the plans this file made (0 when reused), those made for the bands
+   * before it took the whole-map path included */
   job.plan_time = s->plan_time - p0, job.plan_fftw = s->plan_fftw - f0;
   job.plan_tables = s->plan_tables - t0, job.plan_polar = s->plan_polar - q0;
   print_warnings(s);

@@ -64,6 +64,7 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
   int rc = arkcos_plan_estimate_rank(g, w->k0 ? w->k0 : k, &w->o0, bands ? rank : 0, bands ? nranks : 1, &e, err);
   /* whole files: one process; else each rank reads its band (hmpi.h) */
   const int reads = !bands;
+  const double whole_maps = 8 * npix * (w->maxcols + 1 + w->spin2 + 2 * w->masked + (w->normalize && !w->norm_streamed));
   if (!rc) {
     row->band = bands ? e.band : -1;
     row->rings = e.rings_out;
@@ -71,7 +72,7 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
     row->halo_px = (long long)e.halo_pixels;
     /* band and halo: the columns, an output, A(W) and ones; with --mask
      * the mask's band and A(w) */
-    row->maps = reads ? 8 * npix * (w->maxcols + 1 + w->spin2 + 2 * w->masked + (w->normalize && !w->norm_streamed))
+    row->maps = reads ? whole_maps
                 : 8 * (double)e.pixels_in * (w->maxcols + 1 + 2 * w->normalize + 2 * w->masked);
     row->tables = e.tables;
     row->spectra = e.spectra;
@@ -95,8 +96,7 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
    * whole-map path: rank 0 holds the maps as one process does, the others
    * their band's input and output (hmpi.c) */
   if (!rc && bands && e.collective)
-    row->maps = rank == 0 ? 8 * npix * (w->maxcols + 1 + w->spin2 + 2 * w->masked + (w->normalize && !w->norm_streamed))
-                          : 8 * (double)e.pixels_in * 2 * (1 + w->spin2);
+    row->maps = rank == 0 ? whole_maps : 8 * (double)e.pixels_in * 2 * (1 + w->spin2);
   /* an accuracy where the smoother divides by A(1): an exact plan makes it
    * (held with the others over ranks, made and freed in one process) */
   if (!rc && w->normalize && w->o0.accuracy > 0) {
