@@ -222,6 +222,30 @@ static void lam_sums_spin(int m, int mp, int L, int na, int nr, const double *x,
     for (int r = 0; r < nr; r++) acc[(size_t)a * nr + r] = sacc[(size_t)a * nrp + r];
 }
 
+/* The correction's solve amplifies rounding: its coefficients c = C^-1 f
+ * grow to 1e8 times a rough map's values (the nugget), and cancel in I =
+ * sum c H, so a change in the last bit of the factors or of H moves the
+ * caps of a white-noise map by 2e-8 - 5e-8 of its largest value (nside 64
+ * and 256, 4 px/FWHM). So every sum of the correction's tables and solves
+ * is taken in one order whatever the instruction set: eight lanes, lane u
+ * summing the terms k = u mod 8 in order, then the lanes in a fixed tree;
+ * SSE2, AVX2 and AVX-512 vectorise it alike (an `omp simd reduction` leaves
+ * the order to the vector width, and the portable library's copies for
+ * x86-64-v2..v4 and a -march=native build then differed by 3e-8 - 6e-8). */
+#define LANES 8
+static inline double lanes_sum(const double *acc) {
+  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+/* sum_k a[k] b[k], k < n, in lanes */
+static double dot_lanes(const double *a, const double *b, int n) {
+  double acc[LANES] = {0};
+  int k = 0;
+  for (; k + LANES <= n; k += LANES)
+    for (int u = 0; u < LANES; u++) acc[u] += a[k + u] * b[k + u];
+  for (int u = 0; k + u < n; u++) acc[u] += a[k + u] * b[k + u];
+  return lanes_sum(acc);
+}
+
 /* Lower Cholesky factor L L^T of the symmetric positive matrix a (n x n
  * row-major, lower triangle read), in place; -1 if not positive. Serial:
  * the blocks are factored side by side instead (factor_blocks). A loop
@@ -239,10 +263,7 @@ static int cholesky(double *a, int n) {
     const double inv = 1.0 / rj[j];
     for (int i = j + 1; i < n; i++) {
       double *ri = a + (size_t)i * n;
-      double vr = ri[j];
-#pragma omp simd reduction(+ : vr)
-      for (int k = 0; k < j; k++) vr -= ri[k] * rj[k];
-      ri[j] = vr * inv;
+      ri[j] = (ri[j] - dot_lanes(ri, rj, j)) * inv;
     }
   }
   return 0;
@@ -271,14 +292,8 @@ static int factor_blocks(double *const *fac, const int *n, int count, int nthrea
 static void chol_solve(const double *L, int n, double *br, double *bi) {
   for (int i = 0; i < n; i++) {
     const double *ri = L + (size_t)i * n;
-    double vr = br[i], vi = bi[i];
-#pragma omp simd reduction(+ : vr, vi)
-    for (int k = 0; k < i; k++) {
-      vr -= ri[k] * br[k];
-      vi -= ri[k] * bi[k];
-    }
-    br[i] = vr / ri[i];
-    bi[i] = vi / ri[i];
+    br[i] = (br[i] - dot_lanes(ri, br, i)) / ri[i];
+    bi[i] = (bi[i] - dot_lanes(ri, bi, i)) / ri[i];
   }
   for (int i = n - 1; i >= 0; i--) {
     const double *ri = L + (size_t)i * n;
@@ -561,28 +576,29 @@ static int az_spectrum(const arkcos_kfun *kf, double sigma, double tho, double t
     k[q] = arkcos_kfun_d2(kf, 4.0 * (sdt2 + ss * sh[q] * sh[q])) * (q == 0 || q == nh ? 1.0 : 2.0) / nphi;
   for (int m = 0; m <= mk; m++) km[m] = 0;
   for (int q0 = 0; q0 <= nlast; q0 += 64) {
-    const int nq = nlast + 1 - q0 < 64 ? nlast + 1 - q0 : 64;
+    const int nq = nlast + 1 - q0 < 64 ? nlast + 1 - q0 : 64, nql = (nq + LANES - 1) / LANES * LANES;
     double c0[64], c1[64], c2[64], kq[64], s0 = 0, s1 = 0;
-    for (int q = 0; q < nq; q++) {
-      kq[q] = k[q0 + q];
-      c0[q] = 1.0;
-      c1[q] = (ch[q0 + q] - sh[q0 + q]) * (ch[q0 + q] + sh[q0 + q]); /* cos(2 pi q / nphi) */
+    for (int q = 0; q < nql; q++) { /* zeros past nq: whole lanes */
+      const int in = q < nq;
+      kq[q] = in ? k[q0 + q] : 0.0;
+      c0[q] = in ? 1.0 : 0.0;
+      c1[q] = in ? (ch[q0 + q] - sh[q0 + q]) * (ch[q0 + q] + sh[q0 + q]) : 0.0; /* cos(2 pi q / nphi) */
       c2[q] = 2.0 * c1[q];
-      s0 += kq[q];
-      s1 += kq[q] * c1[q];
+      if (in) s0 += kq[q], s1 += kq[q] * c1[q];
     }
     km[0] += s0;
     if (mk >= 1) km[1] += s1;
     for (int m = 2; m <= mk; m++) {
-      double v = 0;
-#pragma omp simd reduction(+ : v)
-      for (int q = 0; q < nq; q++) {
-        const double cn = c2[q] * c1[q] - c0[q];
-        c0[q] = c1[q];
-        c1[q] = cn;
-        v += kq[q] * cn;
-      }
-      km[m] += v;
+      double acc[LANES] = {0};
+      for (int b = 0; b < nql; b += LANES)
+        for (int u = 0; u < LANES; u++) {
+          const int q = b + u;
+          const double cn = c2[q] * c1[q] - c0[q];
+          c0[q] = c1[q];
+          c1[q] = cn;
+          acc[u] += kq[q] * cn;
+        }
+      km[m] += lanes_sum(acc);
     }
   }
   return 1;
@@ -1211,9 +1227,13 @@ static int az_spectrum2(const arkcos_kfun *kf, double sigma, double tho, double 
   /* k_{+-m} = C_m +- S_m, C = sum Re cos(m x), S = sum Im sin(m x) */
   for (int m = 0; m <= 2 * mk; m++) km[m] = 0;
   for (int q0 = 0; q0 <= nlast; q0 += 64) {
-    const int nq = nlast + 1 - q0 < 64 ? nlast + 1 - q0 : 64;
+    const int nq = nlast + 1 - q0 < 64 ? nlast + 1 - q0 : 64, nql = (nq + LANES - 1) / LANES * LANES;
     double c0[64], c1[64], s0[64], s1[64], c2[64], ar[64], ai[64], cs = 0, ss1 = 0, cs1 = 0;
-    for (int q = 0; q < nq; q++) {
+    for (int q = 0; q < nql; q++) { /* zeros past nq: whole lanes (az_spectrum) */
+      if (q >= nq) {
+        ar[q] = ai[q] = c0[q] = s0[q] = c1[q] = s1[q] = c2[q] = 0.0;
+        continue;
+      }
       const double hs = sh[q0 + q], hc = ch[q0 + q];
       ar[q] = kr[q0 + q];
       ai[q] = ki[q0 + q];
@@ -1227,15 +1247,17 @@ static int az_spectrum2(const arkcos_kfun *kf, double sigma, double tho, double 
     km[mk] += cs;
     if (mk >= 1) km[mk + 1] += cs1 + ss1, km[mk - 1] += cs1 - ss1;
     for (int m = 2; m <= mk; m++) {
-      double vc = 0, vs = 0;
-#pragma omp simd reduction(+ : vc, vs)
-      for (int q = 0; q < nq; q++) {
-        const double cn = c2[q] * c1[q] - c0[q], sn = c2[q] * s1[q] - s0[q];
-        c0[q] = c1[q], c1[q] = cn;
-        s0[q] = s1[q], s1[q] = sn;
-        vc += ar[q] * cn;
-        vs += ai[q] * sn;
-      }
+      double ac[LANES] = {0}, as[LANES] = {0};
+      for (int b = 0; b < nql; b += LANES)
+        for (int u = 0; u < LANES; u++) {
+          const int q = b + u;
+          const double cn = c2[q] * c1[q] - c0[q], sn = c2[q] * s1[q] - s0[q];
+          c0[q] = c1[q], c1[q] = cn;
+          s0[q] = s1[q], s1[q] = sn;
+          ac[u] += ar[q] * cn;
+          as[u] += ai[q] * sn;
+        }
+      const double vc = lanes_sum(ac), vs = lanes_sum(as);
       km[mk + m] += vc + vs;
       km[mk - m] += vc - vs;
     }
