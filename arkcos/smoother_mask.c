@@ -167,13 +167,15 @@ static void load_map(const call *c, const wset *w, const double *x, double *work
     work[p] = bit(b, p) || (mw && mw[p] == 0) ? 0.0 : mw ? mw[p] * work[p] : work[p];
 }
 
-/* The caps whose polar reconstruction (polar.h) the set's maps take: a cap
- * keeps it when none of its disc's pixels is missing or masked (weight
- * below 1); the reconstruction of data cut off inside the disc would ring. */
+/* The caps whose polar reconstruction (polar.h) the set's scalar maps take:
+ * a cap keeps it when none of its disc's pixels is missing or masked
+ * (weight below 1); the reconstruction of data cut off inside the disc
+ * would ring. (A set Q and U share keeps its A(w) as ring quadrature, theirs;
+ * the scalar maps' divisor there is A(w) plus the correction of 1:
+ * smooth_scalar.) */
 static int set_polar_caps(const call *c, const wset *w) {
   const arkcos_polar *p = c->s->polar;
   if (!p || w->trivial) return 3;
-  if (w->pol) return 0; /* its A(w) divides Q and U too: as ring quadrature */
   const int64_t nd = arkcos_polar_disc_pixels(p), npix = c->npix;
   int caps = 3;
   for (int cap = 0; cap < 2; cap++) {
@@ -377,24 +379,51 @@ static int ensure_norm(call *c, double *scratch, arkcos_error *err) {
   return ARKCOS_OK;
 }
 
+/* One pixel of finish: a its A(w), nw its A(1) (0: none) */
+static int finish_pixel(const call *c, double a, double nw, double *o) {
+  const double share = nw != 0 ? a / nw : a;
+  if ((c->min_weight > 0 && share < c->min_weight) || (c->normalize_mode && !(a > WEIGHT_FLOOR))) {
+    *o = ARKCOS_UNSEEN;
+    return 1;
+  }
+  if (c->normalize_mode) *o /= a;
+  return 0;
+}
+
+/* The caps' corrections of a scalar map that took the polar correction
+ * (polar.h) where A(w) is complete on the caps' discs (w = 1 there): d1,
+ * the correction of 1 (arkcos_polar_delta_one), on the caps in `caps`,
+ * added to A(1) (the threshold's share and the weight output: 1 where
+ * nothing is missing) and, where A(w) did not take it itself (`aw`: a set
+ * Q and U share, whose A(w) is theirs, ring quadrature), to A(w) too. */
+typedef struct capfix {
+  const double *d1;
+  int caps, aw;
+} capfix;
+static const capfix NO_CAPFIX = {NULL, 0, 0};
+
 /* out = A(w m) / A(w) (normalize) or A(w m) (zero), UNSEEN where A(w) is
  * below min_weight (0: no threshold) and, when dividing, where it is not
- * above WEIGHT_FLOOR. Returns the number of UNSEEN pixels. */
-static int64_t finish(const call *c, const double *aw, double *out) {
-  const int normalize = c->normalize_mode;
-  const double minw = c->min_weight;
+ * above WEIGHT_FLOOR; at the caps' outputs as cf says. Returns the number
+ * of UNSEEN pixels. */
+static int64_t finish(const call *c, const double *aw, double *out, capfix cf) {
+  const double *d1 = cf.d1;
+  const int caps = cf.caps;
   /* ring quadrature: the threshold holds the share of the kernel's weight
    * on data, A(W w) / A(W) (1 where nothing is missing) */
   const double *nw = c->s->ring_quadrature ? c->s->norm_w : NULL;
+  const arkcos_polar *pl = d1 ? c->s->polar : NULL;
+  const int64_t no = pl && caps ? arkcos_polar_out_pixels(pl) : 0, npix = c->npix;
+  const int64_t lo = caps & 1 ? no : 0, hi = caps & 2 ? npix - no : npix;
   int64_t n = 0;
 #pragma omp parallel for reduction(+ : n) schedule(static) num_threads(c->nthreads)
-  for (int64_t p = 0; p < c->npix; p++) {
-    const double a = aw[p], share = nw ? a / nw[p] : a;
-    if ((minw > 0 && share < minw) || (normalize && !(a > WEIGHT_FLOOR))) {
-      out[p] = ARKCOS_UNSEEN;
-      n++;
-    } else if (normalize) {
-      out[p] /= a;
+  for (int64_t p = lo; p < hi; p++) n += finish_pixel(c, aw[p], nw ? nw[p] : 0, &out[p]);
+  for (int64_t j = 0; j < no; j++) {
+    const int64_t q[2] = {j, arkcos_polar_mirror(pl, j)};
+    for (int h = 0; h < 2; h++) {
+      if (!(caps >> h & 1)) continue; /* the loop above took it */
+      const double e = d1[j];
+      n += finish_pixel(c, cf.aw ? aw[q[h]] + e : aw[q[h]], nw ? nw[q[h]] + e : 0, &out[q[h]]);
     }
   }
   return n;
@@ -415,10 +444,8 @@ static void normalize_map(const call *c, const wset *w, double *out, int caps) {
     if (out[p] != ARKCOS_UNSEEN) out[p] /= nw[p];
   for (int64_t j = 0; j < no; j++) {
     const int64_t q[2] = {j, arkcos_polar_mirror(pl, j)};
-    for (int h = 0; h < 2; h++) {
-      const double a = caps >> h & 1 ? c->s->norm_polar[h * no + j] : nw[q[h]];
-      if (out[q[h]] != ARKCOS_UNSEEN) out[q[h]] /= a;
-    }
+    for (int h = 0; h < 2; h++) /* a cap without the correction: the loop above took it */
+      if (caps >> h & 1 && out[q[h]] != ARKCOS_UNSEEN) out[q[h]] /= c->s->norm_polar[h * no + j];
   }
 }
 
@@ -460,14 +487,29 @@ static void release_weight(wset *w, int i) {
 static double *weight_out(const call *c, int i) { return c->m->weight ? c->m->weight[i] : NULL; }
 
 /* The weight output of a map: A(w), or under ring quadrature the share
- * A(W w) / A(W), in the caller's order. */
-static void store_weight(const call *c, const double *aw, double *dst) {
+ * A(W w) / A(W), in the caller's order; at the caps' outputs as cf says. */
+static void store_weight(const call *c, const double *aw, double *dst, capfix cf) {
+  const double *d1 = cf.d1;
+  const int caps = cf.caps;
   const double *nw = c->s->ring_quadrature ? c->s->norm_w : NULL;
   const int64_t *n2r = c->s->n2r;
 #pragma omp parallel for schedule(static) num_threads(c->nthreads)
   for (int64_t p = 0; p < c->npix; p++) {
     const int64_t r = n2r ? n2r[p] : p;
     dst[p] = nw ? aw[r] / nw[r] : aw[r];
+  }
+  const arkcos_polar *pl = d1 ? c->s->polar : NULL;
+  const int64_t no = pl && caps ? arkcos_polar_out_pixels(pl) : 0;
+  if (!no) return;
+  /* the caps' outputs again: RING pixel r at the caller's index */
+  for (int64_t j = 0; j < no; j++) {
+    const int64_t q[2] = {j, arkcos_polar_mirror(pl, j)};
+    for (int h = 0; h < 2; h++) {
+      if (!(caps >> h & 1)) continue;
+      const int64_t r = q[h], p = c->s->n2r ? arkcos_healpix_ring2nest(c->s->spec.nside, r) : r;
+      const double a = cf.aw ? aw[r] + d1[j] : aw[r];
+      dst[p] = nw ? a / (nw[r] + d1[j]) : a;
+    }
   }
 }
 
@@ -477,6 +519,21 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
   int rc = arkcos_smoother_prepare(c->s, 0, err);
   if (rc) return rc;
   const int caps = c->s->polar ? set_polar_caps(c, w) : 0;
+  /* a set Q and U share: its A(w) as theirs (ring quadrature), first; the
+   * map's caps then divided by it plus the correction of 1 (finish) */
+  capfix cf = NO_CAPFIX;
+  if (caps && !w->trivial) {
+    cf.caps = caps;
+    cf.aw = w->pol;
+    if (w->pol) {
+      c->s->polar_caps = 0;
+      rc = ensure_weight(c, w, err);
+      c->s->polar_caps = 3;
+      if (rc) return rc;
+    }
+    if (!(cf.d1 = arkcos_smoother_polar_delta_one(c->s)))
+      return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the polar caps' correction");
+  }
   c->s->polar_caps = caps;
   c->s->polar_used[i] = caps;
   /* A(w) still to be smoothed: with the map, in one call */
@@ -508,10 +565,10 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
   if (!rc) rc = divide_streamed(c, w, &dst, 1, weight_out(c, i) != NULL, caps, &streamed, err);
   if (!rc && !streamed) rc = ensure_norm(c, spent, err);
   if (rc) return rc;
-  if (!w->trivial) r->unseen = finish(c, w->aw, dst);
+  if (!w->trivial) r->unseen = finish(c, w->aw, dst, cf);
   if (!streamed) normalize_map(c, w, dst, caps);
   store(c, dst, c->m->out[i]);
-  if (weight_out(c, i)) store_weight(c, w->aw, weight_out(c, i));
+  if (weight_out(c, i)) store_weight(c, w->aw, weight_out(c, i), cf);
   release_weight(w, i);
   if (c->m->progress) c->m->progress(c->m->progress_ctx, i, 1);
   return ARKCOS_OK;
@@ -563,8 +620,8 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   if (!rc && !streamed) rc = ensure_norm(c, NULL, err);
   if (rc) return rc;
   if (!w->trivial) {
-    c->s->reports[q].unseen = finish(c, w->aw, dq);
-    c->s->reports[u].unseen = finish(c, w->aw, du);
+    c->s->reports[q].unseen = finish(c, w->aw, dq, NO_CAPFIX);
+    c->s->reports[u].unseen = finish(c, w->aw, du, NO_CAPFIX);
   }
   if (!streamed) {
     normalize_map(c, w, dq, caps);
@@ -573,7 +630,7 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   store(c, dq, out[q]);
   store(c, du, out[u]);
   for (int k = 0; k < 2; k++)
-    if (weight_out(c, k ? u : q)) store_weight(c, w->aw, weight_out(c, k ? u : q));
+    if (weight_out(c, k ? u : q)) store_weight(c, w->aw, weight_out(c, k ? u : q), NO_CAPFIX);
   release_weight(w, q > u ? q : u);
   if (c->m->progress) c->m->progress(c->m->progress_ctx, q, 2);
   return ARKCOS_OK;

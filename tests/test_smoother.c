@@ -531,6 +531,27 @@ TEST_GROUP(polar) {
   CHECK(south == cap, "polar, masked north disc: %lld of %lld south pixels corrected", (long long)south,
         (long long)cap);
   free(a), free(r);
+  /* the same with --mask-mode zero --normalize (out = A(w m) / A(1)): the
+   * north cap as ring quadrature to the bit. Before, its outputs were
+   * divided by A(1) twice, once with the caps' own: 7.4e-5 off at nside 64
+   * and 240' for a constant map with that hole */
+  s.mask_mode = ARKCOS_MASK_ZERO;
+  s.normalize = 1;
+  s.quadrature = ARKCOS_QUADRATURE_POLAR;
+  a = smooth_polar(&s, x, mask);
+  CHECK(polar_caps_seen == 2, "polar, zero mode, masked north disc: caps %d, not the south's (2)",
+        polar_caps_seen);
+  s.quadrature = ARKCOS_QUADRATURE_RING;
+  r = smooth_polar(&s, x, mask);
+  north = south = 0;
+  for (int64_t p = 0; a && r && p < cap; p++) north += a[p] != r[p], south += a[npix - 1 - p] != r[npix - 1 - p];
+  CHECK(a && r && north == 0, "polar, zero mode, masked north disc: %lld north pixels differ from ring quadrature",
+        (long long)north);
+  CHECK(south == cap, "polar, zero mode, masked north disc: %lld of %lld south pixels corrected",
+        (long long)south, (long long)cap);
+  free(a), free(r);
+  s.mask_mode = ARKCOS_MASK_NORMALIZE;
+  s.normalize = 0;
   /* below ARKCOS_POLAR_MIN_PPF (2) pixels per FWHM no reconstruction: the
    * same bits as ring quadrature at 1.8 px/FWHM, not at 2.2 */
   for (int i = 0; i < 2; i++) {
