@@ -80,7 +80,9 @@ struct arkcos_plan {
 /* plan.c: the plan of rank `rank` of `nranks`, which computes only the
  * tasks of band arkcos_band_of_rank (arkcos_plan_split), with the same pair
  * arithmetic and summation order as the whole plan, so its output rings are
- * bit-identical to the whole plan's; CPU only, scalar only; checked against
+ * bit-identical to the whole plan's; CPU only, scalar or spin 2 (the
+ * harmonic path's bands analyse and synthesise their own rings, their a_lm
+ * summed by alm_sum: not bit for bit, within 4e-15); checked against
  * its own estimate (arkcos_plan_estimate_rank). nranks = 1 is
  * arkcos_plan_create. */
 arkcos_plan *arkcos_plan_create_part(const arkcos_geometry *g, const arkcos_kernel *k,
