@@ -590,8 +590,9 @@ typedef struct arkcos_smoother_spec {
    * nside >= 64; its solve rounds at ~5e-8 of the output for maps with
    * pixel-scale noise. Kernels below ARKCOS_POLAR_MIN_PPF pixels per
    * FWHM, top-hats, nside < 32, a cap with a missing or
-   * masked pixel among its first ~32 rings, and the Q and U of a masked
-   * I, Q, U set as RING (arkcos smooth over MPI ranks applies it to the
+   * masked pixel among its first ~32 rings as RING (a masked set's
+   * caps divided by its A(w), ring quadrature, plus the correction of 1;
+   * arkcos smooth over MPI ranks applies it to the
    * bands itself through arkcos_smoother_polar, polar.h; a map with missing
    * pixels or a mask there as RING, with a note). ARKCOS_QUADRATURE_RING: each ring's pixels weighted by
    * arkcos_healpix_ring_weights, which cuts a band-limited map's error at

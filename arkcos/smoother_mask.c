@@ -580,14 +580,24 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   int rc = ensure_weight(c, w, err);
   c->s->polar_caps = 3;
   if (rc) return rc;
-  /* Q and U take their polar reconstruction where nothing is missing or
-   * masked; divided by A(1), they take it where the scalar maps' A(1)
-   * does (norm_polar), else neither */
+  /* Q and U take their polar reconstruction on each cap whose disc is
+   * complete (set_polar_caps). Divided by A(w) (missing pixels or a mask:
+   * A(w) is ring quadrature, its caps taken plus the scalar correction of
+   * 1, as I's in such a set: finish) or by A(1), they take it where the
+   * scalar maps' correction exists (norm_polar, its correction of 1),
+   * else neither */
   if ((rc = arkcos_smoother_prepare(c->s, 2, err))) return rc;
-  int caps = c->s->polar2 && w->trivial ? 3 : 0;
-  if (caps && c->s->normalize && !c->s->identity) {
+  int caps = c->s->polar2 ? 3 : 0;
+  if (caps && (!w->trivial || (c->s->normalize && !c->s->identity))) {
     if ((rc = arkcos_smoother_prepare(c->s, 0, err))) return rc;
-    if (!c->s->polar) caps = 0;
+    caps = !c->s->polar ? 0 : w->trivial ? 3 : set_polar_caps(c, w);
+  }
+  capfix cf = NO_CAPFIX;
+  if (caps && !w->trivial) {
+    cf.caps = caps;
+    cf.aw = 1;
+    if (!(cf.d1 = arkcos_smoother_polar_delta_one(c->s)))
+      return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the polar caps' correction");
   }
   c->s->polar2_caps = caps;
   c->s->polar_used[q] = c->s->polar_used[u] = caps;
@@ -620,8 +630,8 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   if (!rc && !streamed) rc = ensure_norm(c, NULL, err);
   if (rc) return rc;
   if (!w->trivial) {
-    c->s->reports[q].unseen = finish(c, w->aw, dq, NO_CAPFIX);
-    c->s->reports[u].unseen = finish(c, w->aw, du, NO_CAPFIX);
+    c->s->reports[q].unseen = finish(c, w->aw, dq, cf);
+    c->s->reports[u].unseen = finish(c, w->aw, du, cf);
   }
   if (!streamed) {
     normalize_map(c, w, dq, caps);
@@ -630,7 +640,7 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   store(c, dq, out[q]);
   store(c, du, out[u]);
   for (int k = 0; k < 2; k++)
-    if (weight_out(c, k ? u : q)) store_weight(c, w->aw, weight_out(c, k ? u : q), NO_CAPFIX);
+    if (weight_out(c, k ? u : q)) store_weight(c, w->aw, weight_out(c, k ? u : q), cf);
   release_weight(w, q > u ? q : u);
   if (c->m->progress) c->m->progress(c->m->progress_ctx, q, 2);
   return ARKCOS_OK;

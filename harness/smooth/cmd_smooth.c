@@ -127,7 +127,7 @@ static void usage(FILE *f) {
 "                       per FWHM and wider (nside >= 64; docs/EXACTNESS.md);\n"
 "                       kernels below 2 pixels per FWHM, top-hats, nside <\n"
 "                       32, a cap with missing or masked pixels near its\n"
-"                       pole, the Q and U of a masked map, and a map split\n"
+"                       pole, and a map split\n"
 "                       over MPI ranks with missing pixels, a mask or\n"
 "                       --write-weight (with a note; but a Gaussian of the\n"
 "                       harmonic path, smoothed there as one process does)\n"

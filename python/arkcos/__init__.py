@@ -269,9 +269,8 @@ class Plan:
                    spin-2 field): a band-limited map's error next to the
                    poles falls from 1e-3 - 5e-3 to 3e-7 from 4 pixels per
                    FWHM (nside >= 64); kernels below 2 pixels per FWHM,
-                   top-hats, nside < 32, a cap with
-                   missing or masked pixels near its pole, and the Q and
-                   U of a masked I, Q, U set as "ring";
+                   top-hats, nside < 32, and a cap with
+                   missing or masked pixels near its pole as "ring";
                    "ring": each ring's pixels weighted for an accurate
                    integral near the poles and at |z| = 2/3 (a
                    band-limited map's error falls 350-7000 fold at
