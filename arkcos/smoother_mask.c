@@ -167,12 +167,12 @@ static void load_map(const call *c, const wset *w, const double *x, double *work
     work[p] = bit(b, p) || (mw && mw[p] == 0) ? 0.0 : mw ? mw[p] * work[p] : work[p];
 }
 
-/* The caps whose polar reconstruction (polar.h) the set's scalar maps take:
- * a cap keeps it when none of its disc's pixels is missing or masked
- * (weight below 1); the reconstruction of data cut off inside the disc
- * would ring. (A set Q and U share keeps its A(w) as ring quadrature, theirs;
- * the scalar maps' divisor there is A(w) plus the correction of 1:
- * smooth_scalar.) */
+/* The caps whose polar reconstruction (polar.h) the set's maps take: a cap
+ * keeps it when none of its disc's pixels is missing or masked (weight
+ * below 1); the reconstruction of data cut off inside the disc would ring.
+ * The scalar and the spin-2 corrections of one geometry read the same disc.
+ * (A set Q and U share keeps its A(w) as ring quadrature; its maps' caps
+ * are divided by A(w) plus the correction of 1: capfix.) */
 static int set_polar_caps(const call *c, const wset *w) {
   const arkcos_polar *p = c->s->polar;
   if (!p || w->trivial) return 3;
@@ -519,8 +519,9 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
   int rc = arkcos_smoother_prepare(c->s, 0, err);
   if (rc) return rc;
   const int caps = c->s->polar ? set_polar_caps(c, w) : 0;
-  /* a set Q and U share: its A(w) as theirs (ring quadrature), first; the
-   * map's caps then divided by it plus the correction of 1 (finish) */
+  /* missing pixels or a mask with complete caps: A(1) there plus the
+   * correction of 1 (finish, store_weight); in a set Q and U share, A(w)
+   * is theirs (ring quadrature), made first, and takes it too */
   capfix cf = NO_CAPFIX;
   if (caps && !w->trivial) {
     cf.caps = caps;
