@@ -591,7 +591,7 @@ static int az_spectrum(const arkcos_kfun *kf, double sigma, double tho, double t
     for (int m = 2; m <= mk; m++) {
       double acc[LANES] = {0};
       for (int b = 0; b < nql; b += LANES)
-        for (int u = 0; u < LANES; u++) {
+        _Pragma("omp simd") for (int u = 0; u < LANES; u++) {
           const int q = b + u;
           const double cn = c2[q] * c1[q] - c0[q];
           c0[q] = c1[q];
@@ -1249,7 +1249,7 @@ static int az_spectrum2(const arkcos_kfun *kf, double sigma, double tho, double 
     for (int m = 2; m <= mk; m++) {
       double ac[LANES] = {0}, as[LANES] = {0};
       for (int b = 0; b < nql; b += LANES)
-        for (int u = 0; u < LANES; u++) {
+        _Pragma("omp simd") for (int u = 0; u < LANES; u++) {
           const int q = b + u;
           const double cn = c2[q] * c1[q] - c0[q], sn = c2[q] * s1[q] - s0[q];
           c0[q] = c1[q], c1[q] = cn;
