@@ -251,7 +251,7 @@ static double dot_lanes(const double *a, const double *b, int n) {
  * the blocks are factored side by side instead (factor_blocks). A loop
  * parallel within each column (two barriers per column) took as long
  * unloaded and, with a second process on the same two cores, 0.60-0.75 s
- * against 0.05 s (nside 256, 60'): every barrier then waits for a thread
+ * against 0.07 s (nside 256, 60'): every barrier then waits for a thread
  * the scheduler has parked. */
 static int cholesky(double *a, int n) {
   for (int j = 0; j < n; j++) {
@@ -591,7 +591,8 @@ static int az_spectrum(const arkcos_kfun *kf, double sigma, double tho, double t
     for (int m = 2; m <= mk; m++) {
       double acc[LANES] = {0};
       for (int b = 0; b < nql; b += LANES)
-        _Pragma("omp simd") for (int u = 0; u < LANES; u++) {
+#pragma omp simd
+        for (int u = 0; u < LANES; u++) {
           const int q = b + u;
           const double cn = c2[q] * c1[q] - c0[q];
           c0[q] = c1[q];
@@ -1249,7 +1250,8 @@ static int az_spectrum2(const arkcos_kfun *kf, double sigma, double tho, double 
     for (int m = 2; m <= mk; m++) {
       double ac[LANES] = {0}, as[LANES] = {0};
       for (int b = 0; b < nql; b += LANES)
-        _Pragma("omp simd") for (int u = 0; u < LANES; u++) {
+#pragma omp simd
+        for (int u = 0; u < LANES; u++) {
           const int q = b + u;
           const double cn = c2[q] * c1[q] - c0[q], sn = c2[q] * s1[q] - s0[q];
           c0[q] = c1[q], c1[q] = cn;
