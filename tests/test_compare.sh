@@ -460,17 +460,21 @@ cat >"$pc/arkcos" <<EOF
 #!/usr/bin/env bash
 if [ "\$1" = run ]; then      # run CONFIG --out DIR --force
   n=\$(( \$(cat "$pc/count" 2>/dev/null || echo 0) + 1 )); echo \$n >"$pc/count"
+  echo "\$4" >>"$pc/order"
   mkdir -p "\$4" && cp "$pc/run\$n.json" "\$4/results.json"; exit
 fi
 exec "$ARKCOS" "\$@"
 EOF
 chmod +x "$pc/arkcos"
-# perfcheck NAME RUN1 [RUN2]: runs the script with these sweep results
+# perfcheck NAME RUN1 [RUN2 ...]: runs the script with these sweep results
+# handed out in turn (PC_REF: PERFCHECK_REFERENCE, baseline unless given)
 perfcheck() {
   local name=$1; shift
-  rm -rf "$pc/out" "$pc/out-confirm" "$pc/count" "$pc"/run*.json
+  rm -rf "$pc/out" "$pc/out-confirm" "$pc/out-ref" "$pc/out-ref-confirm" "$pc/count" "$pc/order" "$pc"/run*.json
   local n=0 f; for f in "$@"; do n=$((n + 1)); cp "$f" "$pc/run$n.json"; done
   ARKCOS="$pc/arkcos" PERFCHECK_BASELINE="$pc/baseline.json" PERFCHECK_OUT="$pc/out" \
+    PERFCHECK_REFERENCE="${PC_REF:-baseline}" PERFCHECK_REF_ARKCOS="${PC_REF_ARKCOS:-}" \
+    PERFCHECK_REF_COMMIT="${PC_REF_COMMIT:-}" \
     bash scripts/perfcheck.sh ${PC_ARGS:-} >"$tmp/out" 2>"$tmp/err"
   pc_rc=$?
   pc_runs=$(cat "$pc/count" 2>/dev/null || echo 0)
@@ -514,5 +518,67 @@ perfcheck "passive, elapsed 2x" "$tmp/p2_n.json"
 [ "$pc_rc" -eq 0 ] && [ "$pc_runs" -eq 1 ] && ok "perfcheck, passive threads, elapsed 2x: exit 0" || bad "perfcheck, passive threads, elapsed 2x: exit $pc_rc, $pc_runs runs"
 has "threads waiting passively" "$tmp/out" "perfcheck judges CPU times of passive threads"
 hasnt "did not wait passively" "$tmp/err" "no warning for a baseline of passive threads"
+# The reference built and timed on this machine: the stub stands for the
+# reference's arkcos too (PERFCHECK_REF_ARKCOS), so that runs alternate
+# reference, new; the confirmation runs the new build first.
+PC_ARGS=--update perfcheck "update" "$tmp/base.json"
+PC_REF_ARKCOS="$pc/arkcos" perfcheck "ref build, same" "$tmp/base.json" "$tmp/same.json"
+[ "$pc_rc" -eq 0 ] && [ "$pc_runs" -eq 2 ] && ok "perfcheck against a reference build: exit 0 after its sweep and this one" \
+  || bad "perfcheck against a reference build, same: exit $pc_rc, $pc_runs runs"
+[ "$(tr '\n' ' ' <"$pc/order")" = "$pc/out-ref $pc/out " ] && ok "perfcheck times the reference first, then this build" \
+  || bad "perfcheck's sweeps ran in the order $(tr '\n' ' ' <"$pc/order")"
+has "baseline: $pc/out-ref/results.json" "$tmp/out" "perfcheck judges against the reference's sweep of this machine"
+has "reference: $pc/arkcos \(PERFCHECK_REF_ARKCOS\)" "$tmp/out" "perfcheck says which reference it timed"
+# the committed baseline (base.json) does not matter then: a reference sweep
+# as slow as the new one is no regression
+PC_REF_ARKCOS="$pc/arkcos" perfcheck "ref build, both slow" "$tmp/slow.json" "$tmp/slow.json"
+[ "$pc_rc" -eq 0 ] && [ "$pc_runs" -eq 2 ] && ok "perfcheck: reference and build equally slow here: exit 0 (the baseline's numbers unused)" \
+  || bad "perfcheck, reference and build equally slow: exit $pc_rc, $pc_runs runs"
+PC_REF_ARKCOS="$pc/arkcos" perfcheck "ref build, confirmed" "$tmp/base.json" "$tmp/slow.json" "$tmp/slow_again.json" "$tmp/same.json"
+[ "$pc_rc" -eq 3 ] && [ "$pc_runs" -eq 4 ] && ok "perfcheck against a reference build, regression twice: exit 3 after 4 sweeps" \
+  || bad "perfcheck against a reference build, regression twice: exit $pc_rc, $pc_runs runs"
+[ "$(tr '\n' ' ' <"$pc/order")" = "$pc/out-ref $pc/out $pc/out-confirm $pc/out-ref-confirm " ] \
+  && ok "perfcheck's confirmation times this build first" || bad "perfcheck's sweeps ran in the order $(tr '\n' ' ' <"$pc/order")"
+has "^  arkcos-256$" "$tmp/out" "perfcheck names the case confirmed against the reference build"
+PC_REF_ARKCOS="$pc/arkcos" perfcheck "ref build, noise" "$tmp/base.json" "$tmp/slow.json" "$tmp/same.json" "$tmp/base.json"
+[ "$pc_rc" -eq 0 ] && [ "$pc_runs" -eq 4 ] && ok "perfcheck against a reference build, regression once: exit 0" \
+  || bad "perfcheck against a reference build, regression once: exit $pc_rc, $pc_runs runs"
+PC_REF_ARKCOS="$pc/nope" perfcheck "ref build missing" "$tmp/base.json"
+[ "$pc_rc" -eq 2 ] && [ "$pc_runs" -eq 0 ] && ok "perfcheck with a reference binary that is not there: exit 2" \
+  || bad "perfcheck, missing reference binary: exit $pc_rc, $pc_runs runs"
+has "PERFCHECK_REF_ARKCOS=$pc/nope is not an executable" "$tmp/err" "perfcheck names the missing reference binary"
+# the baseline's commit cannot be had (base.json names 0123abcd): auto falls
+# back to the committed results and says why; commit refuses
+PC_REF=auto perfcheck "auto, unknown commit" "$tmp/same.json"
+[ "$pc_rc" -eq 0 ] && [ "$pc_runs" -eq 1 ] && ok "perfcheck, baseline commit not in the history: the committed results judge" \
+  || bad "perfcheck, auto with an unknown commit: exit $pc_rc, $pc_runs runs"
+has "commit '0123abcd' is not in this repository's history" "$tmp/err" "perfcheck says why it cannot build the reference"
+has "judging against the results recorded in $pc/baseline.json" "$tmp/err" "perfcheck says what judges instead"
+PC_REF=commit perfcheck "commit, unknown commit" "$tmp/same.json"
+[ "$pc_rc" -eq 2 ] && [ "$pc_runs" -eq 0 ] && ok "perfcheck, PERFCHECK_REFERENCE=commit without the commit: exit 2, nothing run" \
+  || bad "perfcheck, commit mode, unknown commit: exit $pc_rc, $pc_runs runs"
+has "no reference build \(PERFCHECK_REFERENCE=commit\): commit '0123abcd'" "$tmp/err" "perfcheck names the commit it lacks"
+PC_REF=bogus perfcheck "bad reference" "$tmp/same.json"
+[ "$pc_rc" -eq 2 ] && has "PERFCHECK_REFERENCE='bogus'" "$tmp/err" "perfcheck refuses an unknown PERFCHECK_REFERENCE" \
+  || bad "perfcheck, PERFCHECK_REFERENCE=bogus: exit $pc_rc"
+# a reference commit that does not build: auto falls back, commit refuses
+# (a commit of a scratch repository whose make fails at once)
+scratch="$tmp/scratch"; mkdir -p "$scratch/scripts"
+cp scripts/perfcheck.sh "$scratch/scripts/"
+printf 'build/arkcos:\n\t@echo "no such target here" >&2; exit 1\n' >"$scratch/Makefile"
+( cd "$scratch" && git init -q && git -c user.email=t@t -c user.name=t add -A \
+  && git -c user.email=t@t -c user.name=t commit -qm scratch ) >/dev/null 2>&1
+if [ -d "$scratch/.git" ]; then
+  rm -rf "$pc/count" "$pc/order"; cp "$tmp/same.json" "$pc/run1.json"
+  ( cd "$scratch" && ARKCOS="$pc/arkcos" PERFCHECK_BASELINE="$pc/baseline.json" PERFCHECK_OUT="$pc/out" \
+      PERFCHECK_CONFIG=/dev/null PERFCHECK_REFERENCE=commit PERFCHECK_REF_COMMIT=HEAD \
+      bash scripts/perfcheck.sh >"$tmp/out" 2>"$tmp/err" ); sc_rc=$?
+  [ "$sc_rc" -eq 2 ] && ok "perfcheck, a reference commit whose build fails: exit 2 (commit mode)" \
+    || bad "perfcheck, a reference whose build fails: exit $sc_rc"
+  has "its build failed \(the end of build/perfcheck-ref/[0-9a-f]*.log: no such target here" "$tmp/err" \
+    "perfcheck quotes the failed reference build's log"
+else
+  bad "perfcheck: could not make a scratch git repository for the failed-build case"
+fi
 echo "TESTS $passed $failed"
 [ "$failed" -eq 0 ]
