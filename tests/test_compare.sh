@@ -575,7 +575,7 @@ if [ -d "$scratch/.git" ]; then
       bash scripts/perfcheck.sh >"$tmp/out" 2>"$tmp/err" ); sc_rc=$?
   [ "$sc_rc" -eq 2 ] && ok "perfcheck, a reference commit whose build fails: exit 2 (commit mode)" \
     || bad "perfcheck, a reference whose build fails: exit $sc_rc"
-  has "its build failed \(the end of build/perfcheck-ref/[0-9a-f]*.log: no such target here" "$tmp/err" \
+  has "its build failed \(the end of [^ ]*/perfcheck-ref/[0-9a-f]*.log: no such target here" "$tmp/err" \
     "perfcheck quotes the failed reference build's log"
 else
   bad "perfcheck: could not make a scratch git repository for the failed-build case"
