@@ -39,6 +39,7 @@ typedef struct wset {
   int need;    /* A(w) is needed: not trivial, or a weight output asked */
   int last;    /* the last map (the pair at the later of Q, U) that uses it */
   int pol;     /* Q and U use it (their A(w) takes no polar reconstruction) */
+  int aw_caps; /* the caps whose polar reconstruction aw took (smoother polar_caps) */
 } wset;
 
 /* Everything of one call. */
@@ -217,6 +218,7 @@ static int smooth_weight(call *c, wset *w, arkcos_error *err) {
   if (rc) return rc;
   const double t0 = omp_get_wtime();
   rc = smoother_apply0(c->s, wm, w->aw, err);
+  w->aw_caps = c->s->polar ? c->s->polar_caps : 0;
   c->s->last.weight_time += omp_get_wtime() - t0;
   free(wm);
   if (!rc) c->s->last.weights_smoothed++;
@@ -230,6 +232,7 @@ static int apply_map(call *c, wset *w, double *wm, const double *x, double *dst,
   if (!wm) return smoother_apply0(c->s, x, dst, err);
   const double t0 = omp_get_wtime();
   const int rc = smoother_apply0_two(c->s, wm, w->aw, x, dst, err);
+  w->aw_caps = c->s->polar ? c->s->polar_caps : 0;
   c->s->last.weight_time += omp_get_wtime() - t0;
   if (!rc) c->s->last.weights_smoothed++;
   return rc;
@@ -488,7 +491,18 @@ static double *weight_out(const call *c, int i) { return c->m->weight ? c->m->we
 
 /* The weight output of a map: A(w), or under ring quadrature the share
  * A(W w) / A(W), in the caller's order; at the caps' outputs as cf says. */
-static void store_weight(const call *c, const double *aw, double *dst, capfix cf) {
+static int store_weight(const call *c, const wset *w, double *dst, capfix cf, int mcaps, arkcos_error *err) {
+  const double *aw = w->aw;
+  /* a complete map whose caps took the correction: A(w) there is A(1) plus
+   * the correction of 1 (made with it, or added here where A(w) was made
+   * as ring quadrature, for Q and U), and so is the share's A(1): 1 where
+   * nothing is missing, as in the belt */
+  if (w->trivial && mcaps && c->s->polar && c->s->ring_quadrature && c->s->norm_w) {
+    cf.caps = mcaps;
+    cf.aw = (w->aw_caps & mcaps) != mcaps;
+    if (!(cf.d1 = arkcos_smoother_polar_delta_one(c->s)))
+      return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the polar caps' correction");
+  }
   const double *d1 = cf.d1;
   const int caps = cf.caps;
   const double *nw = c->s->ring_quadrature ? c->s->norm_w : NULL;
@@ -500,7 +514,7 @@ static void store_weight(const call *c, const double *aw, double *dst, capfix cf
   }
   const arkcos_polar *pl = d1 ? c->s->polar : NULL;
   const int64_t no = pl && caps ? arkcos_polar_out_pixels(pl) : 0;
-  if (!no) return;
+  if (!no) return ARKCOS_OK;
   /* the caps' outputs again: RING pixel r at the caller's index */
   for (int64_t j = 0; j < no; j++) {
     const int64_t q[2] = {j, arkcos_polar_mirror(pl, j)};
@@ -511,6 +525,7 @@ static void store_weight(const call *c, const double *aw, double *dst, capfix cf
       dst[p] = nw ? a / (nw[r] + d1[j]) : a;
     }
   }
+  return ARKCOS_OK;
 }
 
 static int smooth_scalar(call *c, int i, arkcos_error *err) {
@@ -569,7 +584,7 @@ static int smooth_scalar(call *c, int i, arkcos_error *err) {
   if (!w->trivial) r->unseen = finish(c, w->aw, dst, cf);
   if (!streamed) normalize_map(c, w, dst, caps);
   store(c, dst, c->m->out[i]);
-  if (weight_out(c, i)) store_weight(c, w->aw, weight_out(c, i), cf);
+  if (weight_out(c, i) && (rc = store_weight(c, w, weight_out(c, i), cf, caps, err))) return rc;
   release_weight(w, i);
   if (c->m->progress) c->m->progress(c->m->progress_ctx, i, 1);
   return ARKCOS_OK;
@@ -641,7 +656,7 @@ static int smooth_pair(call *c, int q, int u, arkcos_error *err) {
   store(c, dq, out[q]);
   store(c, du, out[u]);
   for (int k = 0; k < 2; k++)
-    if (weight_out(c, k ? u : q)) store_weight(c, w->aw, weight_out(c, k ? u : q), cf);
+    if (weight_out(c, k ? u : q) && (rc = store_weight(c, w, weight_out(c, k ? u : q), cf, caps, err))) return rc;
   release_weight(w, q > u ? q : u);
   if (c->m->progress) c->m->progress(c->m->progress_ctx, q, 2);
   return ARKCOS_OK;

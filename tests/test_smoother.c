@@ -474,6 +474,50 @@ static double *smooth_polar(const arkcos_smoother_spec *s, const double *x, cons
   return o;
 }
 
+/* The weight output of complete maps under the polar default: A(w) = A(1)
+ * plus the correction of 1 at the caps, over A(1) plus it, is 1 there as
+ * in the belt (was 1 + 7.4e-5 at the caps: A(w) took the correction, the
+ * share's A(1) did not). I alone, and I, Q, U sharing one weight. */
+TEST_GROUP(polar_weight_complete) {
+  const int64_t nside = 64, npix = 12 * nside * nside;
+  arkcos_smoother_spec s = spec_fwhm(nside, 240); /* 4.4 px/FWHM: divides by A(W) */
+  arkcos_error e = {0, ""};
+  arkcos_smoother *sm = arkcos_smoother_create(&s, &e);
+  CHECK(sm != NULL, "create: %s", e.msg);
+  if (!sm) return;
+  double *x[3], *y[3], *wt[3];
+  for (int c = 0; c < 3; c++) {
+    x[c] = random_map(npix, 40 + c);
+    y[c] = malloc(sizeof(double) * npix);
+    wt[c] = malloc(sizeof(double) * npix);
+  }
+  for (int n = 1; n <= 3; n += 2) {
+    double *wo[3] = {wt[0], n == 3 ? wt[1] : NULL, n == 3 ? wt[2] : NULL};
+    arkcos_smoother_maps m = {n, (const double *const *)x, y, wo, n == 3 ? 1 : -1, n == 3 ? 2 : -1,
+                              NULL, NULL, NULL, 0};
+    const int rc = arkcos_smoother_execute(sm, &m, &e);
+    CHECK(rc == 0, "%d map(s) with weight outputs: %s", n, e.msg);
+    if (rc) continue;
+    CHECK(arkcos_smoother_last_polar(sm, 0) == 3, "%d map(s): caps %d, not both", n, arkcos_smoother_last_polar(sm, 0));
+    for (int c = 0; c < n; c++) {
+      double dcap = 0, dbelt = 0;
+      for (int64_t p = 0; p < npix; p++) {
+        const double d = fabs(wt[c][p] - 1);
+        if (p < npix / 8 || p >= npix - npix / 8) dcap = fmax(dcap, d);
+        else dbelt = fmax(dbelt, d);
+      }
+      char what[96];
+      /* measured 0 at the caps and in the belt */
+      snprintf(what, sizeof what, "%d map(s): weight of map %d at the caps, max |W - 1|", n, c);
+      CHECK_LE(what, dcap, 1e-15);
+      snprintf(what, sizeof what, "%d map(s): weight of map %d in the belt, max |W - 1|", n, c);
+      CHECK_LE(what, dbelt, 1e-15);
+    }
+  }
+  for (int c = 0; c < 3; c++) free(x[c]), free(y[c]), free(wt[c]);
+  arkcos_smoother_destroy(sm);
+}
+
 TEST_GROUP(polar) {
   const int64_t nside = 64, npix = 12 * nside * nside;
   double *one = malloc(sizeof *one * npix), *x = random_map(npix, 7), *mask = malloc(sizeof *mask * npix);
@@ -581,4 +625,4 @@ TEST_GROUP(polar) {
 }
 
 TEST_MAIN(TG(refusals), TG(warnings), TG(missing), TG(nested_pol), TG(identity_normalize), TG(divide_streamed),
-          TG(estimate), TG(streams_division), TG(polar))
+          TG(estimate), TG(streams_division), TG(polar_weight_complete), TG(polar))
