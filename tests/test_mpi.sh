@@ -121,6 +121,18 @@ q = sky(32); q[rng.integers(0, npix, 50)] = hp.UNSEEN
 u = sky(32); u[rng.integers(0, npix, 30)] = np.nan
 hp.write_map(f"{k}/iqu_holes.fits", [sky(32), q, sky(32)], dtype=np.float64)
 hp.write_map(f"{k}/qu_holes.fits", [q, u], dtype=np.float64, column_names=["Q_STOKES", "U_STOKES"])
+# holes and masks that leave a polar cap's disc (its first 26 rings) complete:
+# I's in the belt and Q's in the middle half of the pixels (two sets, both
+# caps kept), one map with holes in the north disc (the south kept), a mask
+# below 1 in the south cap (the north kept)
+bh = sky(32); bh[(np.abs(th - np.pi / 2) < 0.4) & (ph < 2.0)] = hp.UNSEEN
+qb = sky(32) - 1; qb[rng.integers(npix // 4, 3 * npix // 4, 40)] = hp.UNSEEN
+hp.write_map(f"{k}/iqu_belt.fits", [bh, qb, sky(32) - 1], dtype=np.float64,
+             column_names=["I_STOKES", "Q_STOKES", "U_STOKES"])
+nh = sky(32); nh[[3, 700]] = hp.UNSEEN; nh[(np.abs(th - np.pi / 2) < 0.3) & (ph > 4)] = np.nan
+hp.write_map(f"{k}/north_holes.fits", nh, dtype=np.float64)
+mb = np.ones(npix); mb[np.abs(th - np.pi / 2) < 0.2] = 0; mb[(th > 1.0) & (th < 1.3)] = 0.5; mb[th > np.pi - 0.3] = 0.9
+hp.write_map(f"{k}/mask_belt.fits", mb, dtype=np.float64)
 # partial sky read band by band: NESTED (healpy), and tables written here
 # as healpy writes them, pixels in a shuffled order, a quarter unlisted
 r2 = np.random.default_rng(29)
@@ -256,19 +268,34 @@ rc=$?
 "$PLAIN" smooth "$MK/full.fits" "$T/polar_ring.fits" "${K[@]}" >/dev/null 2>&1
 [ $rc -eq 0 ] && grep -q "quadrature=polar polar=both" "$T/polar.log" && ! cmp -s "$T/polar_2.fits" "$T/polar_ring.fits" &&
   ok || bad "polar over 2 ranks: exit $rc, $(grep -o "quadrature=[a-z]* polar=[a-z,]*" "$T/polar.log"), ring's bytes?"
-# missing pixels, a mask or --write-weight with it: ring quadrature,
-# band-wise, said once (no band holds a pole's disc to decide by): the
-# bytes of one process's --quadrature ring, polar=none
-"$PLAIN" smooth "$MK/iqu_holes.fits" "$T/pholes_1.fits" "${K[@]}" >/dev/null 2>&1
-for n in 2 3; do
-  ARKCOS_MPI_TIMES=1 run "$n" -x ARKCOS_MPI_TIMES "$MPIBIN" smooth "$MK/iqu_holes.fits" "$T/pholes_$n.fits" "${KP[@]}" \
-    >"$T/pholes.out" 2>"$T/pholes.err"
-  rc=$? alone=$(grep -o "arkcos: rank [0-9]*/$n alone:" "$T/pholes.err" | wc -l)
-  nn=$(grep -c "note: .*iqu_holes.fits: split over MPI ranks, a map with missing pixels, a --mask or --write-weight takes ring quadrature" "$T/pholes.err")
-  [ $rc -eq 0 ] && [ "$alone" = "$n" ] && [ "$nn" = 1 ] && grep -q "quadrature=polar polar=none" "$T/pholes.out" &&
-    cmp -s "$T/pholes_1.fits" "$T/pholes_$n.fits" && ok ||
-    bad "polar with holes over $n ranks: exit $rc, $alone bands, $nn notes, $(grep -o "polar=[a-z,]*" "$T/pholes.out"): $(tail -2 "$T/pholes.err")"
-done
+# missing pixels, a mask or --write-weight with it: each set of columns
+# keeps it on the caps whose disc is complete (the smoother's
+# set_polar_caps, decided from every rank's own pixels there), A(w) and
+# A(W) there plus the correction of 1 as one process's capfix: band-wise,
+# the bytes of one process, its polar= (per column where they differ), no
+# note; random holes in both discs take ring quadrature there as one
+# process does
+polar_said() { # NAME WANT: the polar= of the last masked run over ranks
+  grep -q "polar=$2 " "$T/mk.out" && ok || bad "masked $1: $(grep -o "polar=[a-z,]*" "$T/mk.out" | head -1), not polar=$2"
+}
+masked polar_holes "2 3" 1 iqu_holes.fits "${KP[@]}"
+masked polar_belt "2 3" 1 iqu_belt.fits "${KP[@]}"
+polar_said polar_belt both
+grep -q "takes ring quadrature" "$T/mk.err" && bad "masked polar_belt: a note of ring quadrature" || ok
+masked polar_belt_zero 2 1 iqu_belt.fits "${KP[@]}" --mask-mode zero --write-weight
+masked polar_belt_minw 3 1 iqu_belt.fits "${KP[@]}" --min-weight 0.8 --write-weight
+masked polar_belt_norm 2 1 iqu_belt.fits "${KP[@]}" --normalize
+masked polar_belt_wide 2 1 iqu_belt.fits --fwhm-arcmin 1000 --threads 1 --write-weight # no A(W) divisor
+masked polar_belt_acc 3 1 iqu_belt.fits "${KP[@]}" --accuracy 1e-6
+masked polar_north "3 6" 1 north_holes.fits "${KP[@]}" --write-weight
+polar_said polar_north south
+masked polar_north_acc 2 1 north_holes.fits "${KP[@]}" --accuracy 1e-6 --write-weight
+masked polar_mask_south "2 3" 1 iqu.fits "${KP[@]}" --mask "$MK/mask_belt.fits" --write-weight
+polar_said polar_mask_south north
+masked polar_mask_south_zero 4 1 full.fits "${KP[@]}" --mask "$MK/mask_belt.fits" --mask-mode zero --normalize
+masked polar_full_weight "2 3" 1 full.fits "${KP[@]}" --write-weight
+masked polar_iqu_weight 3 1 iqu.fits "${KP[@]}" --write-weight
+polar_said polar_iqu_weight both
 # a pixel listed twice: refused as one process refuses it (exit 2, the
 # message once), whichever rank's band holds it, nothing written
 "$PLAIN" smooth "$MK/partial_dup.fits" "$T/dup_1.fits" "${K[@]}" >"$T/dup1.log" 2>&1

@@ -343,12 +343,13 @@ static int64_t cap_slot(int64_t npix, int64_t n, int cap, int64_t g) { return ca
            g_ < e_; g_++, i++, slot++)
 
 /* y (and yu) += the polar correction of x (and xu) at the band's own
- * output pixels: spin k = 0 (scalar) or 1 (Q, U). Collective: the caps'
- * disc pixels summed onto rank 0 (each has one owner, the others add 0),
- * solved there (arkcos_polar_correct, _correct2: the smoother's
- * arithmetic), the corrections of both caps broadcast. */
-static int band_polar_add(const band_pol *bp, int k, const double *x, const double *xu, double *y, double *yu,
-                          const arkcos_mpi_segment *so, int nso, const int64_t *lofs, arkcos_error *err) {
+ * output pixels of the caps in `caps` (bit 0 north, 1 south): spin k = 0
+ * (scalar) or 1 (Q, U). Collective: the caps' disc pixels summed onto rank
+ * 0 (each has one owner, the others add 0), solved there
+ * (arkcos_polar_correct, _correct2: the smoother's arithmetic, each cap on
+ * its own), the corrections broadcast. */
+static int band_polar_add(const band_pol *bp, int k, int caps, const double *x, const double *xu, double *y,
+                          double *yu, const arkcos_mpi_segment *so, int nso, const int64_t *lofs, arkcos_error *err) {
   const int r = world_rank(), nv = k ? 2 : 1;
   const int64_t nd = bp->nd[k], no = bp->no[k], npix = bp->npix;
   double *D = calloc((size_t)(nv * 2 * nd), sizeof *D), *C = malloc(sizeof *C * (size_t)(nv * 2 * no));
@@ -366,6 +367,7 @@ static int band_polar_add(const band_pol *bp, int k, const double *x, const doub
     if (r == 0) {
       const arkcos_polar *p = k ? bp->pl->p2 : bp->pl->p0;
       for (int cap = 0; cap < 2 && !rc; cap++) {
+        if (!(caps >> cap & 1)) continue;
         for (int v = 0; v < nv; v++)
           for (int64_t j = 0; j < nd; j++)
             disc[v * nd + j] = D[v * 2 * nd + cap_slot(npix, nd, cap, arkcos_polar_cap_pixel(p, cap, j))];
@@ -382,7 +384,9 @@ static int band_polar_add(const band_pol *bp, int k, const double *x, const doub
     MPI_Bcast(C, (int)(nv * 2 * no), MPI_DOUBLE, 0, MPI_COMM_WORLD);
     for (int v = 0; v < nv; v++) {
       double *dst = v ? yu : y;
-      FOR_CAPS(i, sl, so, lofs, nso, npix, no) { dst[i] += C[v * 2 * no + sl]; }
+      FOR_CAPS(i, sl, so, lofs, nso, npix, no) {
+        if (caps >> (sl >= no) & 1) dst[i] += C[v * 2 * no + sl];
+      }
     }
   }
   free(D);
@@ -420,6 +424,38 @@ static int band_polar_norm(band_pol *bp, const double *nrm, int64_t len, const a
   return all ? ARKCOS_OK : arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the polar caps' A(1)");
 }
 
+/* The correction of 1 at both caps' outputs in an exchange buffer's slots
+ * (cap_slot), from rank 0 to every rank (the north output j and its south
+ * mirror take delta1[j], as smoother_mask.c's capfix); NULL when short of
+ * memory anywhere. Collective. */
+static double *band_delta_one(const band_pol *bp) {
+  const int64_t no = bp->no[0], npix = bp->npix;
+  double *D = malloc(sizeof *D * (size_t)(2 * no + 1));
+  int ok = D && (world_rank() != 0 || bp->pl->delta1), all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all) {
+    free(D);
+    return NULL;
+  }
+  if (world_rank() == 0)
+    for (int64_t j = 0; j < no; j++) {
+      D[j] = bp->pl->delta1[j];
+      D[cap_slot(npix, no, 1, arkcos_polar_mirror(bp->pl->p0, j))] = bp->pl->delta1[j];
+    }
+  MPI_Bcast(D, (int)(2 * no), MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  return D;
+}
+
+/* dadd (band-local) = the correction of 1 (D) at the own outputs of the
+ * caps in `caps`, 0 elsewhere */
+static void band_caps_add(const band_pol *bp, const double *D, int caps, double *dadd, int64_t len,
+                          const arkcos_mpi_segment *so, int nso, const int64_t *lofs) {
+  const int64_t no = bp->no[0], npix = bp->npix;
+  memset(dadd, 0, sizeof *dadd * (size_t)(len + 1));
+  if (!D || !caps) return;
+  FOR_CAPS(i, sl, so, lofs, nso, npix, no) { dadd[i] = caps >> (sl >= no) & 1 ? D[sl] : 0.0; }
+}
+
 /* What the pair's missing pixels and mask make of it (smoother_mask.c's
  * smooth_pair), at the scalar band's positions lofs0 (the same output
  * pixels as the spin-2 band's) */
@@ -430,6 +466,10 @@ typedef struct pair_weights {
   int norm_mode;       /* normalize: divide by A(w); zero: keep A(w P) */
   const hpx_header *mh; /* the mask's file (NULL: none) */
   const double *nrm;   /* A(1) to divide by (normalize_map), or NULL */
+  int caps;            /* the caps whose polar correction Q and U take (bits; 0: none) */
+  const double *dadd;  /* the correction of 1 on those caps' outputs (band_caps_add), or NULL:
+                        * added to A(w) and A(W) where a mask or missing pixels are in play
+                        * (capfix), to A(1) (nrm) where weighted files divide by it */
   int64_t unseen;      /* out: output pixels set UNSEEN (in Q and in U) */
 } pair_weights;
 
@@ -481,12 +521,14 @@ static int band_pair(arkcos_plan *p2, const hpx_header *h, int cq, int cu, pair_
   }
   /* the polar correction of Q and U (collective: every rank, or none when
    * one failed; the file then fails) */
-  if (bp->on[1] && !hmpi_max(rc != 0)) rc = band_polar_add(bp, 1, q, u, yq, yu, so, no, lofs, err);
+  if (pw->caps && !hmpi_max(rc != 0)) rc = band_polar_add(bp, 1, pw->caps, q, u, yq, yu, so, no, lofs, err);
   for (int k = 0; !rc && k < no; k++)
     for (int64_t j = 0; j < so[k].b - so[k].a; j++) {
       const int64_t i0 = lofs0[k] + j, i2 = lofs[k] + j;
-      if (pw->aw) { /* finish */
-        const double v = pw->aw[i0], sh = pw->share ? v / pw->share[i0] : v;
+      if (pw->aw) { /* finish (at the corrected caps A(w) and A(W) plus the correction of 1) */
+        const double e = pw->dadd ? pw->dadd[i0] : 0.0;
+        const double v = pw->dadd ? pw->aw[i0] + e : pw->aw[i0];
+        const double sh = pw->share ? v / (pw->dadd ? pw->share[i0] + e : pw->share[i0]) : v;
         if ((pw->minw > 0 && sh < pw->minw) || (pw->norm_mode && !(v > BAND_WEIGHT_FLOOR))) {
           yq[i2] = yu[i2] = ARKCOS_UNSEEN;
           pw->unseen++;
@@ -496,8 +538,9 @@ static int band_pair(arkcos_plan *p2, const hpx_header *h, int cq, int cu, pair_
         }
       }
       if (pw->nrm) { /* normalize_map */
-        if (yq[i2] != ARKCOS_UNSEEN) yq[i2] /= pw->nrm[i0];
-        if (yu[i2] != ARKCOS_UNSEEN) yu[i2] /= pw->nrm[i0];
+        const double dv = pw->dadd ? pw->nrm[i0] + pw->dadd[i0] : pw->nrm[i0];
+        if (yq[i2] != ARKCOS_UNSEEN) yq[i2] /= dv;
+        if (yu[i2] != ARKCOS_UNSEEN) yu[i2] /= dv;
       }
     }
   if (!rc) rc = hpx_band_write_column(tmp, out, L, cq, (const int64_t *)so, lofs, no, yq, err);
@@ -565,7 +608,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
   int64_t *lofs = NULL, len = 0;
   double t0 = MPI_Wtime();
   const int masked = mk->file != NULL;
-  if (st) memset(st->polar, 0, sizeof st->polar), st->polar_dropped = 0;
+  if (st) memset(st->polar, 0, sizeof st->polar);
   int rc = !p ? arkcos_fail(err, ARKCOS_EINVAL, "%s: rank %d holds no plan", in, r)
            : hpx_read_header(in, &h, err);
   if (!rc && masked) rc = hpx_read_header(mk->file, &mh, err);
@@ -653,14 +696,6 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
   for (int c = 0; !rc && c < ncols; c++) weighted |= nmiss[c] > 0;
   const double t1 = MPI_Wtime();
   if (!rc && ((anyrange && single) || (weighted && ncols > HMPI_MAX_COLS))) rc = HMPI_WHOLE_MAP;
-  /* the polar reconstruction with weights in play (missing pixels, a mask,
-   * --write-weight): ring quadrature, said (st->polar_dropped), as the
-   * smoother's caps with missing pixels take it; the whole map on rank 0
-   * would undo the bands' memory */
-  if (!rc && weighted && (bp->on[0] || bp->on[1])) {
-    bp->on[0] = bp->on[1] = 0;
-    if (st) st->polar_dropped = 1;
-  }
   const int polar = bp->on[0] || bp->on[1];
   bp->npix = 12 * (int64_t)h.nside * h.nside;
   /* a Q, U pair needs the spin-2 plan on the scalar plan's output pixels */
@@ -669,7 +704,9 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
   /* the distinct sets of missing pixels over the sphere (find_set): the
    * columns compared on every rank's own pixels */
   int *set_of = NULL, *eq = NULL, nsets = 0, nwcols = 0;
-  typedef struct { int first, last, trivial, need; double *aw; } band_set;
+  /* aw_caps: the caps whose polar correction A(w) took (smoother_mask.c's
+   * wset); caps: those the set's maps take (set_polar_caps) */
+  typedef struct { int first, last, trivial, need, aw_caps, caps; double *aw; } band_set;
   band_set *sets = NULL;
   if (!rc && weighted) {
     set_of = calloc((size_t)ncols, sizeof *set_of);
@@ -699,6 +736,37 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
       sets[k].need |= !sets[k].trivial || mk->write_weight;
     }
     nwcols = !mk->write_weight ? 0 : nsets == 1 ? 1 : ncols;
+  }
+  /* the polar reconstruction with weights in play (missing pixels, a mask,
+   * --write-weight), as the smoother's set_polar_caps: a set keeps it on a
+   * cap whose disc has no missing or masked pixel (weight below 1), each
+   * rank looking at its own output pixels there; a set without either
+   * keeps both. At such caps A(w), A(W) and A(1) take the correction of 1
+   * (D) where the smoother's capfix adds it. */
+  double *D = NULL, *dadd = NULL;
+  if (!rc && weighted && polar) {
+    int *cut = calloc((size_t)nsets + 1, sizeof *cut); /* bit 0: north disc incomplete, 1: south */
+    const int64_t nd = bp->nd[0], npix = bp->npix;
+    for (int k = 0; cut && k < nsets; k++) {
+      if (sets[k].trivial) continue;
+      const double *x = maps[sets[k].first];
+      FOR_CAPS(i, sl, so, lofs, no, npix, nd) {
+        if (band_missing(x[i]) || (mw && mw[i] != 1)) cut[k] |= 1 << (sl >= nd);
+      }
+    }
+    int ok = cut != NULL, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all) MPI_Allreduce(MPI_IN_PLACE, cut, nsets, MPI_INT, MPI_BOR, MPI_COMM_WORLD);
+    for (int k = 0; all && k < nsets; k++) sets[k].caps = !bp->on[0] ? 0 : sets[k].trivial ? 3 : 3 & ~cut[k];
+    free(cut);
+    if (all && bp->on[0]) {
+      D = band_delta_one(bp);
+      dadd = malloc(sizeof *dadd * (size_t)(len + 1));
+      ok = D && dadd;
+      MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+      all = ok;
+    }
+    if (!all) rc = agree_all(arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory for the polar caps", in, r), err);
   }
   char tmp[4096] = "";
   hpx_band_layout L;
@@ -792,12 +860,13 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
     if (pq >= 0 && (c == pq || c == pu)) { /* the pair, at the later of its columns */
       if (c != (pq > pu ? pq : pu)) continue;
       band_set *w = sets ? &sets[set_of[pq]] : NULL;
-      if (w && w->need && !w->aw) { /* A(w) of the pair's set (S0(w)) */
+      if (w && w->need && !w->aw) { /* A(w) of the pair's set (S0(w)), ring quadrature */
         const double a = MPI_Wtime();
         wrc = set_weight(p, maps[pq], mw, len, y, &w->aw, err);
+        w->aw_caps = 0;
         t_weight += MPI_Wtime() - a;
         nweights++;
-        if (wrc) break;
+        if (polar ? hmpi_max(wrc != 0) : wrc) break;
       }
       free(maps[pq]); /* read again at the spin-2 plan's band and halo */
       free(maps[pu]);
@@ -805,15 +874,23 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
       pair_weights pw = {.aw = w && !w->trivial ? w->aw : NULL, .share = share, .minw = minw, .norm_mode = norm_mode,
                          .mh = masked ? &mh : NULL};
       /* Q and U take the polar correction where the scalar maps' A(1) has it
-       * (smoother_mask.c's smooth_pair), and are divided by that A(1) */
-      const int caps2 = bp->on[1] && (!normalize || bp->on[0]) ? 3 : 0;
-      band_pol bq = *bp;
-      bq.on[1] = caps2 != 0;
-      pw.nrm = nrm && !(norm_mode && pw.aw) ? (caps2 && bp->nrmp ? bp->nrmp : nrm) : NULL;
+       * (smoother_mask.c's smooth_pair), and are divided by that A(1); with
+       * missing pixels or a mask on the caps their set keeps (the scalar
+       * correction's), A(w) and A(W) plus the correction of 1 there */
+      const int caps2 = !bp->on[1] ? 0 : w && !w->trivial ? (bp->on[0] ? w->caps : 0)
+                                       : !normalize || bp->on[0] ? 3 : 0;
+      pw.caps = caps2;
+      if (dadd) {
+        band_caps_add(bp, D, caps2, dadd, len, so, no, lofs);
+        pw.dadd = caps2 ? dadd : NULL;
+        pw.nrm = nrm && !(norm_mode && pw.aw) ? nrm : NULL;
+      } else {
+        pw.nrm = nrm && !(norm_mode && pw.aw) ? (caps2 && bp->nrmp ? bp->nrmp : nrm) : NULL;
+      }
       if (st) st->polar[pq < HMPI_MAX_COLS ? pq : HMPI_MAX_COLS - 1] =
                   st->polar[pu < HMPI_MAX_COLS ? pu : HMPI_MAX_COLS - 1] = caps2;
       const double a = MPI_Wtime();
-      wrc = band_pair(p2, &h, pq, pu, &pw, lofs, &bq, tmp, out, &L, err);
+      wrc = band_pair(p2, &h, pq, pu, &pw, lofs, bp, tmp, out, &L, err);
       const double b = MPI_Wtime();
       unseen[pq] = unseen[pu] = pw.unseen;
       arkcos_stage_times t;
@@ -823,11 +900,17 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
         st->map_time[pq < HMPI_MAX_COLS ? pq : HMPI_MAX_COLS - 1] =
             st->map_time[pu < HMPI_MAX_COLS ? pu : HMPI_MAX_COLS - 1] = (b - a) / 2;
       /* store_weight: the pair's columns, or the one WEIGHT column when it
-       * is column 0's */
+       * is column 0's; at the corrected caps A(w) plus the correction of 1
+       * where it lacks it, the share's A(W) too (smoother_mask.c's) */
+      const int wcf = w && dadd && caps2 && (!w->trivial || share);
+      const int addaw = w && (!w->trivial || (w->aw_caps & caps2) != caps2);
       for (int k = 0; !wrc && nwcols && k < 2; k++) {
         const int cc = k ? pu : pq;
         if (nwcols == 1 && cc != 0) continue;
-        FOR_OWN(i, so, lofs, no) { wbuf[i] = share ? w->aw[i] / share[i] : w->aw[i]; }
+        FOR_OWN(i, so, lofs, no) {
+          const double a = wcf && addaw ? w->aw[i] + dadd[i] : w->aw[i];
+          wbuf[i] = share ? a / (wcf ? share[i] + dadd[i] : share[i]) : a;
+        }
         wrc = hpx_band_write_column(tmp, out, &L, ncols + (nwcols > 1 ? cc : 0), (const int64_t *)so, lofs, no,
                                     wbuf, err);
       }
@@ -841,14 +924,26 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
     }
     band_set *w = sets ? &sets[set_of[c]] : NULL;
     double *x = maps[c];
-    /* A(w) of the column's set, once (smooth_weight) */
+    /* the caps the column takes the correction on: its set's (weights in
+     * play), else both; polset: its set is Q and U's, whose A(w) is ring
+     * quadrature where weights are in play (smoother_mask.c's smooth_scalar) */
+    const int caps = !bp->on[0] ? 0 : w ? w->caps : 3;
+    const int polset = w && pq >= 0 && set_of[c] == set_of[pq];
+    /* A(w) of the column's set, once (smooth_weight): with the map's
+     * correction on its caps, but for Q and U's set with weights */
     if (w && w->need && !w->aw) {
       const double a = MPI_Wtime();
       wrc = set_weight(p, x, mw, len, y, &w->aw, err);
+      const int wcaps = polset && !w->trivial ? 0 : caps;
+      if (wcaps && !hmpi_max(wrc != 0)) wrc = band_polar_add(bp, 0, wcaps, y, NULL, w->aw, NULL, so, no, lofs, err);
+      w->aw_caps = wcaps;
       t_weight += MPI_Wtime() - a;
       nweights++;
-      if (wrc) break;
+      if (polar ? hmpi_max(wrc != 0) : wrc) break;
     }
+    if (dadd) band_caps_add(bp, D, caps, dadd, len, so, no, lofs);
+    /* capfix: A(w) (where it lacks it) and A(W) plus the correction of 1 */
+    const int cf = dadd && caps && w && !w->trivial;
     /* w m (load_map) */
     if (w && !w->trivial)
       for (int64_t i = 0; i < len; i++)
@@ -856,8 +951,8 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
     const double a = MPI_Wtime();
     wrc = arkcos_execute_mpi_local(p, x, y, err);
     /* the polar correction (collective: every rank, or none when one failed) */
-    if (bp->on[0] && !hmpi_max(wrc != 0)) wrc = band_polar_add(bp, 0, x, NULL, y, NULL, so, no, lofs, err);
-    if (st) st->polar[c < HMPI_MAX_COLS ? c : HMPI_MAX_COLS - 1] = bp->on[0] ? 3 : 0;
+    if (caps && !hmpi_max(wrc != 0)) wrc = band_polar_add(bp, 0, caps, x, NULL, y, NULL, so, no, lofs, err);
+    if (st) st->polar[c < HMPI_MAX_COLS ? c : HMPI_MAX_COLS - 1] = caps;
     const double b = MPI_Wtime();
     if (!wrc) {
       arkcos_stage_times t;
@@ -867,7 +962,8 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
       if (w && !w->trivial) { /* finish */
         const double *aw = w->aw;
         FOR_OWN(i, so, lofs, no) {
-          const double v = aw[i], sh = share ? v / share[i] : v;
+          const double v = cf && polset ? aw[i] + dadd[i] : aw[i];
+          const double sh = share ? v / (cf ? share[i] + dadd[i] : share[i]) : v;
           if ((minw > 0 && sh < minw) || (norm_mode && !(v > BAND_WEIGHT_FLOOR))) {
             y[i] = ARKCOS_UNSEEN;
             unseen[c]++;
@@ -877,14 +973,25 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
         }
       }
       if (nrm && !(norm_mode && w && !w->trivial)) { /* normalize_map (A(1) + the correction of 1 with polar) */
-        const double *dv = bp->nrmp ? bp->nrmp : nrm;
-        FOR_OWN(i, so, lofs, no) {
-          if (y[i] != ARKCOS_UNSEEN) y[i] /= dv[i];
+        if (dadd) {
+          FOR_OWN(i, so, lofs, no) {
+            if (y[i] != ARKCOS_UNSEEN) y[i] /= nrm[i] + dadd[i];
+          }
+        } else {
+          const double *dv = bp->nrmp ? bp->nrmp : nrm;
+          FOR_OWN(i, so, lofs, no) {
+            if (y[i] != ARKCOS_UNSEEN) y[i] /= dv[i];
+          }
         }
       }
       wrc = hpx_band_write_column(tmp, out, &L, c, (const int64_t *)so, lofs, no, y, err);
-      if (!wrc && nwcols && (nwcols > 1 || c == 0)) { /* store_weight */
-        FOR_OWN(i, so, lofs, no) { wbuf[i] = share ? w->aw[i] / share[i] : w->aw[i]; }
+      if (!wrc && nwcols && (nwcols > 1 || c == 0)) { /* store_weight (its caps as smoother_mask.c's) */
+        const int wcf = cf || (dadd && caps && w->trivial && share);
+        const int addaw = cf ? polset : (w->aw_caps & caps) != caps;
+        FOR_OWN(i, so, lofs, no) {
+          const double a = wcf && addaw ? w->aw[i] + dadd[i] : w->aw[i];
+          wbuf[i] = share ? a / (wcf ? share[i] + dadd[i] : share[i]) : a;
+        }
         wrc = hpx_band_write_column(tmp, out, &L, ncols + (nwcols > 1 ? c : 0), (const int64_t *)so, lofs, no,
                                     wbuf, err);
       }
@@ -930,6 +1037,8 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
     }
   }
   for (int c = 0; maps && c < ncols; c++) free(maps[c]);
+  free(D);
+  free(dadd);
   for (int k = 0; sets && k < nsets; k++) free(sets[k].aw);
   free(sets);
   free(set_of);

@@ -106,9 +106,11 @@ void hmpi_split_stop(void);
  * adds it, bit for bit: the caps' disc pixels gathered on rank 0 from the
  * ranks that own them, the corrections solved there and sent back, each
  * rank adding them to its own output pixels; where the file is divided by
- * A(1), the caps' outputs by A(1) plus the correction of 1. A file with
- * missing pixels, a --mask or --write-weight takes ring quadrature instead
- * (st->polar_dropped; no band holds a pole's disc to decide by). */
+ * A(1), the caps' outputs by A(1) plus the correction of 1. With missing
+ * pixels, a --mask or --write-weight, each set of columns that share their
+ * missing pixels keeps it on the caps whose disc is complete (every rank
+ * looks at its own pixels there; the smoother's set_polar_caps), its A(w)
+ * and A(W) there plus the correction of 1 as the smoother's capfix. */
 #define HMPI_WHOLE_MAP (-1)
 #define HMPI_MAX_COLS 999 /* a FITS binary table holds at most 999 columns (TFIELDS) */
 typedef struct hmpi_mask {
@@ -130,7 +132,6 @@ typedef struct hmpi_polar {
 typedef struct hmpi_file_stats {
   int ncols;
   int polar[HMPI_MAX_COLS];       /* the caps each column took it on (arkcos_smoother_last_polar's bits) */
-  int polar_dropped;              /* weights in play: every column took ring quadrature instead */
   double t_read, t_exec, t_write; /* t_exec: the slowest rank's */
   double map_time[HMPI_MAX_COLS]; /* rank 0's execute per column */
   arkcos_stage_times stages;      /* rank 0's, over the columns */

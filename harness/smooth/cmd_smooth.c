@@ -126,12 +126,9 @@ static void usage(FILE *f) {
 "                       to the poles falls from 1e-3 - 5e-3 to 3e-7 at 4 pixels\n"
 "                       per FWHM and wider (nside >= 64; docs/EXACTNESS.md);\n"
 "                       kernels below 2 pixels per FWHM, top-hats, nside <\n"
-"                       32, a cap with missing or masked pixels near its\n"
-"                       pole, and a map split\n"
-"                       over MPI ranks with missing pixels, a mask or\n"
-"                       --write-weight (with a note; but a Gaussian of the\n"
-"                       harmonic path, smoothed there as one process does)\n"
-"                       take ring; the summary line's polar= says\n"
+"                       32, and a cap with missing or masked pixels near its\n"
+"                       pole (over MPI ranks as in one process) take ring;\n"
+"                       the summary line's polar= says\n"
 "                       which caps took it (both, north, south, none; per\n"
 "                       column where they differ), its plan= the time making\n"
 "                       it took (polar S); ring: each ring's pixels weighted\n"
@@ -911,10 +908,11 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
     const hmpi_mask mk = {mo->has_file ? mo->file : NULL, mo->mode == MASK_MODE_ZERO, mo->min_weight,
                           s->spec.quadrature != ARKCOS_QUADRATURE_POINT, mo->write_weight};
     /* rank 0's polar reconstructions (the smoother's, made with its plans;
-     * hmpi.h), and the correction of 1 where the maps are divided by A(1) */
+     * hmpi.h), and the correction of 1 (A(1)'s where the maps are divided
+     * by it, A(w)'s where weights are in play) */
     hmpi_polar pl = {arkcos_smoother_polar(s->lib, 0, NULL),
                      job.pol.q >= 0 ? arkcos_smoother_polar(s->lib, 2, NULL) : NULL, NULL, (int)s->a->threads};
-    if (bands && normalize && pl.p0 && !(pl.delta1 = arkcos_smoother_polar_delta_one(s->lib)))
+    if (bands && pl.p0 && !(pl.delta1 = arkcos_smoother_polar_delta_one(s->lib)))
       return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the polar caps");
     take_polar_time(s);
     if (bands && (rc = hmpi_split_file(job.in, job.out, job.pol.q, job.pol.u, s->a->force, normalize, &mk, &pl,
@@ -925,10 +923,6 @@ static int smooth_one(smooth_state *s, int i, arkcos_error *err) {
       job.plan_tables = s->plan_tables - t0;
       job.plan_polar = s->plan_polar - q0;
       job.polar_of = st.polar;
-      if (st.polar_dropped)
-        fprintf(stderr, "arkcos smooth: note: %s: split over MPI ranks, a map with missing pixels, a --mask or "
-                        "--write-weight takes ring quadrature (no polar reconstruction: a band-limited map's error "
-                        "next to the poles 1e-3 - 5e-3, not 3e-7; one process has it)\n", job.in);
       for (int c = 0; c < st.ncols && !rc; c++) rc = record_map_time(s, st.map_time[c < HMPI_MAX_COLS ? c : 0]);
       if (st.reported) {
         job.nbad = 0;

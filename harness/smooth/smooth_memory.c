@@ -71,9 +71,11 @@ static int rank_row(const smem_nside *w, const arkcos_kernel *k, int rank, int n
     row->out_px = (long long)e.pixels_out;
     row->halo_px = (long long)e.halo_pixels;
     /* band and halo: the columns, an output, A(W) and ones; with --mask
-     * the mask's band and A(w) */
+     * the mask's band and A(w), and with the polar caps their correction
+     * of 1 laid out on the band (hmpi.c's band_caps_add) */
     row->maps = reads ? whole_maps
-                : 8 * (double)e.pixels_in * (w->maxcols + 1 + 2 * w->normalize + 2 * w->masked);
+                : 8 * (double)e.pixels_in *
+                      (w->maxcols + 1 + 2 * w->normalize + 2 * w->masked + (w->masked && w->polar > 0));
     row->tables = e.tables;
     row->spectra = e.spectra;
     /* the polar reconstruction: the smoother's, on rank 0 (hmpi.h) */
