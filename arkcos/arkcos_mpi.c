@@ -433,6 +433,14 @@ int arkcos_execute_mpi_local(arkcos_plan *p, const double *in, double *out, arkc
   return execute_local(p, 1, x, y, err);
 }
 
+int arkcos_execute_mpi_local_general(arkcos_plan *p, const double *in, double *out, arkcos_error *err) {
+  if (!p) return arkcos_execute_mpi_local(p, in, out, err);
+  p->no_constant = 1;
+  const int rc = arkcos_execute_mpi_local(p, in, out, err);
+  p->no_constant = 0;
+  return rc;
+}
+
 int arkcos_execute2_mpi_local(arkcos_plan *p, const double *q, const double *u, double *q_out, double *u_out,
                               arkcos_error *err) {
   const double *x[2] = {q, u};

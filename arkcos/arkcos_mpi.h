@@ -104,14 +104,22 @@ int arkcos_plan_mpi_band(const arkcos_plan *p, arkcos_mpi_band *b, arkcos_error 
  * of pixels_in values each; out receives the band's output pixels, bit for
  * bit those of arkcos_execute_mpi (and of one process, but for the
  * harmonic path, whose sum over ranks is another order of additions: within
- * rounding of one process), and the halo positions of out are left as they
- * were. The input values must be finite (not checked here). */
+ * rounding of one process, and for a band whose rings hold one value where
+ * the map does not: arkcos_execute_mpi_local_general), and the halo
+ * positions of out are left as they were. The input values must be finite (not checked here). */
 typedef struct arkcos_mpi_segment {
   int64_t a, b;
 } arkcos_mpi_segment;
 int arkcos_plan_mpi_segments(const arkcos_plan *p, int output, const arkcos_mpi_segment **seg, int *n,
                              arkcos_error *err);
 int arkcos_execute_mpi_local(arkcos_plan *p, const double *in, double *out, arkcos_error *err);
+/* The same for a map that is not constant over the sphere although this
+ * band's rings (and halo) may all hold one value, as a weight map of 0 and
+ * 1 may: never the constant map's shortcut (no ring FFTs; its rounding
+ * differs from the general path's by about 4e-14 of the value), which
+ * arkcos_execute_mpi_local takes wherever the band's rings hold one value,
+ * so that the band's bytes are one process's. */
+int arkcos_execute_mpi_local_general(arkcos_plan *p, const double *in, double *out, arkcos_error *err);
 /* The same for a spin-2 plan: four band-local maps, Q and U in, Q and U out. */
 int arkcos_execute2_mpi_local(arkcos_plan *p, const double *q, const double *u, double *q_out,
                               double *u_out, arkcos_error *err);

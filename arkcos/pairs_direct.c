@@ -1655,7 +1655,7 @@ static int constant_eligible(const arkcos_plan *p) {
 int arkcos_direct_execute_constant(arkcos_plan *p, const double *in, double *out, int nthreads) {
   const arkcos_geometry *g = p->geom;
   const arkcos_ring *rg = g->rings;
-  if (!constant_eligible(p)) return 0;
+  if (p->no_constant || !constant_eligible(p)) return 0;
   unsigned char *need = calloc((size_t)g->nrings, 1);
   if (!need) return 0;
   arkcos_plan_rings_needed(p, p->task_lo, p->task_hi, need);

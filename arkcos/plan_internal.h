@@ -68,6 +68,8 @@ struct arkcos_plan {
   int (*execute_two)(arkcos_plan *, const double *, double *, const double *, double *, arkcos_error *);
   void (*destroy)(arkcos_plan *);
   void *mpi;                 /* arkcos_plan_create_mpi's state (arkcos_mpi.c), or NULL */
+  int no_constant;           /* 1 during arkcos_execute_mpi_local_general: no constant map's
+                              * shortcut (a band constant where the map is not) */
   void (*mpi_destroy)(arkcos_plan *);
   int nparts;                /* bands the tasks are split into (1: one process) */
   /* A band plan of the harmonic path: the a_lm of n doubles that this

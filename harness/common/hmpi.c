@@ -580,13 +580,17 @@ static int band_ones(arkcos_plan *pn, const arkcos_mpi_segment *so, int no, cons
 }
 
 /* A(w) of a set, w = 0 at the missing pixels of x (NaN) and where the mask
- * is 0, the mask (or 1) elsewhere (smooth_weight); y is scratch */
-static int set_weight(arkcos_plan *p, const double *x, const double *mw, int64_t len, double *y, double **aw,
-                      arkcos_error *err) {
+ * is 0, the mask (or 1) elsewhere (smooth_weight); y is scratch. wconst: w
+ * is one value over the sphere; else the band takes the general path even
+ * where its rings hold one value (one process's bytes: the constant map's
+ * shortcut rounds otherwise, 4e-14 at the caps of a map whose band and halo
+ * the holes miss) */
+static int set_weight(arkcos_plan *p, const double *x, const double *mw, int64_t len, int wconst, double *y,
+                      double **aw, arkcos_error *err) {
   if (!(*aw = malloc(sizeof **aw * (size_t)(len + 1))))
     return arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the weight map");
   for (int64_t i = 0; i < len; i++) y[i] = band_missing(x[i]) ? 0.0 : mw ? mw[i] : 1.0;
-  return arkcos_execute_mpi_local(p, y, *aw, err);
+  return wconst ? arkcos_execute_mpi_local(p, y, *aw, err) : arkcos_execute_mpi_local_general(p, y, *aw, err);
 }
 
 /* One file, every rank its own band (hmpi_split_file): the band and halo
@@ -706,7 +710,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
   int *set_of = NULL, *eq = NULL, nsets = 0, nwcols = 0;
   /* aw_caps: the caps whose polar correction A(w) took (smoother_mask.c's
    * wset); caps: those the set's maps take (set_polar_caps) */
-  typedef struct { int first, last, trivial, need, aw_caps, caps; double *aw; } band_set;
+  typedef struct { int first, last, trivial, need, aw_caps, caps, wconst; double *aw; } band_set;
   band_set *sets = NULL;
   if (!rc && weighted) {
     set_of = calloc((size_t)ncols, sizeof *set_of);
@@ -736,6 +740,27 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
       sets[k].need |= !sets[k].trivial || mk->write_weight;
     }
     nwcols = !mk->write_weight ? 0 : nsets == 1 ? 1 : ncols;
+    /* whether each set's w is one value over the sphere (set_weight): its
+     * least and largest value on the ranks' own pixels */
+    double *lohi = rc ? NULL : malloc(sizeof *lohi * 2 * (size_t)(nsets + 1));
+    int have = rc || lohi != NULL, all_have = 0;
+    MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_have) rc = agree_all(arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory", in, r), err);
+    if (!rc) {
+      for (int k = 0; k < nsets; k++) {
+        double lo = INFINITY, hi = -INFINITY;
+        const double *x = maps[sets[k].first];
+        FOR_OWN(i, so, lofs, no) {
+          const double v = band_missing(x[i]) ? 0.0 : mw ? mw[i] : 1.0;
+          lo = v < lo ? v : lo;
+          hi = v > hi ? v : hi;
+        }
+        lohi[k] = lo, lohi[nsets + k] = -hi;
+      }
+      MPI_Allreduce(MPI_IN_PLACE, lohi, 2 * nsets, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+      for (int k = 0; k < nsets; k++) sets[k].wconst = lohi[k] == -lohi[nsets + k];
+    }
+    free(lohi);
   }
   /* the polar reconstruction with weights in play (missing pixels, a mask,
    * --write-weight), as the smoother's set_polar_caps: a set keeps it on a
@@ -862,7 +887,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
       band_set *w = sets ? &sets[set_of[pq]] : NULL;
       if (w && w->need && !w->aw) { /* A(w) of the pair's set (S0(w)), ring quadrature */
         const double a = MPI_Wtime();
-        wrc = set_weight(p, maps[pq], mw, len, y, &w->aw, err);
+        wrc = set_weight(p, maps[pq], mw, len, w->wconst, y, &w->aw, err);
         w->aw_caps = 0;
         t_weight += MPI_Wtime() - a;
         nweights++;
@@ -933,7 +958,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
      * correction on its caps, but for Q and U's set with weights */
     if (w && w->need && !w->aw) {
       const double a = MPI_Wtime();
-      wrc = set_weight(p, x, mw, len, y, &w->aw, err);
+      wrc = set_weight(p, x, mw, len, w->wconst, y, &w->aw, err);
       const int wcaps = polset && !w->trivial ? 0 : caps;
       if (wcaps && !hmpi_max(wrc != 0)) wrc = band_polar_add(bp, 0, wcaps, y, NULL, w->aw, NULL, so, no, lofs, err);
       w->aw_caps = wcaps;
