@@ -740,25 +740,40 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
       sets[k].need |= !sets[k].trivial || mk->write_weight;
     }
     nwcols = !mk->write_weight ? 0 : nsets == 1 ? 1 : ncols;
-    /* whether each set's w is one value over the sphere (set_weight): its
-     * least and largest value on the ranks' own pixels */
-    double *lohi = rc ? NULL : malloc(sizeof *lohi * 2 * (size_t)(nsets + 1));
-    int have = rc || lohi != NULL, all_have = 0;
+  }
+  /* whether each set's w and each column's input (w m where weights are
+   * in play) is one value over the sphere: the least and largest on the
+   * ranks' own pixels. A band execute of anything else takes the general
+   * path even where its rings hold one value (set_weight, and the column's
+   * execute below) */
+  int *cconst = NULL;
+  if (!rc) {
+    const int nv = (sets ? nsets : 0) + ncols;
+    double *lohi = malloc(sizeof *lohi * 2 * (size_t)(nv + 1));
+    cconst = calloc((size_t)ncols + 1, sizeof *cconst);
+    int have = lohi && cconst, all_have = 0;
     MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_have) rc = agree_all(arkcos_fail(err, ARKCOS_ENOMEM, "%s: rank %d: out of memory", in, r), err);
-    if (!rc) {
-      for (int k = 0; k < nsets; k++) {
-        double lo = INFINITY, hi = -INFINITY;
-        const double *x = maps[sets[k].first];
-        FOR_OWN(i, so, lofs, no) {
-          const double v = band_missing(x[i]) ? 0.0 : mw ? mw[i] : 1.0;
-          lo = v < lo ? v : lo;
-          hi = v > hi ? v : hi;
-        }
-        lohi[k] = lo, lohi[nsets + k] = -hi;
+    for (int k = 0; !rc && k < nv; k++) {
+      const int set = sets && k < nsets, c = set ? -1 : k - (sets ? nsets : 0);
+      const double *x = maps[set ? sets[k].first : c];
+      const int wl = !set && sets && !sets[set_of[c]].trivial; /* w m */
+      double lo = INFINITY, hi = -INFINITY;
+      FOR_OWN(i, so, lofs, no) {
+        const double v = set ? (band_missing(x[i]) ? 0.0 : mw ? mw[i] : 1.0)
+                         : !wl ? x[i] : band_missing(x[i]) || (mw && mw[i] == 0) ? 0.0 : mw ? mw[i] * x[i] : x[i];
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
       }
-      MPI_Allreduce(MPI_IN_PLACE, lohi, 2 * nsets, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-      for (int k = 0; k < nsets; k++) sets[k].wconst = lohi[k] == -lohi[nsets + k];
+      lohi[k] = lo, lohi[nv + k] = -hi;
+    }
+    if (!rc) {
+      MPI_Allreduce(MPI_IN_PLACE, lohi, 2 * nv, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+      for (int k = 0; k < nv; k++) {
+        const int one = lohi[k] == -lohi[nv + k];
+        if (sets && k < nsets) sets[k].wconst = one;
+        else cconst[k - (sets ? nsets : 0)] = one;
+      }
     }
     free(lohi);
   }
@@ -974,7 +989,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
       for (int64_t i = 0; i < len; i++)
         x[i] = band_missing(x[i]) || (mw && mw[i] == 0) ? 0.0 : mw ? mw[i] * x[i] : x[i];
     const double a = MPI_Wtime();
-    wrc = arkcos_execute_mpi_local(p, x, y, err);
+    wrc = cconst[c] ? arkcos_execute_mpi_local(p, x, y, err) : arkcos_execute_mpi_local_general(p, x, y, err);
     /* the polar correction (collective: every rank, or none when one failed) */
     if (caps && !hmpi_max(wrc != 0)) wrc = band_polar_add(bp, 0, caps, x, NULL, y, NULL, so, no, lofs, err);
     if (st) st->polar[c < HMPI_MAX_COLS ? c : HMPI_MAX_COLS - 1] = caps;
@@ -1064,6 +1079,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
   for (int c = 0; maps && c < ncols; c++) free(maps[c]);
   free(D);
   free(dadd);
+  free(cconst);
   for (int k = 0; sets && k < nsets; k++) free(sets[k].aw);
   free(sets);
   free(set_of);
