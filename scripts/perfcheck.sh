@@ -179,6 +179,12 @@ build_ref() {
 
 # The reference: a build of the baseline's commit here, else the baseline's
 # results themselves.
+need_baseline() {
+  if [ ! -f "$BASELINE" ]; then
+    echo "perfcheck: no baseline at $BASELINE; record one with 'make perfcheck-update' and commit it" >&2
+    exit 2
+  fi
+}
 REF_BIN=
 WHY=
 if [ -n "$REF_ARKCOS" ]; then
@@ -190,10 +196,7 @@ if [ -n "$REF_ARKCOS" ]; then
 elif [ "$REFERENCE" != baseline ]; then
   c=$REF_COMMIT
   if [ -z "$c" ]; then
-    if [ ! -f "$BASELINE" ]; then
-      echo "perfcheck: no baseline at $BASELINE; record one with 'make perfcheck-update' and commit it" >&2
-      exit 2
-    fi
+    need_baseline
     c=$(meta_field "$BASELINE" git_commit)
   fi
   if [ -z "$c" ] || [ "$c" = unknown ]; then
@@ -211,10 +214,7 @@ elif [ "$REFERENCE" != baseline ]; then
   fi
 fi
 if [ -z "$REF_BIN" ]; then
-  if [ ! -f "$BASELINE" ]; then
-    echo "perfcheck: no baseline at $BASELINE; record one with 'make perfcheck-update' and commit it" >&2
-    exit 2
-  fi
+  need_baseline
   check_policy
   here=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo 2>/dev/null | head -1)
   there=$(meta_field "$BASELINE" cpu_model)

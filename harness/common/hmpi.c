@@ -396,34 +396,6 @@ static int band_polar_add(const band_pol *bp, int k, int caps, const double *x, 
   return rc ? arkcos_fail(err, rc, "out of memory for the polar caps' correction") : ARKCOS_OK;
 }
 
-/* bp->nrmp: the band's A(1) (nrm) with rank 0's correction of 1 added at
- * the caps' outputs (smoother.c's norm_polar: the north output j, and its
- * south mirror, take delta1[j]). Collective. */
-static int band_polar_norm(band_pol *bp, const double *nrm, int64_t len, const arkcos_mpi_segment *so, int nso,
-                           const int64_t *lofs, arkcos_error *err) {
-  const int64_t no = bp->no[0], npix = bp->npix;
-  double *D = malloc(sizeof *D * (size_t)(2 * no));
-  bp->nrmp = malloc(sizeof *bp->nrmp * (size_t)(len + 1));
-  int ok = D && bp->nrmp && (world_rank() != 0 || bp->pl->delta1), all = 0;
-  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (all) {
-    if (world_rank() == 0)
-      for (int64_t j = 0; j < no; j++) {
-        D[j] = bp->pl->delta1[j];
-        D[cap_slot(npix, no, 1, arkcos_polar_mirror(bp->pl->p0, j))] = bp->pl->delta1[j];
-      }
-    MPI_Bcast(D, (int)(2 * no), MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    memcpy(bp->nrmp, nrm, sizeof *nrm * (size_t)len);
-    FOR_CAPS(i, sl, so, lofs, nso, npix, no) { bp->nrmp[i] = nrm[i] + D[sl]; }
-  }
-  free(D);
-  if (!all) {
-    free(bp->nrmp);
-    bp->nrmp = NULL;
-  }
-  return all ? ARKCOS_OK : arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the polar caps' A(1)");
-}
-
 /* The correction of 1 at both caps' outputs in an exchange buffer's slots
  * (cap_slot), from rank 0 to every rank (the north output j and its south
  * mirror take delta1[j], as smoother_mask.c's capfix); NULL when short of
@@ -444,6 +416,30 @@ static double *band_delta_one(const band_pol *bp) {
     }
   MPI_Bcast(D, (int)(2 * no), MPI_DOUBLE, 0, MPI_COMM_WORLD);
   return D;
+}
+
+/* bp->nrmp: the band's A(1) (nrm) with rank 0's correction of 1 added at
+ * the caps' outputs (smoother.c's norm_polar: the north output j, and its
+ * south mirror, take delta1[j]): D0 where the caller has it (every rank or
+ * none), else fetched. Collective. */
+static int band_polar_norm(band_pol *bp, const double *D0, const double *nrm, int64_t len,
+                           const arkcos_mpi_segment *so, int nso, const int64_t *lofs, arkcos_error *err) {
+  const int64_t no = bp->no[0], npix = bp->npix;
+  bp->nrmp = malloc(sizeof *bp->nrmp * (size_t)(len + 1));
+  int ok = bp->nrmp != NULL, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  double *own = all && !D0 ? band_delta_one(bp) : NULL; /* NULL on every rank or none */
+  const double *D = D0 ? D0 : own;
+  const int done = all && D != NULL;
+  if (done) {
+    memcpy(bp->nrmp, nrm, sizeof *nrm * (size_t)len);
+    FOR_CAPS(i, sl, so, lofs, nso, npix, no) { bp->nrmp[i] = nrm[i] + D[sl]; }
+  } else {
+    free(bp->nrmp);
+    bp->nrmp = NULL;
+  }
+  free(own);
+  return done ? ARKCOS_OK : arkcos_fail(err, ARKCOS_ENOMEM, "out of memory for the polar caps' A(1)");
 }
 
 /* dadd (band-local) = the correction of 1 (D) at the own outputs of the
@@ -869,7 +865,7 @@ static int band_file(arkcos_plan *p, arkcos_plan *p2, arkcos_plan *pn, int singl
    * positive wherever a map is divided by it (smoother_mask.c's
    * ensure_norm, each pixel counted once) */
   if (!rc && normalize && polar && !hmpi_max(wrc != 0) && bp->on[0])
-    wrc = band_polar_norm(bp, nrm, len, so, no, lofs, err);
+    wrc = band_polar_norm(bp, D, nrm, len, so, no, lofs, err);
   if (!rc && normalize) {
     int64_t nonpos = 0;
     if (!wrc) FOR_OWN(i, so, lofs, no) { nonpos += !(nrm[i] > 0) || (bp->nrmp && !(bp->nrmp[i] > 0)); }
